@@ -1,0 +1,64 @@
+"""Benchmark registry: built-ins by name, plus the entry-point group ``pytest_memeval.benchmarks``."""
+
+from __future__ import annotations
+
+import importlib
+from importlib.metadata import entry_points
+
+from ..errors import MSG_UNKNOWN_BENCHMARK, MemevalError
+from .base import Benchmark, CategoryInfo, Dataset, LoadRequest
+
+__all__ = [
+    "BUILTIN_BENCHMARKS",
+    "ENTRY_POINT_GROUP",
+    "Benchmark",
+    "CategoryInfo",
+    "Dataset",
+    "LoadRequest",
+    "available_benchmarks",
+    "get_benchmark",
+]
+
+ENTRY_POINT_GROUP = "pytest_memeval.benchmarks"
+
+#: name -> "module:attribute" of a Benchmark object (imported lazily)
+BUILTIN_BENCHMARKS: dict[str, str] = {
+    "demo": "pytest_memeval.benchmarks.demo:BENCHMARK",
+    "locomo": "pytest_memeval.benchmarks.locomo:BENCHMARK",
+    "longmemeval": "pytest_memeval.benchmarks.longmemeval:BENCHMARK",
+    "beam": "pytest_memeval.benchmarks.beam:BENCHMARK",
+    "usermem": "pytest_memeval.benchmarks.usermem:BENCHMARK",
+}
+
+
+def _entry_point_benchmarks() -> dict[str, object]:
+    return {ep.name: ep for ep in entry_points(group=ENTRY_POINT_GROUP)}
+
+
+def available_benchmarks() -> list[str]:
+    names = dict.fromkeys(BUILTIN_BENCHMARKS)
+    names.update(dict.fromkeys(_entry_point_benchmarks()))
+    return sorted(names)
+
+
+def _coerce(obj: object, name: str) -> Benchmark:
+    if not isinstance(obj, Benchmark) and callable(obj):
+        obj = obj()
+    if not isinstance(obj, Benchmark):
+        raise MemevalError(f"benchmark {name!r} does not provide the Benchmark protocol: {obj!r:.80}")
+    return obj
+
+
+def get_benchmark(name: str) -> Benchmark:
+    """Resolve a benchmark by name: entry points first (so a package can replace a built-in)."""
+    eps = _entry_point_benchmarks()
+    if name in eps:
+        return _coerce(eps[name].load(), name)  # type: ignore[attr-defined]
+    target = BUILTIN_BENCHMARKS.get(name)
+    if target is None:
+        raise MemevalError(
+            MSG_UNKNOWN_BENCHMARK.format(name=name, available=", ".join(available_benchmarks()))
+        )
+    module_name, _, attr = target.partition(":")
+    module = importlib.import_module(module_name)
+    return _coerce(getattr(module, attr), name)

@@ -1,0 +1,251 @@
+"""Vocabulary: the frozen records that flow through the pipeline.
+
+Layer 0: imports nothing from the rest of the package. Every record that crosses a process boundary
+(pytest-xdist) has ``to_dict`` / ``from_dict`` producing plain JSON-compatible values; nothing is
+ever pickled.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+__all__ = [
+    "STATUS_CORRECT",
+    "STATUS_ERROR",
+    "STATUS_UNSCORED",
+    "STATUS_WRONG",
+    "STATUSES",
+    "Conversation",
+    "Memory",
+    "Prediction",
+    "Question",
+    "QuestionResult",
+    "Score",
+    "Session",
+    "Turn",
+    "as_memory",
+]
+
+STATUS_CORRECT = "CORRECT"
+STATUS_WRONG = "WRONG"
+STATUS_ERROR = "ERROR"
+STATUS_UNSCORED = "UNSCORED"
+STATUSES = (STATUS_CORRECT, STATUS_WRONG, STATUS_UNSCORED, STATUS_ERROR)
+
+Gold = str | int | float | None
+
+
+@dataclass(frozen=True)
+class Turn:
+    """One message. ``id`` is the benchmark's own turn id (LoCoMo ``dia_id`` such as ``D1:3``)."""
+
+    id: str
+    speaker: str
+    text: str
+    meta: Mapping[str, Any] = field(default_factory=dict, compare=False, hash=False)
+
+
+@dataclass(frozen=True)
+class Session:
+    """A dated group of turns. ``date`` is parsed when possible; ``date_raw`` keeps the source text."""
+
+    id: str
+    date: datetime | None
+    turns: tuple[Turn, ...]
+    date_raw: str = ""
+    meta: Mapping[str, Any] = field(default_factory=dict, compare=False, hash=False)
+
+
+@dataclass(frozen=True)
+class Conversation:
+    """Everything a memory system ingests before the questions about it are asked."""
+
+    id: str
+    sessions: tuple[Session, ...]
+    speakers: tuple[str, ...] = ()
+    meta: Mapping[str, Any] = field(default_factory=dict, compare=False, hash=False)
+
+    def sessions_by_date(self) -> tuple[Session, ...]:
+        """Sessions in date order (stable; undated sessions keep their file position at the end)."""
+        indexed = list(enumerate(self.sessions))
+        indexed.sort(key=lambda p: (p[1].date is None, p[1].date or datetime.min, p[0]))
+        return tuple(s for _, s in indexed)
+
+    def turns(self) -> list[tuple[Session, Turn]]:
+        """All turns with their session, sessions in date order."""
+        return [(s, t) for s in self.sessions_by_date() for t in s.turns]
+
+
+@dataclass(frozen=True)
+class Question:
+    """One benchmark question.
+
+    ``category`` is the category *name* used for markers and tables (``single-hop``);
+    ``category_id`` the benchmark's own id (LoCoMo: the integer 1-5). ``gold`` keeps the source type
+    (LoCoMo has integer golds) and may be ``None`` (LoCoMo category 5).
+    """
+
+    id: str
+    conversation_id: str
+    category: str
+    question: str
+    gold: Gold
+    evidence: tuple[str, ...] = ()
+    category_id: int | str | None = None
+    question_date: datetime | None = None
+    question_date_raw: str = ""
+    abstention: bool = False
+    index: int = 0
+    meta: Mapping[str, Any] = field(default_factory=dict, compare=False, hash=False)
+
+
+@dataclass(frozen=True)
+class Memory:
+    """What a memory system returns from ``search``: text plus optional provenance."""
+
+    text: str
+    id: str | None = None
+    date: datetime | str | None = None
+    score: float | None = None
+    source_ids: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        date = self.date.isoformat() if isinstance(self.date, datetime) else self.date
+        score = self.score if self.score is None or math.isfinite(self.score) else None
+        return {
+            "text": self.text,
+            "id": self.id,
+            "date": date,
+            "score": score,
+            "source_ids": list(self.source_ids),
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Memory:
+        return cls(
+            text=str(data.get("text", "")),
+            id=data.get("id"),
+            date=data.get("date"),
+            score=data.get("score"),
+            source_ids=tuple(str(s) for s in data.get("source_ids") or ()),
+        )
+
+
+def as_memory(item: object) -> Memory:
+    """Accept a ``Memory`` or a plain string from ``search``; anything else is a type error."""
+    if isinstance(item, Memory):
+        return item
+    if isinstance(item, str):
+        return Memory(text=item)
+    raise TypeError(
+        f"search() must return Memory objects or strings, got {type(item).__name__}: {item!r:.80}"
+    )
+
+
+@dataclass(frozen=True)
+class Prediction:
+    """The answer produced for a question, with the memories it was produced from."""
+
+    text: str
+    memories: tuple[Memory, ...] = ()
+    answered_by: str = ""  # "system" (system.answer), "extractive", or "PROVIDER:MODEL"
+
+
+@dataclass(frozen=True)
+class Score:
+    """One score value; ``unscored`` marks a judge reply that could not be parsed (value is NaN)."""
+
+    value: float
+    unscored: bool = False
+    raw: str | None = None
+    explanation: str | None = None
+
+    @classmethod
+    def unscorable(cls, raw: str | None, explanation: str | None = None) -> Score:
+        return cls(value=math.nan, unscored=True, raw=raw, explanation=explanation)
+
+
+def _clean_float(value: object) -> float | None:
+    if value is None:
+        return None
+    f = float(value)  # type: ignore[arg-type]
+    return f if math.isfinite(f) else None
+
+
+@dataclass
+class QuestionResult:
+    """Everything one item records. Travels as a plain dict in ``report.user_properties``."""
+
+    benchmark: str
+    system: str
+    question_id: str
+    conversation_id: str
+    category: str
+    category_id: int | str | None
+    question: str
+    gold: Gold
+    prediction: str | None
+    status: str
+    scores: dict[str, float | None] = field(default_factory=dict)
+    memories: list[Memory] = field(default_factory=list)
+    latency: dict[str, float] = field(default_factory=dict)
+    error: str | None = None
+    flow: str = ""  # "" for built-in items; the test function name for hand-written tests
+    details: dict[str, Any] = field(default_factory=dict)
+    nodeid: str = ""
+
+    @property
+    def run_key(self) -> tuple[str, str, str]:
+        return (self.benchmark, self.system, self.flow)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "id": self.question_id,
+            "benchmark": self.benchmark,
+            "system": self.system,
+            "flow": self.flow,
+            "conversation": self.conversation_id,
+            "category": self.category,
+            "category_id": self.category_id,
+            "question": self.question,
+            "gold": self.gold,
+            "prediction": self.prediction,
+            "status": self.status,
+            "scores": {k: _clean_float(v) for k, v in self.scores.items()},
+            "memories": [m.to_dict() for m in self.memories],
+            "latency": dict(self.latency),
+            "error": self.error,
+            "details": self.details,
+            "nodeid": self.nodeid,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> QuestionResult:
+        scores = data.get("scores") or {}
+        return cls(
+            benchmark=str(data["benchmark"]),
+            system=str(data["system"]),
+            question_id=str(data["id"]),
+            conversation_id=str(data.get("conversation", "")),
+            category=str(data.get("category", "")),
+            category_id=data.get("category_id"),
+            question=str(data.get("question", "")),
+            gold=data.get("gold"),
+            prediction=data.get("prediction"),
+            status=str(data.get("status", STATUS_ERROR)),
+            scores={str(k): _clean_float(v) for k, v in scores.items()},
+            memories=[Memory.from_dict(m) for m in data.get("memories") or ()],
+            latency={str(k): float(v) for k, v in (data.get("latency") or {}).items()},
+            error=data.get("error"),
+            flow=str(data.get("flow", "")),
+            details=dict(data.get("details") or {}),
+            nodeid=str(data.get("nodeid", "")),
+        )
+
+
+def memories_from(items: Sequence[object]) -> tuple[Memory, ...]:
+    return tuple(as_memory(m) for m in items)
