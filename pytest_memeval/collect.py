@@ -1,0 +1,264 @@
+"""Pytest glue: benchmark questions as pytest items.
+
+Node ids: ``memeval/<benchmark>/<conversation>::<question_id>[<system>]``. Items are
+``pytest.Function`` subclasses so fixtures (a conftest fixture as memory system, ``memeval_system``)
+work natively; all memory-system work happens in ``setup`` (an exception there is a pytest *error*,
+an infrastructure failure), the verdict in ``call`` (``--memeval-strict`` turns WRONG into a failure).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from .benchmarks import Benchmark, Dataset
+from .pipeline import SystemPool, clean_scores, decide_status, run_question
+from .records import STATUS_WRONG, Prediction, Question, QuestionResult
+from .report.terminal import describe_result
+
+if TYPE_CHECKING:
+    from .answering import Answerer
+    from .options import Settings
+
+__all__ = [
+    "RESULT_KEY",
+    "STATE_KEY",
+    "BenchmarkNode",
+    "ConversationNode",
+    "MemevalCase",
+    "MemevalItem",
+    "RunState",
+    "SystemRef",
+    "WrongAnswer",
+]
+
+
+@dataclass(frozen=True)
+class SystemRef:
+    """One memory system as resolved from ``--memsys``, at one top-k."""
+
+    label: str  # shown in node ids and tables, e.g. "bm25" or "bm25@20"
+    base: str  # the system name, shared by its top-k variants (ingestion is shared too)
+    k: int
+    fixture: str | None = None  # conftest fixture name, when the system is a fixture
+    factory: Callable[[], object] | None = None
+
+
+@dataclass
+class RunState:
+    """Per-process state on ``config.stash`` (workers each have their own)."""
+
+    settings: Settings
+    benchmarks: dict[str, Benchmark] = field(default_factory=dict)
+    datasets: dict[str, Dataset] = field(default_factory=dict)
+    selected: dict[str, list[Question]] = field(default_factory=dict)
+    systems: list[SystemRef] | None = None
+    pool: SystemPool = field(default_factory=SystemPool)
+    answerer: Answerer | None = None
+    collect_seconds: float = 0.0
+    load_seconds: dict[str, float] = field(default_factory=dict)
+
+    def threshold(self, bench: str) -> float:
+        if self.settings.pass_threshold is not None:
+            return self.settings.pass_threshold
+        return float(getattr(self.benchmarks[bench], "default_threshold", 0.5))
+
+
+STATE_KEY = pytest.StashKey[RunState]()
+RESULT_KEY = pytest.StashKey[QuestionResult]()
+
+
+class WrongAnswer(Exception):
+    """Raised in ``call`` under --memeval-strict for a WRONG answer."""
+
+    def __init__(self, result: QuestionResult) -> None:
+        super().__init__(f"WRONG: {result.question_id}")
+        self.result = result
+
+
+class BenchmarkNode(pytest.Collector):
+    """``memeval/<benchmark>``; built directly, never collected from a file."""
+
+    def collect(self) -> list[pytest.Item | pytest.Collector]:  # pragma: no cover - not walked
+        return []
+
+    def reportinfo(self) -> tuple[Path, int | None, str]:
+        return self.path, None, self.nodeid
+
+
+class ConversationNode(pytest.Collector):
+    """``memeval/<benchmark>/<conversation>``: the xdist scope unit (one worker per conversation)."""
+
+    def collect(self) -> list[pytest.Item | pytest.Collector]:  # pragma: no cover - not walked
+        return []
+
+    def reportinfo(self) -> tuple[Path, int | None, str]:
+        return self.path, None, self.nodeid
+
+
+def _memeval_question() -> None:
+    """Placeholder callable of every built-in item (the work is in setup/runtest)."""
+
+
+@dataclass(frozen=True)
+class MemevalCase:
+    """The parameter of a hand-written test asking for ``memeval_case``."""
+
+    benchmark: str
+    system: SystemRef
+    question: Question
+
+    @property
+    def id(self) -> str:
+        return f"{self.question.id}[{self.system.label}]"
+
+
+def result_skeleton(
+    benchmark: str, system: SystemRef, question: Question, nodeid: str, flow: str = ""
+) -> QuestionResult:
+    return QuestionResult(
+        benchmark=benchmark,
+        system=system.label,
+        question_id=question.id,
+        conversation_id=question.conversation_id,
+        category=question.category,
+        category_id=question.category_id,
+        question=question.question,
+        gold=question.gold,
+        prediction=None,
+        status="ERROR",
+        flow=flow,
+        details={"index": question.index, "k": system.k},
+        nodeid=nodeid,
+    )
+
+
+def score_prediction(
+    config: pytest.Config, state: RunState, bench: str, question: Question, prediction: Prediction
+) -> dict[str, float | None]:
+    merged: dict[str, float | None] = {}
+    for extra in config.hook.pytest_memeval_question_scores(
+        config=config, benchmark=bench, question=question, prediction=prediction
+    ):
+        if extra:
+            merged.update(extra)
+    wanted = state.settings.metrics
+    if wanted:
+        keep = set(wanted) | {state.benchmarks[bench].pass_metric}
+        merged = {k: v for k, v in merged.items() if k in keep}
+    return clean_scores(merged)
+
+
+def obtain_system(request: pytest.FixtureRequest, ref: SystemRef) -> object:
+    if ref.fixture is not None:
+        return request.getfixturevalue(ref.fixture)
+    assert ref.factory is not None
+    return ref.factory
+
+
+class MemevalItem(pytest.Function):
+    """One benchmark question answered by one memory system."""
+
+    def __init__(
+        self,
+        *,
+        benchmark: str,
+        question: Question,
+        system: SystemRef,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(callobj=_memeval_question, **kwargs)
+        self.benchmark = benchmark
+        self.question = question
+        self.system = system
+
+    @property
+    def state(self) -> RunState:
+        return self.config.stash[STATE_KEY]
+
+    def setup(self) -> None:
+        super().setup()
+        __tracebackhide__ = True
+        state = self.state
+        dataset = state.datasets[self.benchmark]
+        conv_id = self.question.conversation_id
+        ingested = state.pool.get(
+            self.system.base,
+            lambda: dataset.conversation(conv_id),
+            conv_id,
+            lambda: obtain_system(self._request, self.system),
+        )
+        assert state.answerer is not None
+        prediction, latency = run_question(
+            ingested, self.question, k=self.system.k, answerer=state.answerer
+        )
+        result = result_skeleton(self.benchmark, self.system, self.question, self.nodeid)
+        result.prediction = prediction.text
+        result.memories = list(prediction.memories)
+        result.latency = latency
+        result.details["answered_by"] = prediction.answered_by
+        result.scores = score_prediction(
+            self.config, state, self.benchmark, self.question, prediction
+        )
+        bench = state.benchmarks[self.benchmark]
+        result.status = decide_status(result.scores, bench.pass_metric, state.threshold(
+            self.benchmark))
+        self.config.hook.pytest_memeval_result(config=self.config, result=result)
+        self.stash[RESULT_KEY] = result
+
+    def runtest(self) -> None:
+        result = self.stash.get(RESULT_KEY, None)
+        if result is not None and result.status == STATUS_WRONG and self.state.settings.strict:
+            raise WrongAnswer(result)
+
+    def repr_failure(  # type: ignore[override]
+        self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None
+    ) -> str | Any:
+        if isinstance(excinfo.value, WrongAnswer):
+            return "\n".join(
+                ["WRONG answer (--memeval-strict)", *describe_result(excinfo.value.result, 5)]
+            )
+        return super().repr_failure(excinfo, style=style)
+
+    def reportinfo(self) -> tuple[Path, int | None, str]:
+        return self.path, None, f"{self.benchmark}/{self.question.conversation_id}::{self.name}"
+
+
+def group_by_conversation(questions: list[Question]) -> Iterator[tuple[str, list[Question]]]:
+    groups: dict[str, list[Question]] = {}
+    for q in questions:
+        groups.setdefault(q.conversation_id, []).append(q)
+    yield from groups.items()
+
+
+def build_items(session: pytest.Session, state: RunState) -> list[pytest.Item]:
+    assert state.systems is not None
+    items: list[pytest.Item] = []
+    for bench_name, questions in state.selected.items():
+        bench = state.benchmarks[bench_name]
+        bnode = BenchmarkNode.from_parent(
+            session, name=bench_name, nodeid=f"memeval/{bench_name}"
+        )
+        for conv_id, conv_questions in group_by_conversation(questions):
+            cnode = ConversationNode.from_parent(
+                bnode, name=conv_id, nodeid=f"memeval/{bench_name}/{conv_id}"
+            )
+            for ref in state.systems:
+                for q in conv_questions:
+                    item = MemevalItem.from_parent(
+                        cnode,
+                        name=f"{q.id}[{ref.label}]",
+                        originalname=q.id,
+                        benchmark=bench_name,
+                        question=q,
+                        system=ref,
+                    )
+                    item.add_marker(getattr(pytest.mark, q.category))
+                    item.add_marker(pytest.mark.memeval)
+                    items.append(item)
+        del bench
+    return items

@@ -1,0 +1,213 @@
+"""Pytest glue on the controller (or the single process without xdist): gathers results from
+``report.user_properties``, aggregates, renders the terminal summary and writes reports.
+
+Workers never aggregate: their results travel inside the test reports, which xdist re-fires on the
+controller through ``pytest_runtest_logreport``, so the numbers are the same with and without ``-n``.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import platform
+import subprocess
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from . import __version__
+from .aggregate import CategoryMeta, aggregate_run, group_runs, metric_union
+from .baselines import Baseline, baselines_for
+from .benchmarks import get_benchmark
+from .collect import STATE_KEY, RunState
+from .records import QuestionResult
+from .report.json_report import write_json
+from .report.model import Summary
+from .report.terminal import render_summary, render_wrong
+
+__all__ = ["PROPERTY_NAME", "Controller"]
+
+PROPERTY_NAME = "memeval"
+
+
+def _git_commit(root: Path) -> str | None:
+    try:
+        out = subprocess.run(
+            ["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, timeout=5,
+            check=False,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    commit = out.stdout.strip()
+    return commit if out.returncode == 0 and commit else None
+
+
+class Controller:
+    def __init__(self, config: pytest.Config) -> None:
+        self.config = config
+        self.results: dict[str, QuestionResult] = {}
+        self.worker_outputs: list[dict[str, Any]] = []
+        self.summary: Summary | None = None
+        self.started = time.time()
+
+    # ---- gathering ---------------------------------------------------------------------------
+    @pytest.hookimpl
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        if report.when not in ("setup", "call"):
+            return
+        for name, value in report.user_properties:
+            if name == PROPERTY_NAME and isinstance(value, dict):
+                self.results[report.nodeid] = QuestionResult.from_dict(value)
+
+    def add_worker_output(self, data: dict[str, Any]) -> None:
+        self.worker_outputs.append(data)
+
+    @property
+    def state(self) -> RunState:
+        return self.config.stash[STATE_KEY]
+
+    def ingest_counts(self) -> dict[str, int]:
+        outputs = list(self.worker_outputs)
+        if not outputs:
+            outputs = [{"ingests": dict(self.state.pool.ingests)}]
+        counts: dict[str, int] = {}
+        for out in outputs:
+            for system, n in (out.get("ingests") or {}).items():
+                counts[system] = counts.get(system, 0) + int(n)
+        return counts
+
+    # ---- aggregation -------------------------------------------------------------------------
+    def provenance(self) -> dict[str, Any]:
+        state = self.state
+        settings = state.settings
+        datasets = {}
+        for name, ds in state.datasets.items():
+            datasets[name] = {
+                "variant": ds.variant,
+                "files": [str(p) for p in ds.files],
+                "sha256": dict(ds.sha256),
+                "questions_selected": len(state.selected.get(name, [])),
+                "questions_total": len(ds.questions),
+            }
+        return {
+            "plugin": "pytest-memeval",
+            "plugin_version": __version__,
+            "python": platform.python_version(),
+            "pytest": pytest.__version__,
+            "created": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
+            "datasets": datasets,
+            "systems": list(settings.systems),
+            "top_k": list(settings.top_k),
+            "answerer": state.answerer.label if state.answerer else settings.answerer,
+            "judge": None,
+            "prompt_sha256": {},
+            "pass_threshold": {b: state.threshold(b) for b in state.benchmarks},
+            "pass_metric": {b: state.benchmarks[b].pass_metric for b in state.benchmarks},
+            "limit": settings.limit,
+            "sample": settings.sample,
+            "seed": settings.seed,
+            "metrics": list(settings.metrics) if settings.metrics else None,
+            "git_commit": _git_commit(self.config.rootpath),
+            "ingests": self.ingest_counts(),
+        }
+
+    def build_summary(self) -> Summary:
+        runs = []
+        for (bench_name, system, flow), results in group_runs(self.results.values()).items():
+            try:
+                bench = self.state.benchmarks.get(bench_name) or get_benchmark(bench_name)
+            except Exception:  # an unknown benchmark in a result never breaks the summary
+                bench = None
+            metas = []
+            metrics: list[str] = []
+            round3: tuple[str, ...] = ()
+            if bench is not None:
+                metas = [
+                    CategoryMeta(c.name, c.id, c.shared, c.in_overall)
+                    for c in bench.categories.values()
+                ]
+                metrics = list(bench.metrics)
+                round3 = tuple(getattr(bench, "round3_metrics", ()))
+            if self.state.settings.metrics:
+                metrics = [m for m in self.state.settings.metrics]
+            metrics = metric_union(results, metrics)
+            runs.append(aggregate_run(bench_name, system, flow, results, metas, metrics, round3))
+        order = {name: i for i, name in enumerate(self.state.settings.benchmarks)}
+        runs.sort(key=lambda r: (order.get(r.benchmark, 99), r.flow != "", r.flow))
+        summary = Summary(runs=runs, provenance=self.provenance())
+        summary.extra["collect_seconds"] = round(self.state.collect_seconds, 4)
+        summary.extra["load_seconds"] = {k: round(v, 4) for k, v in self.state.load_seconds.items()}
+        return summary
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        if not self.results:
+            return
+        summary = self.build_summary()
+        self.config.hook.pytest_memeval_modify_summary(config=self.config, summary=summary)
+        self.summary = summary
+        path = self.state.settings.json_path
+        if path is not None:
+            write_json(summary, path)
+
+    # ---- terminal ----------------------------------------------------------------------------
+    def _config_lines(self) -> list[str]:
+        state = self.state
+        s = state.settings
+        parts = []
+        for name, ds in state.datasets.items():
+            digest = next(iter(ds.sha256.values()), "")[:12]
+            variant = f" variant={ds.variant}" if ds.variant else ""
+            parts.append(
+                f"{name}{variant}: {len(state.selected.get(name, []))}/{len(ds.questions)} "
+                f"questions, sha256 {digest}…"
+            )
+        selection = []
+        if s.limit:
+            selection.append(f"limit {s.limit}/conversation")
+        if s.sample:
+            selection.append(f"sample {s.sample}/category seed {s.seed}")
+        rules = ", ".join(
+            f"{b}: {bench.pass_metric} >= {state.threshold(b)}"
+            for b, bench in state.benchmarks.items()
+        )
+        ingests = ", ".join(f"{k} {v}" for k, v in sorted(self.ingest_counts().items()))
+        lines = [
+            "configuration: " + "; ".join(parts),
+            f"  systems: {', '.join(s.systems)}; top-k: {', '.join(map(str, s.top_k))}; "
+            f"answerer: {state.answerer.label if state.answerer else s.answerer}",
+            f"  pass rule: {rules}{'; strict' if s.strict else ''}"
+            + (f"; selection: {', '.join(selection)}" if selection else ""),
+            f"  ingests: {ingests or 'none'}; collection {state.collect_seconds:.2f}s",
+        ]
+        return lines
+
+    @pytest.hookimpl
+    def pytest_terminal_summary(
+        self, terminalreporter: Any, exitstatus: int, config: pytest.Config
+    ) -> None:
+        summary = self.summary
+        if summary is None:
+            return
+        tr = terminalreporter
+        tr.write_sep("=", "memeval summary")
+        settings = self.state.settings
+        baselines: dict[str, list[Baseline]] = {}
+        for run in summary.runs:
+            if run.benchmark not in baselines:
+                baselines[run.benchmark] = baselines_for(
+                    run.benchmark, settings.baselines, None
+                )
+        for line in render_summary(summary, baselines, self._config_lines()):
+            tr.write_line(line)
+        wrong_limit = None if config.get_verbosity() > 0 else settings.show_wrong
+        wrong = render_wrong(
+            [r for run in summary.runs for r in run.results], wrong_limit
+        )
+        if wrong and (wrong_limit is None or wrong_limit > 0):
+            tr.write_sep("-", "WRONG answers")
+            for line in wrong:
+                tr.write_line(line)
+        if settings.json_path is not None:
+            tr.write_line(f"memeval: JSON report written to {settings.json_path}")

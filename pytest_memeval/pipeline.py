@@ -1,0 +1,193 @@
+"""Run level, pytest-free: ingest once per conversation, answer a question, decide its status."""
+
+from __future__ import annotations
+
+import math
+import random
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from .answering import Answerer
+from .errors import AdapterError
+from .records import (
+    STATUS_CORRECT,
+    STATUS_UNSCORED,
+    STATUS_WRONG,
+    Conversation,
+    Memory,
+    Prediction,
+    Question,
+    as_memory,
+)
+from .systems.base import MemorySystem
+from .systems.resolve import ensure_memory_system
+
+__all__ = [
+    "Answerer",
+    "IngestedSystem",
+    "SystemPool",
+    "decide_status",
+    "run_question",
+    "select_questions",
+]
+
+#: a zero-argument callable returning a fresh memory system (one per conversation)
+Factory = Callable[[], object]
+
+
+@dataclass
+class IngestedSystem:
+    system: MemorySystem
+    conversation_id: str
+    ingest_seconds: float
+
+
+@dataclass
+class SystemPool:
+    """Per process: one ingested instance per (system, conversation).
+
+    Instances are dropped (``reset()`` called when present) by ``release`` when the run moves on to
+    another conversation, so memory stays bounded by one conversation per system. ``ingests`` counts
+    real ``ingest`` calls per system (reported to the controller).
+    """
+
+    live: dict[tuple[str, str], IngestedSystem] = field(default_factory=dict)
+    ingests: dict[str, int] = field(default_factory=dict)
+    _last_instance: dict[str, object] = field(default_factory=dict)
+
+    def get(
+        self,
+        system: str,
+        conversation: Conversation | Callable[[], Conversation],
+        conversation_id: str,
+        obtain: Callable[[], object],
+    ) -> IngestedSystem:
+        """The ingested system for this conversation; ``obtain`` returns an instance or a factory."""
+        key = (system, conversation_id)
+        ready = self.live.get(key)
+        if ready is not None:
+            return ready
+        __tracebackhide__ = True
+        obj = obtain()
+        if isinstance(obj, type) or (not callable(getattr(obj, "ingest", None)) and callable(obj)):
+            obj = obj()  # a factory (a class or a zero-argument callable)
+        elif self._last_instance.get(system) is obj:
+            # The same object serves several conversations (a session-scoped fixture): reset it.
+            reset = getattr(obj, "reset", None)
+            if callable(reset):
+                reset()
+        instance = ensure_memory_system(obj, system)
+        self._last_instance[system] = obj
+        conv = conversation() if callable(conversation) else conversation
+        start = time.perf_counter()
+        instance.ingest(conv)
+        elapsed = time.perf_counter() - start
+        self.ingests[system] = self.ingests.get(system, 0) + 1
+        ready = IngestedSystem(instance, conversation_id, elapsed)
+        self.live[key] = ready
+        return ready
+
+    def release(self, keep_conversation: str | None = None) -> None:
+        """Drop every instance not serving ``keep_conversation``."""
+        for key in [k for k in self.live if k[1] != keep_conversation]:
+            self.live.pop(key)
+
+    def clear(self) -> None:
+        self.live.clear()
+
+
+def run_question(
+    ingested: IngestedSystem,
+    question: Question,
+    *,
+    k: int,
+    answerer: Answerer,
+) -> tuple[Prediction, dict[str, float]]:
+    """Search (unless the system answers itself), answer, and time both stages."""
+    __tracebackhide__ = True
+    system = ingested.system
+    latency: dict[str, float] = {"ingest": ingested.ingest_seconds}
+    own_answer = getattr(system, "answer", None)
+    memories: tuple[Memory, ...] = ()
+    if not callable(own_answer):
+        start = time.perf_counter()
+        found = system.search(question, k)
+        latency["search"] = time.perf_counter() - start
+        if isinstance(found, (str, bytes)) or not hasattr(found, "__iter__"):
+            raise AdapterError(
+                f"search() must return a list of Memory objects or strings, got "
+                f"{type(found).__name__}"
+            )
+        memories = tuple(as_memory(m) for m in found)
+        start = time.perf_counter()
+        prediction = answerer.answer(question, memories)
+        latency["answer"] = time.perf_counter() - start
+        return prediction, latency
+    start = time.perf_counter()
+    text = own_answer(question)
+    latency["answer"] = time.perf_counter() - start
+    if not isinstance(text, str):
+        raise AdapterError(
+            f"answer() must return a string, got {type(text).__name__}: {text!r:.80}"
+        )
+    return Prediction(text=text, memories=(), answered_by="system"), latency
+
+
+def decide_status(
+    scores: Mapping[str, float | None], pass_metric: str, threshold: float
+) -> str:
+    """CORRECT when the pass metric reaches the threshold; UNSCORED when it is missing or NaN."""
+    value = scores.get(pass_metric)
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return STATUS_UNSCORED
+    return STATUS_CORRECT if value >= threshold else STATUS_WRONG
+
+
+def clean_scores(scores: Mapping[str, Any]) -> dict[str, float | None]:
+    out: dict[str, float | None] = {}
+    for key, value in scores.items():
+        if value is None:
+            out[key] = None
+            continue
+        f = float(value)
+        out[key] = f if math.isfinite(f) else None
+    return out
+
+
+def select_questions(
+    questions: list[Question],
+    *,
+    limit: int | None = None,
+    sample: int | None = None,
+    seed: int = 0,
+) -> list[Question]:
+    """The questions to run, in file order.
+
+    ``limit``: the first N questions of each conversation. ``sample``: N questions per category,
+    drawn with ``random.Random(f"{seed}:{category}")`` from the (limited) pool in file order, so the
+    selection is the same on every worker, every run and every Python version.
+    """
+    chosen = questions
+    if limit is not None:
+        per_conv: dict[str, int] = {}
+        kept = []
+        for q in chosen:
+            n = per_conv.get(q.conversation_id, 0)
+            if n < limit:
+                kept.append(q)
+            per_conv[q.conversation_id] = n + 1
+        chosen = kept
+    if sample is not None:
+        by_cat: dict[str, list[int]] = {}
+        for i, q in enumerate(chosen):
+            by_cat.setdefault(q.category, []).append(i)
+        keep_idx: set[int] = set()
+        for category, idx in by_cat.items():
+            if len(idx) <= sample:
+                keep_idx.update(idx)
+            else:
+                keep_idx.update(random.Random(f"{seed}:{category}").sample(idx, sample))
+        chosen = [q for i, q in enumerate(chosen) if i in keep_idx]
+    return list(chosen)

@@ -1,0 +1,377 @@
+"""pytest11 entry point: wiring only (options, hooks, fixtures, plugin registration)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Generator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from . import hookspecs
+from .benchmarks import LoadRequest, get_benchmark
+from .collect import (
+    RESULT_KEY,
+    STATE_KEY,
+    MemevalCase,
+    MemevalItem,
+    RunState,
+    SystemRef,
+    build_items,
+    obtain_system,
+    result_skeleton,
+    score_prediction,
+)
+from .controller import PROPERTY_NAME, Controller
+from .errors import MSG_UNKNOWN_SYSTEM, MemevalError
+from .options import addoptions, read_settings
+from .pipeline import clean_scores, decide_status, select_questions
+from .records import (
+    STATUS_CORRECT,
+    STATUS_ERROR,
+    STATUS_UNSCORED,
+    STATUS_WRONG,
+    Prediction,
+    QuestionResult,
+)
+
+CONTROLLER_KEY = pytest.StashKey[Controller]()
+
+_STATUS_WORDS = {
+    STATUS_CORRECT: ("correct", "C", "CORRECT"),
+    STATUS_WRONG: ("wrong", "W", "WRONG"),
+    STATUS_UNSCORED: ("unscored", "U", "UNSCORED"),
+}
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    addoptions(parser)
+
+
+def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
+    pluginmanager.add_hookspecs(hookspecs)
+
+
+class Builtins:
+    """The plugin's own policies, as ordinary hook implementations (a conftest can add or win)."""
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_memeval_make_system(self, config: pytest.Config, name: str) -> Any:
+        from .systems.resolve import resolve_system
+
+        return resolve_system(name)
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_memeval_question_scores(
+        self, config: pytest.Config, benchmark: str, question: Any, prediction: Prediction
+    ) -> dict[str, float | None] | None:
+        state = config.stash[STATE_KEY]
+        return dict(state.benchmarks[benchmark].score(question, prediction))
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    settings = read_settings(config)
+    state = RunState(settings=settings)
+    config.stash[STATE_KEY] = state
+    config.pluginmanager.register(Builtins(), "memeval-builtins")
+    config.addinivalue_line("markers", "memeval: a pytest-memeval benchmark question")
+    if not settings.active:
+        return
+    for name in settings.benchmarks:
+        try:
+            bench = get_benchmark(name)
+        except MemevalError as exc:
+            raise pytest.UsageError(str(exc)) from None
+        state.benchmarks[name] = bench
+        config.addinivalue_line("markers", f"{name}: questions of the {name} benchmark")
+        for cat in bench.categories.values():
+            config.addinivalue_line(
+                "markers", f"{cat.name}: {name} category {cat.id} ({cat.shared})"
+            )
+    if config.pluginmanager.hasplugin("xdist"):
+        from .xdist_hooks import XdistHooks
+
+        config.pluginmanager.register(XdistHooks(config), "memeval-xdist")
+    if not hasattr(config, "workerinput"):
+        controller = Controller(config)
+        config.stash[CONTROLLER_KEY] = controller
+        config.pluginmanager.register(controller, "memeval-controller")
+
+
+def _load(config: pytest.Config, state: RunState) -> None:
+    settings = state.settings
+    for name, bench in state.benchmarks.items():
+        if name in state.datasets:
+            continue
+        start = time.perf_counter()
+        try:
+            dataset = bench.load(
+                LoadRequest(settings.data_dir, settings.cache_dir, settings.variant)
+            )
+        except MemevalError as exc:
+            raise pytest.UsageError(f"--memeval={name}: {exc}") from None
+        state.load_seconds[name] = time.perf_counter() - start
+        state.datasets[name] = dataset
+        state.selected[name] = select_questions(
+            dataset.questions, limit=settings.limit, sample=settings.sample, seed=settings.seed
+        )
+    if state.answerer is None:
+        state.answerer = _make_answerer(settings.answerer)
+
+
+def _make_answerer(spec: str) -> Any:
+    from .answering import ExtractiveAnswerer
+
+    if spec == "extractive":
+        return ExtractiveAnswerer()
+    raise pytest.UsageError(
+        f"--memeval-answerer={spec!r}: LLM answerers are not available in this build; "
+        "use --memeval-answerer=extractive"
+    )
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_sessionstart(session: pytest.Session) -> None:
+    state = session.config.stash[STATE_KEY]
+    if state.settings.active:
+        _load(session.config, state)
+
+
+def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
+    """With --memeval and no explicit paths, run the benchmark alone (no test files)."""
+    settings = config.stash[STATE_KEY].settings
+    if settings.active and not settings.explicit_paths:
+        return True
+    return None
+
+
+def _resolve_systems(session: pytest.Session, state: RunState) -> list[SystemRef]:
+    config = session.config
+    refs: list[SystemRef] = []
+    fm = session._fixturemanager
+    for name in state.settings.systems:
+        pairs: list[tuple[str, Any]]
+        fixture: str | None = None
+        defs = fm.getfixturedefs(name, session) if name.isidentifier() else None
+        if defs:
+            fixture = name
+            pairs = [(name, None)]
+        else:
+            try:
+                made = config.hook.pytest_memeval_make_system(config=config, name=name)
+            except MemevalError as exc:
+                message = str(exc)
+                if "unknown memory system" in message:
+                    message += " (or a conftest.py fixture of that name)"
+                raise pytest.UsageError(message) from None
+            if made is None:
+                raise pytest.UsageError(MSG_UNKNOWN_SYSTEM.format(name=name, available="?"))
+            pairs = list(made) if isinstance(made, list) else [(name, made)]
+        for label, factory in pairs:
+            for shown, k in state.settings.system_labels(label):
+                refs.append(SystemRef(shown, label, k, fixture=fixture, factory=factory))
+    labels = [r.label for r in refs]
+    if len(set(labels)) != len(labels):
+        raise pytest.UsageError(f"--memsys: two systems share a name: {', '.join(labels)}")
+    return refs
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(
+    session: pytest.Session, config: pytest.Config, items: list[pytest.Item]
+) -> None:
+    state = config.stash[STATE_KEY]
+    if not state.settings.active:
+        return
+    start = time.perf_counter()
+    if state.systems is None:
+        state.systems = _resolve_systems(session, state)
+    items.extend(build_items(session, state))
+    state.collect_seconds += time.perf_counter() - start
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if "memeval_case" not in metafunc.fixturenames:
+        return
+    config = metafunc.config
+    state = config.stash[STATE_KEY]
+    cases: list[MemevalCase] = []
+    if state.settings.active:
+        if state.systems is None:
+            state.systems = _resolve_systems(metafunc.definition.session, state)
+        for bench, questions in state.selected.items():
+            for ref in state.systems:
+                cases.extend(MemevalCase(bench, ref, q) for q in questions)
+    metafunc.parametrize("memeval_case", cases, ids=[c.id for c in cases])
+
+
+def _case_of(item: pytest.Item) -> MemevalCase | None:
+    callspec = getattr(item, "callspec", None)
+    if callspec is None:
+        return None
+    case = callspec.params.get("memeval_case")
+    return case if isinstance(case, MemevalCase) else None
+
+
+class Recorder:
+    """``memeval_record(metric, value)``; ``memeval_record.prediction(text)`` scores an answer with
+    the benchmark's own metrics."""
+
+    def __init__(self, item: pytest.Item, case: MemevalCase) -> None:
+        self.item = item
+        self.case = case
+        self.scores: dict[str, float | None] = {}
+        self.text: str | None = None
+
+    def __call__(self, metric: str, value: float | None) -> None:
+        if not isinstance(metric, str) or not metric:
+            raise TypeError("memeval_record(metric, value): metric must be a non-empty string")
+        self.scores.update(clean_scores({metric: value}))
+
+    def prediction(self, text: str) -> dict[str, float | None]:
+        config = self.item.config
+        state = config.stash[STATE_KEY]
+        self.text = text
+        scores = score_prediction(
+            config, state, self.case.benchmark, self.case.question, Prediction(text=text)
+        )
+        self.scores.update(scores)
+        return scores
+
+
+RECORDER_KEY = pytest.StashKey[Recorder]()
+
+
+@pytest.fixture
+def memeval_case(request: pytest.FixtureRequest) -> MemevalCase:
+    """The benchmark question this test instance is about (parametrized over the selection)."""
+    case: MemevalCase = request.param
+    return case
+
+
+@pytest.fixture
+def memeval_system(request: pytest.FixtureRequest, memeval_case: MemevalCase) -> object:
+    """The memory system with this case's conversation ingested (shared with built-in items)."""
+    config = request.config
+    state = config.stash[STATE_KEY]
+    dataset = state.datasets[memeval_case.benchmark]
+    conv_id = memeval_case.question.conversation_id
+    ingested = state.pool.get(
+        memeval_case.system.base,
+        lambda: dataset.conversation(conv_id),
+        conv_id,
+        lambda: obtain_system(request, memeval_case.system),
+    )
+    return ingested.system
+
+
+@pytest.fixture
+def memeval_record(request: pytest.FixtureRequest, memeval_case: MemevalCase) -> Recorder:
+    """Record a score for this case: ``memeval_record("my_metric", 0.7)``."""
+    recorder = Recorder(request.node, memeval_case)
+    request.node.stash[RECORDER_KEY] = recorder
+    return recorder
+
+
+def _error_line(excinfo: pytest.ExceptionInfo[BaseException]) -> str:
+    text = excinfo.exconly().strip().splitlines()
+    line = text[-1] if text else type(excinfo.value).__name__
+    return line[:500]
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(
+    item: pytest.Item, call: pytest.CallInfo[None]
+) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+    result = _result_for(item, call)
+    if result is not None:
+        item.user_properties.append((PROPERTY_NAME, result.to_dict()))
+    report = yield
+    return report
+
+
+def _result_for(item: pytest.Item, call: pytest.CallInfo[None]) -> QuestionResult | None:
+    if isinstance(item, MemevalItem):
+        if call.when == "setup" and call.excinfo is not None:
+            if call.excinfo.errisinstance(pytest.skip.Exception):
+                return None
+            result = result_skeleton(item.benchmark, item.system, item.question, item.nodeid)
+            result.error = _error_line(call.excinfo)
+            return result
+        if call.when == "call":
+            return item.stash.get(RESULT_KEY, None)
+        return None
+    case = _case_of(item)
+    if case is None:
+        return None
+    if call.when == "setup" and call.excinfo is not None:
+        if call.excinfo.errisinstance(pytest.skip.Exception):
+            return None
+        result = result_skeleton(case.benchmark, case.system, case.question, item.nodeid,
+                                 flow=item.originalname if hasattr(item, "originalname") else "")
+        result.error = _error_line(call.excinfo)
+        return result
+    if call.when != "call":
+        return None
+    if call.excinfo is not None and call.excinfo.errisinstance(pytest.skip.Exception):
+        return None
+    flow = getattr(item, "originalname", item.name)
+    result = result_skeleton(case.benchmark, case.system, case.question, item.nodeid, flow=flow)
+    recorder = item.stash.get(RECORDER_KEY, None)
+    if recorder is not None:
+        result.scores = dict(recorder.scores)
+        result.prediction = recorder.text
+    state = item.config.stash[STATE_KEY]
+    if call.excinfo is None:
+        bench = state.benchmarks[case.benchmark]
+        if bench.pass_metric in result.scores:
+            result.status = decide_status(result.scores, bench.pass_metric,
+                                          state.threshold(case.benchmark))
+        else:
+            result.status = STATUS_CORRECT
+    elif call.excinfo.errisinstance(AssertionError):
+        result.status = STATUS_WRONG
+    else:
+        result.status = STATUS_ERROR
+        result.error = _error_line(call.excinfo)
+    return result
+
+
+def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> None:
+    """Drop ingested systems when the run moves on to another conversation."""
+    state = item.config.stash.get(STATE_KEY, None)
+    if state is None or not state.pool.live:
+        return
+    nxt: str | None = None
+    if isinstance(nextitem, MemevalItem):
+        nxt = nextitem.question.conversation_id
+    elif nextitem is not None:
+        case = _case_of(nextitem)
+        nxt = case.question.conversation_id if case is not None else None
+        if case is None:
+            return  # an unrelated test in between: keep what is live
+    state.pool.release(keep_conversation=nxt)
+
+
+def pytest_report_teststatus(
+    report: pytest.TestReport, config: pytest.Config
+) -> tuple[str, str, str] | None:
+    if report.when != "call" or not report.passed:
+        return None
+    for name, value in report.user_properties:
+        if name == PROPERTY_NAME and isinstance(value, dict):
+            words = _STATUS_WORDS.get(str(value.get("status")))
+            if words is not None:
+                return words
+    return None
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    config = session.config
+    state = config.stash.get(STATE_KEY, None)
+    if state is None:
+        return
+    if hasattr(config, "workerinput"):
+        config.workeroutput[PROPERTY_NAME] = {"ingests": dict(state.pool.ingests)}  # type: ignore[attr-defined]
+    state.pool.clear()

@@ -1,0 +1,1 @@
+"""Summary model and renderers (terminal, JSON)."""

@@ -1,0 +1,85 @@
+"""The summary model every renderer reads (plain data, JSON-compatible through ``to_dict``)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..records import QuestionResult
+
+__all__ = ["CategoryRow", "RunSummary", "Summary"]
+
+
+@dataclass
+class CategoryRow:
+    """One table row: a category, or ``overall`` / ``overall_all``."""
+
+    key: str  # category name, "overall" or "overall_all"
+    category_id: int | str | None
+    shared: str
+    count: int
+    metrics: dict[str, float | None] = field(default_factory=dict)
+    scored: dict[str, int] = field(default_factory=dict)  # questions with a value, per metric
+    statuses: dict[str, int] = field(default_factory=dict)
+    in_overall: bool = True
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"count": self.count}
+        out.update(self.metrics)
+        out["category_id"] = self.category_id
+        out["shared_category"] = self.shared
+        out["statuses"] = dict(self.statuses)
+        out["scored"] = dict(self.scored)
+        return out
+
+
+@dataclass
+class RunSummary:
+    benchmark: str
+    system: str
+    flow: str
+    metrics: list[str]
+    categories: list[CategoryRow]
+    overall: CategoryRow
+    overall_all: CategoryRow
+    results: list[QuestionResult]
+    latency: dict[str, dict[str, float]] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def label(self) -> str:
+        return f"{self.system} / {self.flow}" if self.flow else self.system
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "benchmark": self.benchmark,
+            "system": self.system,
+            "flow": self.flow,
+            "questions": [r.to_dict() for r in self.results],
+            "summary": {
+                "overall": {"count": self.overall.count, **self.overall.metrics,
+                            "statuses": dict(self.overall.statuses)},
+                "overall_all": {"count": self.overall_all.count, **self.overall_all.metrics,
+                                "statuses": dict(self.overall_all.statuses)},
+                "by_category": {row.key: row.to_dict() for row in self.categories},
+                "latency": self.latency,
+                "notes": list(self.notes),
+            },
+        }
+
+
+@dataclass
+class Summary:
+    runs: list[RunSummary]
+    provenance: dict[str, Any] = field(default_factory=dict)
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "schema": "pytest-memeval/1",
+            "runs": [run.to_dict() for run in self.runs],
+            "provenance": self.provenance,
+        }
+        if self.extra:
+            out["extra"] = self.extra
+        return out

@@ -1,0 +1,179 @@
+"""Plain-text tables for the terminal summary (no pytest import: returns lines)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from ..baselines import Baseline
+from ..records import STATUS_WRONG, QuestionResult
+from .model import CategoryRow, RunSummary, Summary
+
+__all__ = ["render_summary", "render_table", "render_wrong"]
+
+_STATUS_COLS = (("CORRECT", "correct"), ("WRONG", "wrong"), ("UNSCORED", "unscored"),
+                ("ERROR", "error"))
+
+
+def render_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
+    widths = [len(h) for h in header]
+    for row in rows:
+        for i, cell in enumerate(row):
+            widths[i] = max(widths[i], len(cell))
+
+    def fmt(cells: Sequence[str]) -> str:
+        parts = []
+        for i, cell in enumerate(cells):
+            parts.append(cell.ljust(widths[i]) if i == 0 else cell.rjust(widths[i]))
+        return "  ".join(parts).rstrip()
+
+    lines = [fmt(header), "  ".join("-" * w for w in widths)]
+    lines.extend(fmt(row) for row in rows)
+    return lines
+
+
+def _num(value: float | None, digits: int = 3) -> str:
+    return "-" if value is None else f"{value:.{digits}f}"
+
+
+def _row_label(row: CategoryRow, overall_scope: dict[str, str]) -> str:
+    if row.key in overall_scope:
+        return f"{row.key} ({overall_scope[row.key]})"
+    if row.category_id is not None and str(row.category_id) != row.key:
+        return f"{row.key} [{row.category_id}]"
+    return row.key
+
+
+def _scopes(run: RunSummary) -> dict[str, str]:
+    outside = [str(r.category_id if r.category_id is not None else r.key)
+               for r in run.categories if not r.in_overall]
+    if not outside:
+        return {"overall": "all", "overall_all": "all"}
+    return {"overall": f"excl. {', '.join(outside)}", "overall_all": "all categories"}
+
+
+def _run_table(run: RunSummary) -> list[str]:
+    scopes = _scopes(run)
+    header = ["category", "shared", "n", *run.metrics, *(label for _, label in _STATUS_COLS)]
+    rows = []
+    for row in [*run.categories, run.overall, run.overall_all]:
+        rows.append([
+            _row_label(row, scopes),
+            row.shared,
+            str(row.count),
+            *(_num(row.metrics.get(m)) for m in run.metrics),
+            *(str(row.statuses.get(status, 0)) for status, _ in _STATUS_COLS),
+        ])
+    return render_table(header, rows)
+
+
+def _baseline_table(runs: Sequence[RunSummary], baselines: Sequence[Baseline]) -> list[str]:
+    if not baselines or not runs:
+        return []
+    run = runs[0]
+    header = ["category", *(f"[{i + 1}] {b.metric}" for i, b in enumerate(baselines))]
+    rows = []
+    for row in run.categories:
+        cells = [_row_label(row, {})]
+        for b in baselines:
+            value = b.by_category.get(row.category_id) if row.category_id is not None else None
+            cells.append(_num(value))
+        rows.append(cells)
+    for key in ("overall", "overall_all"):
+        cells = [key]
+        for b in baselines:
+            cells.append(_num(b.overall) if b.overall_scope == key else "-")
+        rows.append(cells)
+    lines = render_table(header, rows)
+    for i, b in enumerate(baselines):
+        lines.append(f"  [{i + 1}] {b.system} ({b.name}): {b.protocol}. Source: {b.source}.")
+    return lines
+
+
+def _comparison(runs: Sequence[RunSummary]) -> list[str]:
+    metrics: list[str] = []
+    for run in runs:
+        for m in run.metrics:
+            if m not in metrics:
+                metrics.append(m)
+    header = ["system", "n", *(f"{m} (overall)" for m in metrics),
+              *(f"{m} (overall_all)" for m in metrics[:1]),
+              *(label for _, label in _STATUS_COLS)]
+    rows = []
+    for run in runs:
+        rows.append([
+            run.label,
+            str(run.overall_all.count),
+            *(_num(run.overall.metrics.get(m)) for m in metrics),
+            *(_num(run.overall_all.metrics.get(m)) for m in metrics[:1]),
+            *(str(run.overall_all.statuses.get(s, 0)) for s, _ in _STATUS_COLS),
+        ])
+    return render_table(header, rows)
+
+
+def render_summary(
+    summary: Summary,
+    baselines: dict[str, list[Baseline]],
+    config_lines: Sequence[str],
+) -> list[str]:
+    lines: list[str] = []
+    lines.extend(config_lines)
+    by_bench: dict[str, list[RunSummary]] = {}
+    for run in summary.runs:
+        by_bench.setdefault(run.benchmark, []).append(run)
+    for bench, runs in by_bench.items():
+        for run in runs:
+            lines.append("")
+            lines.append(f"{bench} · {run.label} — {run.overall_all.count} questions")
+            lines.extend(_run_table(run))
+            for note in run.notes:
+                lines.append(f"  note: {note}")
+        table = _baseline_table(runs, baselines.get(bench, []))
+        if table:
+            lines.append("")
+            lines.append(f"{bench} · published baselines (own columns; protocols differ from "
+                         "this run's, see notes)")
+            lines.extend(table)
+        if len(runs) > 1:
+            lines.append("")
+            lines.append(f"{bench} · comparison")
+            lines.extend(_comparison(runs))
+    return lines
+
+
+def _short(value: Any, width: int = 160) -> str:
+    text = " ".join(str(value).split())
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def describe_result(result: QuestionResult, memories: int = 3) -> list[str]:
+    lines = [
+        f"question:   {_short(result.question)}",
+        f"gold:       {_short(result.gold)}",
+        f"prediction: {_short(result.prediction)}",
+        "scores:     " + ", ".join(
+            f"{k}={_num(v)}" for k, v in result.scores.items()
+        ),
+    ]
+    for i, mem in enumerate(result.memories[:memories]):
+        date = f" ({mem.date})" if mem.date else ""
+        lines.append(f"memory {i + 1}:{date} {_short(mem.text, 140)}")
+    reasoning = result.details.get("judge_reasoning")
+    if reasoning:
+        lines.append(f"judge:      {_short(reasoning)}")
+    return lines
+
+
+def render_wrong(results: Sequence[QuestionResult], limit: int | None) -> list[str]:
+    wrong = [r for r in results if r.status == STATUS_WRONG]
+    if not wrong:
+        return []
+    shown = wrong if limit is None else wrong[:limit]
+    lines: list[str] = []
+    for r in shown:
+        lines.append(f"WRONG {r.nodeid or r.question_id}")
+        lines.extend("    " + line for line in describe_result(r))
+    if len(shown) < len(wrong):
+        lines.append(f"... {len(wrong) - len(shown)} more WRONG answers (-v shows all, "
+                     "--memeval-json keeps every one)")
+    return lines
