@@ -1,0 +1,73 @@
+"""LLM judges: the judge protocol, the five styles, the registry and judge agreement.
+
+Styles (SCORING.md): ``mem0`` (binary, 4.1), ``graded`` (0-100 x N runs, 4.3), ``longmemeval``
+(five rule sets, strict yes/no, 2.2-2.3), ``beam-nugget`` (rubric items, 3.4-3.5) and ``usermem``
+(reward in [0, 1]). Every prompt is our own text in ``pytest_memeval/templates/`` and can be
+replaced by a user file; each judge exposes the sha256 of the templates it uses.
+"""
+
+from __future__ import annotations
+
+from ..errors import JudgeError
+from .agreement import cohen_kappa
+from .base import Judge, JudgeResult, PromptTemplate, load_template, template_sha256
+from .beam import BeamNuggetJudge
+from .graded import GradedJudge
+from .longmemeval import LongMemEvalJudge
+from .mem0 import Mem0Judge
+from .usermem import UserMemJudge
+
+__all__ = [
+    "DEFAULT_STYLE",
+    "STYLES",
+    "BeamNuggetJudge",
+    "GradedJudge",
+    "Judge",
+    "JudgeResult",
+    "LongMemEvalJudge",
+    "Mem0Judge",
+    "PromptTemplate",
+    "UserMemJudge",
+    "cohen_kappa",
+    "default_style",
+    "get_judge",
+    "load_template",
+    "template_sha256",
+]
+
+#: benchmark -> the judge style used when --memeval-judge-style is not given
+DEFAULT_STYLE: dict[str, str] = {
+    "locomo": "mem0",
+    "demo": "mem0",
+    "longmemeval": "longmemeval",
+    "beam": "beam-nugget",
+    "usermem": "usermem",
+}
+
+STYLES: tuple[str, ...] = ("mem0", "graded", "longmemeval", "beam-nugget", "usermem")
+
+
+def default_style(benchmark: str) -> str:
+    """The default judge style of a benchmark (``graded`` for benchmarks without one)."""
+    return DEFAULT_STYLE.get(benchmark, "graded")
+
+
+def get_judge(style: str, *, template_path: str | None = None, runs: int = 10) -> Judge:
+    """Build the judge of ``style``. ``template_path`` replaces the built-in prompt (for
+    ``longmemeval``: one file for all five rule sets, or a folder holding any of
+    ``longmemeval_{standard,temporal,knowledge_update,preference,abstention}.txt``).
+    ``runs`` is used by ``graded`` only. Raises JudgeError for an unknown style, a bad template
+    or ``runs < 1``."""
+    if style == "mem0":
+        return Mem0Judge.from_path(template_path)
+    if style == "graded":
+        if runs < 1:
+            raise JudgeError(f"--memeval-judge-runs must be at least 1, got {runs}")
+        return GradedJudge.from_path(template_path, runs=runs)
+    if style == "longmemeval":
+        return LongMemEvalJudge.from_path(template_path)
+    if style == "beam-nugget":
+        return BeamNuggetJudge.from_path(template_path)
+    if style == "usermem":
+        return UserMemJudge.from_path(template_path)
+    raise JudgeError(f"unknown judge style {style!r}; available: {', '.join(STYLES)}")

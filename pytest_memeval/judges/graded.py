@@ -1,0 +1,142 @@
+"""The graded judge (SCORING 4.3): a 0-100 score, N runs at temperature 0.5, mean and sample std."""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from ..llm.base import ChatMessage, LLMClient
+from ..records import Question
+from .base import (
+    JudgeResult,
+    PromptTemplate,
+    gold_text,
+    load_template,
+    parallel_map,
+    parse_json_object,
+)
+
+__all__ = ["GradedJudge", "graded_stats", "parse_graded_score"]
+
+TEMPLATE_FILE = "graded_judge.txt"
+FIELDS = ("question", "gold", "prediction", "category")
+
+_NUMBER = re.compile(r"-?\d+(?:\.\d+)?")
+
+
+def _as_number(value: object) -> float | None:
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int | float):
+        f = float(value)
+    elif isinstance(value, str):
+        try:
+            f = float(value.strip())
+        except ValueError:
+            return None
+    else:
+        return None
+    return f if math.isfinite(f) else None
+
+
+def parse_graded_score(reply: str) -> tuple[float | None, str | None]:
+    """(score on 0-100, explanation) from one reply, or (None, None) when the run failed.
+
+    Order: a JSON object with a numeric ``score`` (a score outside [0, 100] fails the run); when
+    there is no JSON ``score``, the first integer or decimal in the text that lies in [0, 100]."""
+    data = parse_json_object(reply)
+    if data is not None and "score" in data:
+        score = _as_number(data["score"])
+        explanation = data.get("explanation")
+        expl = str(explanation) if explanation is not None else None
+        if score is None or not 0.0 <= score <= 100.0:
+            return None, expl
+        return score, expl
+    for m in _NUMBER.finditer(reply):
+        value = float(m.group(0))
+        if 0.0 <= value <= 100.0:
+            return value, None
+    return None, None
+
+
+def graded_stats(scores: Sequence[float]) -> tuple[float | None, float | None]:
+    """(mean, sample std with n-1) of 0-100 scores; std 0 for one score; (None, None) if empty."""
+    n = len(scores)
+    if n == 0:
+        return None, None
+    mean = math.fsum(scores) / n
+    if n == 1:
+        return mean, 0.0
+    var = math.fsum((s - mean) ** 2 for s in scores) / (n - 1)
+    return mean, math.sqrt(var)
+
+
+@dataclass
+class GradedJudge:
+    """0-100 graded judge, ``runs`` calls in parallel (``run_index`` 0..runs-1), temperature 0.5,
+    max tokens 256. ``judge`` = mean / 100, ``judge_std`` = sample std / 100, ``judge_runs`` =
+    successful runs. Fewer than half the runs succeeding adds a warning; none -> UNSCORED."""
+
+    runs: int = 10
+    template: PromptTemplate = field(default_factory=lambda: load_template(TEMPLATE_FILE, FIELDS))
+    name: str = "graded"
+    temperature: float = 0.5
+    max_tokens: int = 256
+
+    @classmethod
+    def from_path(cls, template_path: str | None = None, runs: int = 10) -> GradedJudge:
+        return cls(runs=runs, template=load_template(TEMPLATE_FILE, FIELDS, template_path))
+
+    @property
+    def prompt_hashes(self) -> dict[str, str]:
+        return {self.template.name: self.template.sha256}
+
+    def judge(self, question: Question, prediction: str, client: LLMClient) -> JudgeResult:
+        prompt = self.template.render(
+            {
+                "question": question.question,
+                "gold": gold_text(question.gold),
+                "prediction": prediction,
+                "category": question.category,
+            }
+        )
+        messages = [ChatMessage("user", prompt)]
+
+        def one_run(index: int) -> str:
+            return client.complete(
+                messages,
+                temperature=self.temperature,
+                max_tokens=self.max_tokens,
+                run_index=index,
+                role="judge",
+            ).text
+
+        replies = parallel_map(one_run, list(range(self.runs)))
+        parsed = [parse_graded_score(r) for r in replies]
+        ok = [score for score, _ in parsed if score is not None]
+        explanations = [e for s, e in parsed if s is not None and e]
+        mean, std = graded_stats(ok)
+        warnings: list[str] = []
+        if ok and 2 * len(ok) < self.runs:
+            warnings.append(f"graded judge: only {len(ok)} of {self.runs} runs gave a usable score")
+        details = {
+            "individual_scores": [s for s, _ in parsed],
+            "failed_runs": self.runs - len(ok),
+        }
+        if mean is None or std is None:
+            return JudgeResult(
+                scores={"judge": None, "judge_std": None, "judge_runs": 0.0},
+                unscored=True,
+                raw=replies,
+                warnings=[f"graded judge: none of the {self.runs} runs gave a usable score"],
+                details=details,
+            )
+        return JudgeResult(
+            scores={"judge": mean / 100.0, "judge_std": std / 100.0, "judge_runs": float(len(ok))},
+            raw=replies,
+            reasoning=explanations[0] if explanations else None,
+            warnings=warnings,
+            details=details,
+        )

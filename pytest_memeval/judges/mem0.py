@@ -1,0 +1,86 @@
+"""The Mem0 binary judge (SCORING 4.1): CORRECT / WRONG with generous rules, ``judge`` in {0, 1}."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+
+from ..llm.base import ChatMessage, LLMClient
+from ..records import Question
+from .base import JudgeResult, PromptTemplate, extract_json_mem0, gold_text, load_template
+
+__all__ = ["Mem0Judge", "is_locomo_adversarial", "parse_mem0_label"]
+
+TEMPLATE_FILE = "mem0_judge.txt"
+FIELDS = ("question", "gold", "prediction", "category")
+
+
+def is_locomo_adversarial(question: Question) -> bool:
+    """LoCoMo category 5, which the Mem0 protocol does not judge."""
+    return question.category_id == 5 or question.category == "adversarial"
+
+
+def parse_mem0_label(reply: str) -> tuple[float | None, str | None, list[str]]:
+    """Parse a reply the way Mem0's legacy judge does: extract the JSON (code fence, else first
+    ``{`` to last ``}``, else the whole text), ``json.loads``, take ``label``; 1 iff it equals
+    ``"CORRECT"`` exactly. Upstream raises on invalid JSON or a missing key; here that is
+    ``None`` (UNSCORED). Returns (value, reasoning, warnings)."""
+    try:
+        data = json.loads(extract_json_mem0(reply))
+    except (ValueError, RecursionError):
+        return None, None, []
+    if not isinstance(data, dict) or "label" not in data:
+        return None, None, []
+    label = data["label"]
+    reasoning = data.get("reasoning")
+    reasoning_text = str(reasoning) if reasoning is not None else None
+    warnings: list[str] = []
+    if label == "CORRECT":
+        return 1.0, reasoning_text, warnings
+    if label != "WRONG":
+        warnings.append(
+            f"mem0 judge label {label!r} is neither 'CORRECT' nor 'WRONG'; "
+            "scored 0 as Mem0's exact, case-sensitive comparison does"
+        )
+    return 0.0, reasoning_text, warnings
+
+
+@dataclass
+class Mem0Judge:
+    """Binary CORRECT/WRONG judge; one call per question at temperature 0; LoCoMo category 5 is
+    skipped (``skipped=True``, no scores)."""
+
+    template: PromptTemplate = field(default_factory=lambda: load_template(TEMPLATE_FILE, FIELDS))
+    name: str = "mem0"
+    max_tokens: int = 256
+
+    @classmethod
+    def from_path(cls, template_path: str | None = None) -> Mem0Judge:
+        return cls(template=load_template(TEMPLATE_FILE, FIELDS, template_path))
+
+    @property
+    def prompt_hashes(self) -> dict[str, str]:
+        return {self.template.name: self.template.sha256}
+
+    def judge(self, question: Question, prediction: str, client: LLMClient) -> JudgeResult:
+        if is_locomo_adversarial(question):
+            return JudgeResult(skipped=True, details={"reason": "LoCoMo category 5 is not judged"})
+        prompt = self.template.render(
+            {
+                "question": question.question,
+                "gold": gold_text(question.gold),
+                "prediction": prediction,
+                "category": question.category,
+            }
+        )
+        reply = client.complete(
+            [ChatMessage("user", prompt)], temperature=0.0, max_tokens=self.max_tokens, role="judge"
+        ).text
+        value, reasoning, warnings = parse_mem0_label(reply)
+        return JudgeResult(
+            scores={"judge": value},
+            unscored=value is None,
+            raw=[reply],
+            reasoning=reasoning,
+            warnings=warnings,
+        )
