@@ -86,7 +86,11 @@ class JudgeResult:
 
 @runtime_checkable
 class Judge(Protocol):
-    """An LLM judge of one style. Stateless apart from its templates; thread-safe."""
+    """An LLM judge of one style. Stateless apart from its templates; thread-safe.
+
+    A reply that cannot be parsed gives an UNSCORED result (never a guess); an exception raised
+    by the client (a failed call after the client's own retries) propagates to the caller, which
+    records the item as an error."""
 
     #: the style name (``mem0``, ``graded``, ``longmemeval``, ``beam-nugget``, ``usermem``)
     name: str
