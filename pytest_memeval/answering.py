@@ -61,7 +61,7 @@ class ExtractiveAnswerer:
 
 _SPEAKER_RE = re.compile(r"^\s*[^\s:\[\]][^:\n\[\]]{0,40}:\s+")
 _SHARES_RE = re.compile(r"\[shares:\s*([^\]]*)\]")
-_CLAUSE_SPLIT_RE = re.compile(r"(?<=[.!?;])\s+|[,:]\s+|\s+[-–—]+\s+|\n+")
+_CLAUSE_SPLIT_RE = re.compile(r"(?<=[.!?;])\s+|:\s+|,\s+(?!\d)|\s+[-–—]+\s+|\n+")
 _TOKEN_RE = re.compile(r"[\w'’+#&$%-]+")
 _WORD_RE = re.compile(r"\w+")
 
@@ -86,6 +86,12 @@ _NUMBER_WORDS = (
 _DURATION_RE = re.compile(
     rf"\b{_NUMBER_WORDS}\s+(?:day|week|month|year|decade|hour)s?(?:\s+ago)?\b", re.IGNORECASE
 )
+_SMALL_NUMBERS = {
+    w: i
+    for i, w in enumerate(
+        ("a", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten"), start=1
+    )
+} | {"an": 1, "one": 1}
 _WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
 _WHEN_RE = re.compile(
     r"^\s*when\b|\b(?:what|which)\s+(?:year|month|date|day|time|week)\b|\bhow\s+long\s+ago\b",
@@ -181,6 +187,10 @@ def _relative_date(text: str, anchor: datetime) -> str | None:
     wd = re.search(r"\blast (" + "|".join(_WEEKDAYS) + r")\b", low)
     if wd:
         return f"the {wd.group(1)} before {d}"
+    wd = re.search(r"\b(?:on|this past) (" + "|".join(_WEEKDAYS) + r")\b", low)
+    if wd:  # "on Sunday": the latest such day before the memory's date
+        back = (anchor.weekday() - _WEEKDAYS.index(wd.group(1))) % 7 or 7
+        return _fmt(anchor - timedelta(days=back))
     if re.search(r"\blast month\b", low):
         prev = anchor.replace(day=1) - timedelta(days=1)
         return f"{_MONTHS[prev.month - 1]} {prev.year}"
@@ -198,10 +208,13 @@ def _relative_date(text: str, anchor: datetime) -> str | None:
     ago = re.search(rf"\b({_NUMBER_WORDS})\s+(day|week|month|year)s?\s+ago\b", low)
     if ago:
         n, unit = ago.group(1), ago.group(2)
-        if unit == "year" and n.isdigit():
-            return str(anchor.year - int(n))
-        if unit == "day" and n.isdigit():
-            return _fmt(anchor - timedelta(days=int(n)))
+        count = int(n) if n.isdigit() else _SMALL_NUMBERS.get(n)
+        if count is not None and unit == "year":
+            return str(anchor.year - count)
+        if count is not None and unit == "day":
+            return _fmt(anchor - timedelta(days=count))
+        if count is not None and unit == "week":
+            return f"the week of {_fmt(anchor - timedelta(weeks=count))}"
         return f"{n} {unit}s before {d}"
     return None
 
@@ -250,8 +263,8 @@ def extractive_answer(question: Question, memories: Sequence[Memory], *, max_wor
     2. Question tokens: lower-cased words, stopwords dropped, a light suffix stemmer.
     3. Pick the memory whose tokens overlap the question's most (ties: the earliest, i.e. the best
        ranked); drop its ``speaker:`` prefix (a shared image caption becomes its own sentence).
-    4. Split it into clauses (sentence ends, commas, colons, dashes); pick the clause with the most
-       overlap (ties: earliest).
+    4. Split it into clauses (sentence ends, commas not followed by a digit, colons, dashes);
+       pick the clause with the most overlap (ties: earliest).
     5. "When" questions (``when ...``, ``what year/month/date ...``): return the first explicit date
        in the clause (``7 May 2023``; a missing year is taken from the memory's date), else a
        relative expression resolved against the memory's date (``yesterday`` -> the day before,
