@@ -199,9 +199,12 @@ def test_bm25_unknown_tokens_and_empty_corpus_return_nothing() -> None:
 def test_bm25_turns_without_tokens() -> None:
     conv = Conversation("c", (Session("S1", None, (Turn("D1:1", "A", "..."),)),))
     system = BM25System()
-    system.ingest(conv)  # only the speaker name is a token
-    assert [m.id for m in system.search(q("Who is A?"), 5)] == []
+    system.ingest(conv)  # "A: ..." has no token at all: an empty index
+    assert system.search(q("Who is A?"), 5) == []
     assert system.search(q("nothing"), 5) == []
+    turns = (Turn("D1:1", "A", "..."), Turn("D1:2", "Bob", "A pottery class!"))
+    system.ingest(Conversation("c", (Session("S1", None, turns),)))
+    assert [(m.id, m.date) for m in system.search(q("pottery"), 5)] == [("D1:2", None)]
 
 
 def test_bm25_is_deterministic_and_silent(capsys: pytest.CaptureFixture[str]) -> None:
@@ -227,14 +230,17 @@ def test_bm25_speed_on_a_locomo_sized_conversation() -> None:
     conv = Conversation("big", (Session("S1", datetime(2023, 1, 1), turns),))
     system = BM25System()
     system.ingest(conv)  # warm-up: lazy import of bm25s
-    t0 = time.perf_counter()
-    system.ingest(conv)
-    ingest = time.perf_counter() - t0
-    t0 = time.perf_counter()
-    for _ in range(100):
-        hits = system.search(q("w10 w20 w30"), 10)
-    search = (time.perf_counter() - t0) / 100
-    assert hits[0].id in {"D1:0", "D1:3"} or hits
+    ingest = search = float("inf")  # best of three: the machine may be busy with other tests
+    for _ in range(3):
+        t0 = time.perf_counter()
+        system.ingest(conv)
+        ingest = min(ingest, time.perf_counter() - t0)
+        t0 = time.perf_counter()
+        for _ in range(100):
+            hits = system.search(q("w10 w20 w30"), 10)
+        search = min(search, (time.perf_counter() - t0) / 100)
+    assert len(hits) == 10
+    assert all(any(w in h.text.split() for w in ("w10", "w20", "w30")) for h in hits)
     assert ingest < 0.1, f"ingest took {ingest * 1000:.1f} ms"
     assert search < 0.005, f"search took {search * 1000:.2f} ms"
 
