@@ -1,0 +1,315 @@
+"""On-disk cache of LLM completions shared by the answerer, the judges and every xdist worker.
+
+Storage choice: one SQLite file in WAL mode under the cache directory, rather than one file per
+key renamed into place. Reasons:
+
+* WAL lets readers proceed while one writer commits, and ``busy_timeout`` makes concurrent
+  writers from many xdist workers queue instead of failing; every ``INSERT OR REPLACE`` is a
+  single atomic statement, so an entry is either fully there or absent (no torn writes).
+* A run with 10 graded judge runs per question on LongMemEval produces tens of thousands of
+  entries; one file keeps the cache directory small and cheap to copy, list or delete, where one
+  file per key would mean as many inodes and a directory scan for ``len``.
+* ``PRAGMA integrity_check`` gives a real corruption check.
+
+Each process opens its own connection lazily (a connection inherited over ``fork`` is never used;
+the object pickles without it, for ``spawn``). Inside a process one connection is shared by the
+threads under a lock: the statements are tiny next to an HTTP call.
+
+The key is the sha256 of a canonical JSON of exactly (provider, model, base_url, messages,
+temperature, max_tokens, run_index): everything that changes the output, and nothing else (no API
+key, no timeout, no retry settings). An unreadable entry is a miss. Any failure of the database
+itself (cannot create the directory, not a database, disk full, locked past the busy timeout)
+turns this cache off for the rest of the process with one ``logging`` line, never an exception.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import logging
+import os
+import sqlite3
+import threading
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from .base import ChatMessage, Completion
+from .redact import redact
+
+__all__ = ["CACHE_FILENAME", "LLMCache", "cache_key", "canonical_request"]
+
+log = logging.getLogger("pytest_memeval.llm")
+
+CACHE_FILENAME = "llm-cache.sqlite3"
+_SCHEMA = (
+    "CREATE TABLE IF NOT EXISTS completions ("
+    " key TEXT PRIMARY KEY, value TEXT NOT NULL, created REAL NOT NULL)"
+)
+_VALUE_VERSION = 1
+
+
+def canonical_request(
+    *,
+    provider: str,
+    model: str,
+    base_url: str | None,
+    messages: Sequence[ChatMessage],
+    temperature: float,
+    max_tokens: int,
+    run_index: int,
+) -> str:
+    """The canonical JSON that is hashed into the cache key (sorted keys, no whitespace)."""
+    payload = {
+        "provider": provider,
+        "model": model,
+        "base_url": (base_url or "").rstrip("/"),
+        "messages": [[m.role, m.content] for m in messages],
+        "temperature": float(temperature),
+        "max_tokens": int(max_tokens),
+        "run_index": int(run_index),
+    }
+    return json.dumps(payload, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def cache_key(
+    *,
+    provider: str,
+    model: str,
+    base_url: str | None,
+    messages: Sequence[ChatMessage],
+    temperature: float,
+    max_tokens: int,
+    run_index: int,
+) -> str:
+    """sha256 hex digest of :func:`canonical_request`."""
+    text = canonical_request(
+        provider=provider,
+        model=model,
+        base_url=base_url,
+        messages=messages,
+        temperature=temperature,
+        max_tokens=max_tokens,
+        run_index=run_index,
+    )
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def _encode(completion: Completion) -> str:
+    return json.dumps(
+        {
+            "v": _VALUE_VERSION,
+            "text": completion.text,
+            "input_tokens": completion.input_tokens,
+            "output_tokens": completion.output_tokens,
+            "model": completion.model,
+        },
+        ensure_ascii=False,
+        separators=(",", ":"),
+    )
+
+
+def _decode(raw: object) -> Completion | None:
+    """The stored completion, or None for anything malformed."""
+    if isinstance(raw, bytes):
+        try:
+            raw = raw.decode("utf-8")
+        except UnicodeDecodeError:
+            return None
+    if not isinstance(raw, str):
+        return None
+    try:
+        data = json.loads(raw)
+    except ValueError:
+        return None
+    if not isinstance(data, dict) or data.get("v") != _VALUE_VERSION:
+        return None
+    text, inp, out, model = (
+        data.get("text"),
+        data.get("input_tokens"),
+        data.get("output_tokens"),
+        data.get("model", ""),
+    )
+    if not isinstance(text, str) or not isinstance(model, str):
+        return None
+    if type(inp) is not int or type(out) is not int or inp < 0 or out < 0:
+        return None
+    return Completion(text=text, input_tokens=inp, output_tokens=out, cached=True, model=model)
+
+
+class LLMCache:
+    """SQLite (WAL) completion cache at ``cache_dir / filename``; thread- and process-safe."""
+
+    def __init__(
+        self,
+        cache_dir: str | os.PathLike[str],
+        *,
+        filename: str = CACHE_FILENAME,
+        busy_timeout: float = 60.0,
+    ) -> None:
+        self.path = Path(cache_dir) / filename
+        self.busy_timeout = busy_timeout
+        self._lock = threading.Lock()
+        self._conn: sqlite3.Connection | None = None
+        self._pid = os.getpid()
+        self._orphans: list[sqlite3.Connection] = []
+        self._disabled_reason: str | None = None
+        self.hits = 0
+        self.misses = 0
+        self.writes = 0
+
+    # -- pickling (multiprocessing "spawn"): never ship a connection or a lock ------------------
+    def __getstate__(self) -> dict[str, Any]:
+        state = self.__dict__.copy()
+        state["_conn"] = None
+        state["_orphans"] = []
+        state["_lock"] = None
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._lock = threading.Lock()
+        self._pid = -1  # force a fresh connection in this process
+
+    # -- state --------------------------------------------------------------------------------
+    @property
+    def enabled(self) -> bool:
+        """False once a database failure turned the cache off for this process."""
+        return self._disabled_reason is None
+
+    @property
+    def disabled_reason(self) -> str | None:
+        return self._disabled_reason
+
+    def stats(self) -> dict[str, int]:
+        return {"hits": self.hits, "misses": self.misses, "writes": self.writes}
+
+    def _disable(self, what: str, exc: BaseException) -> None:
+        if self._disabled_reason is None:
+            self._disabled_reason = redact(f"{what}: {type(exc).__name__}: {exc}")
+            log.warning(
+                "pytest-memeval: LLM cache %s off for this process (%s); continuing without it",
+                self.path,
+                self._disabled_reason,
+            )
+        self._drop_connection()
+
+    def _drop_connection(self) -> None:
+        conn, self._conn = self._conn, None
+        if conn is not None:
+            with contextlib.suppress(sqlite3.Error):
+                conn.close()
+
+    def _connection(self) -> sqlite3.Connection:
+        """This process's connection (opened on first use). Call with the lock held."""
+        if self._pid != os.getpid():
+            # Inherited over fork: SQLite forbids using (or even closing) it here.
+            if self._conn is not None:
+                self._orphans.append(self._conn)
+            self._conn = None
+            self._pid = os.getpid()
+        if self._conn is None:
+            self._conn = self._open()
+        return self._conn
+
+    def _open(self) -> sqlite3.Connection:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        conn = sqlite3.connect(
+            str(self.path),
+            timeout=self.busy_timeout,
+            isolation_level=None,  # autocommit: every statement is its own transaction
+            check_same_thread=False,  # shared by this process's threads under self._lock
+        )
+        try:
+            conn.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout * 1000)}")
+            deadline = time.monotonic() + self.busy_timeout
+            while True:
+                # Switching to WAL needs a brief exclusive lock; when many workers open a new
+                # file at once SQLite may answer "locked" without waiting, so retry by hand.
+                try:
+                    mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()
+                    conn.execute(_SCHEMA)
+                    break
+                except sqlite3.OperationalError as exc:
+                    if "locked" not in str(exc) or time.monotonic() > deadline:
+                        raise
+                    time.sleep(0.01)
+            if mode is None or str(mode[0]).lower() != "wal":
+                raise sqlite3.OperationalError(f"could not enable WAL mode (got {mode!r})")
+            conn.execute("PRAGMA synchronous = NORMAL")  # safe with WAL; durable enough for a cache
+        except BaseException:
+            conn.close()
+            raise
+        return conn
+
+    # -- operations ---------------------------------------------------------------------------
+    def get(self, key: str) -> Completion | None:
+        """The cached completion (``cached=True``), or None on a miss or an unreadable entry."""
+        if self._disabled_reason is not None:
+            return None
+        with self._lock:
+            try:
+                row = (
+                    self._connection()
+                    .execute("SELECT value FROM completions WHERE key = ?", (key,))
+                    .fetchone()
+                )
+            except (sqlite3.Error, OSError) as exc:
+                self._disable("read failed", exc)
+                return None
+            found = _decode(row[0]) if row is not None else None
+            if found is None:
+                self.misses += 1
+            else:
+                self.hits += 1
+            return found
+
+    def put(self, key: str, completion: Completion) -> None:
+        if self._disabled_reason is not None:
+            return
+        value = _encode(completion)
+        with self._lock:
+            try:
+                self._connection().execute(
+                    "INSERT OR REPLACE INTO completions (key, value, created) VALUES (?, ?, ?)",
+                    (key, value, time.time()),
+                )
+                self.writes += 1
+            except (sqlite3.Error, OSError) as exc:
+                self._disable("write failed", exc)
+
+    def count(self) -> int:
+        """Number of stored entries (0 when the cache is off)."""
+        if self._disabled_reason is not None:
+            return 0
+        with self._lock:
+            try:
+                row = self._connection().execute("SELECT COUNT(*) FROM completions").fetchone()
+            except (sqlite3.Error, OSError) as exc:
+                self._disable("count failed", exc)
+                return 0
+            return int(row[0])
+
+    def __len__(self) -> int:
+        return self.count()
+
+    def integrity_check(self) -> str:
+        """``PRAGMA integrity_check`` result ("ok" when sound)."""
+        with self._lock:
+            rows = self._connection().execute("PRAGMA integrity_check").fetchall()
+            return "\n".join(str(r[0]) for r in rows)
+
+    def close(self) -> None:
+        with self._lock:
+            if self._pid == os.getpid():
+                self._drop_connection()
+            else:
+                self._conn = None
+
+    def __enter__(self) -> LLMCache:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

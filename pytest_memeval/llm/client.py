@@ -1,0 +1,222 @@
+"""The LLM client: cache, then retries around one provider call under a per-process concurrency
+bound, with token accounting. :func:`make_client` is the one entry point the plugin uses."""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import Protocol, TypeVar
+
+from ..errors import JudgeError
+from .accounting import TokenAccounting
+from .base import ChatMessage, Completion
+from .cache import LLMCache, cache_key
+from .providers import Provider, ProviderConfig, build_provider, resolve_config
+from .redact import redact
+from .retry import PermanentError, RetriesExhausted, RetryPolicy, TransientError, call_with_retry
+
+__all__ = [
+    "DEFAULT_CONCURRENCY",
+    "DEFAULT_TIMEOUT",
+    "ProviderClient",
+    "SemaphoreLike",
+    "make_client",
+    "make_semaphore",
+    "run_parallel",
+]
+
+log = logging.getLogger("pytest_memeval.llm")
+
+T = TypeVar("T")
+R = TypeVar("R")
+
+DEFAULT_CONCURRENCY = 8
+DEFAULT_TIMEOUT = 60.0
+
+
+class SemaphoreLike(Protocol):
+    """What the concurrency bound must offer (``threading.BoundedSemaphore`` does)."""
+
+    def acquire(self) -> bool: ...
+
+    def release(self) -> None: ...
+
+
+def make_semaphore(n: int = DEFAULT_CONCURRENCY) -> threading.BoundedSemaphore:
+    """The per-process bound on LLM calls in flight, shared by the answerer and every judge.
+    Under xdist each worker has its own, so ``-n W`` allows ``W * n`` calls at once."""
+    if n < 1:
+        raise ValueError("concurrency must be >= 1")
+    return threading.BoundedSemaphore(n)
+
+
+class ProviderClient:
+    """An :class:`~.base.LLMClient` for one provider + model + base URL. Thread-safe.
+
+    ``complete`` looks in the cache first (a hit makes no request), otherwise sends the request
+    under the shared semaphore (held only while a request is in flight, not during backoff),
+    retried per the policy; the result is stored in the cache and counted per role."""
+
+    def __init__(
+        self,
+        config: ProviderConfig,
+        provider: Provider,
+        *,
+        cache: LLMCache | None = None,
+        concurrency: SemaphoreLike | None = None,
+        retry: RetryPolicy | None = None,
+        accounting: TokenAccounting | None = None,
+    ) -> None:
+        self.config = config
+        self.provider = provider
+        self.cache = cache
+        self.concurrency: SemaphoreLike = (
+            concurrency if concurrency is not None else make_semaphore()
+        )
+        self.retry = retry if retry is not None else RetryPolicy()
+        self.accounting = accounting if accounting is not None else TokenAccounting()
+        self._lock = threading.Lock()
+        self.requests = 0  # HTTP requests sent, retries included
+        self.retries = 0
+
+    @property
+    def label(self) -> str:
+        return self.config.label
+
+    def __repr__(self) -> str:
+        return f"ProviderClient({self.label!r}, base_url={self.config.base_url!r})"
+
+    def _redact(self, text: str) -> str:
+        return redact(text, (self.config.key_env,))
+
+    def _send(
+        self, messages: Sequence[ChatMessage], temperature: float, max_tokens: int
+    ) -> Completion:
+        self.concurrency.acquire()
+        try:
+            with self._lock:
+                self.requests += 1
+            return self.provider.send(messages, temperature=temperature, max_tokens=max_tokens)
+        finally:
+            self.concurrency.release()
+
+    def complete(
+        self,
+        messages: Sequence[ChatMessage],
+        *,
+        temperature: float = 0.0,
+        max_tokens: int = 256,
+        run_index: int = 0,
+        role: str = "judge",
+    ) -> Completion:
+        msgs = tuple(messages)
+        key: str | None = None
+        if self.cache is not None:
+            key = cache_key(
+                provider=self.config.provider,
+                model=self.config.model,
+                base_url=self.config.base_url,
+                messages=msgs,
+                temperature=temperature,
+                max_tokens=max_tokens,
+                run_index=run_index,
+            )
+            hit = self.cache.get(key)
+            if hit is not None:
+                self.accounting.record(role, self.label, cache_hits=1)
+                return hit
+            self.accounting.record(role, self.label, cache_misses=1)
+
+        def on_retry(number: int, delay: float, exc: TransientError) -> None:
+            with self._lock:
+                self.retries += 1
+            self.accounting.record(role, self.label, retries=1)
+            log.info(
+                "%s",
+                self._redact(
+                    f"{self.label}: {exc}; retry {number}/{self.retry.max_retries} in {delay:.2f}s"
+                ),
+            )
+
+        try:
+            completion = call_with_retry(
+                lambda: self._send(msgs, temperature, max_tokens), self.retry, on_retry=on_retry
+            )
+        except PermanentError as exc:
+            self.accounting.record(role, self.label, failures=1)
+            raise JudgeError(self._redact(f"{self.label}: {exc}")) from None
+        except RetriesExhausted as exc:
+            self.accounting.record(role, self.label, failures=1)
+            raise JudgeError(
+                self._redact(
+                    f"{self.label}: {exc.last} (gave up after {exc.attempts} attempts; "
+                    f"base URL {self.config.base_url})"
+                )
+            ) from None
+        self.accounting.record(
+            role,
+            self.label,
+            calls=1,
+            input_tokens=completion.input_tokens,
+            output_tokens=completion.output_tokens,
+        )
+        if self.cache is not None and key is not None:
+            self.cache.put(key, completion)
+        return completion
+
+    def close(self) -> None:
+        self.provider.close()
+
+    def __enter__(self) -> ProviderClient:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def make_client(
+    spec: str,
+    *,
+    base_url: str | None = None,
+    api_key_env: str | None = None,
+    cache: LLMCache | None = None,
+    concurrency: SemaphoreLike | None = None,
+    retry: RetryPolicy | None = None,
+    timeout: float = DEFAULT_TIMEOUT,
+    accounting: TokenAccounting | None = None,
+) -> ProviderClient:
+    """A ready client for ``PROVIDER:MODEL``. Raises :class:`JudgeError` for a bad spec, a missing
+    base URL (openai-compatible) or a missing key (naming the variable, never showing a value).
+    Pass the same ``concurrency``, ``cache`` and ``accounting`` objects to every client of a
+    process so the bound and the counters are shared."""
+    config = resolve_config(spec, base_url=base_url, api_key_env=api_key_env)
+    provider = build_provider(config, timeout=timeout)
+    return ProviderClient(
+        config,
+        provider,
+        cache=cache,
+        concurrency=concurrency,
+        retry=retry,
+        accounting=accounting,
+    )
+
+
+def run_parallel(fn: Callable[[T], R], items: Sequence[T], max_workers: int) -> list[R]:
+    """``[fn(x) for x in items]`` on a thread pool of ``max_workers``, results in item order.
+    The first exception (in item order) is re-raised after cancelling the calls not yet
+    started. One item or one worker runs inline."""
+    if max_workers < 1:
+        raise ValueError("max_workers must be >= 1")
+    if len(items) <= 1 or max_workers == 1:
+        return [fn(x) for x in items]
+    pool = ThreadPoolExecutor(
+        max_workers=min(max_workers, len(items)), thread_name_prefix="memeval-llm"
+    )
+    futures: list[Future[R]] = []
+    try:
+        futures = [pool.submit(fn, x) for x in items]
+        return [f.result() for f in futures]
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)

@@ -1,0 +1,365 @@
+"""Providers on the official SDKs: ``openai``, ``anthropic`` and ``openai-compatible``.
+
+* ``openai``: OpenAI chat completions. Key from ``OPENAI_API_KEY``; base URL from the explicit
+  ``base_url`` argument, else ``OPENAI_BASE_URL``, else the SDK default.
+* ``anthropic``: the messages API; system messages go into ``system=``. Key from
+  ``ANTHROPIC_API_KEY``; base URL from ``base_url``, else ``ANTHROPIC_BASE_URL``, else the default.
+* ``openai-compatible``: the OpenAI SDK against an explicit ``base_url`` (vLLM, Ollama, OpenRouter,
+  Kimi, ...); key from the variable named by ``api_key_env`` (default ``OPENROUTER_API_KEY``).
+  A local server that needs no key still needs the variable set to any value.
+
+Keys are read from the environment only and handed straight to the SDK; they never appear in a
+message, a log line or the cache. The SDKs' own retries are off (``max_retries=0``): the policy in
+:mod:`.retry` is the only one. Every SDK exception is translated here into a
+:class:`~.retry.TransientError` or :class:`~.retry.PermanentError` with a one-line, redacted
+message.
+"""
+
+from __future__ import annotations
+
+import http
+import os
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol
+
+from ..errors import JudgeError
+from .base import ChatMessage, Completion
+from .redact import redact
+from .retry import PermanentError, TransientError, parse_retry_after
+
+if TYPE_CHECKING:
+    import anthropic
+    import openai
+
+# The SDKs are imported when a client is built, not with this module: importing both costs
+# seconds, and a run without LLM options (or one served entirely from the cache) needs neither.
+
+__all__ = [
+    "DEFAULT_BASE_URLS",
+    "DEFAULT_KEY_ENVS",
+    "PROVIDERS",
+    "AnthropicProvider",
+    "OpenAIProvider",
+    "Provider",
+    "ProviderConfig",
+    "build_provider",
+    "check_credentials",
+    "parse_model_spec",
+    "resolve_config",
+]
+
+PROVIDERS: tuple[str, ...] = ("openai", "anthropic", "openai-compatible")
+DEFAULT_KEY_ENVS: dict[str, str] = {
+    "openai": "OPENAI_API_KEY",
+    "anthropic": "ANTHROPIC_API_KEY",
+    "openai-compatible": "OPENROUTER_API_KEY",
+}
+_BASE_URL_ENVS: dict[str, str] = {"openai": "OPENAI_BASE_URL", "anthropic": "ANTHROPIC_BASE_URL"}
+DEFAULT_BASE_URLS: dict[str, str] = {
+    "openai": "https://api.openai.com/v1",
+    "anthropic": "https://api.anthropic.com",
+}
+_ROLES = frozenset({"system", "user", "assistant"})
+
+
+def parse_model_spec(spec: str) -> tuple[str, str]:
+    """``"openai:gpt-4o-mini"`` -> ``("openai", "gpt-4o-mini")``. Splits at the first colon, so
+    model names with colons (``openai-compatible:llama3.1:8b``) survive."""
+    text = (spec or "").strip()
+    example = "e.g. openai:gpt-4o-mini, anthropic:claude-sonnet-4-6 or openai-compatible:MODEL"
+    if ":" not in text:
+        raise JudgeError(f"model {text!r}: expected PROVIDER:MODEL ({example})")
+    provider, model = (part.strip() for part in text.split(":", 1))
+    if provider not in PROVIDERS:
+        raise JudgeError(
+            f"model {text!r}: unknown provider {provider!r}. Available: {', '.join(PROVIDERS)}"
+        )
+    if not model:
+        raise JudgeError(f"model {text!r}: the model name after {provider + ':'!r} is empty")
+    return provider, model
+
+
+@dataclass(frozen=True)
+class ProviderConfig:
+    """A resolved model: everything but the key (which stays in the environment)."""
+
+    provider: str
+    model: str
+    base_url: str  # effective base URL (part of the cache key)
+    key_env: str  # name of the variable holding the key (never its value)
+
+    @property
+    def label(self) -> str:
+        return f"{self.provider}:{self.model}"
+
+
+def resolve_config(
+    spec: str, *, base_url: str | None = None, api_key_env: str | None = None
+) -> ProviderConfig:
+    """Resolve provider, model, effective base URL and key variable; no network, no key check.
+    ``api_key_env`` applies to ``openai-compatible`` only (the SDK variables are fixed)."""
+    provider, model = parse_model_spec(spec)
+    if provider == "openai-compatible":
+        if not base_url:
+            raise JudgeError(
+                f"{provider}:{model}: the openai-compatible provider needs --memeval-base-url "
+                "(e.g. http://localhost:11434/v1 for Ollama, https://openrouter.ai/api/v1)"
+            )
+        key_env = api_key_env or DEFAULT_KEY_ENVS[provider]
+        effective = base_url
+    else:
+        key_env = DEFAULT_KEY_ENVS[provider]
+        effective = (
+            base_url or os.environ.get(_BASE_URL_ENVS[provider]) or DEFAULT_BASE_URLS[provider]
+        )
+    if not re.match(r"^https?://", effective):
+        raise JudgeError(
+            redact(
+                f"{provider}:{model}: base URL {effective!r} must start with http:// or https://"
+            )
+        )
+    return ProviderConfig(provider, model, effective.rstrip("/"), key_env)
+
+
+def _api_key(config: ProviderConfig) -> str:
+    key = os.environ.get(config.key_env, "").strip()
+    if not key:
+        hint = (
+            " (any non-empty value will do for a local server that needs no key)"
+            if config.provider == "openai-compatible"
+            else ""
+        )
+        raise JudgeError(
+            f"{config.label}: no API key: set the environment variable {config.key_env}{hint}"
+        )
+    return key
+
+
+def check_credentials(
+    spec: str, *, base_url: str | None = None, api_key_env: str | None = None
+) -> ProviderConfig:
+    """Fail early (before collection) with a :class:`JudgeError` naming the missing variable."""
+    config = resolve_config(spec, base_url=base_url, api_key_env=api_key_env)
+    _api_key(config)
+    return config
+
+
+class Provider(Protocol):
+    config: ProviderConfig
+
+    def send(
+        self, messages: Sequence[ChatMessage], *, temperature: float, max_tokens: int
+    ) -> Completion:
+        """One HTTP request; raises TransientError / PermanentError on failure."""
+        ...
+
+    def close(self) -> None: ...
+
+
+# -- error translation ------------------------------------------------------------------------
+
+
+def _one_line(text: str, limit: int = 200) -> str:
+    text = " ".join(str(text).split())
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _server_message(body: object, fallback: str) -> str:
+    if isinstance(body, dict):
+        err = body.get("error", body)
+        if isinstance(err, dict) and isinstance(err.get("message"), str):
+            return str(err["message"])
+        if isinstance(err, str):
+            return err
+    return fallback
+
+
+def _reason(status: int) -> str:
+    try:
+        return http.HTTPStatus(status).phrase
+    except ValueError:
+        return "HTTP error"
+
+
+def _status_error(
+    config: ProviderConfig, status: int, headers: Any, body: object, msg: str
+) -> Exception:
+    head = f"{status} {_reason(status)}"
+    if status in (408, 409, 429) or status >= 500:
+        retry_after = parse_retry_after(dict(headers) if headers is not None else None)
+        return TransientError(head, status=status, retry_after=retry_after)
+    if status == 401:
+        text = f"{head} — check {config.key_env}"
+    elif status == 403:
+        text = f"{head} — the key in {config.key_env} may not use model {config.model!r}"
+    elif status == 404:
+        text = f"{head} — check the model name {config.model!r} and the base URL {config.base_url}"
+    else:
+        text = f"{head} — {_one_line(_server_message(body, msg))}"
+    return PermanentError(redact(text, (config.key_env,)), status=status)
+
+
+def _translate(exc: Exception, config: ProviderConfig, timeout: float) -> Exception:
+    """Map an openai/anthropic SDK exception onto TransientError / PermanentError."""
+    import anthropic
+    import openai
+
+    for sdk in (openai, anthropic):
+        if isinstance(exc, sdk.APIStatusError):
+            return _status_error(
+                config, exc.status_code, exc.response.headers, exc.body, exc.message
+            )
+        if isinstance(exc, sdk.APITimeoutError):
+            return TransientError(f"request timed out after {timeout:g}s")
+        if isinstance(exc, sdk.APIConnectionError):
+            cause = exc.__cause__ or exc.__context__
+            detail = f" ({type(cause).__name__})" if cause is not None else ""
+            return TransientError(f"connection failed{detail}")
+        if isinstance(exc, sdk.APIResponseValidationError):
+            return TransientError("unreadable reply from the server")
+    if isinstance(exc, ValueError | KeyError | IndexError):
+        # e.g. a 200 reply whose body is not JSON or lacks the expected fields
+        return TransientError(f"unreadable reply from the server ({type(exc).__name__})")
+    return exc
+
+
+def _check_messages(config: ProviderConfig, messages: Sequence[ChatMessage]) -> None:
+    if not messages:
+        raise PermanentError("no messages to send")
+    for m in messages:
+        if m.role not in _ROLES:
+            raise PermanentError(f"unknown message role {m.role!r} (use system, user, assistant)")
+
+
+def _int(value: object) -> int:
+    return value if isinstance(value, int) and value >= 0 else 0
+
+
+# -- providers --------------------------------------------------------------------------------
+
+
+class OpenAIProvider:
+    """OpenAI chat completions (also used for ``openai-compatible``)."""
+
+    def __init__(self, config: ProviderConfig, *, timeout: float) -> None:
+        self.config = config
+        self.timeout = timeout
+        import openai
+
+        self._client: openai.OpenAI = openai.OpenAI(
+            api_key=_api_key(config),
+            base_url=config.base_url,
+            timeout=timeout,
+            max_retries=0,
+        )
+
+    def send(
+        self, messages: Sequence[ChatMessage], *, temperature: float, max_tokens: int
+    ) -> Completion:
+        _check_messages(self.config, messages)
+        payload: list[Any] = [{"role": m.role, "content": m.content} for m in messages]
+        # OpenAI's own API wants max_completion_tokens (reasoning models reject max_tokens);
+        # compatible servers (vLLM, Ollama, older gateways) know max_tokens.
+        limit: dict[str, Any] = (
+            {"max_completion_tokens": max_tokens}
+            if self.config.provider == "openai"
+            else {"max_tokens": max_tokens}
+        )
+        try:
+            resp = self._client.chat.completions.create(
+                model=self.config.model,
+                messages=payload,
+                temperature=temperature,
+                **limit,
+            )
+            choices = resp.choices
+            if not choices:
+                raise TransientError("reply without choices")
+            text = choices[0].message.content or ""
+            usage = resp.usage
+            return Completion(
+                text=text,
+                input_tokens=_int(getattr(usage, "prompt_tokens", 0)),
+                output_tokens=_int(getattr(usage, "completion_tokens", 0)),
+                cached=False,
+                model=str(resp.model or self.config.model),
+            )
+        except (TransientError, PermanentError):
+            raise
+        except Exception as exc:
+            translated = _translate(exc, self.config, self.timeout)
+            if translated is exc:
+                raise
+            raise translated from None
+
+    def close(self) -> None:
+        self._client.close()
+
+
+class AnthropicProvider:
+    """Anthropic messages API; system messages are joined into ``system=``."""
+
+    def __init__(self, config: ProviderConfig, *, timeout: float) -> None:
+        self.config = config
+        self.timeout = timeout
+        import anthropic
+
+        self._client: anthropic.Anthropic = anthropic.Anthropic(
+            api_key=_api_key(config),
+            base_url=config.base_url,
+            timeout=timeout,
+            max_retries=0,
+        )
+
+    def send(
+        self, messages: Sequence[ChatMessage], *, temperature: float, max_tokens: int
+    ) -> Completion:
+        _check_messages(self.config, messages)
+        system = "\n\n".join(m.content for m in messages if m.role == "system")
+        turns: list[Any] = [
+            {"role": m.role, "content": m.content} for m in messages if m.role != "system"
+        ]
+        if not turns:
+            raise PermanentError("the anthropic provider needs at least one user message")
+        extra: dict[str, Any] = {"system": system} if system else {}
+        try:
+            # This SDK generation no longer types ``temperature``; the API still takes it.
+            resp = self._client.messages.create(
+                model=self.config.model,
+                messages=turns,
+                max_tokens=max_tokens,
+                extra_body={"temperature": temperature},
+                **extra,
+            )
+            text = "".join(
+                str(getattr(block, "text", ""))
+                for block in resp.content
+                if getattr(block, "type", None) == "text"
+            )
+            usage = resp.usage
+            return Completion(
+                text=text,
+                input_tokens=_int(getattr(usage, "input_tokens", 0)),
+                output_tokens=_int(getattr(usage, "output_tokens", 0)),
+                cached=False,
+                model=str(resp.model or self.config.model),
+            )
+        except (TransientError, PermanentError):
+            raise
+        except Exception as exc:
+            translated = _translate(exc, self.config, self.timeout)
+            if translated is exc:
+                raise
+            raise translated from None
+
+    def close(self) -> None:
+        self._client.close()
+
+
+def build_provider(config: ProviderConfig, *, timeout: float) -> Provider:
+    """The SDK-backed provider for ``config`` (raises JudgeError when the key is missing)."""
+    if config.provider == "anthropic":
+        return AnthropicProvider(config, timeout=timeout)
+    return OpenAIProvider(config, timeout=timeout)
