@@ -66,7 +66,7 @@ METRICS = ("f1", "recall_all@5", "ndcg_any@5", "recall_all@10", "ndcg_any@10")
 
 _WEEKDAY = re.compile(r"\s*\([^)]*\)\s*")
 _DATE_FORMAT = "%Y/%m/%d %H:%M"
-_CHUNK = 1 << 20  # bytes read per step while indexing
+_CHUNK = 1 << 18  # bytes read per step while indexing (grows for bigger items)
 _LAYOUT = "DIR/longmemeval/longmemeval_{oracle,s_cleaned,m_cleaned}.json"
 
 
@@ -151,6 +151,7 @@ def iter_json_array(path: Path, chunk_size: int = _CHUNK) -> Iterator[tuple[Any,
             )
         consume(1)
         index = 0
+        want = 0  # characters to have buffered before parsing the next item
         if skip_ws() == "]":
             return
         while True:
@@ -161,6 +162,10 @@ def iter_json_array(path: Path, chunk_size: int = _CHUNK) -> Iterator[tuple[Any,
                     path=path_s,
                     record=f"#{index}",
                 )
+            # items have similar sizes: read enough for one like the last before parsing, so a
+            # failed (incomplete) parse and its retry are rare
+            while len(buf) < want and fill():
+                pass
             while True:
                 try:
                     item, end = decoder.raw_decode(buf)
@@ -175,6 +180,7 @@ def iter_json_array(path: Path, chunk_size: int = _CHUNK) -> Iterator[tuple[Any,
                         ) from None
             head = buf[:end]
             length = len(head) if head.isascii() else len(head.encode("utf-8"))
+            want = end + end // 4
             yield item, buf_byte0, length
             consume(end)
             index += 1

@@ -1,6 +1,6 @@
 """The three-layer user-memory suite (user-memory-evaluation): 60 YAML cases, one item per case.
 
-Files under ``DATA/usermem/``: ``test_cases/layer{1,2,3}/*.yaml`` (read with ``yaml.safe_load``
+Files under ``DATA/usermem/``: ``test_cases/layer{1,2,3}/*.yaml`` (read with the safe YAML loader
 only) and ``fixtures/gold_facts.json`` (optional; ``{test_id: {"required_facts": [...]}}``, a fact
 being a string or a list of acceptable variants). The schema is described in the suite's
 NOTES.md. There is no official download URL: point ``--memeval-data`` at a copy.
@@ -44,6 +44,9 @@ _HOW_TO_GET = (
     "the user-memory suite has no official download: copy chapter3/user-memory-evaluation from "
     "https://github.com/bojieli/ai-agent-book and pass --memeval-data=DIR (or set "
     f"MEMEVAL_DATA_DIR) where DIR is laid out as {_LAYOUT}"
+)
+_SAFE_LOADER: type[yaml.SafeLoader] | type[yaml.CSafeLoader] = getattr(
+    yaml, "CSafeLoader", yaml.SafeLoader
 )
 _ROLE_ALIASES = {"representative": "assistant", "agent": "assistant"}
 _ROLES = ("user", "assistant", "system")
@@ -296,7 +299,8 @@ def _read_yaml(path: Path) -> object:
     except UnicodeDecodeError as exc:
         raise DatasetError(f"not UTF-8 ({exc.reason})", path=str(path)) from None
     try:
-        return yaml.safe_load(text)
+        # the same safe constructor set as yaml.safe_load; libyaml's parser when available (9x)
+        return yaml.load(text, Loader=_SAFE_LOADER)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1} column {mark.column + 1}" if mark is not None else ""
