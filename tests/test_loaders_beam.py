@@ -226,6 +226,17 @@ def test_truncated_and_wrong_type_chat(tmp_path: Path) -> None:
     assert info.value.record == "batch #1" and info.value.field == "content"
 
 
+def test_duplicate_message_ids(tmp_path: Path) -> None:
+    root = _github(tmp_path, n=1)
+    chat = _chat()
+    chat[1]["turns"][0][0]["id"] = 0
+    path = _write_json(root / "beam" / "100K" / "1" / "chat.json", chat)
+    with pytest.raises(DatasetError, match="duplicate message id 0") as info:
+        BENCHMARK.load(_req(root)).conversation("beam-100K-1")
+    assert info.value.path == str(path) and info.value.record == "batch-2"
+    assert info.value.field == "id"
+
+
 def test_probing_json_with_bom(tmp_path: Path) -> None:
     root = _github(tmp_path, n=1)
     path = root / "beam" / "100K" / "1" / "probing_questions" / "probing_questions.json"
@@ -252,6 +263,7 @@ def test_10m_per_plan_files(tmp_path: Path) -> None:
     _write_json(conv / "plan-1" / "chat.json", _chat(anchors=("June-02-2024",)))
     c = BENCHMARK.load(_req(tmp_path, "10M")).conversation("beam-10M-3")
     assert [s.id for s in c.sessions] == ["plan-0/batch-1", "plan-0/batch-2", "plan-1/batch-1"]
+    assert c.sessions[0].turns[0].id == "plan-0/0" and c.sessions[2].turns[0].id == "plan-1/0"
     (conv / "plan-1" / "chat.json").unlink()
     with pytest.raises(DatasetError, match=r"plan-\*/chat\.json") as info:
         BENCHMARK.load(_req(tmp_path, "10M"))
@@ -390,5 +402,5 @@ def test_real_100k() -> None:
     assert math.isclose(n_messages / 20, 286.6, abs_tol=0.05)  # SCORING.md 3.2 mean
     for q in ds.questions:
         if q.evidence:
-            turn_ids = {t.id for s in ds.conversation(q.conversation_id).sessions for t in s.turns}
-            assert set(q.evidence) <= turn_ids, q.id
+            known = {t.id for s in ds.conversation(q.conversation_id).sessions for t in s.turns}
+            assert set(q.evidence) <= known, q.id

@@ -17,7 +17,8 @@ Layouts read (SCORING.md 3.1-3.3), all under ``DATA/beam/``:
 
 One Session per batch (``batch-<k>``, or ``plan-<p>/batch-<k>`` in 10M), dated by the batch's
 time anchor (``March-15-2024``, format ``%B-%d-%Y``); one Turn per message with the message's
-integer ``id`` as its id (so ``source_chat_ids`` in the questions are turn ids).
+integer ``id`` as its id (so ``source_chat_ids`` in the questions are turn ids; per-plan 10M
+files, whose ids restart at 0, get ``plan-<p>/<id>``).
 
 Scoring here is offline only: ``f1`` is LoCoMo-style token F1 against the gold field (a proxy;
 the official metric is the rubric-nugget judge), and for event_ordering ``ordering_tau`` (BEAM's
@@ -377,12 +378,22 @@ def sessions_from_chat(chat: object, path: str, prefix: str = "") -> list[Sessio
 
 def _check_unique(sessions: Sequence[Session], path: str) -> None:
     seen: set[str] = set()
+    turn_ids: set[str] = set()
     for s in sessions:
         if s.id in seen:
             raise DatasetError(
                 f"duplicate batch {s.id!r}", path=path, record=s.id, field="batch_number"
             )
         seen.add(s.id)
+        for t in s.turns:
+            if t.id in turn_ids:
+                raise DatasetError(
+                    f"duplicate message id {t.id}; message ids must be unique in a chat",
+                    path=path,
+                    record=s.id,
+                    field="id",
+                )
+            turn_ids.add(t.id)
 
 
 @dataclass
@@ -410,7 +421,13 @@ class _ConversationLoader:
         sessions: list[Session] = []
         if source.files:
             for prefix, path in source.files:
-                sessions += sessions_from_chat(_read_json(path), str(path), prefix)
+                part = sessions_from_chat(_read_json(path), str(path), prefix)
+                if prefix:  # per-plan 10M files restart message ids at 0: keep turn ids unique
+                    part = [
+                        replace(s, turns=tuple(replace(t, id=prefix + t.id) for t in s.turns))
+                        for s in part
+                    ]
+                sessions += part
         else:
             sessions = sessions_from_chat(source.inline, f"row {conversation_id}")
         _check_unique(sessions, str(source.files[0][1]) if source.files else conversation_id)
