@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import argparse
 import collections
+import http
 import json
 import random
 import threading
@@ -88,6 +89,13 @@ def _text_of(content: Any) -> str:
     return ""
 
 
+def _phrase(status: int) -> str:
+    try:
+        return http.HTTPStatus(status).phrase
+    except ValueError:  # e.g. Anthropic's 529 "overloaded"
+        return "Overloaded" if status == 529 else "Error"
+
+
 def _words(text: str) -> int:
     return len(text.split())
 
@@ -101,6 +109,9 @@ class _Server(ThreadingHTTPServer):
 
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"  # keep-alive, as the SDKs expect
+    # TCP_NODELAY: without it, Nagle's algorithm and the client's delayed ACK add ~40 ms to
+    # every reply, which swamps latency measurements.
+    disable_nagle_algorithm = True
     server: _Server
 
     def log_message(self, format: str, *args: Any) -> None:  # quiet
@@ -237,14 +248,19 @@ class _Handler(BaseHTTPRequestHandler):
         content_type: str,
         headers: Mapping[str, str] | None = None,
     ) -> None:
+        # Status line, headers and body in one write: separate small writes would wait on the
+        # client's delayed ACK.
+        lines = [
+            f"{self.protocol_version} {status} {_phrase(status)}",
+            f"Server: memeval-llm-server, {self.version_string()}",
+            f"Date: {self.date_time_string()}",
+            f"Content-Type: {content_type}",
+            f"Content-Length: {len(data)}",
+            *(f"{k}: {v}" for k, v in (headers or {}).items()),
+        ]
         try:
-            self.send_response(status)
-            self.send_header("content-type", content_type)
-            self.send_header("content-length", str(len(data)))
-            for k, v in (headers or {}).items():
-                self.send_header(k, v)
-            self.end_headers()
-            self.wfile.write(data)
+            self.wfile.write(("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + data)
+            self.wfile.flush()
         except (BrokenPipeError, ConnectionResetError):  # the client gave up (timeout)
             self.close_connection = True
 

@@ -15,6 +15,7 @@ import traceback
 import warnings
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from llm_server import ANTHROPIC_PATH, OPENAI_PATH, LLMServer
@@ -69,8 +70,8 @@ class Sleeps:
         self.calls.append(seconds)
 
 
-def policy(sleeps: Sleeps | None = None, **kw: float) -> RetryPolicy:
-    return RetryPolicy(sleep=sleeps if sleeps is not None else (lambda s: None), **kw)  # type: ignore[arg-type]
+def policy(sleeps: Sleeps | None = None, **kw: Any) -> RetryPolicy:
+    return RetryPolicy(sleep=sleeps if sleeps is not None else (lambda s: None), **kw)
 
 
 SPECS = {
@@ -80,11 +81,11 @@ SPECS = {
 }
 
 
-def client_for(provider: str, srv: LLMServer, **kw: object) -> ProviderClient:
+def client_for(provider: str, srv: LLMServer, **kw: Any) -> ProviderClient:
     spec, _ = SPECS[provider]
     base = srv.anthropic_base_url if provider == "anthropic" else srv.openai_base_url
     kw.setdefault("retry", policy())
-    return make_client(spec, base_url=base, **kw)  # type: ignore[arg-type]
+    return make_client(spec, base_url=base, **kw)
 
 
 MSGS = (ChatMessage("system", "Answer in a few words."), ChatMessage("user", "Where did Ann go?"))
@@ -196,7 +197,7 @@ def test_sdk_environment_variables_are_honoured(env: pytest.MonkeyPatch, server:
 
 
 def test_cache_key_covers_exactly_the_output_inputs() -> None:
-    base = dict(
+    base: dict[str, Any] = dict(
         provider="openai",
         model="m",
         base_url="http://h/v1",
@@ -205,7 +206,7 @@ def test_cache_key_covers_exactly_the_output_inputs() -> None:
         max_tokens=256,
         run_index=0,
     )
-    assert json.loads(canonical_request(**base)) == {  # type: ignore[arg-type]
+    assert json.loads(canonical_request(**base)) == {
         "provider": "openai",
         "model": "m",
         "base_url": "http://h/v1",
@@ -214,11 +215,11 @@ def test_cache_key_covers_exactly_the_output_inputs() -> None:
         "max_tokens": 256,
         "run_index": 0,
     }
-    k0 = cache_key(**base)  # type: ignore[arg-type]
+    k0 = cache_key(**base)
     assert len(k0) == 64 and k0 == cache_key(
         **{**base, "temperature": 0, "base_url": "http://h/v1/"}
-    )  # type: ignore[arg-type]
-    changes = [
+    )
+    changes: list[dict[str, Any]] = [
         {"provider": "openai-compatible"},
         {"model": "m2"},
         {"base_url": "http://other/v1"},
@@ -228,7 +229,7 @@ def test_cache_key_covers_exactly_the_output_inputs() -> None:
         {"max_tokens": 10},
         {"run_index": 1},
     ]
-    keys = {cache_key(**{**base, **c}) for c in changes}  # type: ignore[arg-type]
+    keys = {cache_key(**{**base, **c}) for c in changes}
     assert len(keys) == len(changes) and k0 not in keys
 
 
@@ -387,7 +388,7 @@ def test_retry_on_429_and_500_then_success(
 ) -> None:
     sleeps = Sleeps()
     acc = TokenAccounting()
-    server.push(429, 500, 503, "ok")
+    server.push(429, 500, 529, "ok")
     with client_for(
         provider, server, retry=policy(sleeps, base_delay=1.0, max_backoff=3.0), accounting=acc
     ) as c:

@@ -70,14 +70,18 @@ def parse_model_spec(spec: str) -> tuple[str, str]:
     text = (spec or "").strip()
     example = "e.g. openai:gpt-4o-mini, anthropic:claude-sonnet-4-6 or openai-compatible:MODEL"
     if ":" not in text:
-        raise JudgeError(f"model {text!r}: expected PROVIDER:MODEL ({example})")
+        raise JudgeError(redact(f"model {text!r}: expected PROVIDER:MODEL ({example})"))
     provider, model = (part.strip() for part in text.split(":", 1))
     if provider not in PROVIDERS:
         raise JudgeError(
-            f"model {text!r}: unknown provider {provider!r}. Available: {', '.join(PROVIDERS)}"
+            redact(
+                f"model {text!r}: unknown provider {provider!r}. Available: {', '.join(PROVIDERS)}"
+            )
         )
     if not model:
-        raise JudgeError(f"model {text!r}: the model name after {provider + ':'!r} is empty")
+        raise JudgeError(
+            redact(f"model {text!r}: the model name after {provider + ':'!r} is empty")
+        )
     return provider, model
 
 
@@ -104,8 +108,11 @@ def resolve_config(
     if provider == "openai-compatible":
         if not base_url:
             raise JudgeError(
-                f"{provider}:{model}: the openai-compatible provider needs --memeval-base-url "
-                "(e.g. http://localhost:11434/v1 for Ollama, https://openrouter.ai/api/v1)"
+                redact(
+                    f"{provider}:{model}: the openai-compatible provider needs "
+                    "--memeval-base-url (e.g. http://localhost:11434/v1 for Ollama, "
+                    "https://openrouter.ai/api/v1)"
+                )
             )
         key_env = api_key_env or DEFAULT_KEY_ENVS[provider]
         effective = base_url
@@ -132,7 +139,9 @@ def _api_key(config: ProviderConfig) -> str:
             else ""
         )
         raise JudgeError(
-            f"{config.label}: no API key: set the environment variable {config.key_env}{hint}"
+            redact(
+                f"{config.label}: no API key: set the environment variable {config.key_env}{hint}"
+            )
         )
     return key
 
