@@ -22,6 +22,8 @@ class CategoryRow:
     scored: dict[str, int] = field(default_factory=dict)  # questions with a value, per metric
     statuses: dict[str, int] = field(default_factory=dict)
     in_overall: bool = True
+    # 95% bootstrap CI of each metric's mean (stats.add_confidence_intervals); None: no values
+    ci: dict[str, list[float] | None] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"count": self.count}
@@ -30,6 +32,7 @@ class CategoryRow:
         out["shared_category"] = self.shared
         out["statuses"] = dict(self.statuses)
         out["scored"] = dict(self.scored)
+        out["ci"] = {k: (list(v) if v is not None else None) for k, v in self.ci.items()}
         return out
 
 
