@@ -68,6 +68,9 @@ class RunState:
         return float(getattr(self.benchmarks[bench], "default_threshold", 0.5))
 
 
+#: memories kept per result (reports show the top ones; full-context returns every turn)
+STORED_MEMORIES = 10
+
 STATE_KEY = pytest.StashKey[RunState]()
 RESULT_KEY = pytest.StashKey[QuestionResult]()
 
@@ -114,7 +117,10 @@ class MemevalCase:
 
     @property
     def id(self) -> str:
-        return f"{self.question.id}[{self.system.label}]"
+        """``<benchmark>/<conversation>/<question>[<system>]``: carries the conversation so the
+        xdist scheduler keeps a conversation's hand-written cases on one worker."""
+        q = self.question
+        return f"{self.benchmark}/{q.conversation_id}/{q.id}[{self.system.label}]"
 
 
 def result_skeleton(
@@ -198,7 +204,8 @@ class MemevalItem(pytest.Function):
         )
         result = result_skeleton(self.benchmark, self.system, self.question, self.nodeid)
         result.prediction = prediction.text
-        result.memories = list(prediction.memories)
+        result.memories = list(prediction.memories[:STORED_MEMORIES])
+        result.details["memories_returned"] = len(prediction.memories)
         result.latency = latency
         result.details["answered_by"] = prediction.answered_by
         result.scores = score_prediction(

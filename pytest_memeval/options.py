@@ -103,16 +103,19 @@ def addoptions(parser: pytest.Parser) -> None:
         if opt.flag:
             group.addoption(f"--{opt.name}", action="store_true", default=None, dest=opt.dest,
                             help=opt.help)
-            parser.addini(f"memeval_{opt.dest.removeprefix('memeval_')}", opt.help, type="bool",
-                          default=False)
+            parser.addini(_ini_name(opt), opt.help, type="bool", default=False)
         else:
             group.addoption(f"--{opt.name}", action="store", default=None, dest=opt.dest,
                             metavar=opt.metavar, help=opt.help)
-            parser.addini(f"memeval_{opt.dest.removeprefix('memeval_')}", opt.help, default=None)
+            parser.addini(_ini_name(opt), opt.help, default=None)
 
 
 def _ini_name(opt: _Opt) -> str:
-    return f"memeval_{opt.dest.removeprefix('memeval_')}"
+    """``memeval`` for --memeval, ``memeval_memsys`` for --memsys, ``memeval_limit`` for
+    --memeval-limit."""
+    if opt.dest == "memeval" or opt.dest.startswith("memeval_"):
+        return opt.dest
+    return f"memeval_{opt.dest}"
 
 
 def _raw_value(config: pytest.Config, opt: _Opt) -> tuple[Any, str]:

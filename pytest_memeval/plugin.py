@@ -161,10 +161,7 @@ def _resolve_systems(session: pytest.Session, state: RunState) -> list[SystemRef
             try:
                 made = config.hook.pytest_memeval_make_system(config=config, name=name)
             except MemevalError as exc:
-                message = str(exc)
-                if "unknown memory system" in message:
-                    message += " (or a conftest.py fixture of that name)"
-                raise pytest.UsageError(message) from None
+                raise pytest.UsageError(str(exc)) from None
             if made is None:
                 raise pytest.UsageError(MSG_UNKNOWN_SYSTEM.format(name=name, available="?"))
             pairs = list(made) if isinstance(made, list) else [(name, made)]
@@ -188,6 +185,7 @@ def pytest_collection_modifyitems(
     if state.systems is None:
         state.systems = _resolve_systems(session, state)
     items.extend(build_items(session, state))
+    items[:] = group_items(items)
     state.collect_seconds += time.perf_counter() - start
 
 
@@ -204,6 +202,28 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
             for ref in state.systems:
                 cases.extend(MemevalCase(bench, ref, q) for q in questions)
     metafunc.parametrize("memeval_case", cases, ids=[c.id for c in cases])
+
+
+def _conversation_key(item: pytest.Item) -> tuple[str, str] | None:
+    if isinstance(item, MemevalItem):
+        return (item.benchmark, item.question.conversation_id)
+    case = _case_of(item)
+    return (case.benchmark, case.question.conversation_id) if case is not None else None
+
+
+def group_items(items: list[pytest.Item]) -> list[pytest.Item]:
+    """Make every conversation's items contiguous (built-in items and hand-written cases alike), so
+    each conversation is ingested once per system and process. Other tests keep their order and
+    run first."""
+    others: list[pytest.Item] = []
+    groups: dict[tuple[str, str], list[pytest.Item]] = {}
+    for item in items:
+        key = _conversation_key(item)
+        if key is None:
+            others.append(item)
+        else:
+            groups.setdefault(key, []).append(item)
+    return others + [item for group in groups.values() for item in group]
 
 
 def _case_of(item: pytest.Item) -> MemevalCase | None:

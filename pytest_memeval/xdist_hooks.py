@@ -10,11 +10,37 @@ it when benchmark items are collected; ``loadscope``, ``loadfile`` and ``loadgro
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pytest
 
 __all__ = ["XdistHooks"]
+
+
+_CASE_ID = re.compile(r"\[(?P<bench>[^/\[\]]+)/(?P<conv>[^/\[\]]+)/[^\[\]]+\[[^\[\]]*\]\]$")
+
+
+def conversation_scope(nodeid: str) -> str:
+    """The scheduling unit of a node id: ``memeval/<benchmark>/<conversation>`` for built-in items
+    and hand-written ``memeval_case`` tests, else xdist's own scope (the part before the last
+    ``::``)."""
+    if nodeid.startswith("memeval/"):
+        return nodeid.rsplit("::", 1)[0]
+    match = _CASE_ID.search(nodeid)
+    if match is not None:
+        return f"memeval/{match['bench']}/{match['conv']}"
+    return nodeid.rsplit("::", 1)[0]
+
+
+def _conversation_scheduling(config: pytest.Config, log: Any) -> Any:
+    from xdist.scheduler import LoadScopeScheduling
+
+    class ConversationScheduling(LoadScopeScheduling):  # type: ignore[misc]
+        def _split_scope(self, nodeid: str) -> str:
+            return conversation_scope(nodeid)
+
+    return ConversationScheduling(config, log)
 
 
 class XdistHooks:
@@ -30,9 +56,7 @@ class XdistHooks:
             return None
         if config.getoption("dist", "load") not in ("load", "worksteal"):
             return None
-        from xdist.scheduler import LoadScopeScheduling
-
-        return LoadScopeScheduling(config, log)
+        return _conversation_scheduling(config, log)
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_testnodedown(self, node: Any, error: Any) -> None:

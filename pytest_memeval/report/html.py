@@ -1,0 +1,926 @@
+"""One self-contained HTML report: inline CSS, inline SVG, a small inline script, no network.
+
+Safety rules, all enforced here:
+
+* every string from data, models or configuration goes through :func:`esc`
+  (``html.escape(quote=True)``), in text and in attribute values alike;
+* per-question data for the script travels as JSON inside ``<script type="application/json">``
+  with ``<``, ``>`` and ``&`` written as ``\\u003c``, ``\\u003e``, ``\\u0026`` (so ``</script>``
+  can never close the block), and the script builds the table with ``textContent`` only;
+* a Content-Security-Policy ``<meta>`` allows exactly the one inline script (by its sha256) and no
+  network at all, as a second line of defence should an escape ever be missed;
+* the page holds no ``http://`` or ``https://`` address of its own.
+
+Only the stdlib is used (no template engine, no added dependency).
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import html
+import json
+import math
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from typing import Any
+
+from ..baselines import Baseline
+from ..records import QuestionResult
+from .markdown import (
+    MEM0_LATENCY,
+    STATUS_COLUMNS,
+    baseline_value,
+    describe_item,
+    fmt_ms,
+    fmt_num,
+    overall_scopes,
+    pass_metric,
+    row_ci,
+    row_label,
+    runs_by_benchmark,
+    total_latency,
+)
+from .model import CategoryRow, RunSummary, Summary
+
+__all__ = ["esc", "json_for_script", "render_html"]
+
+_PALETTE_RUNS = ("#2f6db5", "#d9822b", "#3c9a5f", "#8e5cb5", "#c94f4f", "#4aa3a3", "#7a7a2e")
+_PALETTE_BASE = ("#8a8a8a", "#b5a27a", "#7a9bb5", "#b58aa8", "#9bb57a", "#5f5f5f", "#c7b299")
+
+
+def esc(value: object) -> str:
+    """HTML-escape any value (quotes included, so it is safe in attribute values too)."""
+    if value is None:
+        return ""
+    return html.escape(value if isinstance(value, str) else str(value), quote=True)
+
+
+def json_for_script(data: object) -> str:
+    """JSON fit for a ``<script type="application/json">`` block: no ``<``, ``>`` or ``&``."""
+    text = json.dumps(data, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    return (
+        text.replace("&", "\\u0026")
+        .replace("<", "\\u003c")
+        .replace(">", "\\u003e")
+        .replace("\u2028", "\\u2028")
+        .replace("\u2029", "\\u2029")
+    )
+
+
+def _finite(value: object) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    f = float(value)
+    return f if math.isfinite(f) else None
+
+
+def _short(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _plain(value: object) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, (dict, list, tuple)):
+        return json.dumps(value, ensure_ascii=False, default=str, sort_keys=True)
+    return str(value)
+
+
+# ---- static pieces -----------------------------------------------------------------------------
+
+_CSS = """
+:root{--fg:#1d2330;--muted:#5d6675;--line:#d9dde5;--bg:#fff;--alt:#f6f7fa;--accent:#2f6db5}
+*{box-sizing:border-box}
+body{margin:0;font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;color:var(--fg);
+background:var(--bg)}
+header{padding:18px 28px;background:#1d2330;color:#fff}
+header h1{margin:0 0 4px;font-size:22px}
+header p{margin:0;color:#c9d1de}
+nav{padding:8px 28px;background:#eef1f6;border-bottom:1px solid var(--line);font-size:13px}
+nav a{margin-right:14px;color:var(--accent);text-decoration:none}
+main{padding:8px 28px 40px;max-width:1500px}
+h2{margin:28px 0 8px;font-size:19px;border-bottom:2px solid var(--line);padding-bottom:4px}
+h3{margin:20px 0 6px;font-size:16px}
+p.note,.muted{color:var(--muted);font-size:13px}
+.scroll{overflow-x:auto;max-width:100%}
+table{border-collapse:collapse;margin:6px 0 10px;font-size:13px}
+th,td{border:1px solid var(--line);padding:4px 8px;vertical-align:top;text-align:left}
+th{background:#eef1f6;font-weight:600;white-space:nowrap}
+tbody tr:nth-child(even){background:var(--alt)}
+td.num,th.num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
+tr.total td{font-weight:600;background:#eef3fb}
+tr.published td{font-style:italic;color:#4b5260}
+.ci{color:var(--muted);font-size:11px}
+.st{display:inline-block;padding:0 6px;border-radius:8px;font-size:11px;font-weight:600}
+.st-CORRECT{background:#dff3e4;color:#1e6b34}.st-WRONG{background:#fbe3e3;color:#8f2323}
+.st-UNSCORED{background:#fff1cc;color:#7a5a00}.st-ERROR{background:#e9e0f5;color:#5b2d8e}
+ol.notes{font-size:12px;color:var(--muted);margin:4px 0 12px;padding-left:22px}
+svg text{font:12px system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;fill:#1d2330}
+svg .grid{stroke:#e3e6ec}
+.controls{display:flex;flex-wrap:wrap;gap:10px;align-items:center;margin:8px 0}
+.controls label{font-size:13px;color:var(--muted)}
+.controls select,.controls input{font:inherit;padding:3px 6px}
+#qtable th[data-key]{cursor:pointer;user-select:none}
+#qtable th[aria-sort=ascending]::after{content:" \\25B2"}
+#qtable th[aria-sort=descending]::after{content:" \\25BC"}
+#qtable td.text{max-width:360px;word-wrap:break-word}
+details summary{cursor:pointer;color:var(--accent)}
+details ol{margin:4px 0;padding-left:20px}
+details li{margin-bottom:3px}
+.mem-date{color:var(--muted);font-size:11px}
+ul.checks li.fail{color:#8f2323}ul.checks li.pass{color:#1e6b34}
+button{font:inherit;padding:3px 10px;margin:6px 0}
+"""
+
+# The script only ever writes text through textContent, never innerHTML.
+_JS = """
+(function () {
+  "use strict";
+  var data = JSON.parse(document.getElementById("memeval-data").textContent);
+  var rows = data.rows;
+  var mems = data.memories;
+  var table = document.getElementById("qtable");
+  var tbody = table.tBodies[0];
+  var fCat = document.getElementById("f-category");
+  var fSt = document.getElementById("f-status");
+  var fSys = document.getElementById("f-system");
+  var fText = document.getElementById("f-text");
+  var count = document.getElementById("q-count");
+  var more = document.getElementById("q-more");
+  var state = {key: null, dir: 1, limit: data.page};
+
+  function fill(select, values) {
+    values.forEach(function (v) {
+      var o = document.createElement("option");
+      o.value = v; o.textContent = v; select.appendChild(o);
+    });
+  }
+  function uniq(key) {
+    var seen = {}, out = [];
+    rows.forEach(function (r) {
+      var v = r[key];
+      if (!Object.prototype.hasOwnProperty.call(seen, v)) { seen[v] = 1; out.push(v); }
+    });
+    return out;
+  }
+  fill(fCat, uniq("c")); fill(fSt, uniq("st")); fill(fSys, uniq("s"));
+
+  function el(tag, text, cls) {
+    var e = document.createElement(tag);
+    if (text !== undefined && text !== null) { e.textContent = String(text); }
+    if (cls) { e.className = cls; }
+    return e;
+  }
+  function num(v) { return (v === null || v === undefined) ? "-" : v.toFixed(3); }
+
+  function expand(details, r) {
+    if (details.getAttribute("data-built")) { return; }
+    details.setAttribute("data-built", "1");
+    var box = el("div");
+    var parts = [];
+    Object.keys(r.sc).forEach(function (k) { parts.push(k + "=" + num(r.sc[k])); });
+    box.appendChild(el("div", "scores: " + (parts.join(", ") || "-")));
+    if (r.e) { box.appendChild(el("div", "error: " + r.e)); }
+    if (r.j) { box.appendChild(el("div", "judge: " + r.j)); }
+    if (r.jr) { box.appendChild(el("div", "judge reasoning: " + r.jr)); }
+    if (r.m.length) {
+      var title = "memories (" + r.m.length +
+        (r.mn > r.m.length ? " of " + r.mn + " stored" : "") + ")";
+      box.appendChild(el("div", title));
+      var ol = el("ol");
+      r.m.forEach(function (ref) {
+        var mem = mems[ref[0]];
+        var li = el("li");
+        if (mem[1]) { li.appendChild(el("span", "[" + mem[1] + "] ", "mem-date")); }
+        li.appendChild(document.createTextNode(mem[0]));
+        if (ref[1] !== null) { li.appendChild(el("span", " (score " + ref[1] + ")", "mem-date")); }
+        ol.appendChild(li);
+      });
+      box.appendChild(ol);
+    } else {
+      box.appendChild(el("div", "no memories stored"));
+    }
+    details.appendChild(box);
+  }
+
+  function cmp(a, b) {
+    var k = state.key, x = a[k], y = b[k];
+    var xn = (x === null || x === undefined || x === "");
+    var yn = (y === null || y === undefined || y === "");
+    if (xn && yn) { return a.i - b.i; }
+    if (xn) { return 1; }
+    if (yn) { return -1; }
+    if (typeof x === "number" && typeof y === "number") {
+      return x === y ? a.i - b.i : (x - y) * state.dir;
+    }
+    var c = String(x).localeCompare(String(y), undefined, {numeric: true});
+    return c === 0 ? a.i - b.i : c * state.dir;
+  }
+
+  function render() {
+    var cat = fCat.value, st = fSt.value, sys = fSys.value;
+    var text = fText.value.trim().toLowerCase();
+    var list = rows.filter(function (r) {
+      if (cat && r.c !== cat) { return false; }
+      if (st && r.st !== st) { return false; }
+      if (sys && r.s !== sys) { return false; }
+      if (text && r.t.indexOf(text) < 0) { return false; }
+      return true;
+    });
+    if (state.key) { list.sort(cmp); }
+    var shown = list.slice(0, state.limit);
+    var body = document.createElement("tbody");
+    shown.forEach(function (r) {
+      var tr = el("tr");
+      tr.appendChild(el("td", r.s));
+      tr.appendChild(el("td", r.c));
+      tr.appendChild(el("td", r.id));
+      tr.appendChild(el("td", r.q, "text"));
+      tr.appendChild(el("td", r.g, "text"));
+      tr.appendChild(el("td", r.p === null ? "(none)" : r.p, "text"));
+      var stc = el("td"); stc.appendChild(el("span", r.st, "st st-" + r.st)); tr.appendChild(stc);
+      tr.appendChild(el("td", num(r.pm), "num"));
+      var dc = el("td");
+      var d = el("details");
+      d.appendChild(el("summary", r.m.length + " memories" + (r.jr ? ", judge" : "")));
+      d.addEventListener("toggle", function () { if (d.open) { expand(d, r); } });
+      dc.appendChild(d); tr.appendChild(dc);
+      body.appendChild(tr);
+    });
+    table.replaceChild(body, tbody);
+    tbody = body;
+    count.textContent = "showing " + shown.length + " of " + list.length + " matching (" +
+      rows.length + " in total)";
+    more.hidden = shown.length >= list.length;
+  }
+
+  Array.prototype.forEach.call(table.tHead.rows[0].cells, function (th) {
+    var key = th.getAttribute("data-key");
+    if (!key) { return; }
+    function sortBy() {
+      if (state.key === key) { state.dir = -state.dir; } else { state.key = key; state.dir = 1; }
+      Array.prototype.forEach.call(table.tHead.rows[0].cells, function (o) {
+        if (o.getAttribute("data-key")) { o.setAttribute("aria-sort", "none"); }
+      });
+      th.setAttribute("aria-sort", state.dir > 0 ? "ascending" : "descending");
+      render();
+    }
+    th.addEventListener("click", sortBy);
+    th.addEventListener("keydown", function (ev) {
+      if (ev.key === "Enter" || ev.key === " ") { ev.preventDefault(); sortBy(); }
+    });
+  });
+  [fCat, fSt, fSys].forEach(function (s) {
+    s.addEventListener("change", function () { state.limit = data.page; render(); });
+  });
+  fText.addEventListener("input", function () { state.limit = data.page; render(); });
+  more.addEventListener("click", function () { state.limit += data.page; render(); });
+  render();
+  document.body.setAttribute("data-memeval-ready", "1");
+})();
+"""
+
+
+def _csp(script: str) -> str:
+    digest = base64.b64encode(hashlib.sha256(script.encode("utf-8")).digest()).decode("ascii")
+    return (
+        f"default-src 'none'; script-src 'sha256-{digest}'; style-src 'unsafe-inline'; "
+        "img-src data:; base-uri 'none'; form-action 'none'"
+    )
+
+
+# ---- tables ------------------------------------------------------------------------------------
+
+
+def _table(
+    header: Sequence[tuple[str, bool]],
+    rows: Sequence[tuple[str, Sequence[tuple[str, bool]]]],
+    table_id: str = "",
+) -> str:
+    """``header``: (escaped text, numeric); ``rows``: (row class, [(escaped html, numeric)])."""
+    id_attr = f' id="{esc(table_id)}"' if table_id else ""
+    out = [f'<div class="scroll"><table{id_attr}><thead><tr>']
+    for text, numeric in header:
+        out.append(f'<th class="num">{text}</th>' if numeric else f"<th>{text}</th>")
+    out.append("</tr></thead><tbody>")
+    for cls, cells in rows:
+        out.append(f'<tr class="{esc(cls)}">' if cls else "<tr>")
+        for content, numeric in cells:
+            out.append(f'<td class="num">{content}</td>' if numeric else f"<td>{content}</td>")
+        out.append("</tr>")
+    out.append("</tbody></table></div>")
+    return "".join(out)
+
+
+def _metric_cell(row: CategoryRow, metric: str) -> str:
+    text = esc(fmt_num(row.metrics.get(metric)))
+    ci = row_ci(row, metric)
+    if ci is not None and row.metrics.get(metric) is not None:
+        text += f' <span class="ci">[{ci[0]:.2f}, {ci[1]:.2f}]</span>'
+    return text
+
+
+def _run_table(run: RunSummary) -> str:
+    scopes = overall_scopes(run)
+    header = [
+        ("category", False),
+        ("id", False),
+        ("shared", False),
+        ("n", True),
+        *((esc(m), True) for m in run.metrics),
+        *((label, True) for _, label in STATUS_COLUMNS),
+    ]
+    rows = []
+    for row in [*run.categories, run.overall, run.overall_all]:
+        total = row is run.overall or row is run.overall_all
+        cells = [
+            (esc(row_label(row, scopes)), False),
+            (esc("" if row.category_id is None else row.category_id), False),
+            (esc(row.shared), False),
+            (str(row.count), True),
+            *((_metric_cell(row, m), True) for m in run.metrics),
+            *((str(row.statuses.get(s, 0)), True) for s, _ in STATUS_COLUMNS),
+        ]
+        rows.append(("total" if total else "", cells))
+    return _table(header, rows)
+
+
+def _same_row(run: RunSummary, row: CategoryRow) -> CategoryRow | None:
+    if row.category_id is None and row.key == "overall":
+        return run.overall
+    if row.category_id is None and row.key == "overall_all":
+        return run.overall_all
+    return next((c for c in run.categories if c.key == row.key), None)
+
+
+def _baselines_section(runs: Sequence[RunSummary], baselines: Sequence[Baseline]) -> str:
+    if not baselines or not runs:
+        return ""
+    families = list(dict.fromkeys(b.metric for b in baselines))
+    run_cols = [(run, m) for m in families for run in runs if m in run.metrics]
+    header = [
+        ("category", False),
+        *((f"{esc(run.label)}<br>{esc(m)} (this run)", True) for run, m in run_cols),
+        *(
+            (f"[{i + 1}] {esc(b.system)}<br>{esc(b.metric)}, published", True)
+            for i, b in enumerate(baselines)
+        ),
+    ]
+    first = runs[0]
+    scopes = overall_scopes(first)
+    rows = []
+    for row in [*first.categories, first.overall, first.overall_all]:
+        cells = [(esc(row_label(row, scopes)), False)]
+        for run, m in run_cols:
+            match = _same_row(run, row)
+            cells.append((esc(fmt_num(match.metrics.get(m) if match else None)), True))
+        cells.extend((esc(fmt_num(baseline_value(b, row))), True) for b in baselines)
+        total = row is first.overall or row is first.overall_all
+        rows.append(("total" if total else "", cells))
+    notes = "".join(
+        f"<li>{esc(b.system)} <code>{esc(b.name)}</code>"
+        f"{'' if b.verified else ' (unverified)'}: {esc(b.protocol)}; overall covers "
+        f"{esc(b.overall_scope)}. Source: {esc(b.source)}.</li>"
+        for b in baselines
+    )
+    return (
+        "<h3>Published baselines</h3>"
+        '<p class="note">Each published figure has a column of its own, labelled with its '
+        "protocol (numbered notes); protocols differ from this run's, so never read two columns "
+        "as one measurement.</p>" + _table(header, rows) + f'<ol class="notes">{notes}</ol>'
+    )
+
+
+def _comparison(summary: Summary, runs: Sequence[RunSummary]) -> str:
+    metrics = list(dict.fromkeys(m for run in runs for m in run.metrics))
+    main = pass_metric(summary, runs[0])
+    header = [
+        ("system", False),
+        ("n", True),
+        *((f"{esc(m)} (overall)", True) for m in metrics),
+        *([(f"{esc(main)} (overall_all)", True)] if main else []),
+        *((label, True) for _, label in STATUS_COLUMNS),
+    ]
+    rows = []
+    for run in runs:
+        cells = [
+            (esc(run.label), False),
+            (str(run.overall_all.count), True),
+            *((_metric_cell(run.overall, m), True) for m in metrics),
+            *([(_metric_cell(run.overall_all, main), True)] if main else []),
+            *((str(run.overall_all.statuses.get(s, 0)), True) for s, _ in STATUS_COLUMNS),
+        ]
+        rows.append(("", cells))
+    return "<h3>Comparison across systems</h3>" + _table(header, rows)
+
+
+# ---- chart -------------------------------------------------------------------------------------
+
+
+def _chart(
+    summary: Summary, runs: Sequence[RunSummary], baselines: Sequence[Baseline], metric: str
+) -> str:
+    """Horizontal grouped bars: one group per category (and overall rows), one bar per series."""
+    first = runs[0]
+    scopes = overall_scopes(first)
+    groups = [*first.categories, first.overall, first.overall_all]
+    series: list[tuple[str, str, list[float | None]]] = []
+    for i, run in enumerate(r for r in runs if metric in r.metrics):
+        values = []
+        for row in groups:
+            match = _same_row(run, row)
+            values.append(_finite(match.metrics.get(metric)) if match else None)
+        series.append((f"{run.label} ({metric}, this run)", _PALETTE_RUNS[i % 7], values))
+    for i, b in enumerate(x for x in baselines if x.metric == metric):
+        n = baselines.index(b) + 1
+        values = [_finite(baseline_value(b, row)) for row in groups]
+        label = f"[{n}] {b.system}, published {b.metric} ({b.protocol})"
+        series.append((label, _PALETTE_BASE[i % 7], values))
+    if not series:
+        return ""
+    top = max([1.0, *(v for _, _, vals in series for v in vals if v is not None)])
+    label_w, plot_w, right = 210, 460, 60
+    bar_h, bar_gap, group_gap = 13, 2, 12
+    legend_line = 18
+    legend_h = legend_line * len(series) + 10
+    group_h = len(series) * (bar_h + bar_gap) + group_gap
+    axis_y = legend_h + 4
+    plot_top = axis_y + 18
+    height = plot_top + group_h * len(groups) + 6
+    width = label_w + plot_w + right
+    parts = [
+        f'<svg width="{width}" height="{height}" viewBox="0 0 {width} {height}" role="img" '
+        f'aria-label="{esc(f"{metric} by category, this run against published baselines")}">'
+    ]
+    for i, (label, color, _) in enumerate(series):
+        y = 6 + i * legend_line
+        parts.append(f'<rect x="0" y="{y}" width="12" height="12" fill="{color}"/>')
+        parts.append(f'<text x="18" y="{y + 10}">{esc(_short(label, 150))}</text>')
+    for tick in range(5):
+        tick_value = top * tick / 4
+        x = label_w + plot_w * tick / 4
+        parts.append(
+            f'<line class="grid" x1="{x:.1f}" y1="{axis_y + 12}" x2="{x:.1f}" y2="{height - 4}"/>'
+        )
+        parts.append(
+            f'<text x="{x:.1f}" y="{axis_y + 8}" text-anchor="middle">{tick_value:.2f}</text>'
+        )
+    for g, row in enumerate(groups):
+        gy = plot_top + g * group_h
+        mid = gy + (len(series) * (bar_h + bar_gap)) / 2 + 4
+        parts.append(
+            f'<text x="{label_w - 8}" y="{mid:.1f}" text-anchor="end">'
+            f"{esc(_short(row_label(row, scopes), 30))}</text>"
+        )
+        for s, (label, color, values) in enumerate(series):
+            y = gy + s * (bar_h + bar_gap)
+            value = values[g]
+            if value is None:
+                parts.append(
+                    f'<text x="{label_w + 4}" y="{y + bar_h - 2}" fill="#8a8a8a">n/a</text>'
+                )
+                continue
+            w = max(plot_w * value / top, 0.5)
+            tip = esc(f"{label}: {row.key} = {value:.3f}")
+            parts.append(
+                f'<rect x="{label_w}" y="{y}" width="{w:.1f}" height="{bar_h}" fill="{color}">'
+                f"<title>{tip}</title></rect>"
+            )
+            parts.append(f'<text x="{label_w + w + 4:.1f}" y="{y + bar_h - 2}">{value:.3f}</text>')
+    parts.append("</svg>")
+    return (
+        f"<h3>Chart: {esc(metric)} by category</h3>"
+        f'<p class="note">Bars of this run ({esc(metric)}) and published baselines of the same '
+        "metric family; each bar is labelled with its source and protocol.</p>"
+        f'<div class="scroll">{"".join(parts)}</div>'
+    )
+
+
+# ---- worst and best ----------------------------------------------------------------------------
+
+
+def _worst_best(
+    results: Sequence[QuestionResult], metric: str
+) -> tuple[list[QuestionResult], list[QuestionResult]]:
+    scored = [r for r in results if _finite(r.scores.get(metric)) is not None]
+    scored.sort(key=lambda r: (_finite(r.scores.get(metric)) or 0.0, r.question_id))
+    n_best = min(5, len(scored) // 2)
+    n_worst = min(5, len(scored) - n_best)
+    worst = scored[:n_worst]
+    best = list(reversed(scored[len(scored) - n_best :])) if n_best else []
+    return worst, best
+
+
+def _worst_best_section(summary: Summary, run: RunSummary, text_limit: int) -> str:
+    metric = pass_metric(summary, run)
+    if metric is None:
+        return ""
+    by_cat: dict[str, list[QuestionResult]] = {}
+    for r in run.results:
+        by_cat.setdefault(r.category, []).append(r)
+    header = [
+        ("", False),
+        ("id", False),
+        ("question", False),
+        ("gold", False),
+        ("prediction", False),
+        ("status", False),
+        (esc(metric), True),
+    ]
+    blocks = []
+    for row in run.categories:
+        worst, best = _worst_best(by_cat.get(row.key, []), metric)
+        if not worst and not best:
+            continue
+        rows = []
+        for kind, items in (("worst", worst), ("best", best)):
+            for rank, r in enumerate(items, 1):
+                rows.append(
+                    (
+                        "",
+                        [
+                            (f"{kind} {rank}", False),
+                            (esc(r.question_id), False),
+                            (esc(_short(r.question, text_limit)), False),
+                            (esc(_short(_plain(r.gold), text_limit)), False),
+                            (esc(_short(_plain(r.prediction), text_limit)), False),
+                            (f'<span class="st st-{esc(r.status)}">{esc(r.status)}</span>', False),
+                            (esc(fmt_num(_finite(r.scores.get(metric)))), True),
+                        ],
+                    )
+                )
+        blocks.append(f"<h4>{esc(row.key)}</h4>" + _table(header, rows))
+    if not blocks:
+        return ""
+    return (
+        f"<details><summary>Five worst and five best questions per category "
+        f"(by {esc(metric)}) — {esc(run.label)}</summary>{''.join(blocks)}</details>"
+    )
+
+
+# ---- latency, tokens, provenance, gates --------------------------------------------------------
+
+
+def _latency_section(summary: Summary) -> str:
+    header = [
+        ("benchmark", False),
+        ("system", False),
+        *(
+            (f"{stage} {q} (ms)", True)
+            for stage in ("search", "answer", "total", "ingest")
+            for q in ("p50", "p95")
+        ),
+    ]
+    rows = []
+    for run in summary.runs:
+        lat = run.latency
+        total = total_latency(run)
+        cells: list[tuple[str, bool]] = [(esc(run.benchmark), False), (esc(run.label), False)]
+        for stage in ("search", "answer"):
+            cells.extend((esc(fmt_ms(lat.get(stage, {}).get(q))), True) for q in ("p50", "p95"))
+        cells.extend((esc(fmt_ms(total.get(q))), True) for q in ("p50", "p95"))
+        cells.extend((esc(fmt_ms(lat.get("ingest", {}).get(q))), True) for q in ("p50", "p95"))
+        rows.append(("", cells))
+    m = MEM0_LATENCY
+    rows.append(
+        (
+            "published",
+            [
+                ("published", False),
+                (f"{esc(m['system'])} (unverified)", False),
+                (fmt_ms(m["search_p50"]), True),
+                (fmt_ms(m["search_p95"]), True),
+                ("-", True),
+                ("-", True),
+                (fmt_ms(m["total_p50"]), True),
+                (fmt_ms(m["total_p95"]), True),
+                ("-", True),
+                ("-", True),
+            ],
+        )
+    )
+    note = (
+        f'<p class="note">Total is search + answer per question. The Mem0 row is '
+        f"{esc(m['source'])} ({m['tokens_per_query']:,} tokens/query): unverified, measured with "
+        "Mem0's own LLM calls and hardware, so not comparable one to one.</p>"
+    )
+    return _table(header, rows) + note
+
+
+def _tokens_section(summary: Summary) -> str:
+    tokens = summary.extra.get("tokens")
+    questions = sum(run.overall_all.count for run in summary.runs)
+    mem0 = MEM0_LATENCY["tokens_per_query"]
+    if not isinstance(tokens, Mapping) or not tokens:
+        return (
+            f'<p class="note">No LLM token use recorded for this run. Mem0 published: '
+            f"{mem0:,} tokens/query (unverified).</p>"
+        )
+    rows = []
+    total = 0
+    for role, models in tokens.items():
+        if not isinstance(models, Mapping):
+            rows.append(("", [(esc(role), False), (esc(_plain(models)), False)] + [("", True)] * 4))
+            continue
+        for model, usage in models.items():
+            u = usage if isinstance(usage, Mapping) else {}
+            counts = [
+                _int(u.get(k)) for k in ("input_tokens", "output_tokens", "calls", "cache_hits")
+            ]
+            total += counts[0] + counts[1]
+            rows.append(
+                (
+                    "",
+                    [(esc(role), False), (esc(model), False)] + [(f"{c:,}", True) for c in counts],
+                )
+            )
+    header = [
+        ("role", False),
+        ("model", False),
+        ("input tokens", True),
+        ("output tokens", True),
+        ("calls", True),
+        ("cache hits", True),
+    ]
+    per_q = f"{total / questions:,.0f}" if questions else "-"
+    return _table(header, rows) + (
+        f'<p class="note">{per_q} tokens/question over {questions:,} questions; Mem0 published '
+        f"{mem0:,} tokens/query (unverified).</p>"
+    )
+
+
+def _int(value: object) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+        return 0
+    try:
+        return int(value)
+    except (TypeError, ValueError, OverflowError):
+        return 0
+
+
+def _provenance_section(summary: Summary) -> str:
+    prov = summary.provenance
+    rows: list[tuple[str, Sequence[tuple[str, bool]]]] = []
+
+    def add(key: str, value: object) -> None:
+        if isinstance(value, list):
+            value = ", ".join(_plain(v) for v in value)
+        text = "-" if value in (None, "") else _plain(value)
+        rows.append(("", [(esc(key), False), (esc(text), False)]))
+
+    add(
+        "plugin version",
+        f"{prov.get('plugin', 'pytest-memeval')} {prov.get('plugin_version', '?')}",
+    )
+    shown = {
+        "plugin",
+        "plugin_version",
+        "datasets",
+        "prompt_sha256",
+        "pass_metric",
+        "pass_threshold",
+    }
+    datasets = prov.get("datasets")
+    if isinstance(datasets, Mapping):
+        for name, ds in datasets.items():
+            if not isinstance(ds, Mapping):
+                add(f"dataset {name}", ds)
+                continue
+            variant = f" ({ds['variant']})" if ds.get("variant") else ""
+            add(
+                f"dataset {name}{variant}",
+                f"{ds.get('questions_selected', '?')}/{ds.get('questions_total', '?')} questions",
+            )
+            digests = ds.get("sha256")
+            if isinstance(digests, Mapping):
+                for file, digest in digests.items():
+                    add(f"sha256 {file}", digest)
+            if ds.get("files"):
+                add(f"files {name}", ds.get("files"))
+    for key, label in (
+        ("answerer", "answerer"),
+        ("judge", "judge"),
+        ("top_k", "top-k"),
+        ("systems", "systems"),
+        ("git_commit", "git commit"),
+    ):
+        shown.add(key)
+        add(label, prov.get(key))
+    metrics = prov.get("pass_metric")
+    thresholds = prov.get("pass_threshold")
+    if isinstance(metrics, Mapping):
+        for bench, metric in metrics.items():
+            threshold = thresholds.get(bench) if isinstance(thresholds, Mapping) else None
+            add(f"pass rule {bench}", f"{metric} >= {threshold}")
+    prompts = prov.get("prompt_sha256")
+    if isinstance(prompts, Mapping):
+        for name, digest in prompts.items():
+            add(f"prompt sha256 {name}", digest)
+    for key, value in prov.items():
+        if key not in shown and value not in (None, "", [], {}):
+            add(key, value)
+    return _table([("key", False), ("value", False)], rows)
+
+
+def _checks_section(title: str, value: object) -> str:
+    if value is None or value == [] or value == {}:
+        return ""
+    items: list[object]
+    if isinstance(value, Mapping):
+        inner = value.get("items") or value.get("results")
+        if isinstance(inner, list):
+            head = {k: v for k, v in value.items() if k not in ("items", "results")}
+            items = ([head] if head else []) + list(inner)
+        else:
+            items = [value]
+    elif isinstance(value, (list, tuple)):
+        items = list(value)
+    else:
+        items = [value]
+    lis = []
+    for item in items:
+        passed, text = describe_item(item)
+        cls = "" if passed is None else (' class="pass"' if passed else ' class="fail"')
+        mark = "" if passed is None else ("PASS: " if passed else "FAIL: ")
+        lis.append(f"<li{cls}>{mark}{esc(text)}</li>")
+    return f'<h3>{esc(title)}</h3><ul class="checks">{"".join(lis)}</ul>'
+
+
+# ---- per-question data -------------------------------------------------------------------------
+
+
+def _question_data(
+    summary: Summary, max_memories: int, memory_chars: int, text_chars: int
+) -> dict[str, Any]:
+    memories: list[list[str]] = []
+    index: dict[tuple[str, str], int] = {}
+    rows: list[dict[str, Any]] = []
+    for run in summary.runs:
+        metric = pass_metric(summary, run)
+        for r in run.results:
+            refs: list[list[Any]] = []
+            for mem in r.memories[:max_memories]:
+                date = mem.date.isoformat() if isinstance(mem.date, datetime) else _plain(mem.date)
+                key = (_short(mem.text, memory_chars), str(date))
+                if key not in index:
+                    index[key] = len(memories)
+                    memories.append([key[0], key[1]])
+                score = _finite(mem.score)
+                refs.append([index[key], None if score is None else round(score, 4)])
+            question = _short(r.question, text_chars)
+            gold = _short(_plain(r.gold), text_chars)
+            prediction = None if r.prediction is None else _short(r.prediction, text_chars)
+            scores = {}
+            for k, v in r.scores.items():
+                f = _finite(v)
+                scores[str(k)] = None if f is None else round(f, 4)
+            judge = r.details.get("judge")
+            reasoning = r.details.get("judge_reasoning")
+            rows.append(
+                {
+                    "i": len(rows),
+                    "b": r.benchmark,
+                    "s": run.label,
+                    "c": r.category,
+                    "id": r.question_id,
+                    "q": question,
+                    "g": gold,
+                    "p": prediction,
+                    "st": r.status,
+                    "pm": scores.get(metric) if metric else None,
+                    "sc": scores,
+                    "m": refs,
+                    "mn": len(r.memories),
+                    "j": _short(_plain(judge), text_chars) if judge not in (None, "") else None,
+                    "jr": _short(_plain(reasoning), text_chars)
+                    if reasoning not in (None, "")
+                    else None,
+                    "e": _short(r.error, text_chars) if r.error else None,
+                    "t": " ".join(
+                        [r.question_id, question, gold, prediction or "", r.category]
+                    ).lower(),
+                }
+            )
+    return {"page": 200, "memories": memories, "rows": rows}
+
+
+def _questions_section(summary: Summary) -> str:
+    metrics = sorted({m for m in (pass_metric(summary, run) for run in summary.runs) if m})
+    score_label = " / ".join(metrics) if metrics else "score"
+    header = (
+        '<th data-key="s" tabindex="0" aria-sort="none">system</th>'
+        '<th data-key="c" tabindex="0" aria-sort="none">category</th>'
+        '<th data-key="id" tabindex="0" aria-sort="none">id</th>'
+        '<th data-key="q" tabindex="0" aria-sort="none">question</th>'
+        '<th data-key="g" tabindex="0" aria-sort="none">gold</th>'
+        '<th data-key="p" tabindex="0" aria-sort="none">prediction</th>'
+        '<th data-key="st" tabindex="0" aria-sort="none">status</th>'
+        f'<th data-key="pm" tabindex="0" aria-sort="none" class="num">{esc(score_label)}</th>'
+        "<th>memories, judge</th>"
+    )
+    return (
+        '<div class="controls">'
+        '<label>category <select id="f-category"><option value="">all</option></select></label>'
+        '<label>status <select id="f-status"><option value="">all</option></select></label>'
+        '<label>system <select id="f-system"><option value="">all</option></select></label>'
+        '<label>search <input id="f-text" type="search" placeholder="question, gold, answer">'
+        "</label>"
+        '<span id="q-count" class="muted"></span></div>'
+        "<noscript><p>The question table needs JavaScript; the JSON report holds the same "
+        "data.</p></noscript>"
+        f'<div class="scroll"><table id="qtable"><thead><tr>{header}</tr></thead>'
+        "<tbody></tbody></table></div>"
+        '<button id="q-more" type="button" hidden>show more</button>'
+    )
+
+
+# ---- entry point -------------------------------------------------------------------------------
+
+
+def render_html(
+    summary: Summary,
+    baselines: Mapping[str, Sequence[Baseline]],
+    *,
+    max_memories: int = 10,
+    memory_chars: int = 600,
+    text_chars: int = 2000,
+    csp: bool = True,
+) -> str:
+    """The whole report as one HTML document.
+
+    ``max_memories`` / ``memory_chars`` / ``text_chars`` bound the embedded per-question data
+    (memories are also de-duplicated across questions). ``csp=False`` drops the
+    Content-Security-Policy (only to test that escaping alone keeps injected code inert).
+    """
+    prov = summary.provenance
+    benches = runs_by_benchmark(summary)
+    n_questions = sum(run.overall_all.count for run in summary.runs)
+    systems = list(dict.fromkeys(run.label for run in summary.runs))
+    subtitle = (
+        f"{n_questions:,} question results · benchmarks: {', '.join(benches) or '-'} · "
+        f"systems: {', '.join(systems) or '-'} · created {prov.get('created', '-')}"
+    )
+    body: list[str] = []
+    nav = ['<a href="#config">configuration</a>']
+    for b_index, (bench, runs) in enumerate(benches.items()):
+        nav.append(f'<a href="#bench-{b_index}">{esc(bench)}</a>')
+        body.append(f'<h2 id="bench-{b_index}">{esc(bench)}</h2>')
+        for run in runs:
+            metric = pass_metric(summary, run)
+            body.append(f"<h3>{esc(run.label)}</h3>")
+            body.append(
+                f'<p class="note">{run.overall_all.count} questions; pass metric '
+                f"{esc(metric or '-')}; micro means, 95% bootstrap CI in brackets where "
+                "computed.</p>"
+            )
+            body.append(_run_table(run))
+            for note in run.notes:
+                body.append(f'<p class="note">note: {esc(note)}</p>')
+        if len(runs) > 1:
+            body.append(_comparison(summary, runs))
+        bench_baselines = list(baselines.get(bench, ()))
+        body.append(_baselines_section(runs, bench_baselines))
+        chart_metrics = [m for m in [pass_metric(summary, runs[0])] if m]
+        for b in bench_baselines:
+            if b.metric not in chart_metrics and any(b.metric in r.metrics for r in runs):
+                chart_metrics.append(b.metric)
+        for metric in chart_metrics:
+            body.append(_chart(summary, runs, bench_baselines, metric))
+        body.append("<h3>Worst and best questions</h3>")
+        for run in runs:
+            body.append(_worst_best_section(summary, run, 300))
+    checks = _checks_section("Gates", summary.extra.get("gates")) + _checks_section(
+        "Regression against the saved baseline", summary.extra.get("regression")
+    )
+    if checks:
+        nav.append('<a href="#checks">gates</a>')
+        body.append(f'<h2 id="checks">Gates and regression</h2>{checks}')
+    nav.append('<a href="#latency">latency and tokens</a>')
+    body.append('<h2 id="latency">Latency and tokens</h2>')
+    body.append(_latency_section(summary))
+    body.append(_tokens_section(summary))
+    nav.append('<a href="#questions">questions</a>')
+    body.append('<h2 id="questions">Questions</h2>')
+    body.append(_questions_section(summary))
+    data = json_for_script(_question_data(summary, max_memories, memory_chars, text_chars))
+    csp_meta = (
+        f'<meta http-equiv="Content-Security-Policy" content="{esc(_csp(_JS))}">' if csp else ""
+    )
+    return (
+        "<!DOCTYPE html>\n"
+        '<html lang="en"><head><meta charset="utf-8">'
+        f"{csp_meta}"
+        '<meta name="viewport" content="width=device-width, initial-scale=1">'
+        "<title>pytest-memeval report</title>"
+        f"<style>{_CSS}</style></head>\n<body>"
+        f"<header><h1>pytest-memeval report</h1><p>{esc(subtitle)}</p></header>"
+        f"<nav>{''.join(nav)}</nav><main>"
+        '<h2 id="config">Configuration and provenance</h2>'
+        f"{_provenance_section(summary)}"
+        f"{''.join(body)}</main>\n"
+        f'<script type="application/json" id="memeval-data">{data}</script>\n'
+        f"<script>{_JS}</script>\n</body></html>\n"
+    )

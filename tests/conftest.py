@@ -1,0 +1,70 @@
+"""Shared test fixtures: run-mode parametrization for end-to-end plugin tests."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+# Pytester's in-process runs restore sys.modules after each run; extension modules (numpy)
+# cannot be imported twice in one process, so import the heavy dependencies up front.
+import bm25s  # noqa: F401
+import nltk  # noqa: F401
+import numpy  # noqa: F401
+import scipy.stats  # noqa: F401
+
+import pytest_memeval.benchmarks.locomo  # noqa: F401
+import pytest_memeval.metrics  # noqa: F401
+import pytest_memeval.systems.builtin  # noqa: F401
+
+REPO = Path(__file__).resolve().parent.parent
+
+#: every end-to-end run goes through these modes (no flag, -n 0, -n 2, without xdist)
+RUN_MODES = {
+    "plain": [],
+    "n0": ["-n", "0"],
+    "n2": ["-n", "2"],
+    "no-xdist": ["-p", "no:xdist"],
+}
+
+
+@pytest.fixture(params=list(RUN_MODES), ids=list(RUN_MODES))
+def run_mode(request: pytest.FixtureRequest) -> list[str]:
+    return list(RUN_MODES[request.param])
+
+
+@pytest.fixture
+def data_dir() -> Path:
+    value = os.environ.get("MEMEVAL_DATA_DIR")
+    if not value:
+        pytest.skip("MEMEVAL_DATA_DIR is not set: real benchmark files are not available")
+    path = Path(value).resolve()
+    if not (path / "locomo" / "locomo10.json").is_file():
+        pytest.skip(f"MEMEVAL_DATA_DIR={value} has no locomo/locomo10.json")
+    return path
+
+
+@pytest.fixture
+def memeval_env(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Pytester runs must not pick up the developer's MEMEVAL_DATA_DIR unless a test says so.
+
+    pytest-benchmark (if installed on the machine) warns under xdist; with warnings as errors
+    that would abort the inner run, so inner runs block it."""
+    monkeypatch.delenv("MEMEVAL_DATA_DIR", raising=False)
+    monkeypatch.setenv("PYTEST_ADDOPTS", "-p no:benchmark")
+
+
+def read_json(path: Path) -> dict[str, Any]:
+    data: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+    return data
+
+
+def question_scores(report: dict[str, Any]) -> dict[tuple[str, str, str], Any]:
+    return {
+        (run["system"], run.get("flow", ""), q["id"]): (q["scores"], q["prediction"], q["status"])
+        for run in report["runs"]
+        for q in run["questions"]
+    }
