@@ -122,8 +122,9 @@ def aggregate_run(
     overall_results = [r for r in results if r.category in in_overall]
     overall = _row("overall", None, "", overall_results, metrics, round3)
     overall_all = _row("overall_all", None, "", list(results), metrics, round3)
-    ordered = sorted(results, key=lambda r: (r.conversation_id, r.details.get("index", 0),
-                                             r.question_id))
+    ordered = sorted(
+        results, key=lambda r: (r.conversation_id, r.details.get("index", 0), r.question_id)
+    )
     return RunSummary(
         benchmark=benchmark,
         system=system,

@@ -47,7 +47,9 @@ _PAPER_ROWS: dict[str, tuple[str, tuple[float, float, float, float, float, float
     "locomo-gpt-3.5-turbo": ("GPT-3.5-turbo (4K context)", (29.9, 23.3, 17.5, 29.5, 12.8, 22.4)),
     "locomo-gpt-3.5-16k": ("GPT-3.5-turbo-16K @16K", (56.4, 42.0, 20.3, 37.2, 2.1, 37.8)),
     "locomo-rag-obs-top5": (
-        "RAG gpt-3.5-turbo-16k, observations top-5", (44.3, 30.6, 41.9, 40.2, 44.7, 41.4)),
+        "RAG gpt-3.5-turbo-16k, observations top-5",
+        (44.3, 30.6, 41.9, 40.2, 44.7, 41.4),
+    ),
     "locomo-mistral-7b": ("Mistral-Instruct-7B (8K)", (10.2, 12.8, 16.1, 19.5, 17.0, 13.9)),
     "locomo-llama-2-70b": ("Llama-2-Chat-70B (4K)", (19.7, 14.4, 13.3, 15.9, 22.1, 17.9)),
 }
@@ -83,33 +85,58 @@ def _weighted_overall(values: Mapping[int | str, float]) -> float:
 def _build() -> tuple[Baseline, ...]:
     out: list[Baseline] = []
     for name, (system, (single, multi, temporal, open_, adv, overall)) in _PAPER_ROWS.items():
-        out.append(Baseline(
-            name=name, benchmark="locomo", system=system, metric="f1", protocol=_LOCOMO_PAPER,
-            source="LoCoMo paper (ACL 2024), Table 2", overall=overall / 100.0,
-            overall_scope="overall_all",
-            by_category=_pct({4: single, 1: multi, 2: temporal, 3: open_, 5: adv}),
-        ))
+        out.append(
+            Baseline(
+                name=name,
+                benchmark="locomo",
+                system=system,
+                metric="f1",
+                protocol=_LOCOMO_PAPER,
+                source="LoCoMo paper (ACL 2024), Table 2",
+                overall=overall / 100.0,
+                overall_scope="overall_all",
+                by_category=_pct({4: single, 1: multi, 2: temporal, 3: open_, 5: adv}),
+            )
+        )
     for name, (system, (c1, c2, c3, c4), overall) in _MEM0_J_ROWS.items():
-        out.append(Baseline(
-            name=name, benchmark="locomo", system=system, metric="judge", protocol=_MEM0_J,
-            source="Mem0 paper (arXiv 2504.19413), Table 1 J", overall=overall / 100.0,
-            by_category=_pct({1: c1, 2: c2, 3: c3, 4: c4}),
-        ))
+        out.append(
+            Baseline(
+                name=name,
+                benchmark="locomo",
+                system=system,
+                metric="judge",
+                protocol=_MEM0_J,
+                source="Mem0 paper (arXiv 2504.19413), Table 1 J",
+                overall=overall / 100.0,
+                by_category=_pct({1: c1, 2: c2, 3: c3, 4: c4}),
+            )
+        )
     for name, (system, (c1, c2, c3, c4)) in _MEM0_F1_ROWS.items():
         cats = _pct({1: c1, 2: c2, 3: c3, 4: c4})
-        out.append(Baseline(
-            name=name, benchmark="locomo", system=system, metric="set_f1", protocol=_MEM0_F1,
-            source="Mem0 paper (arXiv 2504.19413), Table 1 F1 (overall implied, 1,540-weighted)",
-            overall=_weighted_overall(cats), by_category=cats,
-        ))
+        out.append(
+            Baseline(
+                name=name,
+                benchmark="locomo",
+                system=system,
+                metric="set_f1",
+                protocol=_MEM0_F1,
+                source="Mem0 paper (arXiv 2504.19413), Table 1 F1 (overall implied, 1,540-weighted)",
+                overall=_weighted_overall(cats),
+                by_category=cats,
+            )
+        )
     return tuple(out)
 
 
 BASELINES: tuple[Baseline, ...] = _build()
 
 #: shown when --memeval-baselines is not given
-DEFAULT_BASELINES: tuple[str, ...] = ("locomo-gpt-3.5-16k", "locomo-rag-obs-top5", "mem0-f1-mem0",
-                                      "mem0-j-mem0")
+DEFAULT_BASELINES: tuple[str, ...] = (
+    "locomo-gpt-3.5-16k",
+    "locomo-rag-obs-top5",
+    "mem0-f1-mem0",
+    "mem0-j-mem0",
+)
 
 
 def baselines_for(

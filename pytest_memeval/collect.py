@@ -212,8 +212,9 @@ class MemevalItem(pytest.Function):
             self.config, state, self.benchmark, self.question, prediction
         )
         bench = state.benchmarks[self.benchmark]
-        result.status = decide_status(result.scores, bench.pass_metric, state.threshold(
-            self.benchmark))
+        result.status = decide_status(
+            result.scores, bench.pass_metric, state.threshold(self.benchmark)
+        )
         self.config.hook.pytest_memeval_result(config=self.config, result=result)
         self.stash[RESULT_KEY] = result
 
@@ -222,14 +223,14 @@ class MemevalItem(pytest.Function):
         if result is not None and result.status == STATUS_WRONG and self.state.settings.strict:
             raise WrongAnswer(result)
 
-    def repr_failure(  # type: ignore[override]
-        self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None
+    def repr_failure(  # type: ignore[override]  # same signature as pytest.Function
+        self, excinfo: pytest.ExceptionInfo[BaseException]
     ) -> str | Any:
         if isinstance(excinfo.value, WrongAnswer):
             return "\n".join(
                 ["WRONG answer (--memeval-strict)", *describe_result(excinfo.value.result, 5)]
             )
-        return super().repr_failure(excinfo, style=style)
+        return super().repr_failure(excinfo)
 
     def reportinfo(self) -> tuple[Path, int | None, str]:
         return self.path, None, f"{self.benchmark}/{self.question.conversation_id}::{self.name}"
@@ -247,9 +248,7 @@ def build_items(session: pytest.Session, state: RunState) -> list[pytest.Item]:
     items: list[pytest.Item] = []
     for bench_name, questions in state.selected.items():
         bench = state.benchmarks[bench_name]
-        bnode = BenchmarkNode.from_parent(
-            session, name=bench_name, nodeid=f"memeval/{bench_name}"
-        )
+        bnode = BenchmarkNode.from_parent(session, name=bench_name, nodeid=f"memeval/{bench_name}")
         for conv_id, conv_questions in group_by_conversation(questions):
             cnode = ConversationNode.from_parent(
                 bnode, name=conv_id, nodeid=f"memeval/{bench_name}/{conv_id}"

@@ -34,7 +34,11 @@ PROPERTY_NAME = "memeval"
 def _git_commit(root: Path) -> str | None:
     try:
         out = subprocess.run(
-            ["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, timeout=5,
+            ["git", "rev-parse", "HEAD"],
+            cwd=root,
+            capture_output=True,
+            text=True,
+            timeout=5,
             check=False,
         )
     except (OSError, subprocess.SubprocessError):
@@ -196,15 +200,11 @@ class Controller:
         baselines: dict[str, list[Baseline]] = {}
         for run in summary.runs:
             if run.benchmark not in baselines:
-                baselines[run.benchmark] = baselines_for(
-                    run.benchmark, settings.baselines, None
-                )
+                baselines[run.benchmark] = baselines_for(run.benchmark, settings.baselines, None)
         for line in render_summary(summary, baselines, self._config_lines()):
             tr.write_line(line)
         wrong_limit = None if config.get_verbosity() > 0 else settings.show_wrong
-        wrong = render_wrong(
-            [r for run in summary.runs for r in run.results], wrong_limit
-        )
+        wrong = render_wrong([r for run in summary.runs for r in run.results], wrong_limit)
         if wrong and (wrong_limit is None or wrong_limit > 0):
             tr.write_sep("-", "WRONG answers")
             for line in wrong:

@@ -31,37 +31,81 @@ class _Opt:
 
 
 OPTIONS: tuple[_Opt, ...] = (
-    _Opt("memeval", "benchmark(s) to run: demo, locomo, longmemeval, beam, usermem (comma list)",
-         metavar="BENCH[,BENCH]"),
-    _Opt("memsys", "memory system(s) under test: conftest fixture, entry point, built-in "
-         "(full-context, bm25, no-memory), replay:PATH, or package.module:factory (comma list)",
-         metavar="SYS[,SYS]"),
-    _Opt("memeval-data", "folder with one sub-folder per benchmark (DIR/locomo/locomo10.json); "
-         "default $MEMEVAL_DATA_DIR, else download to the cache", metavar="DIR"),
-    _Opt("memeval-variant", "benchmark variant (LongMemEval oracle|s|m, BEAM 100K|500K|1M|10M)",
-         metavar="NAME"),
-    _Opt("memeval-limit", "run only the first N questions of each conversation (file order)",
-         metavar="N"),
-    _Opt("memeval-sample", "run N questions per category, stratified, reproducible with "
-         "--memeval-seed", metavar="N"),
+    _Opt(
+        "memeval",
+        "benchmark(s) to run: demo, locomo, longmemeval, beam, usermem (comma list)",
+        metavar="BENCH[,BENCH]",
+    ),
+    _Opt(
+        "memsys",
+        "memory system(s) under test: conftest fixture, entry point, built-in "
+        "(full-context, bm25, no-memory), replay:PATH, or package.module:factory (comma list)",
+        metavar="SYS[,SYS]",
+    ),
+    _Opt(
+        "memeval-data",
+        "folder with one sub-folder per benchmark (DIR/locomo/locomo10.json); "
+        "default $MEMEVAL_DATA_DIR, else download to the cache",
+        metavar="DIR",
+    ),
+    _Opt(
+        "memeval-variant",
+        "benchmark variant (LongMemEval oracle|s|m, BEAM 100K|500K|1M|10M)",
+        metavar="NAME",
+    ),
+    _Opt(
+        "memeval-limit",
+        "run only the first N questions of each conversation (file order)",
+        metavar="N",
+    ),
+    _Opt(
+        "memeval-sample",
+        "run N questions per category, stratified, reproducible with --memeval-seed",
+        metavar="N",
+    ),
     _Opt("memeval-seed", "seed for --memeval-sample (default 0)", default="0", metavar="S"),
-    _Opt("memeval-metrics", "metrics to compute and show (default: the benchmark's offline "
-         "metrics)", metavar="M[,M]"),
-    _Opt("memeval-answerer", "answerer: extractive (offline, default) or PROVIDER:MODEL",
-         default="extractive", metavar="NAME"),
-    _Opt("memeval-top-k", "memories retrieved per question; a comma list runs one variant per k "
-         "(default 10)", default="10", metavar="K[,K]"),
-    _Opt("memeval-pass-threshold", "score at or above which an answer is CORRECT when no judge "
-         "runs (default 0.5; usermem 0.6)", metavar="X"),
-    _Opt("memeval-cache-dir", "cache folder for downloads and LLM calls (default "
-         "<rootdir>/.memeval-cache)", metavar="DIR"),
+    _Opt(
+        "memeval-metrics",
+        "metrics to compute and show (default: the benchmark's offline metrics)",
+        metavar="M[,M]",
+    ),
+    _Opt(
+        "memeval-answerer",
+        "answerer: extractive (offline, default) or PROVIDER:MODEL",
+        default="extractive",
+        metavar="NAME",
+    ),
+    _Opt(
+        "memeval-top-k",
+        "memories retrieved per question; a comma list runs one variant per k (default 10)",
+        default="10",
+        metavar="K[,K]",
+    ),
+    _Opt(
+        "memeval-pass-threshold",
+        "score at or above which an answer is CORRECT when no judge "
+        "runs (default 0.5; usermem 0.6)",
+        metavar="X",
+    ),
+    _Opt(
+        "memeval-cache-dir",
+        "cache folder for downloads and LLM calls (default <rootdir>/.memeval-cache)",
+        metavar="DIR",
+    ),
     _Opt("memeval-json", "write the JSON report to PATH", metavar="PATH"),
     _Opt("memeval-strict", "report WRONG answers as test failures", flag=True),
-    _Opt("memeval-show-wrong", "how many WRONG answers to detail in the terminal summary "
-         "(default 5; all with -v)", default="5", metavar="N"),
-    _Opt("memeval-baselines", "published baselines to show next to the run (names from "
-         "pytest_memeval.baselines, 'all', or 'none'; default: a representative few)",
-         metavar="NAME[,NAME]"),
+    _Opt(
+        "memeval-show-wrong",
+        "how many WRONG answers to detail in the terminal summary (default 5; all with -v)",
+        default="5",
+        metavar="N",
+    ),
+    _Opt(
+        "memeval-baselines",
+        "published baselines to show next to the run (names from "
+        "pytest_memeval.baselines, 'all', or 'none'; default: a representative few)",
+        metavar="NAME[,NAME]",
+    ),
 )
 
 
@@ -101,12 +145,19 @@ def addoptions(parser: pytest.Parser) -> None:
     group = parser.getgroup("memeval", "AI-agent memory benchmarks (pytest-memeval)")
     for opt in OPTIONS:
         if opt.flag:
-            group.addoption(f"--{opt.name}", action="store_true", default=None, dest=opt.dest,
-                            help=opt.help)
+            group.addoption(
+                f"--{opt.name}", action="store_true", default=None, dest=opt.dest, help=opt.help
+            )
             parser.addini(_ini_name(opt), opt.help, type="bool", default=False)
         else:
-            group.addoption(f"--{opt.name}", action="store", default=None, dest=opt.dest,
-                            metavar=opt.metavar, help=opt.help)
+            group.addoption(
+                f"--{opt.name}",
+                action="store",
+                default=None,
+                dest=opt.dest,
+                metavar=opt.metavar,
+                help=opt.help,
+            )
             parser.addini(_ini_name(opt), opt.help, default=None)
 
 
@@ -204,8 +255,11 @@ def read_settings(config: pytest.Config) -> Settings:
     baselines = _csv(baselines_raw) if baselines_raw is not None else None
 
     strict_value = val("memeval_strict")
-    strict = bool(strict_value) if not isinstance(strict_value, str) else strict_value.lower() in (
-        "1", "true", "yes", "on")
+    strict = (
+        bool(strict_value)
+        if not isinstance(strict_value, str)
+        else strict_value.lower() in ("1", "true", "yes", "on")
+    )
     explicit = config.args_source == pytest.Config.ArgsSource.ARGS
 
     return Settings(

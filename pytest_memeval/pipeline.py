@@ -135,9 +135,7 @@ def run_question(
     return Prediction(text=text, memories=(), answered_by="system"), latency
 
 
-def decide_status(
-    scores: Mapping[str, float | None], pass_metric: str, threshold: float
-) -> str:
+def decide_status(scores: Mapping[str, float | None], pass_metric: str, threshold: float) -> str:
     """CORRECT when the pass metric reaches the threshold; UNSCORED when it is missing or NaN."""
     value = scores.get(pass_metric)
     if value is None or (isinstance(value, float) and math.isnan(value)):

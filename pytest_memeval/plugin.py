@@ -184,7 +184,10 @@ def pytest_collection_modifyitems(
     start = time.perf_counter()
     if state.systems is None:
         state.systems = _resolve_systems(session, state)
-    items.extend(build_items(session, state))
+    ours = build_items(session, state)
+    for item in ours:  # the terminal's "collected N items" and other plugins count these
+        session.ihook.pytest_itemcollected(item=item)
+    items.extend(ours)
     items[:] = group_items(items)
     state.collect_seconds += time.perf_counter() - start
 
@@ -328,8 +331,13 @@ def _result_for(item: pytest.Item, call: pytest.CallInfo[None]) -> QuestionResul
     if call.when == "setup" and call.excinfo is not None:
         if call.excinfo.errisinstance(pytest.skip.Exception):
             return None
-        result = result_skeleton(case.benchmark, case.system, case.question, item.nodeid,
-                                 flow=item.originalname if hasattr(item, "originalname") else "")
+        result = result_skeleton(
+            case.benchmark,
+            case.system,
+            case.question,
+            item.nodeid,
+            flow=item.originalname if hasattr(item, "originalname") else "",
+        )
         result.error = _error_line(call.excinfo)
         return result
     if call.when != "call":
@@ -346,8 +354,9 @@ def _result_for(item: pytest.Item, call: pytest.CallInfo[None]) -> QuestionResul
     if call.excinfo is None:
         bench = state.benchmarks[case.benchmark]
         if bench.pass_metric in result.scores:
-            result.status = decide_status(result.scores, bench.pass_metric,
-                                          state.threshold(case.benchmark))
+            result.status = decide_status(
+                result.scores, bench.pass_metric, state.threshold(case.benchmark)
+            )
         else:
             result.status = STATUS_CORRECT
     elif call.excinfo.errisinstance(AssertionError):

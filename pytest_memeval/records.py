@@ -14,11 +14,11 @@ from datetime import datetime
 from typing import Any
 
 __all__ = [
+    "STATUSES",
     "STATUS_CORRECT",
     "STATUS_ERROR",
     "STATUS_UNSCORED",
     "STATUS_WRONG",
-    "STATUSES",
     "Conversation",
     "Memory",
     "Prediction",

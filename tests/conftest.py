@@ -7,17 +7,16 @@ import os
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 # Pytester's in-process runs restore sys.modules after each run; extension modules (numpy)
 # cannot be imported twice in one process, so import the heavy dependencies up front.
 import bm25s  # noqa: F401
 import nltk  # noqa: F401
 import numpy  # noqa: F401
+import pytest
 import scipy.stats  # noqa: F401
 
-import pytest_memeval.benchmarks.locomo  # noqa: F401
-import pytest_memeval.metrics  # noqa: F401
+import pytest_memeval.benchmarks.locomo
+import pytest_memeval.metrics
 import pytest_memeval.systems.builtin  # noqa: F401
 
 REPO = Path(__file__).resolve().parent.parent
@@ -36,9 +35,13 @@ def run_mode(request: pytest.FixtureRequest) -> list[str]:
     return list(RUN_MODES[request.param])
 
 
+#: read once at import: end-to-end tests clear the variable for their inner runs
+_DATA_DIR_ENV = os.environ.get("MEMEVAL_DATA_DIR")
+
+
 @pytest.fixture
 def data_dir() -> Path:
-    value = os.environ.get("MEMEVAL_DATA_DIR")
+    value = _DATA_DIR_ENV
     if not value:
         pytest.skip("MEMEVAL_DATA_DIR is not set: real benchmark files are not available")
     path = Path(value).resolve()

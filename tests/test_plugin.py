@@ -26,17 +26,19 @@ def test_demo_end_to_end(pytester: pytest.Pytester, run_mode: list[str]) -> None
     assert result.ret == pytest.ExitCode.OK, result.stdout.str()
     outcomes = _outcomes(result)
     assert outcomes.get("correct", 0) + outcomes.get("wrong", 0) == 15
-    result.stdout.fnmatch_lines([
-        "*memeval summary*",
-        "configuration: demo: 15/15 questions, sha256 *",
-        "*systems: bm25; top-k: 10; answerer: extractive*",
-        "demo · bm25 — 15 questions",
-        "category*shared*n*f1*set_f1*bleu1*correct*wrong*unscored*error",
-        "single-hop [[]4]*fact-recall*4*",
-        "adversarial [[]5]*abstention*2*",
-        "overall (excl. 5)*13*",
-        "overall_all (all categories)*15*",
-    ])
+    result.stdout.fnmatch_lines(
+        [
+            "*memeval summary*",
+            "configuration: demo: 15/15 questions, sha256 *",
+            "*systems: bm25; top-k: 10; answerer: extractive*",
+            "demo · bm25 — 15 questions",
+            "category*shared*n*f1*set_f1*bleu1*correct*wrong*unscored*error",
+            "single-hop [[]4]*fact-recall*4*",
+            "adversarial [[]5]*abstention*2*",
+            "overall (excl. 5)*13*",
+            "overall_all (all categories)*15*",
+        ]
+    )
     report = read_json(out)
     assert report["schema"] == "pytest-memeval/1"
     (run,) = report["runs"]
@@ -45,8 +47,16 @@ def test_demo_end_to_end(pytester: pytest.Pytester, run_mode: list[str]) -> None
     by_cat = run["summary"]["by_category"]
     assert {k: v["count"] for k, v in by_cat.items()} == DEMO_COUNTS
     first = run["questions"][0]
-    assert set(first) >= {"id", "conversation", "category", "question", "gold", "prediction",
-                          "scores", "status"}
+    assert set(first) >= {
+        "id",
+        "conversation",
+        "category",
+        "question",
+        "gold",
+        "prediction",
+        "scores",
+        "status",
+    }
     assert set(first["latency"]) == {"ingest", "search", "answer"}
     assert report["provenance"]["ingests"] == {"bm25": 2}
     assert report["provenance"]["datasets"]["demo"]["sha256"]
@@ -57,7 +67,9 @@ def test_same_scores_with_and_without_xdist(pytester: pytest.Pytester) -> None:
     for mode in (["-n", "0"], ["-n", "2"], ["-p", "no:xdist"]):
         out = pytester.path / f"r{len(reports)}.json"
         result = pytester.runpytest(
-            "--memeval=demo", "--memsys=bm25,full-context,no-memory", f"--memeval-json={out}",
+            "--memeval=demo",
+            "--memsys=bm25,full-context,no-memory",
+            f"--memeval-json={out}",
             *mode,
         )
         assert result.ret == 0, result.stdout.str()
@@ -82,7 +94,9 @@ def test_collect_only_node_ids(pytester: pytest.Pytester) -> None:
 
 def test_selection_options(pytester: pytest.Pytester) -> None:
     def ids(*args: str) -> list[str]:
-        result = pytester.runpytest("--memeval=demo", "--memsys=bm25", "--collect-only", "-q", *args)
+        result = pytester.runpytest(
+            "--memeval=demo", "--memsys=bm25", "--collect-only", "-q", *args
+        )
         return [ln for ln in result.stdout.lines if ln.startswith("memeval/")]
 
     assert len(ids("-m", "temporal")) == DEMO_COUNTS["temporal"]
@@ -92,8 +106,10 @@ def test_selection_options(pytester: pytest.Pytester) -> None:
     assert len(deselected) == 14 and "memeval/demo/demo-1::demo-1-q1[bm25]" not in deselected
     limited = ids("--memeval-limit=2")
     assert limited == [
-        "memeval/demo/demo-1::demo-1-q1[bm25]", "memeval/demo/demo-1::demo-1-q2[bm25]",
-        "memeval/demo/demo-2::demo-2-q1[bm25]", "memeval/demo/demo-2::demo-2-q2[bm25]",
+        "memeval/demo/demo-1::demo-1-q1[bm25]",
+        "memeval/demo/demo-1::demo-1-q2[bm25]",
+        "memeval/demo/demo-2::demo-2-q1[bm25]",
+        "memeval/demo/demo-2::demo-2-q2[bm25]",
     ]
     sample_a = ids("--memeval-sample=1", "--memeval-seed=3")
     sample_b = ids("--memeval-sample=1", "--memeval-seed=3")
@@ -103,8 +119,15 @@ def test_selection_options(pytester: pytest.Pytester) -> None:
 
 def test_sample_same_on_workers(pytester: pytest.Pytester) -> None:
     out = pytester.path / "s.json"
-    result = pytester.runpytest("--memeval=demo", "--memsys=bm25", "--memeval-sample=1",
-                                "--memeval-seed=7", "-n", "2", f"--memeval-json={out}")
+    result = pytester.runpytest(
+        "--memeval=demo",
+        "--memsys=bm25",
+        "--memeval-sample=1",
+        "--memeval-seed=7",
+        "-n",
+        "2",
+        f"--memeval-json={out}",
+    )
     assert result.ret == 0, result.stdout.str()
     cats = sorted(q["category"] for q in read_json(out)["runs"][0]["questions"])
     assert cats == sorted(DEMO_COUNTS)
@@ -115,8 +138,14 @@ def test_strict_wrong_fails_and_lf_reruns(pytester: pytest.Pytester) -> None:
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     outcomes = _outcomes(result)
     assert outcomes["failed"] == 13 and outcomes["correct"] == 2
-    result.stdout.fnmatch_lines(["*WRONG answer (--memeval-strict)*", "*question:*", "*gold:*",
-                                 "*prediction: No information available*"])
+    result.stdout.fnmatch_lines(
+        [
+            "*WRONG answer (--memeval-strict)*",
+            "*question:*",
+            "*gold:*",
+            "*prediction: No information available*",
+        ]
+    )
     rerun = pytester.runpytest("--memeval=demo", "--memsys=no-memory", "--memeval-strict", "--lf")
     assert _outcomes(rerun)["failed"] == 13
     assert "correct" not in _outcomes(rerun)
@@ -125,10 +154,16 @@ def test_strict_wrong_fails_and_lf_reruns(pytester: pytest.Pytester) -> None:
 def test_wrong_is_not_a_failure_and_is_detailed(pytester: pytest.Pytester) -> None:
     result = pytester.runpytest("--memeval=demo", "--memsys=no-memory", "--memeval-show-wrong=1")
     assert result.ret == 0
-    result.stdout.fnmatch_lines([
-        "*WRONG answers*", "WRONG memeval/demo/*", "*question:*", "*gold:*", "*prediction:*",
-        "*12 more WRONG answers*",
-    ])
+    result.stdout.fnmatch_lines(
+        [
+            "*WRONG answers*",
+            "WRONG memeval/demo/*",
+            "*question:*",
+            "*gold:*",
+            "*prediction:*",
+            "*12 more WRONG answers*",
+        ]
+    )
 
 
 def test_verbose_status_words(pytester: pytest.Pytester) -> None:
@@ -139,7 +174,9 @@ def test_verbose_status_words(pytester: pytest.Pytester) -> None:
 def test_unknown_system_is_usage_error(pytester: pytest.Pytester) -> None:
     result = pytester.runpytest("--memeval=demo", "--memsys=nope")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result.stderr.fnmatch_lines(["*unknown memory system 'nope'*bm25*full-context*replay:PATH*conftest fixture*"])
+    result.stderr.fnmatch_lines(
+        ["*unknown memory system 'nope'*bm25*full-context*replay:PATH*conftest fixture*"]
+    )
 
 
 def test_unknown_benchmark_and_bad_options(pytester: pytest.Pytester) -> None:
@@ -158,8 +195,10 @@ def test_ini_options(pytester: pytest.Pytester) -> None:
     pytester.makeini("[pytest]\nmemeval = demo\nmemeval_memsys = no-memory\nmemeval_limit = 1\n")
     result = pytester.runpytest("--collect-only", "-q")
     lines = [ln for ln in result.stdout.lines if ln.startswith("memeval/")]
-    assert lines == ["memeval/demo/demo-1::demo-1-q1[no-memory]",
-                     "memeval/demo/demo-2::demo-2-q1[no-memory]"]
+    assert lines == [
+        "memeval/demo/demo-1::demo-1-q1[no-memory]",
+        "memeval/demo/demo-2::demo-2-q1[no-memory]",
+    ]
 
 
 CONFTEST_SYSTEM = """
@@ -198,7 +237,9 @@ def broken():
 """
 
 
-def test_conftest_fixture_system_ingested_once(pytester: pytest.Pytester, run_mode: list[str]) -> None:
+def test_conftest_fixture_system_ingested_once(
+    pytester: pytest.Pytester, run_mode: list[str]
+) -> None:
     pytester.makeconftest(CONFTEST_SYSTEM)
     result = pytester.runpytest("--memeval=demo", "--memsys=kw", *run_mode)
     assert result.ret == 0, result.stdout.str()
@@ -206,11 +247,14 @@ def test_conftest_fixture_system_ingested_once(pytester: pytest.Pytester, run_mo
     assert sorted(log) == ["demo-1", "demo-2"]
 
 
-def test_system_exception_errors_only_that_item(pytester: pytest.Pytester, run_mode: list[str]) -> None:
+def test_system_exception_errors_only_that_item(
+    pytester: pytest.Pytester, run_mode: list[str]
+) -> None:
     pytester.makeconftest(CONFTEST_SYSTEM)
     out = pytester.path / "r.json"
-    result = pytester.runpytest("--memeval=demo", "--memsys=broken", f"--memeval-json={out}",
-                                *run_mode)
+    result = pytester.runpytest(
+        "--memeval=demo", "--memsys=broken", f"--memeval-json={out}", *run_mode
+    )
     outcomes = _outcomes(result)
     assert outcomes["errors"] == 2, result.stdout.str()
     assert outcomes.get("correct", 0) + outcomes.get("wrong", 0) == 13
@@ -222,8 +266,9 @@ def test_system_exception_errors_only_that_item(pytester: pytest.Pytester, run_m
     assert {q["id"] for q in errored} == {"demo-1-q2", "demo-2-q2"}
     assert all("index exploded" in q["error"] for q in errored)
     # scores exclude the errored questions: f1 counted over 13 values
-    assert summary["overall_all"]["scored"]["f1"] == 13 if "scored" in summary["overall_all"] \
-        else True
+    assert (
+        summary["overall_all"]["scored"]["f1"] == 13 if "scored" in summary["overall_all"] else True
+    )
 
 
 def test_replay_nested_and_top_k_variants(pytester: pytest.Pytester) -> None:
@@ -231,16 +276,18 @@ def test_replay_nested_and_top_k_variants(pytester: pytest.Pytester) -> None:
     path = pytester.path / "replay.json"
     path.write_text(json.dumps(answers))
     out = pytester.path / "r.json"
-    result = pytester.runpytest("--memeval=demo", f"--memsys=replay:{path}", "-k", "demo-1-q1",
-                                f"--memeval-json={out}")
+    result = pytester.runpytest(
+        "--memeval=demo", f"--memsys=replay:{path}", "-k", "demo-1-q1", f"--memeval-json={out}"
+    )
     assert result.ret == 0, result.stdout.str()
     runs = {r["system"]: r for r in read_json(out)["runs"]}
     assert runs["alpha"]["questions"][0]["scores"]["f1"] == 1.0
     assert runs["beta"]["questions"][0]["scores"]["f1"] == 0.0
     result.stdout.fnmatch_lines(["demo · comparison"])
 
-    result = pytester.runpytest("--memeval=demo", "--memsys=bm25", "--memeval-top-k=1,5",
-                                "--collect-only", "-q")
+    result = pytester.runpytest(
+        "--memeval=demo", "--memsys=bm25", "--memeval-top-k=1,5", "--collect-only", "-q"
+    )
     lines = [ln for ln in result.stdout.lines if ln.startswith("memeval/")]
     assert "memeval/demo/demo-1::demo-1-q1[bm25@1]" in lines
     assert "memeval/demo/demo-1::demo-1-q1[bm25@5]" in lines
@@ -250,8 +297,9 @@ def test_replay_nested_and_top_k_variants(pytester: pytest.Pytester) -> None:
 def test_top_k_variants_share_one_ingest(pytester: pytest.Pytester) -> None:
     pytester.makeconftest(CONFTEST_SYSTEM)
     out = pytester.path / "r.json"
-    result = pytester.runpytest("--memeval=demo", "--memsys=kw", "--memeval-top-k=1,3",
-                                f"--memeval-json={out}")
+    result = pytester.runpytest(
+        "--memeval=demo", "--memsys=kw", "--memeval-top-k=1,3", f"--memeval-json={out}"
+    )
     assert result.ret == 0, result.stdout.str()
     assert sorted((pytester.path / "ingests.log").read_text().split()) == ["demo-1", "demo-2"]
     runs = {r["system"]: r for r in read_json(out)["runs"]}
@@ -273,8 +321,9 @@ def test_handwritten_flow_fixtures(pytester: pytest.Pytester, run_mode: list[str
     pytester.makeconftest(CONFTEST_SYSTEM)
     test_file = pytester.makepyfile(test_flow=HANDWRITTEN)
     out = pytester.path / "r.json"
-    result = pytester.runpytest("--memeval=demo", "--memsys=kw", f"--memeval-json={out}",
-                                str(test_file), *run_mode)
+    result = pytester.runpytest(
+        "--memeval=demo", "--memsys=kw", f"--memeval-json={out}", str(test_file), *run_mode
+    )
     assert result.ret == 0, result.stdout.str()
     report = read_json(out)
     runs = {(r["system"], r["flow"]): r for r in report["runs"]}
@@ -343,12 +392,17 @@ def _bad_locomo(tmp: Path, payload: str) -> Path:
     ("payload", "expected"),
     [
         ('[{"sample_id": "c1", "conversation": {', "*locomo10.json*truncated*"),
-        ('[{"sample_id": "c1", "qa": [], "conversation": {"speaker_a": "A", "speaker_b": "B",'
-         ' "session_1_date_time": "1:56 pm on 8 May, 2023", "session_1": [{"speaker": "A",'
-         ' "dia_id": "D1:1"}]}}]', "*locomo10.json*c1 session_1[[]0[]]*'text'*"),
-        ('[{"sample_id": "c1", "qa": [{"question": "q?", "answer": "a", "category": 9,'
-         ' "evidence": []}], "conversation": {"speaker_a": "A", "speaker_b": "B"}}]',
-         "*locomo10.json*c1 qa[[]0[]]*'category'*"),
+        (
+            '[{"sample_id": "c1", "qa": [], "conversation": {"speaker_a": "A", "speaker_b": "B",'
+            ' "session_1_date_time": "1:56 pm on 8 May, 2023", "session_1": [{"speaker": "A",'
+            ' "dia_id": "D1:1"}]}}]',
+            "*locomo10.json*c1 session_1[[]0[]]*'text'*",
+        ),
+        (
+            '[{"sample_id": "c1", "qa": [{"question": "q?", "answer": "a", "category": 9,'
+            ' "evidence": []}], "conversation": {"speaker_a": "A", "speaker_b": "B"}}]',
+            "*locomo10.json*c1 qa[[]0[]]*'category'*",
+        ),
     ],
     ids=["truncated", "missing-text", "bad-category"],
 )
@@ -368,11 +422,72 @@ def test_offline_download_error(pytester: pytest.Pytester, monkeypatch: pytest.M
 
     monkeypatch.setattr(urllib.request, "urlopen", refuse)
     monkeypatch.setattr(urllib.request.OpenerDirector, "open", refuse)
-    result = pytester.runpytest("--memeval=locomo", "--memsys=bm25",
-                                f"--memeval-cache-dir={pytester.path / 'cache'}")
+    result = pytester.runpytest(
+        "--memeval=locomo", "--memsys=bm25", f"--memeval-cache-dir={pytester.path / 'cache'}"
+    )
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     err = result.stderr.str()
     assert "https://raw.githubusercontent.com/snap-research/locomo/main/data/locomo10.json" in err
     assert "--memeval-data" in err and "MEMEVAL_DATA_DIR" in err
     assert "Traceback" not in err
     assert not list((pytester.path / "cache").rglob("*.json"))
+
+
+def test_full_locomo_collects_1986_items(pytester: pytest.Pytester, data_dir: Path) -> None:
+    items, _ = pytester.inline_genitems(
+        "--memeval=locomo", f"--memeval-data={data_dir}", "--memsys=no-memory"
+    )
+    assert len(items) == 1986
+    counts: dict[str, int] = {}
+    for item in items:
+        counts[item.question.category] = counts.get(item.question.category, 0) + 1  # type: ignore[attr-defined]
+    assert counts == {
+        "multi-hop": 282,
+        "temporal": 321,
+        "open-domain": 96,
+        "single-hop": 841,
+        "adversarial": 446,
+    }
+    assert items[0].nodeid == "memeval/locomo/conv-26::conv-26-q1[no-memory]"
+
+
+def test_locomo_run_with_xdist_matches_plain(pytester: pytest.Pytester, data_dir: Path) -> None:
+    reports = []
+    for mode in ([], ["-n", "2"]):
+        out = pytester.path / f"l{len(reports)}.json"
+        result = pytester.runpytest(
+            "--memeval=locomo",
+            f"--memeval-data={data_dir}",
+            "--memsys=bm25,no-memory",
+            "--memeval-limit=6",
+            f"--memeval-json={out}",
+            *mode,
+        )
+        assert result.ret == 0, result.stdout.str()
+        reports.append(read_json(out))
+    assert question_scores(reports[0]) == question_scores(reports[1])
+    assert reports[1]["provenance"]["ingests"] == {"bm25": 10, "no-memory": 10}
+    result.stdout.fnmatch_lines(
+        [
+            "*published baselines*",
+            "*[[]1[]] GPT-3.5-turbo-16K @16K (locomo-gpt-3.5-16k): official LoCoMo F1*",
+            "*Mem0 (mem0-f1-mem0): set-based A-Mem F1*",
+        ]
+    )
+
+
+def test_example_handwritten_flow_runs(pytester: pytest.Pytester, run_mode: list[str]) -> None:
+    example = Path(__file__).resolve().parent.parent / "examples" / "handwritten"
+    for name in ("conftest.py", "test_agent_flow.py"):
+        (pytester.path / name).write_text((example / name).read_text())
+    out = pytester.path / "r.json"
+    result = pytester.runpytest(
+        "test_agent_flow.py",
+        "--memeval=demo",
+        "--memsys=keyword_memory",
+        f"--memeval-json={out}",
+        *run_mode,
+    )
+    assert result.ret == 0, result.stdout.str()
+    runs = {(r["system"], r["flow"]) for r in read_json(out)["runs"]}
+    assert runs == {("keyword_memory", ""), ("keyword_memory", "test_two_step_agent")}

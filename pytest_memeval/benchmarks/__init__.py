@@ -45,7 +45,9 @@ def _coerce(obj: object, name: str) -> Benchmark:
     if not isinstance(obj, Benchmark) and callable(obj):
         obj = obj()
     if not isinstance(obj, Benchmark):
-        raise MemevalError(f"benchmark {name!r} does not provide the Benchmark protocol: {obj!r:.80}")
+        raise MemevalError(
+            f"benchmark {name!r} does not provide the Benchmark protocol: {obj!r:.80}"
+        )
     return obj
 
 

@@ -31,7 +31,7 @@ class LLMClient(Protocol):
 
     @property
     def label(self) -> str:
-        """"provider:model", never containing a key."""
+        """ "provider:model", never containing a key."""
         ...
 
     def complete(

@@ -108,7 +108,7 @@ p.note,.muted{color:var(--muted);font-size:13px}
 .scroll{overflow-x:auto;max-width:100%}
 table{border-collapse:collapse;margin:6px 0 10px;font-size:13px}
 th,td{border:1px solid var(--line);padding:4px 8px;vertical-align:top;text-align:left}
-th{background:#eef1f6;font-weight:600;white-space:nowrap}
+th{background:#eef1f6;font-weight:600;max-width:220px}
 tbody tr:nth-child(even){background:var(--alt)}
 td.num,th.num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
 tr.total td{font-weight:600;background:#eef3fb}
@@ -118,6 +118,9 @@ tr.published td{font-style:italic;color:#4b5260}
 .st-CORRECT{background:#dff3e4;color:#1e6b34}.st-WRONG{background:#fbe3e3;color:#8f2323}
 .st-UNSCORED{background:#fff1cc;color:#7a5a00}.st-ERROR{background:#e9e0f5;color:#5b2d8e}
 ol.notes{font-size:12px;color:var(--muted);margin:4px 0 12px;padding-left:22px}
+ul.legend{list-style:none;padding:0;margin:4px 0;font-size:12px}
+ul.legend li{margin:2px 0}
+.swatch{display:inline-block;width:11px;height:11px;margin-right:6px;vertical-align:-1px}
 svg text{font:12px system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;fill:#1d2330}
 svg .grid{stroke:#e3e6ec}
 .controls{display:flex;flex-wrap:wrap;gap:10px;align-items:center;margin:8px 0}
@@ -141,6 +144,10 @@ _JS = """
   "use strict";
   var data = JSON.parse(document.getElementById("memeval-data").textContent);
   var rows = data.rows;
+  rows.forEach(function (r, i) {
+    r.i = i;
+    r.t = [r.id, r.q, r.g, r.p || "", r.c].join(" ").toLowerCase();
+  });
   var mems = data.memories;
   var table = document.getElementById("qtable");
   var tbody = table.tBodies[0];
@@ -177,15 +184,13 @@ _JS = """
   function num(v) { return (v === null || v === undefined) ? "-" : v.toFixed(3); }
 
   function expand(details, r) {
-    if (details.getAttribute("data-built")) { return; }
-    details.setAttribute("data-built", "1");
     var box = el("div");
     var parts = [];
     Object.keys(r.sc).forEach(function (k) { parts.push(k + "=" + num(r.sc[k])); });
     box.appendChild(el("div", "scores: " + (parts.join(", ") || "-")));
-    if (r.e) { box.appendChild(el("div", "error: " + r.e)); }
-    if (r.j) { box.appendChild(el("div", "judge: " + r.j)); }
-    if (r.jr) { box.appendChild(el("div", "judge reasoning: " + r.jr)); }
+    if (r.e) { box.appendChild(el("div", "error: " + r.e, "q-error")); }
+    if (r.j) { box.appendChild(el("div", "judge: " + r.j, "q-judge")); }
+    if (r.jr) { box.appendChild(el("div", "judge reasoning: " + r.jr, "q-reasoning")); }
     if (r.m.length) {
       var title = "memories (" + r.m.length +
         (r.mn > r.m.length ? " of " + r.mn + " stored" : "") + ")";
@@ -193,7 +198,7 @@ _JS = """
       var ol = el("ol");
       r.m.forEach(function (ref) {
         var mem = mems[ref[0]];
-        var li = el("li");
+        var li = el("li", null, "q-memory");
         if (mem[1]) { li.appendChild(el("span", "[" + mem[1] + "] ", "mem-date")); }
         li.appendChild(document.createTextNode(mem[0]));
         if (ref[1] !== null) { li.appendChild(el("span", " (score " + ref[1] + ")", "mem-date")); }
@@ -246,7 +251,7 @@ _JS = """
       var dc = el("td");
       var d = el("details");
       d.appendChild(el("summary", r.m.length + " memories" + (r.jr ? ", judge" : "")));
-      d.addEventListener("toggle", function () { if (d.open) { expand(d, r); } });
+      expand(d, r);
       dc.appendChild(d); tr.appendChild(dc);
       body.appendChild(tr);
     });
@@ -444,8 +449,7 @@ def _chart(
     top = max([1.0, *(v for _, _, vals in series for v in vals if v is not None)])
     label_w, plot_w, right = 210, 460, 60
     bar_h, bar_gap, group_gap = 13, 2, 12
-    legend_line = 18
-    legend_h = legend_line * len(series) + 10
+    legend_h = 0
     group_h = len(series) * (bar_h + bar_gap) + group_gap
     axis_y = legend_h + 4
     plot_top = axis_y + 18
@@ -455,10 +459,6 @@ def _chart(
         f'<svg width="{width}" height="{height}" viewBox="0 0 {width} {height}" role="img" '
         f'aria-label="{esc(f"{metric} by category, this run against published baselines")}">'
     ]
-    for i, (label, color, _) in enumerate(series):
-        y = 6 + i * legend_line
-        parts.append(f'<rect x="0" y="{y}" width="12" height="12" fill="{color}"/>')
-        parts.append(f'<text x="18" y="{y + 10}">{esc(_short(label, 150))}</text>')
     for tick in range(5):
         tick_value = top * tick / 4
         x = label_w + plot_w * tick / 4
@@ -491,11 +491,15 @@ def _chart(
             )
             parts.append(f'<text x="{label_w + w + 4:.1f}" y="{y + bar_h - 2}">{value:.3f}</text>')
     parts.append("</svg>")
+    legend = "".join(
+        f'<li><span class="swatch" style="background:{color}"></span>{esc(label)}</li>'
+        for label, color, _ in series
+    )
     return (
         f"<h3>Chart: {esc(metric)} by category</h3>"
         f'<p class="note">Bars of this run ({esc(metric)}) and published baselines of the same '
         "metric family; each bar is labelled with its source and protocol.</p>"
-        f'<div class="scroll">{"".join(parts)}</div>'
+        f'<ul class="legend">{legend}</ul><div class="scroll">{"".join(parts)}</div>'
     )
 
 
@@ -771,7 +775,7 @@ def _question_data(
                 score = _finite(mem.score)
                 refs.append([index[key], None if score is None else round(score, 4)])
             question = _short(r.question, text_chars)
-            gold = _short(_plain(r.gold), text_chars)
+            gold = "(none)" if r.gold is None else _short(_plain(r.gold), text_chars)
             prediction = None if r.prediction is None else _short(r.prediction, text_chars)
             scores = {}
             for k, v in r.scores.items():
@@ -781,7 +785,6 @@ def _question_data(
             reasoning = r.details.get("judge_reasoning")
             rows.append(
                 {
-                    "i": len(rows),
                     "b": r.benchmark,
                     "s": run.label,
                     "c": r.category,
@@ -799,9 +802,6 @@ def _question_data(
                     if reasoning not in (None, "")
                     else None,
                     "e": _short(r.error, text_chars) if r.error else None,
-                    "t": " ".join(
-                        [r.question_id, question, gold, prediction or "", r.category]
-                    ).lower(),
                 }
             )
     return {"page": 200, "memories": memories, "rows": rows}

@@ -25,8 +25,9 @@ def _finite(value: Any) -> Any:
 
 
 def summary_json(summary: Summary) -> str:
-    return json.dumps(_finite(summary.to_dict()), indent=2, ensure_ascii=False, allow_nan=False,
-                      default=str)
+    return json.dumps(
+        _finite(summary.to_dict()), indent=2, ensure_ascii=False, allow_nan=False, default=str
+    )
 
 
 def write_json(summary: Summary, path: Path) -> Path:

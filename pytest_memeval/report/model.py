@@ -60,10 +60,16 @@ class RunSummary:
             "flow": self.flow,
             "questions": [r.to_dict() for r in self.results],
             "summary": {
-                "overall": {"count": self.overall.count, **self.overall.metrics,
-                            "statuses": dict(self.overall.statuses)},
-                "overall_all": {"count": self.overall_all.count, **self.overall_all.metrics,
-                                "statuses": dict(self.overall_all.statuses)},
+                "overall": {
+                    "count": self.overall.count,
+                    **self.overall.metrics,
+                    "statuses": dict(self.overall.statuses),
+                },
+                "overall_all": {
+                    "count": self.overall_all.count,
+                    **self.overall_all.metrics,
+                    "statuses": dict(self.overall_all.statuses),
+                },
                 "by_category": {row.key: row.to_dict() for row in self.categories},
                 "latency": self.latency,
                 "notes": list(self.notes),

@@ -11,8 +11,12 @@ from .model import CategoryRow, RunSummary, Summary
 
 __all__ = ["render_summary", "render_table", "render_wrong"]
 
-_STATUS_COLS = (("CORRECT", "correct"), ("WRONG", "wrong"), ("UNSCORED", "unscored"),
-                ("ERROR", "error"))
+_STATUS_COLS = (
+    ("CORRECT", "correct"),
+    ("WRONG", "wrong"),
+    ("UNSCORED", "unscored"),
+    ("ERROR", "error"),
+)
 
 
 def render_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
@@ -45,8 +49,11 @@ def _row_label(row: CategoryRow, overall_scope: dict[str, str]) -> str:
 
 
 def _scopes(run: RunSummary) -> dict[str, str]:
-    outside = [str(r.category_id if r.category_id is not None else r.key)
-               for r in run.categories if not r.in_overall]
+    outside = [
+        str(r.category_id if r.category_id is not None else r.key)
+        for r in run.categories
+        if not r.in_overall
+    ]
     if not outside:
         return {"overall": "all", "overall_all": "all"}
     return {"overall": f"excl. {', '.join(outside)}", "overall_all": "all categories"}
@@ -57,13 +64,15 @@ def _run_table(run: RunSummary) -> list[str]:
     header = ["category", "shared", "n", *run.metrics, *(label for _, label in _STATUS_COLS)]
     rows = []
     for row in [*run.categories, run.overall, run.overall_all]:
-        rows.append([
-            _row_label(row, scopes),
-            row.shared,
-            str(row.count),
-            *(_num(row.metrics.get(m)) for m in run.metrics),
-            *(str(row.statuses.get(status, 0)) for status, _ in _STATUS_COLS),
-        ])
+        rows.append(
+            [
+                _row_label(row, scopes),
+                row.shared,
+                str(row.count),
+                *(_num(row.metrics.get(m)) for m in run.metrics),
+                *(str(row.statuses.get(status, 0)) for status, _ in _STATUS_COLS),
+            ]
+        )
     return render_table(header, rows)
 
 
@@ -96,18 +105,24 @@ def _comparison(runs: Sequence[RunSummary]) -> list[str]:
         for m in run.metrics:
             if m not in metrics:
                 metrics.append(m)
-    header = ["system", "n", *(f"{m} (overall)" for m in metrics),
-              *(f"{m} (overall_all)" for m in metrics[:1]),
-              *(label for _, label in _STATUS_COLS)]
+    header = [
+        "system",
+        "n",
+        *(f"{m} (overall)" for m in metrics),
+        *(f"{m} (overall_all)" for m in metrics[:1]),
+        *(label for _, label in _STATUS_COLS),
+    ]
     rows = []
     for run in runs:
-        rows.append([
-            run.label,
-            str(run.overall_all.count),
-            *(_num(run.overall.metrics.get(m)) for m in metrics),
-            *(_num(run.overall_all.metrics.get(m)) for m in metrics[:1]),
-            *(str(run.overall_all.statuses.get(s, 0)) for s, _ in _STATUS_COLS),
-        ])
+        rows.append(
+            [
+                run.label,
+                str(run.overall_all.count),
+                *(_num(run.overall.metrics.get(m)) for m in metrics),
+                *(_num(run.overall_all.metrics.get(m)) for m in metrics[:1]),
+                *(str(run.overall_all.statuses.get(s, 0)) for s, _ in _STATUS_COLS),
+            ]
+        )
     return render_table(header, rows)
 
 
@@ -131,8 +146,10 @@ def render_summary(
         table = _baseline_table(runs, baselines.get(bench, []))
         if table:
             lines.append("")
-            lines.append(f"{bench} · published baselines (own columns; protocols differ from "
-                         "this run's, see notes)")
+            lines.append(
+                f"{bench} · published baselines (own columns; protocols differ from "
+                "this run's, see notes)"
+            )
             lines.extend(table)
         if len(runs) > 1:
             lines.append("")
@@ -151,9 +168,7 @@ def describe_result(result: QuestionResult, memories: int = 3) -> list[str]:
         f"question:   {_short(result.question)}",
         f"gold:       {_short(result.gold)}",
         f"prediction: {_short(result.prediction)}",
-        "scores:     " + ", ".join(
-            f"{k}={_num(v)}" for k, v in result.scores.items()
-        ),
+        "scores:     " + ", ".join(f"{k}={_num(v)}" for k, v in result.scores.items()),
     ]
     for i, mem in enumerate(result.memories[:memories]):
         date = f" ({mem.date})" if mem.date else ""
@@ -174,6 +189,8 @@ def render_wrong(results: Sequence[QuestionResult], limit: int | None) -> list[s
         lines.append(f"WRONG {r.nodeid or r.question_id}")
         lines.extend("    " + line for line in describe_result(r))
     if len(shown) < len(wrong):
-        lines.append(f"... {len(wrong) - len(shown)} more WRONG answers (-v shows all, "
-                     "--memeval-json keeps every one)")
+        lines.append(
+            f"... {len(wrong) - len(shown)} more WRONG answers (-v shows all, "
+            "--memeval-json keeps every one)"
+        )
     return lines
