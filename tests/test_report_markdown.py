@@ -243,7 +243,10 @@ def test_gates_and_regression_lists() -> None:
         "items": [{"message": "f1 dropped 2.1 points, p=0.30: not significant", "ok": True}],
     }
     md = render_markdown(summary, {})
-    assert "### Gates\n\n- PASS: f1 0.58 &gt;= 0.40\n- FAIL: expression=locomo.temporal.f1&gt;=0.90" in md
+    assert (
+        "### Gates\n\n- PASS: f1 0.58 &gt;= 0.40\n- FAIL: expression=locomo.temporal.f1&gt;=0.90"
+        in md
+    )
     assert "### Regression against the saved baseline\n\n- metric=f1\n- PASS: f1 dropped 2.1" in md
 
 

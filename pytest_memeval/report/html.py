@@ -130,6 +130,7 @@ svg .grid{stroke:#e3e6ec}
 #qtable th[aria-sort=ascending]::after{content:" \\25B2"}
 #qtable th[aria-sort=descending]::after{content:" \\25BC"}
 #qtable td.text{max-width:360px;word-wrap:break-word}
+#qtable td:last-child{min-width:300px}
 details summary{cursor:pointer;color:var(--accent)}
 details ol{margin:4px 0;padding-left:20px}
 details li{margin-bottom:3px}
@@ -518,6 +519,10 @@ def _worst_best(
     return worst, best
 
 
+def _gold_text(result: QuestionResult, limit: int) -> str:
+    return "(none)" if result.gold is None else _short(_plain(result.gold), limit)
+
+
 def _worst_best_section(summary: Summary, run: RunSummary, text_limit: int) -> str:
     metric = pass_metric(summary, run)
     if metric is None:
@@ -549,7 +554,7 @@ def _worst_best_section(summary: Summary, run: RunSummary, text_limit: int) -> s
                             (f"{kind} {rank}", False),
                             (esc(r.question_id), False),
                             (esc(_short(r.question, text_limit)), False),
-                            (esc(_short(_plain(r.gold), text_limit)), False),
+                            (esc(_gold_text(r, text_limit)), False),
                             (esc(_short(_plain(r.prediction), text_limit)), False),
                             (f'<span class="st st-{esc(r.status)}">{esc(r.status)}</span>', False),
                             (esc(fmt_num(_finite(r.scores.get(metric)))), True),
@@ -775,7 +780,7 @@ def _question_data(
                 score = _finite(mem.score)
                 refs.append([index[key], None if score is None else round(score, 4)])
             question = _short(r.question, text_chars)
-            gold = "(none)" if r.gold is None else _short(_plain(r.gold), text_chars)
+            gold = _gold_text(r, text_chars)
             prediction = None if r.prediction is None else _short(r.prediction, text_chars)
             scores = {}
             for k, v in r.scores.items():
