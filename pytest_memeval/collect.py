@@ -16,12 +16,14 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from .benchmarks import Benchmark, Dataset
+from .errors import MemevalError
 from .pipeline import SystemPool, clean_scores, decide_status, run_question
-from .records import STATUS_WRONG, Prediction, Question, QuestionResult
+from .records import STATUS_WRONG, Memory, Prediction, Question, QuestionResult
 from .report.terminal import describe_result
 
 if TYPE_CHECKING:
     from .answering import Answerer
+    from .judging import LLMRuntime, PredictionStore
     from .options import Settings
 
 __all__ = [
@@ -59,6 +61,8 @@ class RunState:
     systems: list[SystemRef] | None = None
     pool: SystemPool = field(default_factory=SystemPool)
     answerer: Answerer | None = None
+    llm: LLMRuntime | None = None
+    store: PredictionStore | None = None
     collect_seconds: float = 0.0
     load_seconds: dict[str, float] = field(default_factory=dict)
 
@@ -143,6 +147,15 @@ def result_skeleton(
     )
 
 
+def judge_pass_metric(scores: dict[str, float | None], default: str) -> str:
+    """With a judge, the judge's verdict decides (BEAM: the nugget score); a question the judge
+    does not score (LoCoMo category 5 under the Mem0 protocol) keeps the offline rule."""
+    for key in ("judge", "nugget"):
+        if key in scores:
+            return key
+    return default
+
+
 def score_prediction(
     config: pytest.Config, state: RunState, bench: str, question: Question, prediction: Prediction
 ) -> dict[str, float | None]:
@@ -190,6 +203,31 @@ class MemevalItem(pytest.Function):
         super().setup()
         __tracebackhide__ = True
         state = self.state
+        result = result_skeleton(self.benchmark, self.system, self.question, self.nodeid)
+        if state.settings.rejudge:
+            prediction = self._stored_prediction(result)
+        else:
+            prediction = self._predict(result)
+        result.prediction = prediction.text
+        result.memories = list(prediction.memories[:STORED_MEMORIES])
+        result.details["answered_by"] = prediction.answered_by
+        result.scores = score_prediction(
+            self.config, state, self.benchmark, self.question, prediction
+        )
+        pass_metric = state.benchmarks[self.benchmark].pass_metric
+        if state.llm is not None and state.llm.judges:
+            judged, details = state.llm.judge(self.benchmark, self.question, prediction.text)
+            result.scores.update(clean_scores(judged))
+            result.details.update(details)
+            pass_metric = judge_pass_metric(result.scores, pass_metric)
+        result.details["pass_metric"] = pass_metric
+        result.status = decide_status(result.scores, pass_metric, state.threshold(self.benchmark))
+        self.config.hook.pytest_memeval_result(config=self.config, result=result)
+        self.stash[RESULT_KEY] = result
+
+    def _predict(self, result: QuestionResult) -> Prediction:
+        __tracebackhide__ = True
+        state = self.state
         dataset = state.datasets[self.benchmark]
         conv_id = self.question.conversation_id
         ingested = state.pool.get(
@@ -202,21 +240,43 @@ class MemevalItem(pytest.Function):
         prediction, latency = run_question(
             ingested, self.question, k=self.system.k, answerer=state.answerer
         )
-        result = result_skeleton(self.benchmark, self.system, self.question, self.nodeid)
-        result.prediction = prediction.text
-        result.memories = list(prediction.memories[:STORED_MEMORIES])
-        result.details["memories_returned"] = len(prediction.memories)
         result.latency = latency
-        result.details["answered_by"] = prediction.answered_by
-        result.scores = score_prediction(
-            self.config, state, self.benchmark, self.question, prediction
+        result.details["memories_returned"] = len(prediction.memories)
+        if state.store is not None:
+            state.store.put(
+                self.benchmark,
+                self.system.label,
+                self.question.id,
+                {
+                    "prediction": prediction.text,
+                    "answered_by": prediction.answered_by,
+                    "memories": [m.to_dict() for m in prediction.memories[:STORED_MEMORIES]],
+                    "latency": latency,
+                },
+            )
+        return prediction
+
+    def _stored_prediction(self, result: QuestionResult) -> Prediction:
+        state = self.state
+        stored = (
+            state.store.get(self.benchmark, self.system.label, self.question.id)
+            if (state.store is not None)
+            else None
         )
-        bench = state.benchmarks[self.benchmark]
-        result.status = decide_status(
-            result.scores, bench.pass_metric, state.threshold(self.benchmark)
+        if stored is None or not isinstance(stored.get("prediction"), str):
+            raise MemevalError(
+                f"--memeval-rejudge: no stored prediction for {self.benchmark} / "
+                f"{self.system.label} / {self.question.id} in {state.settings.cache_dir}; run "
+                "once without --memeval-rejudge (same --memeval-cache-dir) to store it"
+            )
+        result.latency = {k: float(v) for k, v in (stored.get("latency") or {}).items()}
+        result.details["rejudged"] = True
+        memories = tuple(Memory.from_dict(m) for m in stored.get("memories") or ())
+        return Prediction(
+            text=stored["prediction"],
+            memories=memories,
+            answered_by=str(stored.get("answered_by", "")),
         )
-        self.config.hook.pytest_memeval_result(config=self.config, result=result)
-        self.stash[RESULT_KEY] = result
 
     def runtest(self) -> None:
         result = self.stash.get(RESULT_KEY, None)

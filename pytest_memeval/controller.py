@@ -21,6 +21,7 @@ from .aggregate import CategoryMeta, aggregate_run, group_runs, metric_union
 from .baselines import Baseline, baselines_for
 from .benchmarks import get_benchmark
 from .collect import STATE_KEY, RunState
+from .judging import judge_agreement
 from .records import QuestionResult
 from .report.json_report import write_json
 from .report.model import Summary
@@ -47,6 +48,40 @@ def _git_commit(root: Path) -> str | None:
     return commit if out.returncode == 0 and commit else None
 
 
+def worker_output(state: RunState) -> dict[str, Any]:
+    """What one process reports to the controller at the end (plain JSON-compatible data)."""
+    out: dict[str, Any] = {"ingests": dict(state.pool.ingests)}
+    if state.llm is not None:
+        out.update(state.llm.output())
+    return out
+
+
+def merge_outputs(outputs: list[dict[str, Any]]) -> dict[str, Any]:
+    from .llm import TokenAccounting
+
+    ingests: dict[str, int] = {}
+    cache: dict[str, int] = {}
+    tokens = TokenAccounting()
+    warnings = unscored = 0
+    for out in outputs:
+        for system, n in (out.get("ingests") or {}).items():
+            ingests[system] = ingests.get(system, 0) + int(n)
+        for key, n in (out.get("cache") or {}).items():
+            if isinstance(n, (int, float)):
+                cache[key] = cache.get(key, 0) + int(n)
+        if out.get("tokens"):
+            tokens.merge(out["tokens"])
+        warnings += int(out.get("judge_warnings", 0))
+        unscored += int(out.get("judge_unscored", 0))
+    return {
+        "ingests": ingests,
+        "cache": cache,
+        "tokens": tokens.to_dict(),
+        "judge_warnings": warnings,
+        "judge_unscored": unscored,
+    }
+
+
 class Controller:
     def __init__(self, config: pytest.Config) -> None:
         self.config = config
@@ -71,14 +106,12 @@ class Controller:
     def state(self) -> RunState:
         return self.config.stash[STATE_KEY]
 
+    def merged(self) -> dict[str, Any]:
+        outputs = list(self.worker_outputs) or [worker_output(self.state)]
+        return merge_outputs(outputs)
+
     def ingest_counts(self) -> dict[str, int]:
-        outputs = list(self.worker_outputs)
-        if not outputs:
-            outputs = [{"ingests": dict(self.state.pool.ingests)}]
-        counts: dict[str, int] = {}
-        for out in outputs:
-            for system, n in (out.get("ingests") or {}).items():
-                counts[system] = counts.get(system, 0) + int(n)
+        counts: dict[str, int] = self.merged()["ingests"]
         return counts
 
     # ---- aggregation -------------------------------------------------------------------------
@@ -104,8 +137,13 @@ class Controller:
             "systems": list(settings.systems),
             "top_k": list(settings.top_k),
             "answerer": state.answerer.label if state.answerer else settings.answerer,
-            "judge": None,
-            "prompt_sha256": {},
+            "judge": list(settings.judges) or None,
+            "judge_style": settings.judge_style,
+            "judge_runs": settings.judge_runs if settings.judges else None,
+            "rejudge": settings.rejudge,
+            "prompt_sha256": (
+                state.llm.prompt_hashes(list(state.benchmarks)) if state.llm is not None else {}
+            ),
             "pass_threshold": {b: state.threshold(b) for b in state.benchmarks},
             "pass_metric": {b: state.benchmarks[b].pass_metric for b in state.benchmarks},
             "limit": settings.limit,
@@ -142,6 +180,17 @@ class Controller:
         summary = Summary(runs=runs, provenance=self.provenance())
         summary.extra["collect_seconds"] = round(self.state.collect_seconds, 4)
         summary.extra["load_seconds"] = {k: round(v, 4) for k, v in self.state.load_seconds.items()}
+        merged = self.merged()
+        if self.state.llm is not None:
+            summary.extra["tokens"] = merged["tokens"]
+            summary.extra["llm_cache"] = merged["cache"]
+            summary.extra["judge_warnings"] = merged["judge_warnings"]
+            summary.extra["judge_unscored"] = merged["judge_unscored"]
+            keys = [spec.key for spec in self.state.llm.judges]
+            if len(keys) > 1:
+                summary.extra["judge_agreement"] = judge_agreement(
+                    [r.scores for r in self.results.values()], keys
+                )
         return summary
 
     @pytest.hookimpl(trylast=True)
@@ -177,6 +226,35 @@ class Controller:
             for b, bench in state.benchmarks.items()
         )
         ingests = ", ".join(f"{k} {v}" for k, v in sorted(self.ingest_counts().items()))
+        llm_line = []
+        extra = self.summary.extra if self.summary is not None else {}
+        if s.judges:
+            llm_line.append(
+                f"  judges: {', '.join(s.judges)} (style {s.judge_style or 'per benchmark'}); "
+                f"unscored {extra.get('judge_unscored', 0)}, warnings "
+                f"{extra.get('judge_warnings', 0)}"
+            )
+        if "llm_cache" in extra:
+            cache = extra["llm_cache"]
+            tokens = extra.get("tokens", {})
+            per_role = []
+            for role, models in sorted(tokens.items()):
+                tin = sum(int(m.get("input_tokens", 0)) for m in models.values())
+                tout = sum(int(m.get("output_tokens", 0)) for m in models.values())
+                calls = sum(int(m.get("calls", 0)) for m in models.values())
+                per_role.append(f"{role} {calls} calls {tin} in / {tout} out tokens")
+            llm_line.append(
+                f"  llm cache: {cache.get('hits', 0)} hits, {cache.get('misses', 0)} misses; "
+                + ("; ".join(per_role) or "no calls")
+            )
+        if "judge_agreement" in extra:
+            llm_line.append(
+                "  judge agreement (Cohen's kappa): "
+                + ", ".join(
+                    f"{k} = {'-' if v is None else f'{v:.3f}'}"
+                    for k, v in extra["judge_agreement"].items()
+                )
+            )
         lines = [
             "configuration: " + "; ".join(parts),
             f"  systems: {', '.join(s.systems)}; top-k: {', '.join(map(str, s.top_k))}; "
@@ -184,6 +262,7 @@ class Controller:
             f"  pass rule: {rules}{'; strict' if s.strict else ''}"
             + (f"; selection: {', '.join(selection)}" if selection else ""),
             f"  ingests: {ingests or 'none'}; collection {state.collect_seconds:.2f}s",
+            *llm_line,
         ]
         return lines
 

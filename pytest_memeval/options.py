@@ -101,6 +101,57 @@ OPTIONS: tuple[_Opt, ...] = (
         metavar="N",
     ),
     _Opt(
+        "memeval-judge",
+        "LLM judge(s) PROVIDER:MODEL (openai, anthropic, openai-compatible), "
+        "comma list; the first one decides CORRECT/WRONG",
+        metavar="P:M[,P:M]",
+    ),
+    _Opt(
+        "memeval-judge-style",
+        "judge style: mem0, graded, longmemeval, beam-nugget, usermem (default per benchmark)",
+        metavar="STYLE",
+    ),
+    _Opt("memeval-judge-runs", "runs of the graded judge (default 10)", default="10", metavar="N"),
+    _Opt(
+        "memeval-judge-prompt",
+        "judge prompt template file (or folder for longmemeval)",
+        metavar="PATH",
+    ),
+    _Opt(
+        "memeval-answer-prompt", "answer prompt template file for an LLM answerer", metavar="PATH"
+    ),
+    _Opt(
+        "memeval-base-url",
+        "base URL for openai-compatible endpoints (vLLM, Ollama, ...)",
+        metavar="URL",
+    ),
+    _Opt(
+        "memeval-api-key-env",
+        "environment variable holding the openai-compatible key (default OPENROUTER_API_KEY)",
+        metavar="NAME",
+    ),
+    _Opt(
+        "memeval-llm-concurrency",
+        "LLM calls in flight per process, answerer and judges "
+        "together (default 8; -n N multiplies it)",
+        default="8",
+        metavar="N",
+    ),
+    _Opt("memeval-llm-timeout", "seconds per LLM request (default 60)", default="60", metavar="S"),
+    _Opt(
+        "memeval-llm-retries",
+        "retries of 429/5xx/timeouts per LLM call (default 6)",
+        default="6",
+        metavar="N",
+    ),
+    _Opt("memeval-no-cache", "do not read or write the LLM cache", flag=True),
+    _Opt(
+        "memeval-rejudge",
+        "re-score stored predictions of an earlier run without calling "
+        "the memory system or the answerer",
+        flag=True,
+    ),
+    _Opt(
         "memeval-baselines",
         "published baselines to show next to the run (names from "
         "pytest_memeval.baselines, 'all', or 'none'; default: a representative few)",
@@ -127,6 +178,18 @@ class Settings:
     strict: bool
     show_wrong: int
     baselines: tuple[str, ...] | None
+    judges: tuple[str, ...] = ()
+    judge_style: str | None = None
+    judge_runs: int = 10
+    judge_prompt: str | None = None
+    answer_prompt: str | None = None
+    base_url: str | None = None
+    api_key_env: str | None = None
+    llm_concurrency: int = 8
+    llm_timeout: float = 60.0
+    llm_retries: int = 6
+    no_cache: bool = False
+    rejudge: bool = False
     explicit_paths: bool = False
     raw: dict[str, Any] = field(default_factory=dict)
 
@@ -254,12 +317,39 @@ def read_settings(config: pytest.Config) -> Settings:
     baselines_raw = val("memeval_baselines")
     baselines = _csv(baselines_raw) if baselines_raw is not None else None
 
-    strict_value = val("memeval_strict")
-    strict = (
-        bool(strict_value)
-        if not isinstance(strict_value, str)
-        else strict_value.lower() in ("1", "true", "yes", "on")
-    )
+    def flag(dest: str) -> bool:
+        value = val(dest)
+        if isinstance(value, str):
+            return value.strip().lower() in ("1", "true", "yes", "on")
+        return bool(value)
+
+    strict = flag("memeval_strict")
+    styles = ("mem0", "graded", "longmemeval", "beam-nugget", "usermem")
+    style = val("memeval_judge_style")
+    if style is not None and str(style) not in styles:
+        raise pytest.UsageError(
+            f"{src('memeval_judge_style')}={style!r}: expected one of {', '.join(styles)}"
+        )
+    judges = _csv(val("memeval_judge"))
+    answerer = str(val("memeval_answerer"))
+    specs = [(j, src("memeval_judge")) for j in judges]
+    if answerer != "extractive":
+        specs.append((answerer, src("memeval_answerer")))
+    for spec, origin in specs:
+        provider, _, model = spec.partition(":")
+        if provider not in ("openai", "anthropic", "openai-compatible") or not model:
+            raise pytest.UsageError(
+                f"{origin}={spec!r}: expected PROVIDER:MODEL with PROVIDER openai, anthropic or "
+                "openai-compatible, e.g. openai:gpt-4o-mini (or --memeval-answerer=extractive)"
+            )
+    try:
+        timeout = float(val("memeval_llm_timeout"))
+    except ValueError:
+        timeout = -1.0
+    if timeout <= 0:
+        raise pytest.UsageError(
+            f"{src('memeval_llm_timeout')}={val('memeval_llm_timeout')!r}: expected seconds > 0"
+        )
     explicit = config.args_source == pytest.Config.ArgsSource.ARGS
 
     return Settings(
@@ -271,7 +361,7 @@ def read_settings(config: pytest.Config) -> Settings:
         sample=_int(sample, src("memeval_sample"), minimum=1) if sample is not None else None,
         seed=_int(val("memeval_seed"), src("memeval_seed"), minimum=0),
         metrics=metrics,
-        answerer=str(val("memeval_answerer")),
+        answerer=answerer,
         top_k=top_k,
         pass_threshold=threshold,
         cache_dir=cache_dir,
@@ -279,6 +369,20 @@ def read_settings(config: pytest.Config) -> Settings:
         strict=strict,
         show_wrong=_int(val("memeval_show_wrong"), src("memeval_show_wrong"), minimum=0),
         baselines=baselines,
+        judges=judges,
+        judge_style=str(style) if style else None,
+        judge_runs=_int(val("memeval_judge_runs"), src("memeval_judge_runs"), minimum=1),
+        judge_prompt=str(val("memeval_judge_prompt")) if val("memeval_judge_prompt") else None,
+        answer_prompt=str(val("memeval_answer_prompt")) if val("memeval_answer_prompt") else None,
+        base_url=str(val("memeval_base_url")) if val("memeval_base_url") else None,
+        api_key_env=str(val("memeval_api_key_env")) if val("memeval_api_key_env") else None,
+        llm_concurrency=_int(
+            val("memeval_llm_concurrency"), src("memeval_llm_concurrency"), minimum=1
+        ),
+        llm_timeout=timeout,
+        llm_retries=_int(val("memeval_llm_retries"), src("memeval_llm_retries"), minimum=0),
+        no_cache=flag("memeval_no_cache"),
+        rejudge=flag("memeval_rejudge"),
         explicit_paths=explicit,
         raw={k: v[0] for k, v in raw.items()},
     )

@@ -23,7 +23,7 @@ from .collect import (
     result_skeleton,
     score_prediction,
 )
-from .controller import PROPERTY_NAME, Controller
+from .controller import PROPERTY_NAME, Controller, worker_output
 from .errors import MSG_UNKNOWN_SYSTEM, MemevalError
 from .options import addoptions, read_settings
 from .pipeline import clean_scores, decide_status, select_questions
@@ -89,6 +89,15 @@ def pytest_configure(config: pytest.Config) -> None:
             config.addinivalue_line(
                 "markers", f"{cat.name}: {name} category {cat.id} ({cat.shared})"
             )
+    llm_settings = _llm_settings(settings)
+    if llm_settings.uses_llm:
+        from .errors import JudgeError
+        from .llm import redact
+
+        try:
+            llm_settings.check()
+        except JudgeError as exc:
+            raise pytest.UsageError(redact(str(exc))) from None
     if config.pluginmanager.hasplugin("xdist"):
         from .xdist_hooks import XdistHooks
 
@@ -116,18 +125,49 @@ def _load(config: pytest.Config, state: RunState) -> None:
         state.selected[name] = select_questions(
             dataset.questions, limit=settings.limit, sample=settings.sample, seed=settings.seed
         )
+    if state.store is None:
+        from .judging import PredictionStore
+
+        state.store = PredictionStore(settings.cache_dir / "predictions")
+    llm_settings = _llm_settings(settings)
+    if llm_settings.uses_llm and state.llm is None:
+        from .errors import JudgeError
+        from .judging import LLMRuntime
+        from .llm import redact
+
+        try:
+            state.llm = LLMRuntime(llm_settings)
+        except JudgeError as exc:
+            raise pytest.UsageError(redact(str(exc))) from None
     if state.answerer is None:
-        state.answerer = _make_answerer(settings.answerer)
+        if settings.answerer == "extractive":
+            from .answering import ExtractiveAnswerer
+
+            state.answerer = ExtractiveAnswerer()
+        else:
+            from .judging import LLMAnswererAdapter
+
+            assert state.llm is not None
+            state.answerer = LLMAnswererAdapter(state.llm)
 
 
-def _make_answerer(spec: str) -> Any:
-    from .answering import ExtractiveAnswerer
+def _llm_settings(settings: Any) -> Any:
+    from .judging import LLMSettings
 
-    if spec == "extractive":
-        return ExtractiveAnswerer()
-    raise pytest.UsageError(
-        f"--memeval-answerer={spec!r}: LLM answerers are not available in this build; "
-        "use --memeval-answerer=extractive"
+    return LLMSettings(
+        answerer=settings.answerer,
+        judges=settings.judges,
+        judge_style=settings.judge_style,
+        judge_runs=settings.judge_runs,
+        base_url=settings.base_url,
+        api_key_env=settings.api_key_env,
+        concurrency=settings.llm_concurrency,
+        timeout=settings.llm_timeout,
+        max_retries=settings.llm_retries,
+        no_cache=settings.no_cache,
+        cache_dir=settings.cache_dir,
+        answer_prompt=settings.answer_prompt,
+        judge_prompt=settings.judge_prompt,
     )
 
 
@@ -402,5 +442,5 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     if state is None:
         return
     if hasattr(config, "workerinput"):
-        config.workeroutput[PROPERTY_NAME] = {"ingests": dict(state.pool.ingests)}  # type: ignore[attr-defined]
+        config.workeroutput[PROPERTY_NAME] = worker_output(state)  # type: ignore[attr-defined]
     state.pool.clear()
