@@ -94,13 +94,14 @@ def test_bootstrap_ci_binary_values_brackets_share() -> None:
 
 
 def test_bootstrap_ci_fast_for_2000_values() -> None:
+    # CPU time, best of five: wall time on a loaded CI machine (or under xdist) says little
     values = list(np.random.default_rng(1).random(2000))
     timings = []
     for _ in range(5):
-        start = time.perf_counter()
+        start = time.process_time()
         bootstrap_ci(values, resamples=2000)
-        timings.append(time.perf_counter() - start)
-    assert min(timings) < 0.05, f"bootstrap_ci took {min(timings) * 1000:.1f} ms at best"
+        timings.append(time.process_time() - start)
+    assert min(timings) < 0.05, f"bootstrap_ci took {min(timings) * 1000:.1f} ms CPU at best"
 
 
 def test_bootstrap_ci_rejects_bad_confidence() -> None:
