@@ -1,0 +1,211 @@
+"""LLM answerer and judges through the plugin, against the loopback server with the real SDKs."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from conftest import question_scores, read_json
+from llm_server import ANTHROPIC_PATH, OPENAI_PATH, LLMServer
+
+pytestmark = pytest.mark.usefixtures("memeval_env")
+
+CANARY = "sk-canary-7f3a9c1e5b2d4680"
+
+
+def judge_reply(messages: list[dict[str, str]], model: str, params: dict[str, Any]) -> str:
+    text = "\n".join(m["content"] for m in messages)
+    if "ANSWER:" in text or "short answer" in text.lower():
+        return "The memories say so.\nANSWER: beagle"
+    verdict = "CORRECT" if "beagle" in text.lower() or "2024" in text else "WRONG"
+    return json.dumps({"reasoning": "compared with the gold answer", "label": verdict})
+
+
+@pytest.fixture
+def server(monkeypatch: pytest.MonkeyPatch) -> Iterator[LLMServer]:
+    with LLMServer(reply=judge_reply) as srv:
+        for key, value in srv.env(CANARY).items():
+            monkeypatch.setenv(key, value)
+        yield srv
+
+
+def _run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
+    return pytester.runpytest(
+        "--memeval=demo", f"--memeval-cache-dir={pytester.path / 'cache'}", *args
+    )
+
+
+def test_mem0_judge_cache_and_warm_rerun(
+    pytester: pytest.Pytester, server: LLMServer, run_mode: list[str]
+) -> None:
+    out = pytester.path / "r.json"
+    args = ["--memsys=bm25", "--memeval-judge=openai:gpt-4o-mini", f"--memeval-json={out}"]
+    result = _run(pytester, *args, *run_mode)
+    assert result.ret == 0, result.stdout.str()
+    cold = read_json(out)
+    # 13 judged questions: LoCoMo category 5 is not judged under the Mem0 protocol
+    assert server.count(OPENAI_PATH) == 13
+    questions = cold["runs"][0]["questions"]
+    for q in questions:
+        if q["category"] == "adversarial":
+            assert "judge" not in q["scores"]
+        else:
+            assert q["scores"]["judge"] in (0.0, 1.0)
+            assert q["status"] == ("CORRECT" if q["scores"]["judge"] == 1.0 else "WRONG")
+            assert q["details"]["judge"]["raw"]
+    assert cold["provenance"]["judge"] == ["openai:gpt-4o-mini"]
+    assert cold["provenance"]["prompt_sha256"]
+    assert cold["extra"]["tokens"]["judge"]
+    result.stdout.fnmatch_lines(["*judges: openai:gpt-4o-mini*", "*llm cache: 0 hits, 13 misses*"])
+
+    warm = _run(pytester, *args, *run_mode)
+    assert warm.ret == 0
+    assert server.count(OPENAI_PATH) == 13  # zero new HTTP requests
+    assert question_scores(read_json(out)) == question_scores(cold)
+    warm.stdout.fnmatch_lines(["*llm cache: 13 hits, 0 misses*"])
+
+
+def test_canary_key_never_leaks(pytester: pytest.Pytester, server: LLMServer) -> None:
+    out = pytester.path / "r.json"
+    junit = pytester.path / "junit.xml"
+    result = _run(
+        pytester,
+        "--memsys=bm25",
+        "--memeval-judge=openai:gpt-4o-mini",
+        "--memeval-answerer=openai:gpt-4o-mini",
+        f"--memeval-json={out}",
+        f"--junitxml={junit}",
+        "-n",
+        "2",
+    )
+    assert result.ret == 0, result.stdout.str()
+    assert any(r.api_key == CANARY for r in server.requests)  # it did reach the server
+    texts = [result.stdout.str(), result.stderr.str(), out.read_text(), junit.read_text()]
+    for path in (pytester.path / "cache").rglob("*"):
+        if path.is_file():
+            texts.append(path.read_bytes().decode("latin-1"))
+    assert all(CANARY not in t for t in texts)
+
+
+def test_llm_answerer_prediction(pytester: pytest.Pytester, server: LLMServer) -> None:
+    out = pytester.path / "r.json"
+    result = _run(
+        pytester,
+        "--memsys=bm25",
+        "--memeval-answerer=openai:gpt-4o-mini",
+        "-k",
+        "demo-1-q1",
+        f"--memeval-json={out}",
+    )
+    assert result.ret == 0, result.stdout.str()
+    (q,) = read_json(out)["runs"][0]["questions"]
+    assert q["prediction"] == "beagle"
+    assert q["scores"]["f1"] == 1.0
+    body = server.requests[-1].body
+    assert "beagle" in json.dumps(body)  # memories went into the prompt
+
+
+def test_garbage_replies_are_unscored(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with LLMServer(reply=lambda m, model, p: "I refuse to answer in JSON") as srv:
+        for key, value in srv.env(CANARY).items():
+            monkeypatch.setenv(key, value)
+        out = pytester.path / "r.json"
+        result = _run(
+            pytester, "--memsys=bm25", "--memeval-judge=openai:gpt-4o-mini", f"--memeval-json={out}"
+        )
+    assert result.ret == 0, result.stdout.str()
+    report = read_json(out)
+    overall = report["runs"][0]["summary"]["overall_all"]
+    assert overall["statuses"]["UNSCORED"] == 13
+    assert overall["statuses"]["CORRECT"] + overall["statuses"]["WRONG"] == 2  # category 5
+    assert report["extra"]["judge_unscored"] == 13
+    unscored = [q for q in report["runs"][0]["questions"] if q["status"] == "UNSCORED"]
+    assert all(q["details"]["judge"]["raw"] == ["I refuse to answer in JSON"] for q in unscored)
+    result.stdout.fnmatch_lines(["*13 unscored*"])
+
+
+def test_two_judges_and_agreement(pytester: pytest.Pytester, server: LLMServer) -> None:
+    out = pytester.path / "r.json"
+    result = _run(
+        pytester,
+        "--memsys=bm25",
+        "--memeval-judge=openai:gpt-4o-mini,anthropic:claude-sonnet-4-6",
+        f"--memeval-json={out}",
+    )
+    assert result.ret == 0, result.stdout.str()
+    assert server.count(OPENAI_PATH) == 13 and server.count(ANTHROPIC_PATH) == 13
+    report = read_json(out)
+    q = next(q for q in report["runs"][0]["questions"] if q["category"] != "adversarial")
+    assert "judge" in q["scores"] and "judge@anthropic:claude-sonnet-4-6" in q["scores"]
+    (kappa,) = report["extra"]["judge_agreement"].values()
+    assert kappa == 1.0  # the loopback judge answers identically on both APIs
+    result.stdout.fnmatch_lines(["*judge agreement (Cohen's kappa)*1.000*"])
+
+
+def test_missing_key_is_usage_error(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    result = _run(pytester, "--memsys=bm25", "--memeval-judge=openai:gpt-4o-mini")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*OPENAI_API_KEY*"])
+    bad = _run(pytester, "--memsys=bm25", "--memeval-judge=gpt-4o")
+    assert bad.ret == pytest.ExitCode.USAGE_ERROR
+    bad.stderr.fnmatch_lines(["*PROVIDER:MODEL*openai:gpt-4o-mini*"])
+
+
+def test_rejudge_uses_stored_predictions(pytester: pytest.Pytester, server: LLMServer) -> None:
+    pytester.makeconftest("""
+import os, pytest
+from pytest_memeval.systems.builtin import BM25System
+
+class Guarded(BM25System):
+    def ingest(self, conversation):
+        if os.environ.get("MEMEVAL_FORBID_INGEST"):
+            raise RuntimeError("the memory system must not run during a rejudge")
+        super().ingest(conversation)
+
+@pytest.fixture(scope="session")
+def guarded():
+    return Guarded()
+""")
+    first = pytester.path / "first.json"
+    result = _run(pytester, "--memsys=guarded", f"--memeval-json={first}")
+    assert result.ret == 0, result.stdout.str()
+    assert server.count() == 0
+    import os
+
+    os.environ["MEMEVAL_FORBID_INGEST"] = "1"
+    try:
+        second = pytester.path / "second.json"
+        result = _run(
+            pytester,
+            "--memsys=guarded",
+            "--memeval-rejudge",
+            "-n",
+            "2",
+            "--memeval-judge=openai:gpt-4o-mini",
+            f"--memeval-json={second}",
+        )
+    finally:
+        del os.environ["MEMEVAL_FORBID_INGEST"]
+    assert result.ret == 0, result.stdout.str()
+    a = {q["id"]: q["prediction"] for q in read_json(first)["runs"][0]["questions"]}
+    rejudged = read_json(second)["runs"][0]["questions"]
+    assert {q["id"]: q["prediction"] for q in rejudged} == a
+    assert server.count(OPENAI_PATH) == 13
+    assert all("judge" in q["scores"] for q in rejudged if q["category"] != "adversarial")
+
+
+def test_rejudge_without_stored_predictions_errors(pytester: pytest.Pytester) -> None:
+    result = _run(pytester, "--memsys=bm25", "--memeval-rejudge", "-k", "demo-1-q1")
+    assert _outcomes_errors(result) == 1
+    result.stdout.fnmatch_lines(["*no stored prediction for demo / bm25 / demo-1-q1*"])
+
+
+def _outcomes_errors(result: pytest.RunResult) -> int:
+    return int(result.parseoutcomes().get("errors", 0))
