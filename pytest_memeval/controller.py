@@ -8,6 +8,8 @@ controller through ``pytest_runtest_logreport``, so the numbers are the same wit
 from __future__ import annotations
 
 import datetime as _dt
+import json
+import os
 import platform
 import subprocess
 import time
@@ -21,11 +23,15 @@ from .aggregate import CategoryMeta, aggregate_run, group_runs, metric_union
 from .baselines import Baseline, baselines_for
 from .benchmarks import get_benchmark
 from .collect import STATE_KEY, RunState
+from .errors import MemevalError
+from .gates import check_gates
 from .judging import judge_agreement
 from .records import QuestionResult
+from .regression import compare, load_baseline, save_baseline
 from .report.json_report import write_json
 from .report.model import Summary
 from .report.terminal import render_summary, render_wrong
+from .stats import add_confidence_intervals, add_pooled_judge_std
 
 __all__ = ["PROPERTY_NAME", "Controller"]
 
@@ -82,6 +88,22 @@ def merge_outputs(outputs: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
+def _write_text(path: Path, text: str) -> None:
+    """Write atomically (a report is never left half-written)."""
+    import tempfile
+
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
 class Controller:
     def __init__(self, config: pytest.Config) -> None:
         self.config = config
@@ -91,13 +113,21 @@ class Controller:
         self.started = time.time()
 
     # ---- gathering ---------------------------------------------------------------------------
-    @pytest.hookimpl
+    @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        if report.when not in ("setup", "call"):
-            return
+        """Take the result out of the report and leave flat ``memeval.<metric>`` properties in its
+        place (what --junitxml writes as <property> elements and pytest-html shows)."""
+        props: list[tuple[str, object]] = []
         for name, value in report.user_properties:
             if name == PROPERTY_NAME and isinstance(value, dict):
-                self.results[report.nodeid] = QuestionResult.from_dict(value)
+                if report.when in ("setup", "call"):
+                    self.results[report.nodeid] = QuestionResult.from_dict(value)
+                props.append(("memeval.status", str(value.get("status"))))
+                for metric, score in (value.get("scores") or {}).items():
+                    props.append((f"memeval.{metric}", score))
+            else:
+                props.append((name, value))
+        report.user_properties = props
 
     def add_worker_output(self, data: dict[str, Any]) -> None:
         self.worker_outputs.append(data)
@@ -174,7 +204,10 @@ class Controller:
             if self.state.settings.metrics:
                 metrics = [m for m in self.state.settings.metrics]
             metrics = metric_union(results, metrics)
-            runs.append(aggregate_run(bench_name, system, flow, results, metas, metrics, round3))
+            run = aggregate_run(bench_name, system, flow, results, metas, metrics, round3)
+            add_confidence_intervals(run, metrics, seed=self.state.settings.seed, round3=round3)
+            add_pooled_judge_std(run)
+            runs.append(run)
         order = {name: i for i, name in enumerate(self.state.settings.benchmarks)}
         runs.sort(key=lambda r: (order.get(r.benchmark, 99), r.flow != "", r.flow))
         summary = Summary(runs=runs, provenance=self.provenance())
@@ -193,16 +226,81 @@ class Controller:
                 )
         return summary
 
+    def baselines(self, summary: Summary) -> dict[str, list[Baseline]]:
+        chosen: dict[str, list[Baseline]] = {}
+        for run in summary.runs:
+            if run.benchmark not in chosen:
+                chosen[run.benchmark] = baselines_for(
+                    run.benchmark, self.state.settings.baselines, None
+                )
+        return chosen
+
     @pytest.hookimpl(trylast=True)
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         if not self.results:
             return
+        settings = self.state.settings
         summary = self.build_summary()
+        failed = False
+        if settings.gates:
+            gate_results = check_gates(list(settings.gates), summary)
+            summary.extra["gates"] = [
+                {"gate": g.gate.text, "passed": g.passed, "actual": g.actual, "message": g.message}
+                for g in gate_results
+            ]
+            failed |= any(not g.passed for g in gate_results)
+        if settings.baseline is not None:
+            try:
+                base = load_baseline(settings.baseline)
+            except MemevalError as exc:
+                summary.extra["regression_error"] = str(exc)
+                failed = True
+            else:
+                comparisons = []
+                for metric, points in settings.max_drops or (("correct", 0.0),):
+                    for c in compare(
+                        summary, base, metric, points, settings.alpha, seed=settings.seed
+                    ):
+                        comparisons.append(c)
+                summary.extra["regression"] = [
+                    {
+                        "label": c.label,
+                        "metric": c.metric,
+                        "failed": c.failed,
+                        "message": c.message,
+                        "details": list(c.details),
+                        "delta": c.delta,
+                        "ci": list(c.ci) if c.ci else None,
+                        "p_value": c.p_value,
+                    }
+                    for c in comparisons
+                ]
+                if settings.max_drops:
+                    failed |= any(c.failed for c in comparisons)
         self.config.hook.pytest_memeval_modify_summary(config=self.config, summary=summary)
         self.summary = summary
-        path = self.state.settings.json_path
-        if path is not None:
-            write_json(summary, path)
+        if settings.json_path is not None:
+            write_json(summary, settings.json_path)
+        if settings.save_baseline is not None:
+            _write_text(settings.save_baseline, json.dumps(save_baseline(summary), indent=1))
+        baselines = self.baselines(summary)
+        if settings.html_path is not None:
+            from .report.html import render_html
+
+            _write_text(settings.html_path, render_html(summary, baselines))
+        markdown = None
+        if settings.markdown_path is not None or os.environ.get("GITHUB_STEP_SUMMARY"):
+            from .report.markdown import render_markdown
+
+            markdown = render_markdown(summary, baselines)
+        if settings.markdown_path is not None and markdown is not None:
+            _write_text(settings.markdown_path, markdown)
+        step_summary = os.environ.get("GITHUB_STEP_SUMMARY")
+        if step_summary and markdown is not None:
+            with open(step_summary, "a", encoding="utf-8") as fh:
+                fh.write(markdown + "\n")
+        if failed and session.exitstatus == pytest.ExitCode.OK:
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
     # ---- terminal ----------------------------------------------------------------------------
     def _config_lines(self) -> list[str]:
@@ -288,5 +386,22 @@ class Controller:
             tr.write_sep("-", "WRONG answers")
             for line in wrong:
                 tr.write_line(line)
-        if settings.json_path is not None:
-            tr.write_line(f"memeval: JSON report written to {settings.json_path}")
+        for reg in summary.extra.get("regression", []):
+            tr.write_line(
+                ("memeval regression FAILED: " if reg["failed"] else "memeval: ") + reg["message"]
+            )
+            for line in reg["details"]:
+                tr.write_line("    " + line)
+        if "regression_error" in summary.extra:
+            tr.write_line(f"memeval regression FAILED: {summary.extra['regression_error']}")
+        for gate in summary.extra.get("gates", []):
+            if not gate["passed"]:
+                tr.write_line(gate["message"], red=True)
+        for label, path in (
+            ("JSON report", settings.json_path),
+            ("HTML report", settings.html_path),
+            ("Markdown summary", settings.markdown_path),
+            ("baseline", settings.save_baseline),
+        ):
+            if path is not None:
+                tr.write_line(f"memeval: {label} written to {path}")

@@ -24,6 +24,7 @@ class _Opt:
     default: str | None = None
     flag: bool = False
     metavar: str | None = None
+    multiple: bool = False
 
     @property
     def dest(self) -> str:
@@ -151,6 +152,40 @@ OPTIONS: tuple[_Opt, ...] = (
         "the memory system or the answerer",
         flag=True,
     ),
+    _Opt("memeval-html", "write a self-contained HTML report to PATH", metavar="PATH"),
+    _Opt(
+        "memeval-markdown",
+        "write the Markdown summary to PATH (also appended to $GITHUB_STEP_SUMMARY when set)",
+        metavar="PATH",
+    ),
+    _Opt(
+        "memeval-fail-under",
+        "gate, repeatable: BENCH.CATEGORY.METRIC>=VALUE (overall as "
+        "category; <= for latency), e.g. locomo.temporal.f1>=0.4",
+        metavar="EXPR",
+        multiple=True,
+    ),
+    _Opt(
+        "memeval-save-baseline",
+        "save per-question outcomes and the summary to PATH",
+        metavar="PATH",
+    ),
+    _Opt(
+        "memeval-baseline", "compare with a saved baseline (see --memeval-max-drop)", metavar="PATH"
+    ),
+    _Opt(
+        "memeval-max-drop",
+        "regression gate, repeatable: METRIC:POINTS (fails when the metric "
+        "drops by more than POINTS and the drop is significant)",
+        metavar="M:P",
+        multiple=True,
+    ),
+    _Opt(
+        "memeval-alpha",
+        "significance level of the regression test (default 0.05)",
+        default="0.05",
+        metavar="A",
+    ),
     _Opt(
         "memeval-baselines",
         "published baselines to show next to the run (names from "
@@ -190,6 +225,13 @@ class Settings:
     llm_retries: int = 6
     no_cache: bool = False
     rejudge: bool = False
+    html_path: Path | None = None
+    markdown_path: Path | None = None
+    gates: tuple[Any, ...] = ()
+    save_baseline: Path | None = None
+    baseline: Path | None = None
+    max_drops: tuple[tuple[str, float], ...] = ()
+    alpha: float = 0.05
     explicit_paths: bool = False
     raw: dict[str, Any] = field(default_factory=dict)
 
@@ -212,6 +254,16 @@ def addoptions(parser: pytest.Parser) -> None:
                 f"--{opt.name}", action="store_true", default=None, dest=opt.dest, help=opt.help
             )
             parser.addini(_ini_name(opt), opt.help, type="bool", default=False)
+        elif opt.multiple:
+            group.addoption(
+                f"--{opt.name}",
+                action="append",
+                default=None,
+                dest=opt.dest,
+                metavar=opt.metavar,
+                help=opt.help,
+            )
+            parser.addini(_ini_name(opt), opt.help, type="linelist", default=[])
         else:
             group.addoption(
                 f"--{opt.name}",
@@ -350,6 +402,43 @@ def read_settings(config: pytest.Config) -> Settings:
         raise pytest.UsageError(
             f"{src('memeval_llm_timeout')}={val('memeval_llm_timeout')!r}: expected seconds > 0"
         )
+    from .errors import MemevalError
+    from .gates import parse_gate
+    from .regression import parse_max_drop
+
+    def many(dest: str) -> list[str]:
+        value = val(dest)
+        if value is None:
+            return []
+        return [str(v) for v in (value if isinstance(value, list) else [value])]
+
+    gates = []
+    for expr in many("memeval_fail_under"):
+        try:
+            gates.append(parse_gate(expr))
+        except MemevalError as exc:
+            raise pytest.UsageError(f"{src('memeval_fail_under')}: {exc}") from None
+    max_drops = []
+    for expr in many("memeval_max_drop"):
+        try:
+            max_drops.append(parse_max_drop(expr))
+        except MemevalError as exc:
+            raise pytest.UsageError(f"{src('memeval_max_drop')}: {exc}") from None
+    if max_drops and not val("memeval_baseline"):
+        raise pytest.UsageError("--memeval-max-drop needs --memeval-baseline=PATH to compare with")
+    try:
+        alpha = float(val("memeval_alpha"))
+    except ValueError:
+        alpha = -1.0
+    if not 0.0 < alpha < 1.0:
+        raise pytest.UsageError(
+            f"{src('memeval_alpha')}={val('memeval_alpha')!r}: expected a number in (0, 1)"
+        )
+
+    def path(dest: str) -> Path | None:
+        value = val(dest)
+        return Path(str(value)).expanduser() if value else None
+
     explicit = config.args_source == pytest.Config.ArgsSource.ARGS
 
     return Settings(
@@ -383,6 +472,13 @@ def read_settings(config: pytest.Config) -> Settings:
         llm_retries=_int(val("memeval_llm_retries"), src("memeval_llm_retries"), minimum=0),
         no_cache=flag("memeval_no_cache"),
         rejudge=flag("memeval_rejudge"),
+        html_path=path("memeval_html"),
+        markdown_path=path("memeval_markdown"),
+        gates=tuple(gates),
+        save_baseline=path("memeval_save_baseline"),
+        baseline=path("memeval_baseline"),
+        max_drops=tuple(max_drops),
+        alpha=alpha,
         explicit_paths=explicit,
         raw={k: v[0] for k, v in raw.items()},
     )

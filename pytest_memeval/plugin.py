@@ -429,10 +429,14 @@ def pytest_report_teststatus(
     if report.when != "call" or not report.passed:
         return None
     for name, value in report.user_properties:
+        status = None
         if name == PROPERTY_NAME and isinstance(value, dict):
-            words = _STATUS_WORDS.get(str(value.get("status")))
-            if words is not None:
-                return words
+            status = value.get("status")
+        elif name == "memeval.status":
+            status = value
+        words = _STATUS_WORDS.get(str(status)) if status is not None else None
+        if words is not None:
+            return words
     return None
 
 

@@ -1,0 +1,109 @@
+"""Reports, gates and regression through the plugin (pytester, several run modes)."""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+
+import pytest
+from conftest import read_json
+
+pytestmark = pytest.mark.usefixtures("memeval_env")
+
+HOSTILE = "<script>document.title='pwned'</script><img src=x onerror=alert(1)>"
+
+
+def test_gates_decide_exit_status(pytester: pytest.Pytester, run_mode: list[str]) -> None:
+    ok = pytester.runpytest(
+        "--memeval=demo",
+        "--memsys=full-context",
+        "--memeval-fail-under=demo.overall.f1>=0.05",
+        *run_mode,
+    )
+    assert ok.ret == 0, ok.stdout.str()
+    bad = pytester.runpytest(
+        "--memeval=demo",
+        "--memsys=full-context",
+        "--memeval-fail-under=demo.overall.f1>=0.99",
+        "--memeval-fail-under=demo.temporal.f1>=0.0",
+        *run_mode,
+    )
+    assert bad.ret == pytest.ExitCode.TESTS_FAILED
+    bad.stdout.fnmatch_lines(["*gate failed*demo.overall.f1*0.99*"])
+    assert "INTERNALERROR" not in bad.stdout.str()
+
+
+def test_bad_gate_is_usage_error(pytester: pytest.Pytester) -> None:
+    result = pytester.runpytest(
+        "--memeval=demo", "--memsys=bm25", "--memeval-fail-under=demo.overall.f1=>0.5"
+    )
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert "--memeval-fail-under" in result.stderr.str()
+    assert ">=" in result.stderr.str()  # the grammar is shown
+
+
+def test_html_markdown_and_junit(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    replay = pytester.path / "replay.json"
+    replay.write_text('{"demo-1-q1": "%s", "demo-1-q2": "x"}' % HOSTILE.replace('"', '\\"'))
+    step = pytester.path / "step.md"
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(step))
+    html = pytester.path / "r.html"
+    md = pytester.path / "r.md"
+    junit = pytester.path / "j.xml"
+    result = pytester.runpytest(
+        "--memeval=demo",
+        f"--memsys=replay:{replay}",
+        "-k",
+        "demo-1-q1 or demo-1-q2",
+        f"--memeval-html={html}",
+        f"--memeval-markdown={md}",
+        f"--junitxml={junit}",
+        "-n",
+        "2",
+    )
+    assert result.ret == 0, result.stdout.str()
+    page = html.read_text()
+    assert "<script>document.title" not in page and "<img src=x" not in page
+    assert "http://" not in page.split("<script")[0]
+    text = md.read_text()
+    assert "| category" in text.lower() or "|category" in text.lower()
+    assert "<script>" not in text
+    assert step.read_text().strip() == text.strip()
+    tree = ET.parse(junit)
+    props = {
+        (tc.get("name"), p.get("name")): p.get("value")
+        for tc in tree.iter("testcase")
+        for p in tc.iter("property")
+    }
+    assert props[("demo-1-q2[replay:%s]" % replay, "memeval.status")] == "WRONG"
+    assert ("demo-1-q2[replay:%s]" % replay, "memeval.f1") in props
+    assert not any(name == "memeval" for _, name in props)
+
+
+def test_save_baseline_and_regression(pytester: pytest.Pytester, run_mode: list[str]) -> None:
+    base = pytester.path / "base.json"
+    result = pytester.runpytest(
+        "--memeval=demo", "--memsys=full-context", f"--memeval-save-baseline={base}", *run_mode
+    )
+    assert result.ret == 0, result.stdout.str()
+    assert read_json(base)["schema"].startswith("pytest-memeval-baseline")
+    same = pytester.runpytest(
+        "--memeval=demo",
+        "--memsys=full-context",
+        f"--memeval-baseline={base}",
+        "--memeval-max-drop=f1:2",
+        *run_mode,
+    )
+    assert same.ret == 0, same.stdout.str()
+    same.stdout.fnmatch_lines(["memeval: *"])
+
+
+def test_confidence_intervals_in_json(pytester: pytest.Pytester) -> None:
+    out = pytester.path / "r.json"
+    result = pytester.runpytest("--memeval=demo", "--memsys=bm25", f"--memeval-json={out}")
+    assert result.ret == 0
+    by_cat = read_json(out)["runs"][0]["summary"]["by_category"]
+    for row in by_cat.values():
+        lo, hi = row["ci"]["f1"]
+        assert lo <= row["f1"] <= hi
