@@ -238,7 +238,11 @@ class MemevalItem(pytest.Function):
         )
         assert state.answerer is not None
         prediction, latency = run_question(
-            ingested, self.question, k=self.system.k, answerer=state.answerer
+            ingested,
+            self.question,
+            k=self.system.k,
+            answerer=state.answerer,
+            timeout=state.settings.timeout,
         )
         result.latency = latency
         result.details["memories_returned"] = len(prediction.memories)

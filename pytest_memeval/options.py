@@ -94,6 +94,12 @@ OPTIONS: tuple[_Opt, ...] = (
         metavar="DIR",
     ),
     _Opt("memeval-json", "write the JSON report to PATH", metavar="PATH"),
+    _Opt(
+        "memeval-timeout",
+        "seconds a memory-system call (ingest, search, answer) may take "
+        "before its item errors (default: no limit)",
+        metavar="S",
+    ),
     _Opt("memeval-strict", "report WRONG answers as test failures", flag=True),
     _Opt(
         "memeval-show-wrong",
@@ -232,6 +238,7 @@ class Settings:
     baseline: Path | None = None
     max_drops: tuple[tuple[str, float], ...] = ()
     alpha: float = 0.05
+    timeout: float | None = None
     explicit_paths: bool = False
     raw: dict[str, Any] = field(default_factory=dict)
 
@@ -439,6 +446,18 @@ def read_settings(config: pytest.Config) -> Settings:
         value = val(dest)
         return Path(str(value)).expanduser() if value else None
 
+    item_timeout: float | None = None
+    if val("memeval_timeout") is not None:
+        try:
+            item_timeout = float(val("memeval_timeout"))
+        except ValueError:
+            item_timeout = -1.0
+        if item_timeout <= 0:
+            raise pytest.UsageError(
+                f"{src('memeval_timeout')}={val('memeval_timeout')!r}: expected seconds > 0, "
+                "e.g. --memeval-timeout=30"
+            )
+
     explicit = config.args_source == pytest.Config.ArgsSource.ARGS
 
     return Settings(
@@ -479,6 +498,7 @@ def read_settings(config: pytest.Config) -> Settings:
         baseline=path("memeval_baseline"),
         max_drops=tuple(max_drops),
         alpha=alpha,
+        timeout=item_timeout,
         explicit_paths=explicit,
         raw={k: v[0] for k, v in raw.items()},
     )

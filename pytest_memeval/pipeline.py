@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import random
+import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -37,6 +38,34 @@ __all__ = [
 Factory = Callable[[], object]
 
 
+class MemorySystemTimeout(AdapterError):
+    """A memory-system call ran past ``--memeval-timeout``."""
+
+
+def call_with_timeout(fn: Callable[[], Any], timeout: float | None, what: str) -> Any:
+    """Run ``fn``; with a timeout, in a daemon thread that is abandoned when it overruns (a Python
+    thread cannot be killed; the session never waits for it)."""
+    __tracebackhide__ = True
+    if timeout is None:
+        return fn()
+    box: dict[str, Any] = {}
+
+    def target() -> None:
+        try:
+            box["value"] = fn()
+        except BaseException as exc:  # handed to the caller's thread
+            box["error"] = exc
+
+    thread = threading.Thread(target=target, name=f"memeval-{what}", daemon=True)
+    thread.start()
+    thread.join(timeout)
+    if thread.is_alive():
+        raise MemorySystemTimeout(f"{what} did not return within --memeval-timeout={timeout:g}s")
+    if "error" in box:
+        raise box["error"]
+    return box.get("value")
+
+
 @dataclass
 class IngestedSystem:
     system: MemorySystem
@@ -55,6 +84,7 @@ class SystemPool:
 
     live: dict[tuple[str, str], IngestedSystem] = field(default_factory=dict)
     ingests: dict[str, int] = field(default_factory=dict)
+    timeout: float | None = None
     _last_instance: dict[str, object] = field(default_factory=dict)
 
     def get(
@@ -82,7 +112,11 @@ class SystemPool:
         self._last_instance[system] = obj
         conv = conversation() if callable(conversation) else conversation
         start = time.perf_counter()
-        instance.ingest(conv)
+        try:
+            call_with_timeout(lambda: instance.ingest(conv), self.timeout, f"{system}: ingest()")
+        except MemorySystemTimeout:
+            self._last_instance.pop(system, None)  # never reuse an instance stuck in ingest
+            raise
         elapsed = time.perf_counter() - start
         self.ingests[system] = self.ingests.get(system, 0) + 1
         ready = IngestedSystem(instance, conversation_id, elapsed)
@@ -104,6 +138,7 @@ def run_question(
     *,
     k: int,
     answerer: Answerer,
+    timeout: float | None = None,
 ) -> tuple[Prediction, dict[str, float]]:
     """Search (unless the system answers itself), answer, and time both stages."""
     __tracebackhide__ = True
@@ -113,7 +148,7 @@ def run_question(
     memories: tuple[Memory, ...] = ()
     if not callable(own_answer):
         start = time.perf_counter()
-        found = system.search(question, k)
+        found = call_with_timeout(lambda: system.search(question, k), timeout, "search()")
         latency["search"] = time.perf_counter() - start
         if isinstance(found, (str, bytes)) or not hasattr(found, "__iter__"):
             raise AdapterError(
@@ -126,7 +161,7 @@ def run_question(
         latency["answer"] = time.perf_counter() - start
         return prediction, latency
     start = time.perf_counter()
-    text = own_answer(question)
+    text = call_with_timeout(lambda: own_answer(question), timeout, "answer()")
     latency["answer"] = time.perf_counter() - start
     if not isinstance(text, str):
         raise AdapterError(

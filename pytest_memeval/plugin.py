@@ -73,6 +73,7 @@ class Builtins:
 def pytest_configure(config: pytest.Config) -> None:
     settings = read_settings(config)
     state = RunState(settings=settings)
+    state.pool.timeout = settings.timeout
     config.stash[STATE_KEY] = state
     config.pluginmanager.register(Builtins(), "memeval-builtins")
     config.addinivalue_line("markers", "memeval: a pytest-memeval benchmark question")

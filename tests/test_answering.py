@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from datetime import datetime
 
 import pytest
@@ -133,7 +132,7 @@ def test_plain_string_memories_without_speaker() -> None:
     assert answer("Where is the novel set?", "The novel is set in Edinburgh.") == "Edinburgh"
 
 
-def test_deterministic_and_cheap() -> None:
+def test_deterministic() -> None:
     question = q("What did Caroline research about adoption agencies?")
     memories = [
         Memory(f"Caroline: memory {i} about agencies and research and many other words", date=MAY8)
@@ -141,8 +140,5 @@ def test_deterministic_and_cheap() -> None:
     ]
     first = extractive_answer(question, memories)
     assert first == "memory 0 many words"
-    t0 = time.perf_counter()
-    for _ in range(500):
+    for _ in range(50):
         assert extractive_answer(question, memories) == first
-    per_call = (time.perf_counter() - t0) / 500
-    assert per_call < 0.002, f"{per_call * 1e6:.0f} us per call"

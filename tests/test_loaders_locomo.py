@@ -523,20 +523,6 @@ def test_real_file_details(real: Any) -> None:
 
 
 @needs_data
-def test_real_file_parses_fast() -> None:
-    assert DATA_DIR
-    data = (Path(DATA_DIR) / "locomo" / "locomo10.json").read_bytes()
-    best = min(_timed(lambda: parse_locomo(data, "locomo10.json")) for _ in range(3))
-    assert best < 0.25, f"parsing took {best:.3f}s"
-
-
-def _timed(fn: Any) -> float:
-    start = time.perf_counter()
-    fn()
-    return time.perf_counter() - start
-
-
-@needs_data
 def test_real_local_fork_with_other_sha256_is_allowed(tmp_path: Path) -> None:
     assert DATA_DIR
     obj = json.loads((Path(DATA_DIR) / "locomo" / "locomo10.json").read_bytes())

@@ -45,7 +45,7 @@ def test_html_markdown_and_junit(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     replay = pytester.path / "replay.json"
-    replay.write_text('{"demo-1-q1": "%s", "demo-1-q2": "x"}' % HOSTILE.replace('"', '\\"'))
+    replay.write_text('{{"demo-1-q1": "{}", "demo-1-q2": "x"}}'.format(HOSTILE.replace('"', '\\"')))
     step = pytester.path / "step.md"
     monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(step))
     html = pytester.path / "r.html"
@@ -76,8 +76,8 @@ def test_html_markdown_and_junit(
         for tc in tree.iter("testcase")
         for p in tc.iter("property")
     }
-    assert props[("demo-1-q2[replay:%s]" % replay, "memeval.status")] == "WRONG"
-    assert ("demo-1-q2[replay:%s]" % replay, "memeval.f1") in props
+    assert props[(f"demo-1-q2[replay:{replay}]", "memeval.status")] == "WRONG"
+    assert (f"demo-1-q2[replay:{replay}]", "memeval.f1") in props
     assert not any(name == "memeval" for _, name in props)
 
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import os
 import sys
-import time
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -219,7 +218,7 @@ def test_bm25_is_deterministic_and_silent(capsys: pytest.CaptureFixture[str]) ->
     assert out.out == "" and out.err == ""
 
 
-def test_bm25_speed_on_a_locomo_sized_conversation() -> None:
+def test_bm25_on_a_locomo_sized_conversation() -> None:
     words = [f"w{i}" for i in range(3000)]
     turns = tuple(
         Turn(
@@ -229,20 +228,11 @@ def test_bm25_speed_on_a_locomo_sized_conversation() -> None:
     )
     conv = Conversation("big", (Session("S1", datetime(2023, 1, 1), turns),))
     system = BM25System()
-    system.ingest(conv)  # warm-up: lazy import of bm25s
-    ingest = search = float("inf")  # best of three: the machine may be busy with other tests
-    for _ in range(3):
-        t0 = time.perf_counter()
-        system.ingest(conv)
-        ingest = min(ingest, time.perf_counter() - t0)
-        t0 = time.perf_counter()
-        for _ in range(100):
-            hits = system.search(q("w10 w20 w30"), 10)
-        search = min(search, (time.perf_counter() - t0) / 100)
+    system.ingest(conv)
+    hits = system.search(q("w10 w20 w30"), 10)
     assert len(hits) == 10
     assert all(any(w in h.text.split() for w in ("w10", "w20", "w30")) for h in hits)
-    assert ingest < 0.1, f"ingest took {ingest * 1000:.1f} ms"
-    assert search < 0.005, f"search took {search * 1000:.2f} ms"
+    assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
 
 
 def test_bm25_on_locomo() -> None:

@@ -1,0 +1,102 @@
+"""Smoke test of ``perf/run.py --quick``: it runs, prints the table, saves its numbers, exits 0."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+RUN = REPO / "perf" / "run.py"
+HEADER = ("what", "ours", "reference", "ratio", "target", "ok?")
+
+
+@pytest.fixture
+def perf_data_dir() -> Path:
+    value = os.environ.get("MEMEVAL_DATA_DIR")
+    if not value:
+        pytest.skip("MEMEVAL_DATA_DIR is not set: perf/run.py needs locomo/locomo10.json")
+    path = Path(value).resolve()
+    if not (path / "locomo" / "locomo10.json").is_file():
+        pytest.skip(f"MEMEVAL_DATA_DIR={value} has no locomo/locomo10.json")
+    return path
+
+
+def _row(lines: list[str], startswith: str) -> list[str]:
+    hits = [ln for ln in lines if ln.startswith(startswith)]
+    assert len(hits) == 1, (startswith, lines)
+    return [c.strip() for c in hits[0].split(" | ")]
+
+
+def test_run_quick_prints_the_table(perf_data_dir: Path, tmp_path: Path) -> None:
+    out_json = tmp_path / "perf.json"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
+    env["MEMEVAL_DATA_DIR"] = str(perf_data_dir)
+    start = time.perf_counter()
+    proc = subprocess.run(
+        [sys.executable, str(RUN), "--quick", "--json", str(out_json)],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
+    took = time.perf_counter() - start
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert took < 90, f"--quick took {took:.0f} s"  # 60 s budget, slack for a loaded machine
+    lines = proc.stdout.splitlines()
+    assert lines[0].startswith("pytest-memeval performance (quick;")
+    assert tuple(c.strip() for c in lines[1].split("|")) == HEADER
+
+    # F1: identical scores; speed-up is a positive number
+    f1 = _row(lines, "LoCoMo F1, 1986 q x 2 pairs")
+    assert float(f1[3]) > 1.0
+    mism = _row(lines, "LoCoMo F1 mismatches vs plain")
+    assert mism[1:3] == ["0", "3972"] and mism[5] == "yes"
+
+    # harness: both runs measured, ratio consistent with the two wall times
+    harness = _row(lines, "LoCoMo run, instant system, 200 q")
+    ours, ref = float(harness[1].split()[0]), float(harness[2].split()[0])
+    assert ours > 0 and ref > 0
+    assert float(harness[3]) == pytest.approx(ours / ref, rel=0.01)
+    assert harness[4] == "<= 1.5x" and harness[5] in ("yes", "NO")
+
+    # xdist: every conversation ingested exactly once per mode, identical scores
+    for mode in ("2", "0"):
+        ingests = _row(lines, f"  ingests at -n {mode}")
+        assert ingests[1] == "10" and ingests[5] == "yes"
+    assert _row(lines, "  per-question scores and predictions identical")[5] == "yes"
+
+    # judge: the warm rerun makes no request
+    assert _row(lines, "  warm rerun: HTTP requests")[1:3] == ["0", "0"]
+    assert "(longmemeval skipped in --quick mode)" in proc.stdout
+    assert "ERROR" not in proc.stdout
+
+    data = json.loads(out_json.read_text(encoding="utf-8"))
+    assert data["mode"] == "quick" and not data["errors"]
+    assert set(data["seconds"]) == {"f1", "harness", "xdist", "judge"}
+    assert data["raw"]["f1"]["identical"] is True
+    assert data["raw"]["harness"]["questions"] == 200
+    assert data["raw"]["harness"]["statuses"]["CORRECT"] > 0
+    assert data["raw"]["harness"]["statuses"]["WRONG"] > 0
+    assert data["raw"]["xdist"]["ingests"] == {
+        "2": {"instant_system:slow": 10},
+        "0": {"instant_system:slow": 10},
+    }
+    assert data["raw"]["judge"]["cases"][0]["warm_requests"] == 0
+
+
+def test_only_rejects_unknown_section(perf_data_dir: Path) -> None:
+    proc = subprocess.run(
+        [sys.executable, str(RUN), "--only", "f1,nope"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.returncode == 2
+    assert "unknown section ['nope']" in proc.stderr
