@@ -63,6 +63,7 @@ class RunState:
     answerer: Answerer | None = None
     llm: LLMRuntime | None = None
     store: PredictionStore | None = None
+    resume_ids: frozenset[str] = frozenset()
     collect_seconds: float = 0.0
     load_seconds: dict[str, float] = field(default_factory=dict)
 

@@ -31,6 +31,7 @@ from .regression import compare, load_baseline, save_baseline
 from .report.json_report import write_json
 from .report.model import Summary
 from .report.terminal import render_summary, render_wrong
+from .results import RunStore, find_run
 from .stats import add_confidence_intervals, add_pooled_judge_std
 
 __all__ = ["PROPERTY_NAME", "Controller"]
@@ -111,6 +112,34 @@ class Controller:
         self.worker_outputs: list[dict[str, Any]] = []
         self.summary: Summary | None = None
         self.started = time.time()
+        self.store: RunStore | None = None
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_sessionstart(self, session: pytest.Session) -> None:
+        """Open the results store (or the run being resumed) before any worker starts."""
+        state = self.state
+        settings = state.settings
+        if not settings.active:
+            return
+        try:
+            if settings.resume is not None:
+                self.store = RunStore(find_run(settings.cache_dir, settings.resume))
+                stored = {
+                    nodeid: r for nodeid, r in self.store.stored().items() if r.status != "ERROR"
+                }
+                self.results.update(stored)
+                state.resume_ids = frozenset(stored)
+            else:
+                self.store = RunStore.create(settings.cache_dir)
+                self.store.write_config(
+                    {"options": {k: v for k, v in settings.raw.items()}, "plugin": __version__}
+                )
+        except MemevalError as exc:
+            raise pytest.UsageError(str(exc)) from None
+        except OSError as exc:
+            raise pytest.UsageError(
+                f"--memeval-cache-dir={settings.cache_dir}: cannot write the results store ({exc})"
+            ) from None
 
     # ---- gathering ---------------------------------------------------------------------------
     @pytest.hookimpl(tryfirst=True)
@@ -121,7 +150,10 @@ class Controller:
         for name, value in report.user_properties:
             if name == PROPERTY_NAME and isinstance(value, dict):
                 if report.when in ("setup", "call"):
-                    self.results[report.nodeid] = QuestionResult.from_dict(value)
+                    result = QuestionResult.from_dict(value)
+                    self.results[report.nodeid] = result
+                    if self.store is not None:
+                        self.store.append(result)
                 props.append(("memeval.status", str(value.get("status"))))
                 for metric, score in (value.get("scores") or {}).items():
                     props.append((f"memeval.{metric}", score))
@@ -182,6 +214,8 @@ class Controller:
             "metrics": list(settings.metrics) if settings.metrics else None,
             "git_commit": _git_commit(self.config.rootpath),
             "ingests": self.ingest_counts(),
+            "run_id": self.store.run_id if self.store is not None else None,
+            "resumed": settings.resume is not None,
         }
 
     def build_summary(self) -> Summary:
@@ -299,6 +333,8 @@ class Controller:
         if step_summary and markdown is not None:
             with open(step_summary, "a", encoding="utf-8") as fh:
                 fh.write(markdown + "\n")
+        if self.store is not None:
+            self.store.close()
         if failed and session.exitstatus == pytest.ExitCode.OK:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
 

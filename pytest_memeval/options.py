@@ -25,6 +25,7 @@ class _Opt:
     flag: bool = False
     metavar: str | None = None
     multiple: bool = False
+    const: str | None = None  # the option's value may be omitted: then it is `const`
 
     @property
     def dest(self) -> str:
@@ -99,6 +100,13 @@ OPTIONS: tuple[_Opt, ...] = (
         "seconds a memory-system call (ingest, search, answer) may take "
         "before its item errors (default: no limit)",
         metavar="S",
+    ),
+    _Opt(
+        "memeval-resume",
+        "continue an earlier run (default: the latest under the cache "
+        "folder): questions already stored are skipped, their results reused",
+        metavar="RUN",
+        const="latest",
     ),
     _Opt("memeval-strict", "report WRONG answers as test failures", flag=True),
     _Opt(
@@ -239,6 +247,7 @@ class Settings:
     max_drops: tuple[tuple[str, float], ...] = ()
     alpha: float = 0.05
     timeout: float | None = None
+    resume: str | None = None
     explicit_paths: bool = False
     raw: dict[str, Any] = field(default_factory=dict)
 
@@ -261,6 +270,18 @@ def addoptions(parser: pytest.Parser) -> None:
                 f"--{opt.name}", action="store_true", default=None, dest=opt.dest, help=opt.help
             )
             parser.addini(_ini_name(opt), opt.help, type="bool", default=False)
+        elif opt.const is not None:
+            group.addoption(
+                f"--{opt.name}",
+                action="store",
+                nargs="?",
+                const=opt.const,
+                default=None,
+                dest=opt.dest,
+                metavar=opt.metavar,
+                help=opt.help,
+            )
+            parser.addini(_ini_name(opt), opt.help, default=None)
         elif opt.multiple:
             group.addoption(
                 f"--{opt.name}",
@@ -499,6 +520,7 @@ def read_settings(config: pytest.Config) -> Settings:
         max_drops=tuple(max_drops),
         alpha=alpha,
         timeout=item_timeout,
+        resume=str(val("memeval_resume")) if val("memeval_resume") else None,
         explicit_paths=explicit,
         raw={k: v[0] for k, v in raw.items()},
     )

@@ -230,7 +230,21 @@ def pytest_collection_modifyitems(
         session.ihook.pytest_itemcollected(item=item)
     items.extend(ours)
     items[:] = group_items(items)
+    resume = _resume_ids(config, state)
+    if resume:
+        done = [item for item in items if item.nodeid in resume]
+        if done:
+            items[:] = [item for item in items if item.nodeid not in resume]
+            config.hook.pytest_deselected(items=done)
     state.collect_seconds += time.perf_counter() - start
+
+
+def _resume_ids(config: pytest.Config, state: RunState) -> frozenset[str]:
+    """Node ids stored by the run being resumed: from the controller on xdist workers."""
+    workerinput = getattr(config, "workerinput", None)
+    if workerinput is not None and "memeval_resume" in workerinput:
+        return frozenset(workerinput["memeval_resume"])
+    return state.resume_ids
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:

@@ -59,6 +59,15 @@ class XdistHooks:
         return _conversation_scheduling(config, log)
 
     @pytest.hookimpl(optionalhook=True)
+    def pytest_configure_node(self, node: Any) -> None:
+        """Ship controller-side decisions to each worker (workers re-parse argv)."""
+        from .collect import STATE_KEY
+
+        state = self.config.stash.get(STATE_KEY, None)
+        if state is not None and state.resume_ids:
+            node.workerinput["memeval_resume"] = sorted(state.resume_ids)
+
+    @pytest.hookimpl(optionalhook=True)
     def pytest_testnodedown(self, node: Any, error: Any) -> None:
         from .controller import PROPERTY_NAME
         from .plugin import CONTROLLER_KEY

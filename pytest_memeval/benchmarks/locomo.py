@@ -10,6 +10,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
+import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -226,6 +227,8 @@ def _parse_questions(source: str, sample_id: str, raw: object) -> list[Question]
             raise _err(
                 source, record, "answer", f"must be a string or a number, got {_type_name(gold)}"
             )
+        elif isinstance(gold, float) and not math.isfinite(gold):
+            raise _err(source, record, "answer", f"must be a finite number, got {gold!r}")
         evidence_raw = item.get("evidence")
         if evidence_raw is None:
             evidence: tuple[str, ...] = ()
@@ -279,6 +282,23 @@ def _decode(data: bytes, source: str) -> Any:
             "Re-download the file or fix it.",
             path=source,
         ) from None
+    except RecursionError:
+        raise DatasetError(
+            "invalid JSON: arrays or objects nested too deeply. Re-download the file or fix it.",
+            path=source,
+        ) from None
+    except ValueError as exc:  # e.g. an integer literal over Python's digit limit
+        raise DatasetError(
+            f"invalid JSON ({_json_value_error(exc)}). Re-download the file or fix it.",
+            path=source,
+        ) from None
+
+
+def _json_value_error(exc: ValueError) -> str:
+    text = str(exc)
+    if "digits" in text:
+        return "a number literal has too many digits"
+    return " ".join(text.split())[:200]
 
 
 def parse_locomo(data: bytes, source: str) -> ParsedLocomo:

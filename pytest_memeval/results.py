@@ -1,0 +1,120 @@
+"""Results store, pytest-free: one folder per session under ``<cache>/runs/``, holding the
+configuration and one JSON line per finished question, appended as soon as the result arrives.
+
+A crash, SIGKILL or Ctrl-C loses nothing that was appended: each line is written with a single
+``os.write`` on an ``O_APPEND`` descriptor (the kernel keeps it even if the process dies right
+after). A truncated last line (the process died mid-write) is ignored on reading.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import os
+import re
+import secrets
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+from .errors import MemevalError
+from .records import QuestionResult
+
+__all__ = ["RESULTS_FILE", "RunStore", "find_run", "read_results"]
+
+RESULTS_FILE = "results.jsonl"
+CONFIG_FILE = "config.json"
+_RUN_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,100}$")
+
+
+def _runs_dir(cache_dir: Path) -> Path:
+    return Path(cache_dir) / "runs"
+
+
+def new_run_id() -> str:
+    stamp = _dt.datetime.now(_dt.UTC).strftime("%Y%m%dT%H%M%SZ")
+    return f"{stamp}-{secrets.token_hex(3)}"
+
+
+def find_run(cache_dir: Path, name: str | None) -> Path:
+    """The folder of run ``name`` (a run id), or of the latest run when ``name`` is None/"latest".
+    Names are checked so a value like ``../x`` can never leave the runs folder."""
+    runs = _runs_dir(cache_dir)
+    if name in (None, "", "latest"):
+        candidates = sorted(
+            (p for p in runs.glob("*") if (p / RESULTS_FILE).is_file()),
+            key=lambda p: (p / RESULTS_FILE).stat().st_mtime,
+        )
+        if not candidates:
+            raise MemevalError(
+                f"--memeval-resume: no earlier run under {runs}; run once without it (with the same "
+                "--memeval-cache-dir) first"
+            )
+        return candidates[-1]
+    assert name is not None
+    if not _RUN_NAME.match(name):
+        raise MemevalError(
+            f"--memeval-resume={name!r}: not a run id (letters, digits, '.', '_', '-'); see the "
+            f"folders under {runs}"
+        )
+    folder = runs / name
+    if not (folder / RESULTS_FILE).is_file():
+        available = ", ".join(sorted(p.name for p in runs.glob("*"))[-5:]) or "none"
+        raise MemevalError(
+            f"--memeval-resume={name}: no such run under {runs} (latest: {available})"
+        )
+    return folder
+
+
+def read_results(folder: Path) -> Iterator[QuestionResult]:
+    """Every complete line of a run's results file; later lines for a node id win."""
+    path = folder / RESULTS_FILE
+    try:
+        raw = path.read_bytes()
+    except OSError:
+        return
+    for line in raw.split(b"\n"):
+        if not line.strip():
+            continue
+        try:
+            data = json.loads(line)
+            yield QuestionResult.from_dict(data)
+        except (ValueError, KeyError, TypeError):
+            continue  # a line cut short by a crash
+
+
+class RunStore:
+    """Appends results of one session to ``<cache>/runs/<run_id>/results.jsonl``."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+        folder.mkdir(parents=True, exist_ok=True)
+        self.path = folder / RESULTS_FILE
+        self._fd: int | None = None
+
+    @classmethod
+    def create(cls, cache_dir: Path, run_id: str | None = None) -> RunStore:
+        return cls(_runs_dir(cache_dir) / (run_id or new_run_id()))
+
+    @property
+    def run_id(self) -> str:
+        return self.folder.name
+
+    def write_config(self, config: Mapping[str, Any]) -> None:
+        tmp = self.folder / f".{CONFIG_FILE}.tmp"
+        tmp.write_text(json.dumps(config, indent=1, default=str), encoding="utf-8")
+        os.replace(tmp, self.folder / CONFIG_FILE)
+
+    def append(self, result: QuestionResult) -> None:
+        line = (json.dumps(result.to_dict(), default=str, allow_nan=False) + "\n").encode()
+        if self._fd is None:
+            self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        os.write(self._fd, line)
+
+    def close(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+
+    def stored(self) -> dict[str, QuestionResult]:
+        return {r.nodeid: r for r in read_results(self.folder) if r.nodeid}
