@@ -114,9 +114,10 @@ class Controller:
         self.started = time.time()
         self.store: RunStore | None = None
 
-    @pytest.hookimpl(tryfirst=True)
+    @pytest.hookimpl
     def pytest_sessionstart(self, session: pytest.Session) -> None:
-        """Open the results store (or the run being resumed) before any worker starts."""
+        """Open the results store (or the run being resumed) once the data loaded and before any
+        xdist worker starts (xdist starts them in a trylast implementation)."""
         state = self.state
         settings = state.settings
         if not settings.active:

@@ -8,8 +8,9 @@ APIs for the official SDKs, with scripted faults. For tests and ``perf/``; no th
         ...
         assert srv.count("/v1/chat/completions") == 3
 
-Endpoints: ``POST /v1/chat/completions`` (OpenAI; base URL ``srv.openai_base_url``) and
-``POST /v1/messages`` (Anthropic; base URL ``srv.anthropic_base_url``). Anything else is a 404.
+Endpoints: ``POST /v1/chat/completions`` (OpenAI; base URL ``srv.openai_base_url``),
+``POST /v1/embeddings`` (OpenAI embeddings, same base URL) and ``POST /v1/messages`` (Anthropic;
+base URL ``srv.anthropic_base_url``). Anything else is a 404.
 
 Faults, applied per request in this order:
 
@@ -30,15 +31,25 @@ scripts the assistant text; ``messages`` are ``{"role", "content"}`` dicts (for 
 messages and of the reply. Every request is counted (total and per path) and logged with its
 headers and JSON body (``srv.requests``); ``srv.max_in_flight`` is the most requests handled at
 once.
+
+Embeddings: ``embed(text, model, params) -> list[float]`` scripts one vector per input string
+(default :func:`default_embed`: a seeded hashed bag of words, L2-normalised, ``params["dimensions"]``
+long or 64); ``encoding_format="base64"`` is answered as little-endian float32, as the SDK expects.
+Faults apply to this endpoint exactly as to chat completions.
 """
 
 from __future__ import annotations
 
 import argparse
+import base64
 import collections
+import hashlib
 import http
 import json
+import math
 import random
+import re
+import struct
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
@@ -46,13 +57,24 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-__all__ = ["Action", "LLMServer", "RecordedRequest", "Reply", "default_reply"]
+__all__ = [
+    "Action",
+    "Embed",
+    "LLMServer",
+    "RecordedRequest",
+    "Reply",
+    "default_embed",
+    "default_reply",
+]
 
 Reply = Callable[[list[dict[str, str]], str, dict[str, Any]], str]
+Embed = Callable[[str, str, dict[str, Any]], list[float]]
 Action = int | str  # HTTP status, or "ok" / "garbage" / "hang" / "drop"
 
 OPENAI_PATH = "/v1/chat/completions"
 ANTHROPIC_PATH = "/v1/messages"
+EMBEDDINGS_PATH = "/v1/embeddings"
+DEFAULT_EMBEDDING_DIM = 64
 _ACTIONS = frozenset({"ok", "garbage", "hang", "drop"})
 
 
@@ -60,6 +82,20 @@ def default_reply(messages: list[dict[str, str]], model: str, params: dict[str, 
     """Deterministic: the model name and the last user message."""
     last = next((m["content"] for m in reversed(messages) if m["role"] == "user"), "")
     return f"{model} heard: {last}"
+
+
+def default_embed(text: str, model: str, params: dict[str, Any]) -> list[float]:
+    """Deterministic: each lower-case word adds +-1 to one hashed coordinate; L2-normalised (an
+    all-zero vector for a text without words). Texts sharing words have a positive cosine."""
+    dim = params.get("dimensions")
+    size = dim if isinstance(dim, int) and dim > 0 else DEFAULT_EMBEDDING_DIM
+    vec = [0.0] * size
+    for word in re.findall(r"[a-z0-9]+", text.lower()):
+        digest = hashlib.blake2b(word.encode(), digest_size=8).digest()
+        value = int.from_bytes(digest, "little")
+        vec[value % size] += 1.0 if (value >> 63) & 1 else -1.0
+    norm = math.sqrt(sum(v * v for v in vec))
+    return [v / norm for v in vec] if norm else vec
 
 
 @dataclass(frozen=True)
@@ -140,7 +176,11 @@ class _Handler(BaseHTTPRequestHandler):
         owner._record(RecordedRequest("POST", path, dict(self.headers.items()), body, str(action)))
         if owner.latency > 0:
             owner._stopping.wait(owner.latency)
-        api = "openai" if path == OPENAI_PATH else "anthropic" if path == ANTHROPIC_PATH else ""
+        api = {
+            OPENAI_PATH: "openai",
+            ANTHROPIC_PATH: "anthropic",
+            EMBEDDINGS_PATH: "embeddings",
+        }.get(path, "")
         if not api:
             self._respond_json(404, {"error": {"message": f"no route {path}", "type": "not_found"}})
             return
@@ -164,6 +204,9 @@ class _Handler(BaseHTTPRequestHandler):
             return
         if not isinstance(body, dict):
             self._error(api, 400, "body is not a JSON object")
+            return
+        if api == "embeddings":
+            self._embeddings(body)
             return
         self._answer(api, body)
 
@@ -217,6 +260,43 @@ class _Handler(BaseHTTPRequestHandler):
                 "stop_sequence": None,
                 "usage": {"input_tokens": tokens_in, "output_tokens": tokens_out},
             }
+        self._respond_json(200, payload)
+
+    def _embeddings(self, body: dict[str, Any]) -> None:
+        owner = self.server.owner
+        model = str(body.get("model", ""))
+        raw = body.get("input")
+        inputs = [raw] if isinstance(raw, str) else raw
+        if not isinstance(inputs, list) or not all(isinstance(t, str) for t in inputs):
+            self._error("embeddings", 400, "'input' must be a string or a list of strings")
+            return
+        params = {k: v for k, v in body.items() if k not in ("input", "model")}
+        params["api"] = "embeddings"
+        try:
+            vectors = [owner.embed(text, model, params) for text in inputs]
+        except Exception as exc:
+            self._error("embeddings", 500, f"embed function failed: {type(exc).__name__}: {exc}")
+            return
+        b64 = body.get("encoding_format") == "base64"
+        data = [
+            {
+                "object": "embedding",
+                "index": i,
+                "embedding": (
+                    base64.b64encode(struct.pack(f"<{len(v)}f", *v)).decode("ascii")
+                    if b64
+                    else [float(x) for x in v]
+                ),
+            }
+            for i, v in enumerate(vectors)
+        ]
+        tokens = sum(_words(t) for t in inputs)
+        payload = {
+            "object": "list",
+            "data": data,
+            "model": model,
+            "usage": {"prompt_tokens": tokens, "total_tokens": tokens},
+        }
         self._respond_json(200, payload)
 
     def _error(self, api: str, status: int, message: str) -> None:
@@ -273,6 +353,7 @@ class LLMServer:
         *,
         latency: float = 0.0,
         reply: Reply | None = None,
+        embed: Embed | None = None,
         api_key: str | None = None,
         failure_rate: float = 0.0,
         failure_statuses: tuple[int, ...] = (429, 500),
@@ -284,6 +365,7 @@ class LLMServer:
     ) -> None:
         self.latency = latency
         self.reply: Reply = reply or default_reply
+        self.embed: Embed = embed or default_embed
         self.api_key = api_key
         self.failure_rate = failure_rate
         self.failure_statuses = failure_statuses

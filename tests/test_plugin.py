@@ -430,7 +430,8 @@ def test_offline_download_error(pytester: pytest.Pytester, monkeypatch: pytest.M
     assert "https://raw.githubusercontent.com/snap-research/locomo/main/data/locomo10.json" in err
     assert "--memeval-data" in err and "MEMEVAL_DATA_DIR" in err
     assert "Traceback" not in err
-    assert not list((pytester.path / "cache").rglob("*.json"))
+    assert not list((pytester.path / "cache").rglob("locomo10.json*"))
+    assert not (pytester.path / "cache" / "runs").exists()
 
 
 def test_full_locomo_collects_1986_items(pytester: pytest.Pytester, data_dir: Path) -> None:

@@ -79,6 +79,8 @@ METRICS = ("f1", "ordering", "ordering_tau")
 MAX_LITERAL_CHARS = 20_000_000
 _TIME_FORMAT = "%B-%d-%Y"
 _PLAN_KEY = re.compile(r"^plan-(\d+)$")
+#: a Hugging Face row's conversation_id (it becomes part of every question id)
+_ROW_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,99}")
 _HOW_TO_GET = (
     "BEAM is not downloaded automatically yet: clone https://github.com/mohammadtavakoli78/BEAM "
     "and pass --memeval-data=DIR where DIR/beam/<size>/<n>/chat.json and "
@@ -133,6 +135,39 @@ def _read_json(path: Path) -> Any:
             "fetch the file again",
             path=str(path),
         ) from None
+    except RecursionError:
+        raise DatasetError(
+            "invalid JSON: arrays or objects nested too deeply; fetch the file again",
+            path=str(path),
+        ) from None
+    except ValueError as exc:  # e.g. an integer literal over Python's digit limit
+        raise DatasetError(
+            f"invalid JSON ({_json_value_error(exc)}); fetch the file again", path=str(path)
+        ) from None
+
+
+def _json_value_error(exc: ValueError) -> str:
+    text = str(exc)
+    if "digits" in text:
+        return "a number literal has too many digits"
+    return " ".join(text.split())[:200]
+
+
+def _loads_line(line: str, path: Path, line_number: int) -> object:
+    """One JSON-lines row; errors name the file and the line."""
+    try:
+        return json.loads(line)
+    except json.JSONDecodeError as exc:
+        problem = f"{exc.msg} at column {exc.colno}"
+    except RecursionError:
+        problem = "arrays or objects nested too deeply"
+    except ValueError as exc:
+        problem = _json_value_error(exc)
+    raise DatasetError(
+        f"invalid or truncated JSON ({problem}); export the rows again",
+        path=str(path),
+        record=f"line {line_number}",
+    )
 
 
 def _hash_file(path: Path) -> str:
@@ -232,6 +267,13 @@ def _question(
             "missing or empty question text", path=path, record=record, field="question"
         )
     gold = item.get(gold_field)
+    if isinstance(gold, float) and not math.isfinite(gold):
+        raise DatasetError(
+            f"must be text or a finite number, got {gold!r}",
+            path=path,
+            record=record,
+            field=gold_field,
+        )
     if isinstance(gold, (int, float)) and not isinstance(gold, bool):
         gold = str(gold)
     if not isinstance(gold, str):
@@ -402,6 +444,7 @@ class _ChatSource:
 
     files: list[tuple[str, Path]]  # (session-id prefix, chat.json)
     inline: object = None
+    origin: str = ""  # where an inline chat came from (file and row), for error messages
 
 
 @dataclass
@@ -429,8 +472,11 @@ class _ConversationLoader:
                     ]
                 sessions += part
         else:
-            sessions = sessions_from_chat(source.inline, f"row {conversation_id}")
-        _check_unique(sessions, str(source.files[0][1]) if source.files else conversation_id)
+            sessions = sessions_from_chat(source.inline, source.origin or f"row {conversation_id}")
+        _check_unique(
+            sessions,
+            str(source.files[0][1]) if source.files else source.origin or conversation_id,
+        )
         conv = Conversation(
             id=conversation_id, sessions=tuple(sessions), speakers=("user", "assistant")
         )
@@ -555,16 +601,15 @@ class Beam:
             raw = path.read_text(encoding="utf-8-sig")
         except UnicodeDecodeError as exc:
             raise DatasetError(f"not UTF-8 ({exc.reason})", path=str(path)) from None
-        try:
-            if path.suffix == ".jsonl":
-                text_rows = [json.loads(line) for line in raw.splitlines() if line.strip()]
-            else:
-                loaded = json.loads(raw)
-                text_rows = loaded if isinstance(loaded, list) else [loaded]
-        except json.JSONDecodeError as exc:
-            raise DatasetError(
-                f"invalid or truncated JSON ({exc.msg}); export the rows again", path=str(path)
-            ) from None
+        if path.suffix == ".jsonl":
+            text_rows = [
+                _loads_line(line, path, number)
+                for number, line in enumerate(raw.splitlines(), start=1)
+                if line.strip()
+            ]
+        else:
+            loaded = _loads_line(raw, path, 1)
+            text_rows = loaded if isinstance(loaded, list) else [loaded]
         questions: list[Question] = []
         sources: dict[str, _ChatSource] = {}
         for i, row in enumerate(text_rows, start=1):
@@ -575,6 +620,18 @@ class Beam:
                     record=f"#{i}",
                 )
             raw_id = row.get("conversation_id", i)
+            if (
+                isinstance(raw_id, bool)
+                or not isinstance(raw_id, (int, str))
+                or not _ROW_ID.fullmatch(str(raw_id))
+            ):
+                raise DatasetError(
+                    f"conversation_id must be an integer or a name of letters, digits, '_', '-' "
+                    f"and '.', got {raw_id!r:.60}",
+                    path=str(path),
+                    record=f"#{i}",
+                    field="conversation_id",
+                )
             n = str(raw_id)
             conversation_id = f"beam-{size}-{n}"
             if conversation_id in sources:
@@ -594,7 +651,9 @@ class Beam:
                 path=str(path),
                 conversation_id=conversation_id,
             )
-            sources[conversation_id] = _ChatSource(files=[], inline=chat)
+            sources[conversation_id] = _ChatSource(
+                files=[], inline=chat, origin=f"{path} row {n} field 'chat'"
+            )
         questions = [replace(q, index=i) for i, q in enumerate(questions)]
         return Dataset(
             benchmark=NAME,

@@ -17,6 +17,7 @@ from __future__ import annotations
 import codecs
 import hashlib
 import json
+import math
 import os
 import re
 from collections.abc import Iterator, Mapping, Sequence
@@ -94,16 +95,18 @@ def iter_json_array(path: Path, chunk_size: int = _CHUNK) -> Iterator[tuple[Any,
     incremental = codecs.getincrementaldecoder("utf-8")()
     buf = ""
     buf_byte0 = 0  # byte offset of buf[0] in the file
+    read_bytes = 0  # bytes read from the file so far
     eof = False
     path_s = str(path)
 
     with open(path, "rb") as fh:
 
         def fill() -> bool:
-            nonlocal buf, eof
+            nonlocal buf, eof, read_bytes
             if eof:
                 return False
             data = fh.read(max(chunk_size, len(buf)))  # geometric growth for big items
+            read_bytes += len(data)
             if not data:
                 eof = True
                 try:
@@ -117,9 +120,10 @@ def iter_json_array(path: Path, chunk_size: int = _CHUNK) -> Iterator[tuple[Any,
             try:
                 buf += incremental.decode(data)
             except UnicodeDecodeError as exc:
+                # exc.start counts from the decoder's pending bytes (at most 3) plus this chunk
+                near = max(0, read_bytes - len(data) + exc.start - 3)
                 raise DatasetError(
-                    f"file is not valid UTF-8 near byte {buf_byte0 + len(buf)} ({exc.reason}); "
-                    "re-download it",
+                    f"file is not valid UTF-8 near byte {near} ({exc.reason}); re-download it",
                     path=path_s,
                 ) from None
             return True
@@ -178,6 +182,20 @@ def iter_json_array(path: Path, chunk_size: int = _CHUNK) -> Iterator[tuple[Any,
                             path=path_s,
                             record=f"#{index}",
                         ) from None
+                except RecursionError:
+                    raise DatasetError(
+                        f"invalid JSON near byte {buf_byte0}: arrays or objects nested too "
+                        "deeply; use the original LongMemEval file",
+                        path=path_s,
+                        record=f"#{index}",
+                    ) from None
+                except ValueError as exc:  # e.g. an integer literal over Python's digit limit
+                    raise DatasetError(
+                        f"invalid JSON near byte {buf_byte0} ({_json_value_error(exc)}); use the "
+                        "original LongMemEval file",
+                        path=path_s,
+                        record=f"#{index}",
+                    ) from None
             head = buf[:end]
             length = len(head) if head.isascii() else len(head.encode("utf-8"))
             want = end + end // 4
@@ -189,6 +207,13 @@ def iter_json_array(path: Path, chunk_size: int = _CHUNK) -> Iterator[tuple[Any,
                 consume(1)
                 continue
             if nxt == "]":
+                consume(1)
+                if skip_ws() != "":
+                    raise DatasetError(
+                        f"unexpected data after the closing ']' at byte {buf_byte0} (two files "
+                        "joined, or a damaged download); use the original LongMemEval file",
+                        path=path_s,
+                    )
                 return
             raise DatasetError(
                 f"expected ',' or ']' after item at byte {buf_byte0}, found "
@@ -196,6 +221,13 @@ def iter_json_array(path: Path, chunk_size: int = _CHUNK) -> Iterator[tuple[Any,
                 path=path_s,
                 record=f"#{index}",
             )
+
+
+def _json_value_error(exc: ValueError) -> str:
+    text = str(exc)
+    if "digits" in text:
+        return "a number literal has too many digits"
+    return " ".join(text.split())[:200]
 
 
 # --------------------------------------------------------------------------- item -> records
@@ -251,6 +283,13 @@ def _question_from_item(item: object, path: str, position: int) -> Question:
             record=ctx.record,
         )
     qid = _require(item, "question_id", str, ctx)
+    if not qid.strip() or not qid.isprintable():
+        raise DatasetError(
+            f"question_id {qid!r} must be non-empty, without control characters",
+            path=path,
+            record=ctx.record,
+            field="question_id",
+        )
     ctx.record = f"{qid} (#{position})"
     qtype = _require(item, "question_type", str, ctx)
     if qtype not in QUESTION_TYPES:
@@ -262,6 +301,13 @@ def _question_from_item(item: object, path: str, position: int) -> Question:
         )
     text = _require(item, "question", str, ctx)
     answer = _require(item, "answer", (str, int, float), ctx)
+    if isinstance(answer, float) and not math.isfinite(answer):
+        raise DatasetError(
+            f"must be a string or a finite number, got {answer!r}",
+            path=path,
+            record=ctx.record,
+            field="answer",
+        )
     date_raw = _require(item, "question_date", str, ctx)
     session_ids = _str_list(item, "haystack_session_ids", ctx)
     dates = _str_list(item, "haystack_dates", ctx)

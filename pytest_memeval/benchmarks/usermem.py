@@ -15,6 +15,7 @@ gold facts get no ``keyword_recall`` key (they are skipped, not scored 0).
 
 from __future__ import annotations
 
+import datetime as _dt
 import hashlib
 import json
 from collections.abc import Mapping, Sequence
@@ -48,6 +49,10 @@ _HOW_TO_GET = (
 _SAFE_LOADER: type[yaml.SafeLoader] | type[yaml.CSafeLoader] = getattr(
     yaml, "CSafeLoader", yaml.SafeLoader
 )
+#: deepest YAML nesting accepted (the suite's cases nest 5 deep). libyaml's composer recurses in C:
+#: a file nested some 100,000 deep would overflow the stack and kill the process, so depth is
+#: checked on the (iterative) event stream before anything is composed.
+MAX_YAML_DEPTH = 100
 _ROLE_ALIASES = {"representative": "assistant", "agent": "assistant"}
 _ROLES = ("user", "assistant", "system")
 
@@ -197,9 +202,16 @@ def case_to_records(
             f"expected a YAML mapping, got {type(case).__name__}", path=path, field="test_id"
         )
     test_id = case.get("test_id")
-    if not isinstance(test_id, str) or not test_id.strip():
+    if test_id is None:
         raise DatasetError(
             "missing test_id (e.g. layer1_01_bank_account)", path=path, field="test_id"
+        )
+    if not isinstance(test_id, str) or not test_id.strip() or not test_id.isprintable():
+        raise DatasetError(
+            f"test_id must be a non-empty one-line string (e.g. layer1_01_bank_account), got "
+            f"{test_id!r:.60}",
+            path=path,
+            field="test_id",
         )
     layer = case.get("category", folder_layer)
     if layer not in LAYERS:
@@ -245,11 +257,14 @@ def case_to_records(
         if isinstance(stamp, datetime):  # unquoted YAML timestamps
             date: datetime | None = stamp
             stamp = stamp.isoformat(sep=" ")
+        elif isinstance(stamp, _dt.date):  # unquoted YAML date without a time
+            date = datetime(stamp.year, stamp.month, stamp.day)
+            stamp = stamp.isoformat()
         elif isinstance(stamp, str):
             date = _parse_timestamp(stamp)
         else:
             raise DatasetError(
-                "missing timestamp (e.g. '2024-10-15 11:00:00')",
+                f"missing timestamp (e.g. '2024-10-15 11:00:00'), got {stamp!r:.40}",
                 path=path,
                 record=where,
                 field="timestamp",
@@ -297,10 +312,18 @@ def _read_yaml(path: Path) -> object:
     try:
         text = path.read_text(encoding="utf-8-sig")
     except UnicodeDecodeError as exc:
-        raise DatasetError(f"not UTF-8 ({exc.reason})", path=str(path)) from None
+        raise DatasetError(
+            f"not UTF-8 at byte {exc.start} ({exc.reason}); save the file as UTF-8", path=str(path)
+        ) from None
     try:
+        _check_depth(text, str(path))
         # the same safe constructor set as yaml.safe_load; libyaml's parser when available (9x)
         return yaml.load(text, Loader=_SAFE_LOADER)
+    except RecursionError:
+        raise DatasetError(
+            f"YAML nested too deeply (more than {MAX_YAML_DEPTH} levels); fix the file",
+            path=str(path),
+        ) from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1} column {mark.column + 1}" if mark is not None else ""
@@ -308,6 +331,23 @@ def _read_yaml(path: Path) -> object:
         raise DatasetError(
             f"YAML does not parse{where} ({problem}); fix the file", path=str(path)
         ) from None
+
+
+def _check_depth(text: str, path: str) -> None:
+    """Refuse documents nested deeper than MAX_YAML_DEPTH, reading parser events (no recursion)."""
+    depth = 0
+    for event in yaml.parse(text, Loader=_SAFE_LOADER):
+        if isinstance(event, (yaml.MappingStartEvent, yaml.SequenceStartEvent)):
+            depth += 1
+            if depth > MAX_YAML_DEPTH:
+                mark = event.start_mark
+                where = f" at line {mark.line + 1} column {mark.column + 1}" if mark else ""
+                raise DatasetError(
+                    f"YAML nested more than {MAX_YAML_DEPTH} levels deep{where}; fix the file",
+                    path=path,
+                )
+        elif isinstance(event, (yaml.MappingEndEvent, yaml.SequenceEndEvent)):
+            depth -= 1
 
 
 def _hash(data: bytes) -> str:
@@ -352,6 +392,16 @@ class UserMemory:
                 raise DatasetError(
                     f"invalid or truncated JSON ({exc}); fix or remove the file",
                     path=str(facts_path),
+                ) from None
+            except RecursionError:
+                raise DatasetError(
+                    "invalid JSON: arrays or objects nested too deeply; fix or remove the file",
+                    path=str(facts_path),
+                ) from None
+            except ValueError as exc:  # e.g. an integer literal over Python's digit limit
+                problem = "a number has too many digits" if "digits" in str(exc) else str(exc)
+                raise DatasetError(
+                    f"invalid JSON ({problem}); fix or remove the file", path=str(facts_path)
                 ) from None
             gold = parse_gold_facts(data, str(facts_path))
         questions: list[Question] = []

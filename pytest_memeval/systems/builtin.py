@@ -258,6 +258,11 @@ def load_replay(path: str | os.PathLike[str]) -> dict[str, dict[str, str]]:
         raise AdapterError(
             f"replay file {p}: invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}"
         ) from exc
+    except RecursionError:
+        raise AdapterError(f"replay file {p}: invalid JSON (nested too deeply)") from None
+    except ValueError as exc:  # e.g. an integer literal over Python's digit limit
+        problem = "a number has too many digits" if "digits" in str(exc) else str(exc)[:200]
+        raise AdapterError(f"replay file {p}: invalid JSON ({problem})") from None
     if not isinstance(data, dict):
         raise AdapterError(
             f"replay file {p}: expected a JSON object {{question_id: answer}} or "
