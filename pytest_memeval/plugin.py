@@ -103,6 +103,10 @@ def pytest_configure(config: pytest.Config) -> None:
         from .xdist_hooks import XdistHooks
 
         config.pluginmanager.register(XdistHooks(config), "memeval-xdist")
+    if config.pluginmanager.hasplugin("html") and not hasattr(config, "workerinput"):
+        from .html_hooks import PytestHtmlHooks
+
+        config.pluginmanager.register(PytestHtmlHooks(config), "memeval-pytest-html")
     if not hasattr(config, "workerinput"):
         controller = Controller(config)
         config.stash[CONTROLLER_KEY] = controller

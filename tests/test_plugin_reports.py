@@ -107,3 +107,15 @@ def test_confidence_intervals_in_json(pytester: pytest.Pytester) -> None:
     for row in by_cat.values():
         lo, hi = row["ci"]["f1"]
         assert lo <= row["f1"] <= hi
+
+
+def test_pytest_html_summary_and_columns(pytester: pytest.Pytester) -> None:
+    pytest.importorskip("pytest_html")
+    report = pytester.path / "ph.html"
+    result = pytester.runpytest("--memeval=demo", "--memsys=bm25", f"--html={report}", "-n", "2")
+    assert result.ret == 0, result.stdout.str()
+    page = report.read_text()
+    assert "memeval · demo · bm25" in page
+    assert "overall_all (all categories)" in page
+    assert "status=CORRECT" in page or "status=WRONG" in page
+    assert "f1=" in page

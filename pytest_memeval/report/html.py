@@ -929,3 +929,12 @@ def render_html(
         f'<script type="application/json" id="memeval-data">{data}</script>\n'
         f"<script>{_JS}</script>\n</body></html>\n"
     )
+
+
+def summary_tables(summary: Summary) -> str:
+    """The per-category table of every run, as an HTML fragment (for pytest-html's summary)."""
+    parts = []
+    for run in summary.runs:
+        parts.append(f"<h3>memeval · {esc(run.benchmark)} · {esc(run.label)}</h3>")
+        parts.append(_run_table(run))
+    return "\n".join(parts)
