@@ -43,6 +43,7 @@ from ..categories import shared_category
 from ..errors import DatasetError
 from ..records import Conversation, Prediction, Question, Session, Turn
 from .base import CategoryInfo, Dataset, LoadRequest
+from .locomo import ESCAPED_SURROGATE, check_surrogates
 
 __all__ = [
     "ABILITIES",
@@ -109,7 +110,7 @@ def parse_python_literal(text: str, *, path: str, record: str, field: str) -> An
             field=field,
         )
     try:
-        return ast.literal_eval(text)
+        value = ast.literal_eval(text)
     except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError) as exc:
         raise DatasetError(
             f"not a valid Python literal ({type(exc).__name__}); re-export the row",
@@ -117,12 +118,18 @@ def parse_python_literal(text: str, *, path: str, record: str, field: str) -> An
             record=record,
             field=field,
         ) from None
+    check_surrogates(value, f"{path} record {record} field {field!r}")
+    return value
 
 
 def _read_json(path: Path) -> Any:
     try:
         with open(path, encoding="utf-8-sig") as fh:
-            return json.load(fh)
+            text = fh.read()
+        data = json.loads(text)
+        if ESCAPED_SURROGATE.search(text):
+            check_surrogates(data, str(path))
+        return data
     except FileNotFoundError:
         raise DatasetError(f"file not found. {_HOW_TO_GET}", path=str(path)) from None
     except UnicodeDecodeError as exc:
@@ -156,7 +163,10 @@ def _json_value_error(exc: ValueError) -> str:
 def _loads_line(line: str, path: Path, line_number: int) -> object:
     """One JSON-lines row; errors name the file and the line."""
     try:
-        return json.loads(line)
+        data = json.loads(line)
+        if ESCAPED_SURROGATE.search(line):
+            check_surrogates(data, f"{path} line {line_number}")
+        return data
     except json.JSONDecodeError as exc:
         problem = f"{exc.msg} at column {exc.colno}"
     except RecursionError:

@@ -30,6 +30,7 @@ from ..categories import shared_category
 from ..errors import DatasetError
 from ..records import Conversation, Prediction, Question, Session, Turn
 from .base import CategoryInfo, Dataset, LoadRequest
+from .locomo import ESCAPED_SURROGATE, find_lone_surrogate
 
 __all__ = [
     "BENCHMARK",
@@ -197,6 +198,16 @@ def iter_json_array(path: Path, chunk_size: int = _CHUNK) -> Iterator[tuple[Any,
                         record=f"#{index}",
                     ) from None
             head = buf[:end]
+            if "\\u" in head and ESCAPED_SURROGATE.search(head):
+                found = find_lone_surrogate(item)
+                if found is not None:
+                    raise DatasetError(
+                        "holds a lone UTF-16 surrogate escape (e.g. \\ud800), which is not "
+                        "text; use the original LongMemEval file",
+                        path=path_s,
+                        record=f"#{index}{found[0]}",
+                        field=found[1] or None,
+                    )
             length = len(head) if head.isascii() else len(head.encode("utf-8"))
             want = end + end // 4
             yield item, buf_byte0, length

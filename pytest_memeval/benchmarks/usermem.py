@@ -30,6 +30,7 @@ from ..categories import shared_category
 from ..errors import DatasetError
 from ..records import Conversation, Prediction, Question, Session, Turn
 from .base import CategoryInfo, Dataset, LoadRequest
+from .locomo import check_surrogates
 
 __all__ = ["BENCHMARK", "LAYERS", "UserMemory", "parse_gold_facts"]
 
@@ -53,6 +54,8 @@ _SAFE_LOADER: type[yaml.SafeLoader] | type[yaml.CSafeLoader] = getattr(
 #: a file nested some 100,000 deep would overflow the stack and kill the process, so depth is
 #: checked on the (iterative) event stream before anything is composed.
 MAX_YAML_DEPTH = 100
+#: most values (scalars, lists, mappings) a case may hold once aliases are expanded
+MAX_YAML_NODES = 1_000_000
 _ROLE_ALIASES = {"representative": "assistant", "agent": "assistant"}
 _ROLES = ("user", "assistant", "system")
 
@@ -318,7 +321,7 @@ def _read_yaml(path: Path) -> object:
     try:
         _check_depth(text, str(path))
         # the same safe constructor set as yaml.safe_load; libyaml's parser when available (9x)
-        return yaml.load(text, Loader=_SAFE_LOADER)
+        data: object = yaml.load(text, Loader=_SAFE_LOADER)
     except RecursionError:
         raise DatasetError(
             f"YAML nested too deeply (more than {MAX_YAML_DEPTH} levels); fix the file",
@@ -331,23 +334,56 @@ def _read_yaml(path: Path) -> object:
         raise DatasetError(
             f"YAML does not parse{where} ({problem}); fix the file", path=str(path)
         ) from None
+    check_surrogates(data, str(path))
+    return data
 
 
 def _check_depth(text: str, path: str) -> None:
-    """Refuse documents nested deeper than MAX_YAML_DEPTH, reading parser events (no recursion)."""
-    depth = 0
+    """Refuse documents nested deeper than MAX_YAML_DEPTH or holding more than MAX_YAML_NODES
+    values once aliases are expanded (a few nested aliases make billions: "billion laughs"),
+    reading parser events (no recursion, nothing composed yet)."""
+    sizes: dict[str, int] = {}  # anchor -> expanded size of its node
+    open_nodes: list[tuple[str | None, int]] = []  # (anchor, expanded size so far)
+    total = 0
+
+    def add(n: int, event: yaml.Event) -> None:
+        nonlocal total
+        total += n
+        if total > MAX_YAML_NODES:
+            raise DatasetError(
+                f"YAML expands to more than {MAX_YAML_NODES:,} values (aliases{_where(event)} "
+                "repeat large lists or mappings); write the content out",
+                path=path,
+            )
+        if open_nodes:
+            anchor, size = open_nodes[-1]
+            open_nodes[-1] = (anchor, size + n)
+
     for event in yaml.parse(text, Loader=_SAFE_LOADER):
         if isinstance(event, (yaml.MappingStartEvent, yaml.SequenceStartEvent)):
-            depth += 1
-            if depth > MAX_YAML_DEPTH:
-                mark = event.start_mark
-                where = f" at line {mark.line + 1} column {mark.column + 1}" if mark else ""
+            open_nodes.append((event.anchor, 1))
+            if len(open_nodes) > MAX_YAML_DEPTH:
                 raise DatasetError(
-                    f"YAML nested more than {MAX_YAML_DEPTH} levels deep{where}; fix the file",
+                    f"YAML nested more than {MAX_YAML_DEPTH} levels deep{_where(event)}; "
+                    "fix the file",
                     path=path,
                 )
         elif isinstance(event, (yaml.MappingEndEvent, yaml.SequenceEndEvent)):
-            depth -= 1
+            anchor, size = open_nodes.pop()
+            if anchor is not None:
+                sizes[anchor] = size
+            add(size, event)
+        elif isinstance(event, yaml.ScalarEvent):
+            if event.anchor is not None:
+                sizes[event.anchor] = 1
+            add(1, event)
+        elif isinstance(event, yaml.AliasEvent):
+            add(sizes.get(event.anchor or "", 1), event)
+
+
+def _where(event: yaml.Event) -> str:
+    mark = event.start_mark
+    return f" at line {mark.line + 1} column {mark.column + 1}" if mark is not None else ""
 
 
 def _hash(data: bytes) -> str:
@@ -403,6 +439,7 @@ class UserMemory:
                 raise DatasetError(
                     f"invalid JSON ({problem}); fix or remove the file", path=str(facts_path)
                 ) from None
+            check_surrogates(data, str(facts_path))
             gold = parse_gold_facts(data, str(facts_path))
         questions: list[Question] = []
         conversations: dict[str, Conversation] = {}
