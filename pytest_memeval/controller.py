@@ -265,8 +265,12 @@ class Controller:
         chosen: dict[str, list[Baseline]] = {}
         for run in summary.runs:
             if run.benchmark not in chosen:
+                dataset = self.state.datasets.get(run.benchmark)
                 chosen[run.benchmark] = baselines_for(
-                    run.benchmark, self.state.settings.baselines, None
+                    run.benchmark,
+                    self.state.settings.baselines,
+                    None,
+                    dataset.variant if dataset is not None else None,
                 )
         return chosen
 
