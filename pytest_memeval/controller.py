@@ -24,15 +24,11 @@ from .baselines import Baseline, baselines_for
 from .benchmarks import get_benchmark
 from .collect import STATE_KEY, RunState
 from .errors import MemevalError
-from .gates import check_gates
-from .judging import judge_agreement
 from .records import QuestionResult
-from .regression import compare, load_baseline, save_baseline
 from .report.json_report import write_json
 from .report.model import Summary
 from .report.terminal import render_summary, render_wrong
 from .results import RunStore, find_run
-from .stats import add_confidence_intervals, add_pooled_judge_std
 
 __all__ = ["PROPERTY_NAME", "Controller"]
 
@@ -220,6 +216,9 @@ class Controller:
         }
 
     def build_summary(self) -> Summary:
+        from .judging import judge_agreement
+        from .stats import add_confidence_intervals, add_pooled_judge_std
+
         runs = []
         for (bench_name, system, flow), results in group_runs(self.results.values()).items():
             try:
@@ -278,6 +277,9 @@ class Controller:
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         if not self.results:
             return
+        from .gates import check_gates
+        from .regression import compare, load_baseline, save_baseline
+
         settings = self.state.settings
         summary = self.build_summary()
         failed = False

@@ -280,10 +280,15 @@ def load_replay(path: str | os.PathLike[str]) -> dict[str, dict[str, str]]:
     return {"": _answer_map(p, "", data)}
 
 
+class MissingReplayAnswer(AdapterError):
+    """The replay file has no answer for this question (the plugin skips such items)."""
+
+
 class ReplaySystem:
     """Replays saved answers: ``answer(question)`` returns the stored answer for ``question.id``;
-    ``search`` returns ``[]``. A question id missing from the file is an AdapterError naming the
-    file and the id."""
+    ``search`` returns ``[]``. A question id missing from the file raises MissingReplayAnswer
+    (an AdapterError naming the file and the id); the plugin reports such items as skipped, so a
+    replay file may cover a subset of the questions."""
 
     def __init__(self, answers: Mapping[str, str], *, path: str = "", name: str = "replay") -> None:
         self._answers = answers
@@ -301,7 +306,7 @@ class ReplaySystem:
             return self._answers[question.id]
         except KeyError:
             label = f" (system {self.name!r})" if self.name and self.path else ""
-            raise AdapterError(
+            raise MissingReplayAnswer(
                 f"replay file {self.path or '<memory>'}{label} has no answer for question id "
                 f"{question.id!r}"
             ) from None
