@@ -14,8 +14,12 @@ import nltk  # noqa: F401
 import numpy  # noqa: F401
 import pytest
 import scipy.stats  # noqa: F401
+import yaml  # noqa: F401
 
+import pytest_memeval.benchmarks.beam
 import pytest_memeval.benchmarks.locomo
+import pytest_memeval.benchmarks.longmemeval
+import pytest_memeval.benchmarks.usermem
 import pytest_memeval.metrics
 import pytest_memeval.systems.builtin  # noqa: F401
 
