@@ -284,7 +284,7 @@ def section_f1(ctx: Context) -> list[Row]:
 
 
 def section_harness(ctx: Context) -> list[Row]:
-    limit = 20 if ctx.quick else None
+    limit = 10 if ctx.quick else None
     repeats = 1 if ctx.quick else 3
     n = count_selected(ctx.data, limit)
     proj = make_project(ctx, "harness")
@@ -297,7 +297,8 @@ def section_harness(ctx: Context) -> list[Row]:
 
     # warm-up: fill the private bytecode cache (and the OS page cache) for both projects
     run_timed(memeval_args(ctx, INSTANT, 1), proj, ctx.env)
-    run_timed(trivial_collect, trivial, ctx.env)
+    if not ctx.quick:
+        run_timed(trivial_collect, trivial, ctx.env)
 
     # interleaved, so both see the same machine load
     runs: dict[str, list[Timing]] = {"run": [], "trivial": [], "collect": [], "tcollect": []}
@@ -326,7 +327,7 @@ def section_harness(ctx: Context) -> list[Row]:
         "statuses": rep["runs"][0]["summary"]["overall"].get("statuses"),
     }
     wall_ratio = best["run"].wall / best["trivial"].wall
-    label = f"{n} q" + (" (--memeval-limit=20)" if limit else "")
+    label = f"{n} q" + (" (--memeval-limit=10)" if limit else "")
     rows = [
         Row(
             "harness",
@@ -430,10 +431,10 @@ def profile_run(ctx: Context, proj: Path, run_args: list[str]) -> list[dict[str,
 
 
 def section_xdist(ctx: Context) -> list[Row]:
-    limit = 3 if ctx.quick else None
+    limit = 2 if ctx.quick else None
     env = dict(ctx.env)
     if ctx.quick:
-        env["MEMEVAL_PERF_INGEST_SECONDS"] = "0.2"
+        env["MEMEVAL_PERF_INGEST_SECONDS"] = "0.15"
         env["MEMEVAL_PERF_ANSWER_SECONDS"] = "0.01"
     ingest_s = float(env.get("MEMEVAL_PERF_INGEST_SECONDS", "1.0"))
     answer_s = float(env.get("MEMEVAL_PERF_ANSWER_SECONDS", "0.02"))

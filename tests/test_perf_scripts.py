@@ -60,7 +60,7 @@ def test_run_quick_prints_the_table(perf_data_dir: Path, tmp_path: Path) -> None
     assert mism[1:3] == ["0", "3972"] and mism[5] == "yes"
 
     # harness: both runs measured, ratio consistent with the two wall times
-    harness = _row(lines, "LoCoMo run, instant system, 200 q")
+    harness = _row(lines, "LoCoMo run, instant system, 100 q")
     ours, ref = float(harness[1].split()[0]), float(harness[2].split()[0])
     assert ours > 0 and ref > 0
     assert float(harness[3]) == pytest.approx(ours / ref, rel=0.01)
@@ -81,7 +81,7 @@ def test_run_quick_prints_the_table(perf_data_dir: Path, tmp_path: Path) -> None
     assert data["mode"] == "quick" and not data["errors"]
     assert set(data["seconds"]) == {"f1", "harness", "xdist", "judge"}
     assert data["raw"]["f1"]["identical"] is True
-    assert data["raw"]["harness"]["questions"] == 200
+    assert data["raw"]["harness"]["questions"] == 100
     assert data["raw"]["harness"]["statuses"]["CORRECT"] > 0
     assert data["raw"]["harness"]["statuses"]["WRONG"] > 0
     assert data["raw"]["xdist"]["ingests"] == {
