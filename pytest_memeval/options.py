@@ -41,7 +41,7 @@ OPTIONS: tuple[_Opt, ...] = (
     _Opt(
         "memsys",
         "memory system(s) under test: conftest fixture, entry point, built-in "
-        "(full-context, bm25, no-memory), replay:PATH, or package.module:factory (comma list)",
+        "(full-context, bm25, embedding, no-memory), replay:PATH, or package.module:factory (comma list)",
         metavar="SYS[,SYS]",
     ),
     _Opt(
@@ -357,7 +357,7 @@ def read_settings(config: pytest.Config) -> Settings:
     if benchmarks and not systems:
         raise pytest.UsageError(
             f"--memeval={','.join(benchmarks)} needs a memory system: add --memsys=bm25 "
-            "(built-ins: full-context, bm25, no-memory, replay:PATH)"
+            "(built-ins: full-context, bm25, embedding, no-memory, replay:PATH)"
         )
     if len(set(benchmarks)) != len(benchmarks) or len(set(systems)) != len(systems):
         raise pytest.UsageError("--memeval / --memsys: a name is listed twice")

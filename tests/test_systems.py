@@ -376,7 +376,7 @@ def test_builtins_resolve_to_fresh_instances() -> None:
         assert resolved == name
         a, b = factory(), factory()
         assert isinstance(a, cls) and a is not b
-    assert sorted(BUILTIN_SYSTEMS) == ["bm25", "full-context", "no-memory"]
+    assert sorted(BUILTIN_SYSTEMS) == ["bm25", "embedding", "full-context", "no-memory"]
 
 
 def test_unknown_system_lists_what_is_available() -> None:
@@ -384,8 +384,14 @@ def test_unknown_system_lists_what_is_available() -> None:
         resolve_system("nope")
     msg = str(info.value)
     assert msg.startswith("--memsys: unknown memory system 'nope'. Available: ")
-    assert "bm25, full-context, no-memory, replay:PATH" in msg
-    assert available_systems()[:4] == ["bm25", "full-context", "no-memory", "replay:PATH"]
+    assert "bm25, embedding, full-context, no-memory, replay:PATH" in msg
+    assert available_systems()[:5] == [
+        "bm25",
+        "embedding",
+        "full-context",
+        "no-memory",
+        "replay:PATH",
+    ]
 
 
 SYSTEM_MODULE = """

@@ -335,10 +335,18 @@ def replay_factories(spec: str) -> list[tuple[str, Callable[[], MemorySystem]]]:
 
 
 #: built-in name -> factory (each class is its own zero-argument factory)
+def _embedding_system() -> MemorySystem:
+    """``embedding``: dense retrieval (optional extra ``pytest-memeval[embedding]``)."""
+    from .embedding import EmbeddingSystem  # lazy: builtin <-> embedding import cycle
+
+    return EmbeddingSystem()
+
+
 BUILTIN_SYSTEMS: Mapping[str, Callable[[], MemorySystem]] = MappingProxyType(
     {
         "full-context": FullContextSystem,
         "bm25": BM25System,
+        "embedding": _embedding_system,
         "no-memory": NoMemorySystem,
     }
 )
