@@ -18,13 +18,13 @@ import pytest
 from .benchmarks import Benchmark, Dataset
 from .errors import MemevalError
 from .pipeline import SystemPool, clean_scores, decide_status, run_question
-from .records import STATUS_WRONG, Memory, Prediction, Question, QuestionResult
+from .records import STATUS_WRONG, Prediction, Question, QuestionResult
 from .report.terminal import describe_result
 from .systems.builtin import MissingReplayAnswer
 
 if TYPE_CHECKING:
     from .answering import Answerer
-    from .judging import LLMRuntime, PredictionStore
+    from .judging import LLMRuntime
     from .options import Settings
 
 __all__ = [
@@ -63,10 +63,25 @@ class RunState:
     pool: SystemPool = field(default_factory=SystemPool)
     answerer: Answerer | None = None
     llm: LLMRuntime | None = None
-    store: PredictionStore | None = None
+    #: run folder whose stored predictions --memeval-rejudge re-scores (chosen on the controller)
+    rejudge_run: Path | None = None
+    _stored: dict[tuple[str, str, str], QuestionResult] | None = None
     resume_ids: frozenset[str] = frozenset()
     collect_seconds: float = 0.0
     load_seconds: dict[str, float] = field(default_factory=dict)
+
+    def stored_predictions(self) -> dict[tuple[str, str, str], QuestionResult]:
+        """(benchmark, system, question id) -> stored result of the run being re-judged (the
+        built-in items' results only), read once per process."""
+        if self._stored is None:
+            from .results import read_results
+
+            self._stored = {}
+            if self.rejudge_run is not None:
+                for r in read_results(self.rejudge_run):
+                    if not r.flow and r.status != "ERROR":
+                        self._stored[(r.benchmark, r.system, r.question_id)] = r
+        return self._stored
 
     def threshold(self, bench: str) -> float:
         if self.settings.pass_threshold is not None:
@@ -251,40 +266,26 @@ class MemevalItem(pytest.Function):
         )
         result.latency = latency
         result.details["memories_returned"] = len(prediction.memories)
-        if state.store is not None:
-            state.store.put(
-                self.benchmark,
-                self.system.label,
-                self.question.id,
-                {
-                    "prediction": prediction.text,
-                    "answered_by": prediction.answered_by,
-                    "memories": [m.to_dict() for m in prediction.memories[:STORED_MEMORIES]],
-                    "latency": latency,
-                },
-            )
         return prediction
 
     def _stored_prediction(self, result: QuestionResult) -> Prediction:
         state = self.state
-        stored = (
-            state.store.get(self.benchmark, self.system.label, self.question.id)
-            if (state.store is not None)
-            else None
+        stored = state.stored_predictions().get(
+            (self.benchmark, self.system.label, self.question.id)
         )
-        if stored is None or not isinstance(stored.get("prediction"), str):
+        if stored is None or stored.prediction is None:
             raise MemevalError(
                 f"--memeval-rejudge: no stored prediction for {self.benchmark} / "
-                f"{self.system.label} / {self.question.id} in {state.settings.cache_dir}; run "
+                f"{self.system.label} / {self.question.id} in run {state.rejudge_run}; run it "
                 "once without --memeval-rejudge (same --memeval-cache-dir) to store it"
             )
-        result.latency = {k: float(v) for k, v in (stored.get("latency") or {}).items()}
+        result.latency = dict(stored.latency)
         result.details["rejudged"] = True
-        memories = tuple(Memory.from_dict(m) for m in stored.get("memories") or ())
+        result.details["rejudged_from"] = state.rejudge_run.name if state.rejudge_run else None
         return Prediction(
-            text=stored["prediction"],
-            memories=memories,
-            answered_by=str(stored.get("answered_by", "")),
+            text=stored.prediction,
+            memories=tuple(stored.memories),
+            answered_by=str(stored.details.get("answered_by", "")),
         )
 
     def runtest(self) -> None:

@@ -119,6 +119,10 @@ class Controller:
         if not settings.active:
             return
         try:
+            if settings.rejudge is not None:
+                state.rejudge_run = find_run(
+                    settings.cache_dir, settings.rejudge, option="--memeval-rejudge"
+                )
             if settings.resume is not None:
                 self.store = RunStore(find_run(settings.cache_dir, settings.resume))
                 stored = {

@@ -8,10 +8,7 @@ worker process has its own).
 
 from __future__ import annotations
 
-import contextlib
-import json
 import math
-import sqlite3
 import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -32,7 +29,7 @@ from .llm import (
 )
 from .records import Memory, Prediction, Question
 
-__all__ = ["JudgeSpec", "LLMRuntime", "LLMSettings", "PredictionStore", "judge_agreement"]
+__all__ = ["JudgeSpec", "LLMAnswererAdapter", "LLMRuntime", "LLMSettings", "judge_agreement"]
 
 
 @dataclass(frozen=True)
@@ -211,55 +208,3 @@ def judge_agreement(
                 b.append(int(y))
         out[f"{first} vs {other}"] = cohen_kappa(a, b) if a else None
     return out
-
-
-class PredictionStore:
-    """Predictions of earlier runs, keyed by (benchmark, system, question id), for
-    ``--memeval-rejudge``. SQLite in WAL mode: many xdist workers write at once safely."""
-
-    def __init__(self, cache_dir: Path) -> None:
-        cache_dir.mkdir(parents=True, exist_ok=True)
-        self.path = cache_dir / "predictions.sqlite3"
-        self._local = threading.local()
-        with self._conn() as conn:
-            conn.execute(
-                "CREATE TABLE IF NOT EXISTS predictions (benchmark TEXT, system TEXT, qid TEXT,"
-                " data TEXT, PRIMARY KEY (benchmark, system, qid))"
-            )
-
-    def _conn(self) -> sqlite3.Connection:
-        conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
-        if conn is None:
-            conn = sqlite3.connect(self.path, timeout=60.0, isolation_level=None)
-            conn.execute("PRAGMA journal_mode=WAL")
-            conn.execute("PRAGMA busy_timeout=60000")
-            conn.execute("PRAGMA synchronous=NORMAL")
-            self._local.conn = conn
-        return conn
-
-    def put(self, benchmark: str, system: str, qid: str, data: Mapping[str, Any]) -> None:
-        with contextlib.suppress(sqlite3.Error):  # the store is a convenience; never fatal
-            self._conn().execute(
-                "INSERT OR REPLACE INTO predictions VALUES (?, ?, ?, ?)",
-                (benchmark, system, qid, json.dumps(data, default=str)),
-            )
-
-    def get(self, benchmark: str, system: str, qid: str) -> dict[str, Any] | None:
-        try:
-            row = (
-                self._conn()
-                .execute(
-                    "SELECT data FROM predictions WHERE benchmark=? AND system=? AND qid=?",
-                    (benchmark, system, qid),
-                )
-                .fetchone()
-            )
-        except sqlite3.Error:
-            return None
-        if row is None:
-            return None
-        try:
-            data = json.loads(row[0])
-        except ValueError:
-            return None
-        return data if isinstance(data, dict) else None

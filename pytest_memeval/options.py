@@ -162,9 +162,10 @@ OPTIONS: tuple[_Opt, ...] = (
     _Opt("memeval-no-cache", "do not read or write the LLM cache", flag=True),
     _Opt(
         "memeval-rejudge",
-        "re-score stored predictions of an earlier run without calling "
-        "the memory system or the answerer",
-        flag=True,
+        "re-score the predictions stored by an earlier run (default: the latest under the cache "
+        "folder) without calling the memory system or the answerer",
+        metavar="RUN",
+        const="latest",
     ),
     _Opt("memeval-html", "write a self-contained HTML report to PATH", metavar="PATH"),
     _Opt(
@@ -238,7 +239,7 @@ class Settings:
     llm_timeout: float = 60.0
     llm_retries: int = 6
     no_cache: bool = False
-    rejudge: bool = False
+    rejudge: str | None = None
     html_path: Path | None = None
     markdown_path: Path | None = None
     gates: tuple[Any, ...] = ()
@@ -511,7 +512,7 @@ def read_settings(config: pytest.Config) -> Settings:
         llm_timeout=timeout,
         llm_retries=_int(val("memeval_llm_retries"), src("memeval_llm_retries"), minimum=0),
         no_cache=flag("memeval_no_cache"),
-        rejudge=flag("memeval_rejudge"),
+        rejudge=str(val("memeval_rejudge")) if val("memeval_rejudge") else None,
         html_path=path("memeval_html"),
         markdown_path=path("memeval_markdown"),
         gates=tuple(gates),

@@ -130,10 +130,9 @@ def _load(config: pytest.Config, state: RunState) -> None:
         state.selected[name] = select_questions(
             dataset.questions, limit=settings.limit, sample=settings.sample, seed=settings.seed
         )
-    if state.store is None:
-        from .judging import PredictionStore
-
-        state.store = PredictionStore(settings.cache_dir / "predictions")
+    workerinput = getattr(config, "workerinput", None)
+    if workerinput is not None and workerinput.get("memeval_rejudge_run"):
+        state.rejudge_run = Path(workerinput["memeval_rejudge_run"])
     llm_settings = _llm_settings(settings)
     if llm_settings.uses_llm and state.llm is None:
         from .errors import JudgeError

@@ -36,7 +36,7 @@ def new_run_id() -> str:
     return f"{stamp}-{secrets.token_hex(3)}"
 
 
-def find_run(cache_dir: Path, name: str | None) -> Path:
+def find_run(cache_dir: Path, name: str | None, option: str = "--memeval-resume") -> Path:
     """The folder of run ``name`` (a run id), or of the latest run when ``name`` is None/"latest".
     Names are checked so a value like ``../x`` can never leave the runs folder."""
     runs = _runs_dir(cache_dir)
@@ -47,22 +47,20 @@ def find_run(cache_dir: Path, name: str | None) -> Path:
         )
         if not candidates:
             raise MemevalError(
-                f"--memeval-resume: no earlier run under {runs}; run once without it (with the same "
+                f"{option}: no earlier run under {runs}; run once without it (with the same "
                 "--memeval-cache-dir) first"
             )
         return candidates[-1]
     assert name is not None
     if not _RUN_NAME.match(name):
         raise MemevalError(
-            f"--memeval-resume={name!r}: not a run id (letters, digits, '.', '_', '-'); see the "
+            f"{option}={name!r}: not a run id (letters, digits, '.', '_', '-'); see the "
             f"folders under {runs}"
         )
     folder = runs / name
     if not (folder / RESULTS_FILE).is_file():
         available = ", ".join(sorted(p.name for p in runs.glob("*"))[-5:]) or "none"
-        raise MemevalError(
-            f"--memeval-resume={name}: no such run under {runs} (latest: {available})"
-        )
+        raise MemevalError(f"{option}={name}: no such run under {runs} (latest: {available})")
     return folder
 
 

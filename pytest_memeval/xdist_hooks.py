@@ -66,6 +66,8 @@ class XdistHooks:
         state = self.config.stash.get(STATE_KEY, None)
         if state is not None and state.resume_ids:
             node.workerinput["memeval_resume"] = sorted(state.resume_ids)
+        if state is not None and state.rejudge_run is not None:
+            node.workerinput["memeval_rejudge_run"] = str(state.rejudge_run)
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_testnodedown(self, node: Any, error: Any) -> None:

@@ -202,9 +202,13 @@ def guarded():
 
 
 def test_rejudge_without_stored_predictions_errors(pytester: pytest.Pytester) -> None:
-    result = _run(pytester, "--memsys=bm25", "--memeval-rejudge", "-k", "demo-1-q1")
+    result = _run(pytester, "--memsys=bm25", "--memeval-rejudge")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*--memeval-rejudge: no earlier run*"])
+    assert _run(pytester, "--memsys=bm25", "-k", "demo-1-q1").ret == 0
+    result = _run(pytester, "--memsys=bm25", "--memeval-rejudge", "-k", "demo-1-q1 or demo-1-q2")
     assert _outcomes_errors(result) == 1
-    result.stdout.fnmatch_lines(["*no stored prediction for demo / bm25 / demo-1-q1*"])
+    result.stdout.fnmatch_lines(["*no stored prediction for demo / bm25 / demo-1-q2*"])
 
 
 def _outcomes_errors(result: pytest.RunResult) -> int:

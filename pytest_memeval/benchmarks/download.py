@@ -16,6 +16,7 @@ import urllib.error
 import urllib.parse
 import urllib.request
 from pathlib import Path
+from typing import Any
 
 from ..errors import MSG_OFFLINE, DatasetError
 
@@ -48,6 +49,27 @@ def _check_url(url: str) -> None:
         "(plain http only for 127.0.0.1/localhost). Pass a local copy with --memeval-data=DIR.",
         path=url,
     )
+
+
+class _CheckedRedirects(urllib.request.HTTPRedirectHandler):
+    """Follow a redirect only to a URL :func:`_check_url` accepts: refused *before* any request is
+    sent there (urllib would otherwise follow https -> http)."""
+
+    def redirect_request(
+        self,
+        req: urllib.request.Request,
+        fp: Any,
+        code: int,
+        msg: str,
+        headers: Any,
+        newurl: str,
+    ) -> urllib.request.Request | None:
+        _check_url(newurl)
+        return super().redirect_request(req, fp, code, msg, headers, newurl)
+
+
+def _open(request: urllib.request.Request, timeout: float) -> Any:
+    return urllib.request.build_opener(_CheckedRedirects).open(request, timeout=timeout)
 
 
 def _content_length(value: str | None) -> int | None:
@@ -107,8 +129,8 @@ def download(
             url, headers={"User-Agent": "pytest-memeval", "Accept-Encoding": "identity"}
         )
         try:
-            with out, urllib.request.urlopen(request, timeout=timeout) as resp:
-                _check_url(resp.geturl())  # a redirect must not leave https
+            with out, _open(request, timeout) as resp:
+                _check_url(resp.geturl())  # a redirect must not leave https (checked twice)
                 expected_len = _content_length(resp.headers.get("Content-Length"))
                 received = 0
                 while chunk := resp.read(_CHUNK):
