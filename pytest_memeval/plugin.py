@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import time
 from collections.abc import Generator
 from pathlib import Path
@@ -248,6 +249,14 @@ def _resume_ids(config: pytest.Config, state: RunState) -> frozenset[str]:
     if workerinput is not None and "memeval_resume" in workerinput:
         return frozenset(workerinput["memeval_resume"])
     return state.resume_ids
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """Move everything alive after collection (datasets, items, libraries) out of the garbage
+    collector's reach: pytest's and Python's collections then only walk objects made per item."""
+    state = session.config.stash.get(STATE_KEY, None)
+    if state is not None and state.settings.active:
+        gc.freeze()
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
