@@ -492,3 +492,14 @@ def test_example_handwritten_flow_runs(pytester: pytest.Pytester, run_mode: list
     assert result.ret == 0, result.stdout.str()
     runs = {(r["system"], r["flow"]) for r in read_json(out)["runs"]}
     assert runs == {("keyword_memory", ""), ("keyword_memory", "test_two_step_agent")}
+
+
+def test_locomo_f1_is_rounded_per_question_before_averaging(pytester: pytest.Pytester) -> None:
+    out = pytester.path / "r.json"
+    result = pytester.runpytest("--memeval=demo", "--memsys=full-context", f"--memeval-json={out}")
+    assert result.ret == 0
+    run = read_json(out)["runs"][0]
+    values = [round(q["scores"]["f1"], 3) for q in run["questions"]]
+    assert run["summary"]["overall_all"]["f1"] == pytest.approx(
+        sum(values) / len(values), abs=1e-12
+    )

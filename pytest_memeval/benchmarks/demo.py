@@ -41,6 +41,7 @@ class DemoBenchmark:
     categories: Mapping[int | str, CategoryInfo] = field(default_factory=lambda: CATEGORIES)
     metrics: Sequence[str] = METRICS
     pass_metric: str = "f1"
+    round3_metrics: tuple[str, ...] = ("f1",)  # LoCoMo's rules
 
     def load(self, request: LoadRequest) -> Dataset:
         del request  # package data: no download, --memeval-data is ignored

@@ -406,6 +406,8 @@ class UserMemory:
     )
     metrics: Sequence[str] = METRICS
     pass_metric: str = "keyword_recall"
+    #: reward >= 0.6 passes (SCORING.md 5.4; --memeval-pass-threshold overrides)
+    default_threshold: float = 0.6
 
     def load(self, request: LoadRequest) -> Dataset:
         if request.data_dir is None:
