@@ -257,6 +257,15 @@ class Controller:
             summary.extra["llm_cache"] = merged["cache"]
             summary.extra["judge_warnings"] = merged["judge_warnings"]
             summary.extra["judge_unscored"] = merged["judge_unscored"]
+            if self.state.settings.prices is not None:
+                from .llm import TokenAccounting
+
+                tokens = TokenAccounting.from_dict(merged["tokens"])
+                prices = self.state.settings.prices
+                summary.extra["cost_usd"] = {
+                    "total": tokens.cost(prices),
+                    "by_role": tokens.cost_by_role(prices),
+                }
             keys = [spec.key for spec in self.state.llm.judges]
             if len(keys) > 1:
                 summary.extra["judge_agreement"] = judge_agreement(
@@ -391,6 +400,12 @@ class Controller:
             llm_line.append(
                 f"  llm cache: {cache.get('hits', 0)} hits, {cache.get('misses', 0)} misses; "
                 + ("; ".join(per_role) or "no calls")
+            )
+        if "cost_usd" in extra:
+            total = extra["cost_usd"]["total"]
+            llm_line.append(
+                "  cost: "
+                + ("unknown (a model has no price)" if total is None else f"${total:.4f}")
             )
         if "judge_agreement" in extra:
             llm_line.append(

@@ -161,6 +161,11 @@ OPTIONS: tuple[_Opt, ...] = (
     ),
     _Opt("memeval-no-cache", "do not read or write the LLM cache", flag=True),
     _Opt(
+        "memeval-prices",
+        "JSON price table {model: {input: $/Mtok, output: $/Mtok}} for the cost in the summary",
+        metavar="PATH",
+    ),
+    _Opt(
         "memeval-rejudge",
         "re-score the predictions stored by an earlier run (default: the latest under the cache "
         "folder) without calling the memory system or the answerer",
@@ -240,6 +245,7 @@ class Settings:
     llm_retries: int = 6
     no_cache: bool = False
     rejudge: str | None = None
+    prices: dict[str, dict[str, float]] | None = None
     html_path: Path | None = None
     markdown_path: Path | None = None
     gates: tuple[Any, ...] = ()
@@ -340,6 +346,38 @@ def _int(value: Any, source: str, *, minimum: int) -> int:
     if number < minimum:
         raise pytest.UsageError(f"{source}={value!r}: must be >= {minimum}")
     return number
+
+
+def _prices(value: Any, source: str) -> dict[str, dict[str, float]] | None:
+    """Read a price table: JSON only, small, numbers only."""
+    if not value:
+        return None
+    import json
+
+    path = Path(str(value)).expanduser()
+    fix = 'e.g. {"gpt-4o-mini": {"input": 0.15, "output": 0.6}}'
+    try:
+        if path.stat().st_size > 1 << 20:
+            raise pytest.UsageError(f"{source}={value}: larger than 1 MB; expected a price table")
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise pytest.UsageError(f"{source}={value}: cannot read it ({exc.strerror})") from None
+    except ValueError as exc:
+        raise pytest.UsageError(f"{source}={value}: not valid JSON ({exc}); {fix}") from None
+    table: dict[str, dict[str, float]] = {}
+    if not isinstance(data, dict):
+        raise pytest.UsageError(f"{source}={value}: expected a JSON object; {fix}")
+    for model, entry in data.items():
+        if not isinstance(entry, dict) or not all(
+            isinstance(entry.get(k), (int, float)) and not isinstance(entry.get(k), bool)
+            for k in ("input", "output")
+        ):
+            raise pytest.UsageError(
+                f"{source}={value}: model {model!r} needs numeric 'input' and 'output' "
+                f"(dollars per million tokens); {fix}"
+            )
+        table[str(model)] = {"input": float(entry["input"]), "output": float(entry["output"])}
+    return table
 
 
 def read_settings(config: pytest.Config) -> Settings:
@@ -513,6 +551,7 @@ def read_settings(config: pytest.Config) -> Settings:
         llm_retries=_int(val("memeval_llm_retries"), src("memeval_llm_retries"), minimum=0),
         no_cache=flag("memeval_no_cache"),
         rejudge=str(val("memeval_rejudge")) if val("memeval_rejudge") else None,
+        prices=_prices(val("memeval_prices"), src("memeval_prices")),
         html_path=path("memeval_html"),
         markdown_path=path("memeval_markdown"),
         gates=tuple(gates),

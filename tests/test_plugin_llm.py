@@ -213,3 +213,30 @@ def test_rejudge_without_stored_predictions_errors(pytester: pytest.Pytester) ->
 
 def _outcomes_errors(result: pytest.RunResult) -> int:
     return int(result.parseoutcomes().get("errors", 0))
+
+
+def test_price_table_gives_cost(pytester: pytest.Pytester, server: LLMServer) -> None:
+    prices = pytester.path / "prices.json"
+    prices.write_text(json.dumps({"gpt-4o-mini": {"input": 0.15, "output": 0.6}}))
+    out = pytester.path / "r.json"
+    result = _run(
+        pytester,
+        "--memsys=bm25",
+        "--memeval-judge=openai:gpt-4o-mini",
+        f"--memeval-prices={prices}",
+        f"--memeval-json={out}",
+        "-n",
+        "2",
+    )
+    assert result.ret == 0, result.stdout.str()
+    extra = read_json(out)["extra"]
+    judge = extra["tokens"]["judge"]["openai:gpt-4o-mini"]
+    expected = (judge["input_tokens"] * 0.15 + judge["output_tokens"] * 0.6) / 1e6
+    assert extra["cost_usd"]["total"] == pytest.approx(expected)
+    assert expected > 0
+    result.stdout.fnmatch_lines(["*cost: $*"])
+    bad = pytester.path / "bad.json"
+    bad.write_text('{"gpt-4o-mini": {"input": "cheap"}}')
+    usage = _run(pytester, "--memsys=bm25", f"--memeval-prices={bad}")
+    assert usage.ret == pytest.ExitCode.USAGE_ERROR
+    usage.stderr.fnmatch_lines(["*needs numeric 'input' and 'output'*"])
