@@ -1,5 +1,5 @@
 """Fault injection (``-m faults``): a flaky, down or hanging LLM endpoint, memory systems that raise,
-hang or return the wrong type, and many processes writing the LLM cache and the prediction store at
+hang or return the wrong type, and many processes writing the LLM cache and the results store at
 once. Each run completes, loses no question and counts what went wrong.
 
     python -m pytest -m faults tests/test_faults.py
@@ -12,7 +12,6 @@ import multiprocessing
 import multiprocessing.pool
 import random
 import socket
-import sqlite3
 import time
 import warnings
 from collections import Counter
@@ -25,8 +24,9 @@ import pytest
 from conftest import read_json
 from llm_server import OPENAI_PATH, LLMServer
 
-from pytest_memeval.judging import PredictionStore
 from pytest_memeval.llm import Completion, LLMCache
+from pytest_memeval.records import QuestionResult
+from pytest_memeval.results import RESULTS_FILE, RunStore, read_results
 
 pytestmark = [pytest.mark.faults, pytest.mark.usefixtures("memeval_env")]
 
@@ -267,23 +267,40 @@ def process_pool(n: int) -> Iterator[multiprocessing.pool.Pool]:
 
 
 def _writer(args: tuple[str, int, int]) -> tuple[int, int]:
-    """One 'xdist worker': its own LLMCache and PredictionStore objects on the shared files; half
-    of its keys are shared with every other worker (same value), half are its own."""
+    """One 'xdist worker': its own LLMCache object on the shared file (half of its keys shared with
+    every other worker, same value) and its own RunStore descriptor appending ~2 KB result lines to
+    the same results.jsonl."""
     directory, worker, n = args
     cache = LLMCache(Path(directory) / "llm")
-    store = PredictionStore(Path(directory) / "predictions")
+    store = RunStore(Path(directory) / "runs" / "r1")
     for i in range(n):
-        own = f"w{worker}-{i:05d}"
-        cache.put(own, Completion(f"text {worker}/{i}", i, worker))
-        store.put("demo", f"sys{worker}", f"q{i:05d}", {"prediction": f"p {worker}/{i}"})
+        cache.put(f"w{worker}-{i:05d}", Completion(f"text {worker}/{i}", i, worker))
         if i % 2 == 0:
             cache.put(f"shared-{i:05d}", Completion(f"shared {i}", i, 0))
-            store.put("demo", "shared", f"q{i:05d}", {"prediction": f"shared {i}"})
+        store.append(_result(worker, i))
+    store.close()
     cache.close()
     return (1 if cache.enabled else 0), n
 
 
-def test_many_processes_write_cache_and_store(tmp_path: Path) -> None:
+def _result(worker: int, i: int) -> QuestionResult:
+    return QuestionResult(
+        benchmark="demo",
+        system=f"sys{worker}",
+        question_id=f"q{i:05d}",
+        conversation_id="c",
+        category="single-hop",
+        category_id=4,
+        question="q" * 1000,
+        gold="beagle",
+        prediction=f"p {worker}/{i} " + "x" * 1000,
+        status="CORRECT",
+        scores={"f1": 1.0},
+        nodeid=f"memeval/demo/c::q{i:05d}[sys{worker}]",
+    )
+
+
+def test_many_processes_write_cache_and_results(tmp_path: Path) -> None:
     workers, n = 4, 1500
     with process_pool(workers) as pool:
         results = pool.map(_writer, [(str(tmp_path), w, n) for w in range(workers)])
@@ -295,15 +312,60 @@ def test_many_processes_write_cache_and_store(tmp_path: Path) -> None:
             for i in range(0, n, 7):
                 assert cache.get(f"w{w}-{i:05d}") == Completion(f"text {w}/{i}", i, w, True)
         assert cache.get("shared-00010") == Completion("shared 10", 10, 0, True)
-    db = sqlite3.connect(tmp_path / "predictions" / "predictions.sqlite3")
-    try:
-        assert db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
-        count = db.execute("SELECT COUNT(*) FROM predictions").fetchone()[0]
-    finally:
-        db.close()
-    assert count == workers * n + (n + 1) // 2
-    store = PredictionStore(tmp_path / "predictions")
+    raw = (tmp_path / "runs" / "r1" / RESULTS_FILE).read_bytes()
+    assert raw.count(b"\n") == workers * n  # every line whole: no interleaved appends
+    stored = {r.nodeid: r for r in read_results(tmp_path / "runs" / "r1")}
+    assert len(stored) == workers * n
     for w in range(workers):
         for i in range(0, n, 7):
-            assert store.get("demo", f"sys{w}", f"q{i:05d}") == {"prediction": f"p {w}/{i}"}
-    assert store.get("demo", "shared", "q00002") == {"prediction": "shared 2"}
+            assert stored[f"memeval/demo/c::q{i:05d}[sys{w}]"] == _result(w, i)
+
+
+# --------------------------------------------------------------------------- known defects
+# Strict xfails: each names the fix; when the fix lands the test passes and the marker must go.
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="report/json_report.py write_json crashes (UnicodeEncodeError, no report) on a lone "
+    "surrogate in a prediction; sanitise texts in pipeline.run_question or write with "
+    "errors='backslashreplace'",
+)
+def test_lone_surrogate_answer_is_reported(pytester: pytest.Pytester) -> None:
+    pytester.makeconftest("""
+import pytest
+from pytest_memeval.systems.builtin import BM25System
+
+class Odd(BM25System):
+    def answer(self, question):
+        return "bea\\ud800gle"
+
+@pytest.fixture(scope="session")
+def odd():
+    return Odd()
+""")
+    out = pytester.path / "r.json"
+    result = _run(pytester, "--memsys=odd", "-k", "demo-1-q1", f"--memeval-json={out}")
+    assert result.ret == 0
+    assert len(read_json(out)["runs"][0]["questions"]) == 1
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="collect.py repr_failure prints a source traceback of plugin internals for the "
+    "plugin's own errors (MemevalError: JudgeError, DatasetError, AdapterError, timeouts); and "
+    "judging.py:128 prefixes the judge label a second time",
+)
+def test_plugin_errors_are_one_line(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    monkeypatch.setenv("OPENAI_BASE_URL", f"http://127.0.0.1:{port}/v1")
+    result = _run(pytester, "--memsys=bm25", JUDGE, "--memeval-llm-retries=0", "-k", "demo-1-q1")
+    text = result.stdout.str()
+    assert "openai:gpt-4o-mini: openai:gpt-4o-mini" not in text
+    section = text.split("= ERRORS =")[1].split("memeval summary")[0]
+    assert "judging.py" not in section and "def judge(" not in section
