@@ -138,83 +138,116 @@ _LME_MEM0 = (
     "Mem0 memory-benchmarks: one lenient gpt-5 judge prompt for every type, not the official rule "
     "sets; not comparable with the official protocol"
 )
+_LME_FIG = "LongMemEval paper (ICLR 2025), Fig. 4b"
+_BEAM_T1 = "BEAM paper (ICLR 2026), Table 1"
 _BEAM = (
     "BEAM paper Table 1 (0-1 scale): rubric-nugget LLM judge, how the paper's average is formed is "
     "not in the released code; unverified"
 )
 
 
+#: (name, benchmark, system, metric, protocol, source, overall, variant); all unverified seeds
+_OVERALL_ONLY: tuple[tuple[str, str, str, str, str, str, float, str], ...] = (
+    (
+        "lme-gpt-4o-oracle",
+        "longmemeval",
+        "GPT-4o (oracle)",
+        "judge",
+        _LME,
+        _LME_FIG,
+        0.870,
+        "oracle",
+    ),
+    ("lme-gpt-4o-s", "longmemeval", "GPT-4o (s)", "judge", _LME, _LME_FIG, 0.606, "s"),
+    (
+        "lme-llama-3.1-8b-oracle",
+        "longmemeval",
+        "Llama-3.1-8B (oracle)",
+        "judge",
+        _LME,
+        _LME_FIG,
+        0.744,
+        "oracle",
+    ),
+    ("lme-llama-3.1-8b-s", "longmemeval", "Llama-3.1-8B (s)", "judge", _LME, _LME_FIG, 0.334, "s"),
+    (
+        "lme-mem0-platform-top50",
+        "longmemeval",
+        "Mem0 platform, top-50",
+        "judge",
+        _LME_MEM0,
+        "mem0ai/memory-benchmarks README",
+        0.948,
+        "s",
+    ),
+    (
+        "beam-light-100k",
+        "beam",
+        "Llama-4-Maverick + LIGHT (100K)",
+        "nugget",
+        _BEAM,
+        _BEAM_T1,
+        0.358,
+        "100K",
+    ),
+    (
+        "beam-light-500k",
+        "beam",
+        "Llama-4-Maverick + LIGHT (500K)",
+        "nugget",
+        _BEAM,
+        _BEAM_T1,
+        0.359,
+        "500K",
+    ),
+    (
+        "beam-light-1m",
+        "beam",
+        "Llama-4-Maverick + LIGHT (1M)",
+        "nugget",
+        _BEAM,
+        _BEAM_T1,
+        0.336,
+        "1M",
+    ),
+    (
+        "beam-light-10m",
+        "beam",
+        "Llama-4-Maverick + LIGHT (10M)",
+        "nugget",
+        _BEAM,
+        _BEAM_T1,
+        0.266,
+        "10M",
+    ),
+    (
+        "beam-rag-10m",
+        "beam",
+        "RAG, Llama-4-Maverick (10M)",
+        "nugget",
+        _BEAM,
+        "BEAM paper, as quoted by a third-party page",
+        0.249,
+        "10M",
+    ),
+)
+
+
 def _longmemeval_and_beam() -> list[Baseline]:
-    out: list[Baseline] = []
-    for variant, value in (("oracle", 0.870), ("s", 0.606)):
-        out.append(
-            Baseline(
-                name=f"lme-gpt-4o-{variant}",
-                benchmark="longmemeval",
-                system=f"GPT-4o ({variant})",
-                metric="judge",
-                protocol=_LME,
-                source="LongMemEval paper (ICLR 2025), Fig. 4b",
-                overall=value,
-                verified=False,
-                variant=variant,
-            )
-        )
-    for variant, value in (("oracle", 0.744), ("s", 0.334)):
-        out.append(
-            Baseline(
-                name=f"lme-llama-3.1-8b-{variant}",
-                benchmark="longmemeval",
-                system=f"Llama-3.1-8B ({variant})",
-                metric="judge",
-                protocol=_LME,
-                source="LongMemEval paper (ICLR 2025), Fig. 4b",
-                overall=value,
-                verified=False,
-                variant=variant,
-            )
-        )
-    out.append(
+    return [
         Baseline(
-            name="lme-mem0-platform-top50",
-            benchmark="longmemeval",
-            system="Mem0 platform, top-50",
-            metric="judge",
-            protocol=_LME_MEM0,
-            source="mem0ai/memory-benchmarks README",
-            overall=0.948,
+            name=name,
+            benchmark=bench,
+            system=system,
+            metric=metric,
+            protocol=protocol,
+            source=source,
+            overall=overall,
             verified=False,
-            variant="s",
+            variant=variant,
         )
-    )
-    for variant, value in (("100K", 0.358), ("500K", 0.359), ("1M", 0.336), ("10M", 0.266)):
-        out.append(
-            Baseline(
-                name=f"beam-light-{variant.lower()}",
-                benchmark="beam",
-                system=f"Llama-4-Maverick + LIGHT ({variant})",
-                metric="nugget",
-                protocol=_BEAM,
-                source="BEAM paper (ICLR 2026), Table 1",
-                overall=value,
-                verified=False,
-                variant=variant,
-            )
-        )
-    out.append(
-        Baseline(
-            name="beam-rag-10m",
-            benchmark="beam",
-            system="RAG, Llama-4-Maverick (10M)",
-            metric="nugget",
-            protocol=_BEAM,
-            source="BEAM paper, as quoted by a third-party page",
-            overall=0.249,
-            verified=False,
-            variant="10M",
-        )
-    )
-    return out
+        for name, bench, system, metric, protocol, source, overall, variant in _OVERALL_ONLY
+    ]
 
 
 BASELINES: tuple[Baseline, ...] = _build()

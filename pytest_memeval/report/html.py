@@ -36,6 +36,7 @@ from .markdown import (
     fmt_num,
     overall_scopes,
     pass_metric,
+    provenance_items,
     row_ci,
     row_label,
     runs_by_benchmark,
@@ -43,7 +44,7 @@ from .markdown import (
 )
 from .model import CategoryRow, RunSummary, Summary
 
-__all__ = ["esc", "json_for_script", "render_html"]
+__all__ = ["esc", "json_for_script", "render_html", "summary_tables"]
 
 _PALETTE_RUNS = ("#2f6db5", "#d9822b", "#3c9a5f", "#8e5cb5", "#c94f4f", "#4aa3a3", "#7a7a2e")
 _PALETTE_BASE = ("#8a8a8a", "#b5a27a", "#7a9bb5", "#b58aa8", "#9bb57a", "#5f5f5f", "#c7b299")
@@ -671,66 +672,12 @@ def _int(value: object) -> int:
 
 
 def _provenance_section(summary: Summary) -> str:
-    prov = summary.provenance
     rows: list[tuple[str, Sequence[tuple[str, bool]]]] = []
-
-    def add(key: str, value: object) -> None:
+    for key, value in provenance_items(summary.provenance, files=True):
         if isinstance(value, list):
             value = ", ".join(_plain(v) for v in value)
         text = "-" if value in (None, "") else _plain(value)
         rows.append(("", [(esc(key), False), (esc(text), False)]))
-
-    add(
-        "plugin version",
-        f"{prov.get('plugin', 'pytest-memeval')} {prov.get('plugin_version', '?')}",
-    )
-    shown = {
-        "plugin",
-        "plugin_version",
-        "datasets",
-        "prompt_sha256",
-        "pass_metric",
-        "pass_threshold",
-    }
-    datasets = prov.get("datasets")
-    if isinstance(datasets, Mapping):
-        for name, ds in datasets.items():
-            if not isinstance(ds, Mapping):
-                add(f"dataset {name}", ds)
-                continue
-            variant = f" ({ds['variant']})" if ds.get("variant") else ""
-            add(
-                f"dataset {name}{variant}",
-                f"{ds.get('questions_selected', '?')}/{ds.get('questions_total', '?')} questions",
-            )
-            digests = ds.get("sha256")
-            if isinstance(digests, Mapping):
-                for file, digest in digests.items():
-                    add(f"sha256 {file}", digest)
-            if ds.get("files"):
-                add(f"files {name}", ds.get("files"))
-    for key, label in (
-        ("answerer", "answerer"),
-        ("judge", "judge"),
-        ("top_k", "top-k"),
-        ("systems", "systems"),
-        ("git_commit", "git commit"),
-    ):
-        shown.add(key)
-        add(label, prov.get(key))
-    metrics = prov.get("pass_metric")
-    thresholds = prov.get("pass_threshold")
-    if isinstance(metrics, Mapping):
-        for bench, metric in metrics.items():
-            threshold = thresholds.get(bench) if isinstance(thresholds, Mapping) else None
-            add(f"pass rule {bench}", f"{metric} >= {threshold}")
-    prompts = prov.get("prompt_sha256")
-    if isinstance(prompts, Mapping):
-        for name, digest in prompts.items():
-            add(f"prompt sha256 {name}", digest)
-    for key, value in prov.items():
-        if key not in shown and value not in (None, "", [], {}):
-            add(key, value)
     return _table([("key", False), ("value", False)], rows)
 
 

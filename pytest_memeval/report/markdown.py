@@ -33,6 +33,7 @@ __all__ = [
     "md_text",
     "overall_scopes",
     "pass_metric",
+    "provenance_items",
     "render_markdown",
     "row_ci",
     "row_label",
@@ -212,13 +213,12 @@ def _table(
 # ---- sections ----------------------------------------------------------------------------------
 
 
-def _provenance(summary: Summary) -> list[str]:
-    prov = summary.provenance
-    rows: list[list[str]] = []
-
-    def add(key: str, value: object) -> None:
-        rows.append([md_cell(key), md_cell(value)])
-
+def provenance_items(prov: Mapping[str, Any], *, files: bool = False) -> list[tuple[str, Any]]:
+    """The provenance as (label, value) rows in display order, shared by the Markdown and HTML
+    renderers: plugin, datasets (questions, sha256, optionally files), answerer, judge, top-k,
+    systems, git commit (lists joined, empty as "-"), pass rules, prompt hashes, then every other
+    non-empty key as it is."""
+    rows: list[tuple[str, Any]] = []
     shown = {
         "plugin",
         "plugin_version",
@@ -227,23 +227,31 @@ def _provenance(summary: Summary) -> list[str]:
         "pass_metric",
         "pass_threshold",
     }
-    plugin = f"{prov.get('plugin', 'pytest-memeval')} {prov.get('plugin_version', '?')}"
-    add("plugin version", plugin)
+    rows.append(
+        (
+            "plugin version",
+            f"{prov.get('plugin', 'pytest-memeval')} {prov.get('plugin_version', '?')}",
+        )
+    )
     datasets = prov.get("datasets")
     if isinstance(datasets, Mapping):
         for name, ds in datasets.items():
             if not isinstance(ds, Mapping):
-                add(f"dataset {name}", ds)
+                rows.append((f"dataset {name}", ds))
                 continue
             variant = f" ({ds['variant']})" if ds.get("variant") else ""
-            add(
-                f"dataset {name}{variant}",
-                f"{ds.get('questions_selected', '?')}/{ds.get('questions_total', '?')} questions",
+            rows.append(
+                (
+                    f"dataset {name}{variant}",
+                    f"{ds.get('questions_selected', '?')}/{ds.get('questions_total', '?')} questions",
+                )
             )
             digests = ds.get("sha256")
             if isinstance(digests, Mapping):
                 for file, digest in digests.items():
-                    add(f"sha256 {file}", digest)
+                    rows.append((f"sha256 {file}", digest))
+            if files and ds.get("files"):
+                rows.append((f"files {name}", ds.get("files")))
     for key, label in (
         ("answerer", "answerer"),
         ("judge", "judge"),
@@ -255,20 +263,25 @@ def _provenance(summary: Summary) -> list[str]:
         value = prov.get(key)
         if isinstance(value, list):
             value = ", ".join(str(v) for v in value)
-        add(label, "-" if value in (None, "") else value)
+        rows.append((label, "-" if value in (None, "") else value))
     metrics = prov.get("pass_metric")
     thresholds = prov.get("pass_threshold")
     if isinstance(metrics, Mapping):
         for bench, metric in metrics.items():
             threshold = thresholds.get(bench) if isinstance(thresholds, Mapping) else None
-            add(f"pass rule {bench}", f"{metric} >= {threshold}")
+            rows.append((f"pass rule {bench}", f"{metric} >= {threshold}"))
     prompts = prov.get("prompt_sha256")
     if isinstance(prompts, Mapping):
         for name, digest in prompts.items():
-            add(f"prompt sha256 {name}", digest)
+            rows.append((f"prompt sha256 {name}", digest))
     for key, value in prov.items():
         if key not in shown and value not in (None, "", [], {}):
-            add(key, value)
+            rows.append((key, value))
+    return rows
+
+
+def _provenance(summary: Summary) -> list[str]:
+    rows = [[md_cell(k), md_cell(v)] for k, v in provenance_items(summary.provenance)]
     return ["### Provenance", "", *_table(["key", "value"], rows, numeric_from=2)]
 
 
