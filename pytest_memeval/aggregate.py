@@ -125,6 +125,19 @@ def aggregate_run(
     ordered = sorted(
         results, key=lambda r: (r.conversation_id, r.details.get("index", 0), r.question_id)
     )
+    macro = None
+    if len(rows) > 1:
+        macro_means: dict[str, float | None] = {}
+        for metric in metrics:
+            values = [row.metrics[metric] for row in rows if row.metrics.get(metric) is not None]
+            macro_means[metric] = (
+                math.fsum(v for v in values if v is not None) / len(values) if (values) else None
+            )
+        macro = CategoryRow("macro", None, "", len(rows), macro_means)
+    flagged = [r for r in results if r.details.get("abstention")]
+    abstention = None
+    if flagged and not any({id(r) for r in flagged} == {id(r) for r in by_cat[c]} for c in by_cat):
+        abstention = _row("abstention", None, "abstention", flagged, metrics, round3)
     return RunSummary(
         benchmark=benchmark,
         system=system,
@@ -135,6 +148,8 @@ def aggregate_run(
         overall_all=overall_all,
         results=ordered,
         latency=_latency(results),
+        macro=macro,
+        abstention=abstention,
     )
 
 

@@ -159,7 +159,8 @@ def result_skeleton(
         prediction=None,
         status="ERROR",
         flow=flow,
-        details={"index": question.index, "k": system.k},
+        details={"index": question.index, "k": system.k}
+        | ({"abstention": True} if question.abstention else {}),
         nodeid=nodeid,
     )
 

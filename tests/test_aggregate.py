@@ -84,3 +84,44 @@ def test_percentile_matches_numpy_linear() -> None:
     for q in (0, 50, 95, 100):
         assert percentile(values, q) == pytest.approx(float(np.percentile(values, q)))
     assert percentile([], 50) is None
+
+
+def test_macro_and_abstention_rows_longmemeval_style() -> None:
+    # SCORING.md 2.4 example: labels SSU {1,0,1abs}, SSP {1}, SSA {0,0}, MS {1,1,0,0abs}, TR {1},
+    # KU {1,1abs} -> task-averaged 0.6944, overall 8/13, abstention 2/3
+    types = ["ssu", "ssp", "ssa", "ms", "tr", "ku"]
+    cats = [CategoryMeta(t, t, "") for t in types]
+    labels = {
+        "ssu": [1, 0, (1, "abs")],
+        "ssp": [1],
+        "ssa": [0, 0],
+        "ms": [1, 1, 0, (0, "abs")],
+        "tr": [1],
+        "ku": [1, (1, "abs")],
+    }
+    results = []
+    for t, values in labels.items():
+        for i, v in enumerate(values):
+            value, abst = (v[0], True) if isinstance(v, tuple) else (v, False)
+            results.append(
+                QuestionResult(
+                    benchmark="longmemeval",
+                    system="s",
+                    question_id=f"{t}{i}",
+                    conversation_id=f"{t}{i}",
+                    category=t,
+                    category_id=t,
+                    question="?",
+                    gold="g",
+                    prediction="p",
+                    status="CORRECT" if value else "WRONG",
+                    scores={"judge": float(value)},
+                    details={"abstention": True} if abst else {},
+                )
+            )
+    run = aggregate_run("longmemeval", "s", "", results, cats, ["judge"])
+    assert run.macro is not None and run.macro.metrics["judge"] == pytest.approx(0.69444, abs=1e-4)
+    assert run.overall.metrics["judge"] == pytest.approx(8 / 13)
+    assert run.abstention is not None and run.abstention.metrics["judge"] == pytest.approx(2 / 3)
+    summary = run.to_dict()["summary"]
+    assert summary["macro"]["categories"] == 6 and summary["abstention"]["count"] == 3

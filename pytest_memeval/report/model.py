@@ -48,6 +48,11 @@ class RunSummary:
     results: list[QuestionResult]
     latency: dict[str, dict[str, float]] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    #: the unweighted mean of the category means (LongMemEval's "task-averaged" accuracy, BEAM's
+    #: mean of the ability means); ``count`` is the number of categories averaged
+    macro: CategoryRow | None = None
+    #: questions flagged as abstention (LongMemEval ``_abs`` ids), when they are not a category
+    abstention: CategoryRow | None = None
 
     @property
     def label(self) -> str:
@@ -71,6 +76,14 @@ class RunSummary:
                     "statuses": dict(self.overall_all.statuses),
                 },
                 "by_category": {row.key: row.to_dict() for row in self.categories},
+                **(
+                    {"macro": {"categories": self.macro.count, **self.macro.metrics}}
+                    if self.macro is not None
+                    else {}
+                ),
+                **(
+                    {"abstention": self.abstention.to_dict()} if self.abstention is not None else {}
+                ),
                 "latency": self.latency,
                 "notes": list(self.notes),
             },

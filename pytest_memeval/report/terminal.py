@@ -63,7 +63,8 @@ def _run_table(run: RunSummary) -> list[str]:
     scopes = _scopes(run)
     header = ["category", "shared", "n", *run.metrics, *(label for _, label in _STATUS_COLS)]
     rows = []
-    for row in [*run.categories, run.overall, run.overall_all]:
+    extra_rows = [r for r in (run.abstention,) if r is not None]
+    for row in [*run.categories, run.overall, run.overall_all, *extra_rows]:
         rows.append(
             [
                 _row_label(row, scopes),
@@ -71,6 +72,16 @@ def _run_table(run: RunSummary) -> list[str]:
                 str(row.count),
                 *(_num(row.metrics.get(m)) for m in run.metrics),
                 *(str(row.statuses.get(status, 0)) for status, _ in _STATUS_COLS),
+            ]
+        )
+    if run.macro is not None:
+        rows.append(
+            [
+                f"macro (mean of {run.macro.count} categories)",
+                "",
+                "",
+                *(_num(run.macro.metrics.get(m)) for m in run.metrics),
+                *("" for _ in _STATUS_COLS),
             ]
         )
     return render_table(header, rows)
