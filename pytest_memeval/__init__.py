@@ -1,7 +1,16 @@
-"""pytest-memeval: AI-agent memory benchmarks as pytest test suites."""
+"""pytest-memeval: AI-agent memory benchmarks as pytest test suites.
+
+The public API: the records a memory system sees (``Conversation``, ``Session``, ``Turn``,
+``Question``) and returns (``Memory``), the ``MemorySystem`` protocol, the results
+(``QuestionResult``, ``Prediction``, ``Score``) and the benchmark protocol for third-party
+benchmarks (``Benchmark``, ``CategoryInfo``, ``Dataset``, ``LoadRequest``). Metrics live in
+``pytest_memeval.metrics``; everything pytest-specific in ``pytest_memeval.plugin``.
+"""
 
 from __future__ import annotations
 
+from .benchmarks.base import Benchmark, CategoryInfo, Dataset, LoadRequest
+from .errors import AdapterError, DatasetError, JudgeError, MemevalError
 from .records import (
     Conversation,
     Memory,
@@ -17,8 +26,16 @@ from .systems.base import MemorySystem
 __version__ = "0.1.0"
 
 __all__ = [
+    "AdapterError",
+    "Benchmark",
+    "CategoryInfo",
     "Conversation",
+    "Dataset",
+    "DatasetError",
+    "JudgeError",
+    "LoadRequest",
     "Memory",
+    "MemevalError",
     "MemorySystem",
     "Prediction",
     "Question",

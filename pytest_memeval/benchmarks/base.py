@@ -80,6 +80,9 @@ class Benchmark(Protocol):
     metrics: Sequence[str]
     #: the metric whose value decides CORRECT / WRONG without a judge
     pass_metric: str
+    # Optional attributes, read with getattr by the plugin:
+    #   round3_metrics: tuple[str, ...]  metrics rounded to 3 decimals per question before averaging
+    #   default_threshold: float         pass threshold when --memeval-pass-threshold is not given
 
     def load(self, request: LoadRequest) -> Dataset:
         """Read (or download, then read) the files. Raises DatasetError naming file, record, field."""
