@@ -301,7 +301,20 @@ class MemevalItem(pytest.Function):
             return "\n".join(
                 ["WRONG answer (--memeval-strict)", *describe_result(excinfo.value.result, 5)]
             )
+        if isinstance(excinfo.value, MemevalError):
+            # the plugin's own errors (judge, dataset, adapter contract, timeout) say what to fix
+            # in one line; their tracebacks would only show plugin internals
+            return f"{type(excinfo.value).__name__}: {excinfo.value}"
         return super().repr_failure(excinfo)
+
+    def _repr_failure_py(  # type: ignore[override]
+        self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None
+    ) -> str | Any:
+        """Setup errors (where the memory system and the judges run) take this path, not
+        ``repr_failure``: the plugin's own errors get the same one-line form there."""
+        if isinstance(excinfo.value, MemevalError):
+            return f"{type(excinfo.value).__name__}: {excinfo.value}"
+        return super()._repr_failure_py(excinfo, style=style)
 
     def reportinfo(self) -> tuple[Path, int | None, str]:
         return self.path, None, f"{self.benchmark}/{self.question.conversation_id}::{self.name}"

@@ -43,6 +43,7 @@ class LLMSettings:
     concurrency: int
     timeout: float
     max_retries: int
+    backoff: float
     no_cache: bool
     cache_dir: Path
     answer_prompt: str | None
@@ -95,7 +96,9 @@ class LLMRuntime:
             api_key_env=self.settings.api_key_env,
             cache=self.cache,
             concurrency=self.semaphore,
-            retry=RetryPolicy(max_retries=self.settings.max_retries),
+            retry=RetryPolicy(
+                max_retries=self.settings.max_retries, base_delay=self.settings.backoff
+            ),
             timeout=self.settings.timeout,
             accounting=self.accounting,
         )
@@ -122,7 +125,10 @@ class LLMRuntime:
             try:
                 result: JudgeResult = judge.judge(question, prediction, spec.client)
             except JudgeError as exc:
-                raise JudgeError(redact(f"{spec.label}: {exc}")) from None
+                message = str(exc)
+                if not message.startswith(spec.label):
+                    message = f"{spec.label}: {message}"
+                raise JudgeError(redact(message)) from None
             if result.skipped:
                 details[spec.key] = {"skipped": True, "label": spec.label}
                 continue

@@ -154,6 +154,12 @@ OPTIONS: tuple[_Opt, ...] = (
     ),
     _Opt("memeval-llm-timeout", "seconds per LLM request (default 60)", default="60", metavar="S"),
     _Opt(
+        "memeval-llm-backoff",
+        "first retry delay in seconds, doubled per retry with jitter (default 0.5)",
+        default="0.5",
+        metavar="S",
+    ),
+    _Opt(
         "memeval-llm-retries",
         "retries of 429/5xx/timeouts per LLM call (default 6)",
         default="6",
@@ -243,6 +249,7 @@ class Settings:
     llm_concurrency: int = 8
     llm_timeout: float = 60.0
     llm_retries: int = 6
+    llm_backoff: float = 0.5
     no_cache: bool = False
     rejudge: str | None = None
     prices: dict[str, dict[str, float]] | None = None
@@ -344,7 +351,21 @@ def _int(value: Any, source: str, *, minimum: int) -> int:
             f"{source}={value!r}: expected a whole number >= {minimum}, e.g. {source}=10"
         ) from None
     if number < minimum:
-        raise pytest.UsageError(f"{source}={value!r}: must be >= {minimum}")
+        raise pytest.UsageError(
+            f"{source}={value!r}: must be >= {minimum}, e.g. {source}={max(minimum, 10)}"
+        )
+    return number
+
+
+def _seconds(value: Any, source: str, *, zero: bool = False) -> float:
+    try:
+        number = float(str(value).strip())
+    except ValueError:
+        number = -1.0
+    if not (number >= 0 if zero else number > 0) or number != number:
+        raise pytest.UsageError(
+            f"{source}={value!r}: expected seconds {'>= 0' if zero else '> 0'}, e.g. {source}=0.5"
+        )
     return number
 
 
@@ -484,13 +505,13 @@ def read_settings(config: pytest.Config) -> Settings:
         try:
             gates.append(parse_gate(expr))
         except MemevalError as exc:
-            raise pytest.UsageError(f"{src('memeval_fail_under')}: {exc}") from None
+            raise pytest.UsageError(str(exc)) from None
     max_drops = []
     for expr in many("memeval_max_drop"):
         try:
             max_drops.append(parse_max_drop(expr))
         except MemevalError as exc:
-            raise pytest.UsageError(f"{src('memeval_max_drop')}: {exc}") from None
+            raise pytest.UsageError(str(exc)) from None
     if max_drops and not val("memeval_baseline"):
         raise pytest.UsageError("--memeval-max-drop needs --memeval-baseline=PATH to compare with")
     try:
@@ -549,6 +570,7 @@ def read_settings(config: pytest.Config) -> Settings:
         ),
         llm_timeout=timeout,
         llm_retries=_int(val("memeval_llm_retries"), src("memeval_llm_retries"), minimum=0),
+        llm_backoff=_seconds(val("memeval_llm_backoff"), src("memeval_llm_backoff"), zero=True),
         no_cache=flag("memeval_no_cache"),
         rejudge=str(val("memeval_rejudge")) if val("memeval_rejudge") else None,
         prices=_prices(val("memeval_prices"), src("memeval_prices")),

@@ -7,7 +7,7 @@ import random
 import threading
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from .answering import Answerer
@@ -155,11 +155,11 @@ def run_question(
                 f"search() must return a list of Memory objects or strings, got "
                 f"{type(found).__name__}"
             )
-        memories = tuple(as_memory(m) for m in found)
+        memories = tuple(_clean_memory(as_memory(m)) for m in found)
         start = time.perf_counter()
         prediction = answerer.answer(question, memories)
         latency["answer"] = time.perf_counter() - start
-        return prediction, latency
+        return replace(prediction, text=clean_text(prediction.text)), latency
     start = time.perf_counter()
     text = call_with_timeout(lambda: own_answer(question), timeout, "answer()")
     latency["answer"] = time.perf_counter() - start
@@ -167,7 +167,22 @@ def run_question(
         raise AdapterError(
             f"answer() must return a string, got {type(text).__name__}: {text!r:.80}"
         )
-    return Prediction(text=text, memories=(), answered_by="system"), latency
+    return Prediction(text=clean_text(text), memories=(), answered_by="system"), latency
+
+
+def clean_text(text: str) -> str:
+    """Text a memory system or model produced, made encodable: a lone UTF-16 surrogate becomes
+    its ``\\udxxx`` escape (reports are UTF-8 files)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "backslashreplace").decode("utf-8")
+    return text
+
+
+def _clean_memory(memory: Memory) -> Memory:
+    cleaned = clean_text(memory.text)
+    return memory if cleaned is memory.text else replace(memory, text=cleaned)
 
 
 def decide_status(scores: Mapping[str, float | None], pass_metric: str, threshold: float) -> str:

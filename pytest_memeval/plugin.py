@@ -169,6 +169,7 @@ def _llm_settings(settings: Any) -> Any:
         concurrency=settings.llm_concurrency,
         timeout=settings.llm_timeout,
         max_retries=settings.llm_retries,
+        backoff=settings.llm_backoff,
         no_cache=settings.no_cache,
         cache_dir=settings.cache_dir,
         answer_prompt=settings.answer_prompt,

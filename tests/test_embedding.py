@@ -179,6 +179,7 @@ def test_bundled_model_is_local_and_semantic() -> None:
 
 
 @needs_extra
+@pytest.mark.usefixtures("memeval_env")
 def test_plugin_runs_the_embedding_system(pytester: pytest.Pytester) -> None:
     # load torch in this process first: pytester's in-process run restores sys.modules afterwards,
     # and torch's extension modules cannot be imported a second time
@@ -205,6 +206,7 @@ def test_plugin_runs_the_embedding_system(pytester: pytest.Pytester) -> None:
 
 
 @needs_extra
+@pytest.mark.usefixtures("memeval_env")
 def test_builtin_name_when_registered(pytester: pytest.Pytester) -> None:
     from pytest_memeval.systems.builtin import BUILTIN_SYSTEMS
 

@@ -145,7 +145,8 @@ def test_endpoint_down_errors_each_item_in_one_line(
     report = read_json(out)
     statuses = report["runs"][0]["summary"]["overall_all"]["statuses"]
     assert statuses["ERROR"] == 13
-    lines = [ln for ln in result.stdout.lines if ln.startswith("E ")]
+    errors = result.stdout.str().split("= ERRORS =")[1].split("memeval summary")[0]
+    lines = [ln for ln in errors.splitlines() if ln.startswith("JudgeError: ")]
     assert len(lines) == 13  # one message line per item
     for line in lines:
         assert "JudgeError" in line and "connection failed" in line
@@ -322,15 +323,9 @@ def test_many_processes_write_cache_and_results(tmp_path: Path) -> None:
 
 
 # --------------------------------------------------------------------------- known defects
-# Strict xfails: each names the fix; when the fix lands the test passes and the marker must go.
+# Formerly strict xfails: fixed in pipeline.clean_text, MemevalItem._repr_failure_py and judging.
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="report/json_report.py write_json crashes (UnicodeEncodeError, no report) on a lone "
-    "surrogate in a prediction; sanitise texts in pipeline.run_question or write with "
-    "errors='backslashreplace'",
-)
 def test_lone_surrogate_answer_is_reported(pytester: pytest.Pytester) -> None:
     pytester.makeconftest("""
 import pytest
@@ -350,12 +345,6 @@ def odd():
     assert len(read_json(out)["runs"][0]["questions"]) == 1
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="collect.py repr_failure prints a source traceback of plugin internals for the "
-    "plugin's own errors (MemevalError: JudgeError, DatasetError, AdapterError, timeouts); and "
-    "judging.py:128 prefixes the judge label a second time",
-)
 def test_plugin_errors_are_one_line(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
