@@ -85,6 +85,7 @@ def test_flaky_endpoint_loses_no_question(
             "--memsys=bm25",
             JUDGE,
             "--memeval-llm-retries=10",
+            "--memeval-llm-backoff=0.01",
             f"--memeval-json={out}",
             "-n",
             "2",
