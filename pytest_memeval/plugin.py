@@ -256,7 +256,11 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     """Move everything alive after collection (datasets, items, libraries) out of the garbage
     collector's reach: pytest's and Python's collections then only walk objects made per item."""
     state = session.config.stash.get(STATE_KEY, None)
-    if state is not None and state.settings.active:
+    if state is not None and state.settings.active and session.items:
+        if not session.config.option.collectonly:
+            # the scorers' libraries (nltk, scipy) are imported on the first item otherwise,
+            # after the freeze, and every collection would then walk their objects
+            import pytest_memeval.metrics  # noqa: F401
         gc.freeze()
 
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 import http
 import os
 import re
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
@@ -30,8 +31,7 @@ from .redact import redact
 from .retry import PermanentError, TransientError, parse_retry_after
 
 if TYPE_CHECKING:
-    import anthropic
-    import openai
+    pass
 
 # The SDKs are imported when a client is built, not with this module: importing both costs
 # seconds, and a run without LLM options (or one served entirely from the cache) needs neither.
@@ -255,14 +255,25 @@ class OpenAIProvider:
     def __init__(self, config: ProviderConfig, *, timeout: float) -> None:
         self.config = config
         self.timeout = timeout
-        import openai
+        _api_key(config)  # a missing key fails here, when the client is made, not at first use
+        self._lock = threading.Lock()
+        self._sdk: Any = None
 
-        self._client: openai.OpenAI = openai.OpenAI(
-            api_key=_api_key(config),
-            base_url=config.base_url,
-            timeout=timeout,
-            max_retries=0,
-        )
+    @property
+    def _client(self) -> Any:
+        """The SDK client, built at the first request: a run answered from the cache never
+        imports the SDK (credentials were checked before collection)."""
+        with self._lock:
+            if self._sdk is None:
+                import openai
+
+                self._sdk = openai.OpenAI(
+                    api_key=_api_key(self.config),
+                    base_url=self.config.base_url,
+                    timeout=self.timeout,
+                    max_retries=0,
+                )
+            return self._sdk
 
     def send(
         self, messages: Sequence[ChatMessage], *, temperature: float, max_tokens: int
@@ -304,7 +315,8 @@ class OpenAIProvider:
             raise translated from None
 
     def close(self) -> None:
-        self._client.close()
+        if self._sdk is not None:
+            self._sdk.close()
 
 
 class AnthropicProvider:
@@ -313,14 +325,24 @@ class AnthropicProvider:
     def __init__(self, config: ProviderConfig, *, timeout: float) -> None:
         self.config = config
         self.timeout = timeout
-        import anthropic
+        _api_key(config)  # a missing key fails here, when the client is made, not at first use
+        self._lock = threading.Lock()
+        self._sdk: Any = None
 
-        self._client: anthropic.Anthropic = anthropic.Anthropic(
-            api_key=_api_key(config),
-            base_url=config.base_url,
-            timeout=timeout,
-            max_retries=0,
-        )
+    @property
+    def _client(self) -> Any:
+        """Built at the first request, like OpenAIProvider's."""
+        with self._lock:
+            if self._sdk is None:
+                import anthropic
+
+                self._sdk = anthropic.Anthropic(
+                    api_key=_api_key(self.config),
+                    base_url=self.config.base_url,
+                    timeout=self.timeout,
+                    max_retries=0,
+                )
+            return self._sdk
 
     def send(
         self, messages: Sequence[ChatMessage], *, temperature: float, max_tokens: int
@@ -364,7 +386,8 @@ class AnthropicProvider:
             raise translated from None
 
     def close(self) -> None:
-        self._client.close()
+        if self._sdk is not None:
+            self._sdk.close()
 
 
 def build_provider(config: ProviderConfig, *, timeout: float) -> Provider:
