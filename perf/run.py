@@ -669,7 +669,7 @@ def section_warmjudge(ctx: Context) -> list[Row]:
         ),
         Row(
             "warmjudge",
-            "  of the difference: `import openai` (the SDK client is built even if all cached) s",
+            "  `import openai`, s (not paid when every call is cached: clients are built lazily)",
             openai_s,
             diff,
             openai_s / max(diff, 1e-9),
