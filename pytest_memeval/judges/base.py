@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import re
 import string
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -30,6 +31,7 @@ __all__ = [
     "JudgeResult",
     "PromptTemplate",
     "extract_json_mem0",
+    "finite_number",
     "gold_text",
     "load_template",
     "parallel_map",
@@ -39,6 +41,23 @@ __all__ = [
 
 T = TypeVar("T")
 R = TypeVar("R")
+
+
+def finite_number(value: object) -> float | None:
+    """A JSON value as a finite float: numbers and numeric strings; booleans, NaN, infinities and
+    anything else give None."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int | float):
+        f = float(value)
+    elif isinstance(value, str):
+        try:
+            f = float(value.strip())
+        except ValueError:
+            return None
+    else:
+        return None
+    return f if math.isfinite(f) else None
 
 
 @dataclass

@@ -12,6 +12,7 @@ from ..records import Question
 from .base import (
     JudgeResult,
     PromptTemplate,
+    finite_number,
     gold_text,
     load_template,
     parallel_map,
@@ -26,21 +27,6 @@ FIELDS = ("question", "gold", "prediction", "category")
 _NUMBER = re.compile(r"-?\d+(?:\.\d+)?")
 
 
-def _as_number(value: object) -> float | None:
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, int | float):
-        f = float(value)
-    elif isinstance(value, str):
-        try:
-            f = float(value.strip())
-        except ValueError:
-            return None
-    else:
-        return None
-    return f if math.isfinite(f) else None
-
-
 def parse_graded_score(reply: str) -> tuple[float | None, str | None]:
     """(score on 0-100, explanation) from one reply, or (None, None) when the run failed.
 
@@ -48,7 +34,7 @@ def parse_graded_score(reply: str) -> tuple[float | None, str | None]:
     there is no JSON ``score``, the first integer or decimal in the text that lies in [0, 100]."""
     data = parse_json_object(reply)
     if data is not None and "score" in data:
-        score = _as_number(data["score"])
+        score = finite_number(data["score"])
         explanation = data.get("explanation")
         expl = str(explanation) if explanation is not None else None
         if score is None or not 0.0 <= score <= 100.0:

@@ -13,13 +13,12 @@ from means and counted, never guessed.
 
 from __future__ import annotations
 
-import math
 import re
 from dataclasses import dataclass, field
 
 from ..llm.base import ChatMessage, LLMClient
 from ..records import Question
-from .base import JudgeResult, PromptTemplate, load_template, parse_json_object
+from .base import JudgeResult, PromptTemplate, finite_number, load_template, parse_json_object
 
 __all__ = ["PASS_THRESHOLD", "UserMemJudge", "parse_usermem_reward"]
 
@@ -41,28 +40,13 @@ _KEY_VALUE = {
 }
 
 
-def _number(value: object) -> float | None:
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, int | float):
-        f = float(value)
-    elif isinstance(value, str):
-        try:
-            f = float(value.strip())
-        except ValueError:
-            return None
-    else:
-        return None
-    return f if math.isfinite(f) else None
-
-
 def parse_usermem_reward(reply: str) -> tuple[float | None, dict[str, object]]:
     """(reward clamped to [0, 1], the parsed JSON object or {}); reward None when unparseable."""
     data = parse_json_object(reply)
     if data is not None:
         for key in ("reward", "score"):
             if key in data:
-                value = _number(data[key])
+                value = finite_number(data[key])
                 if value is not None:
                     return min(1.0, max(0.0, value)), data
         return None, data
@@ -118,7 +102,7 @@ class UserMemJudge:
             found = data.get("required_info_found")
             if isinstance(found, dict):
                 details["required_info_found"] = {
-                    str(k): (float(v) if isinstance(v, bool) else _number(v))
+                    str(k): (float(v) if isinstance(v, bool) else finite_number(v))
                     for k, v in found.items()
                 }
         return JudgeResult(
