@@ -17,11 +17,12 @@ message.
 
 from __future__ import annotations
 
+import contextlib
 import http
 import os
 import re
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -249,6 +250,20 @@ def _int(value: object) -> int:
 # -- providers --------------------------------------------------------------------------------
 
 
+@contextlib.contextmanager
+def _sdk_errors(config: ProviderConfig, timeout: float) -> Iterator[None]:
+    """Map an SDK exception to our retry classes (TransientError / PermanentError), redacted."""
+    try:
+        yield
+    except (TransientError, PermanentError):
+        raise
+    except Exception as exc:
+        translated = _translate(exc, config, timeout)
+        if translated is exc:
+            raise
+        raise translated from None
+
+
 class OpenAIProvider:
     """OpenAI chat completions (also used for ``openai-compatible``)."""
 
@@ -287,7 +302,7 @@ class OpenAIProvider:
             if self.config.provider == "openai"
             else {"max_tokens": max_tokens}
         )
-        try:
+        with _sdk_errors(self.config, self.timeout):
             resp = self._client.chat.completions.create(
                 model=self.config.model,
                 messages=payload,
@@ -306,13 +321,6 @@ class OpenAIProvider:
                 cached=False,
                 model=str(resp.model or self.config.model),
             )
-        except (TransientError, PermanentError):
-            raise
-        except Exception as exc:
-            translated = _translate(exc, self.config, self.timeout)
-            if translated is exc:
-                raise
-            raise translated from None
 
     def close(self) -> None:
         if self._sdk is not None:
@@ -355,7 +363,7 @@ class AnthropicProvider:
         if not turns:
             raise PermanentError("the anthropic provider needs at least one user message")
         extra: dict[str, Any] = {"system": system} if system else {}
-        try:
+        with _sdk_errors(self.config, self.timeout):
             # This SDK generation no longer types ``temperature``; the API still takes it.
             resp = self._client.messages.create(
                 model=self.config.model,
@@ -377,13 +385,6 @@ class AnthropicProvider:
                 cached=False,
                 model=str(resp.model or self.config.model),
             )
-        except (TransientError, PermanentError):
-            raise
-        except Exception as exc:
-            translated = _translate(exc, self.config, self.timeout)
-            if translated is exc:
-                raise
-            raise translated from None
 
     def close(self) -> None:
         if self._sdk is not None:
