@@ -25,7 +25,7 @@ from .benchmarks import get_benchmark
 from .collect import STATE_KEY, RunState
 from .errors import MemevalError
 from .records import QuestionResult
-from .report.json_report import write_json
+from .report.json_report import write_json, write_text_atomic
 from .report.model import Summary
 from .report.terminal import render_summary, render_wrong
 from .results import RunStore, find_run
@@ -83,22 +83,6 @@ def merge_outputs(outputs: list[dict[str, Any]]) -> dict[str, Any]:
         "judge_warnings": warnings,
         "judge_unscored": unscored,
     }
-
-
-def _write_text(path: Path, text: str) -> None:
-    """Write atomically (a report is never left half-written)."""
-    import tempfile
-
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 class Controller:
@@ -336,19 +320,19 @@ class Controller:
         if settings.json_path is not None:
             write_json(summary, settings.json_path)
         if settings.save_baseline is not None:
-            _write_text(settings.save_baseline, json.dumps(save_baseline(summary), indent=1))
+            write_text_atomic(settings.save_baseline, json.dumps(save_baseline(summary), indent=1))
         baselines = self.baselines(summary)
         if settings.html_path is not None:
             from .report.html import render_html
 
-            _write_text(settings.html_path, render_html(summary, baselines))
+            write_text_atomic(settings.html_path, render_html(summary, baselines))
         markdown = None
         if settings.markdown_path is not None or os.environ.get("GITHUB_STEP_SUMMARY"):
             from .report.markdown import render_markdown
 
             markdown = render_markdown(summary, baselines)
         if settings.markdown_path is not None and markdown is not None:
-            _write_text(settings.markdown_path, markdown)
+            write_text_atomic(settings.markdown_path, markdown)
         step_summary = os.environ.get("GITHUB_STEP_SUMMARY")
         if step_summary and markdown is not None:
             with open(step_summary, "a", encoding="utf-8") as fh:

@@ -11,7 +11,7 @@ from typing import Any
 
 from .model import Summary
 
-__all__ = ["summary_json", "write_json"]
+__all__ = ["summary_json", "write_json", "write_text_atomic"]
 
 
 def _finite(value: Any) -> Any:
@@ -30,16 +30,21 @@ def summary_json(summary: Summary) -> str:
     )
 
 
-def write_json(summary: Summary, path: Path) -> Path:
+def write_text_atomic(path: Path, text: str) -> Path:
+    """Write ``text`` to a temporary file beside ``path``, then rename it into place: a report is
+    never left half-written, even by a crash."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(summary_json(summary))
-            fh.write("\n")
+            fh.write(text)
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
     return path
+
+
+def write_json(summary: Summary, path: Path) -> Path:
+    return write_text_atomic(path, summary_json(summary) + "\n")
