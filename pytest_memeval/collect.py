@@ -18,7 +18,7 @@ import pytest
 from .benchmarks import Benchmark, Dataset
 from .errors import MemevalError
 from .pipeline import SystemPool, clean_scores, decide_status, run_question
-from .records import STATUS_WRONG, Prediction, Question, QuestionResult
+from .records import STATUS_ERROR, STATUS_WRONG, Prediction, Question, QuestionResult
 from .report.terminal import describe_result
 from .systems.builtin import MissingReplayAnswer
 
@@ -157,7 +157,7 @@ def result_skeleton(
         question=question.question,
         gold=question.gold,
         prediction=None,
-        status="ERROR",
+        status=STATUS_ERROR,
         flow=flow,
         details={"index": question.index, "k": system.k}
         | ({"abstention": True} if question.abstention else {}),
