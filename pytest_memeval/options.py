@@ -424,7 +424,7 @@ def read_settings(config: pytest.Config) -> Settings:
 
     data = val("memeval_data") or os.environ.get("MEMEVAL_DATA_DIR") or None
     data_dir = Path(str(data)).expanduser() if data else None
-    if data_dir is not None and not data_dir.is_dir():
+    if benchmarks and data_dir is not None and not data_dir.is_dir():
         origin = src("memeval_data") if val("memeval_data") else "MEMEVAL_DATA_DIR"
         raise pytest.UsageError(
             f"{origin}={data}: not a folder. Point it at a folder holding one sub-folder per "

@@ -39,8 +39,13 @@ def run_mode(request: pytest.FixtureRequest) -> list[str]:
     return list(RUN_MODES[request.param])
 
 
-#: read once at import: end-to-end tests clear the variable for their inner runs
+#: read once at import (cwd = where pytest started, e.g. the repository root in CI) and made
+#: absolute: pytester tests change directory, and end-to-end tests clear the variable for their
+#: inner runs
 _DATA_DIR_ENV = os.environ.get("MEMEVAL_DATA_DIR")
+if _DATA_DIR_ENV:
+    _DATA_DIR_ENV = str(Path(_DATA_DIR_ENV).resolve())
+    os.environ["MEMEVAL_DATA_DIR"] = _DATA_DIR_ENV
 
 
 @pytest.fixture

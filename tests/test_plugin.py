@@ -503,3 +503,14 @@ def test_locomo_f1_is_rounded_per_question_before_averaging(pytester: pytest.Pyt
     assert run["summary"]["overall_all"]["f1"] == pytest.approx(
         sum(values) / len(values), abs=1e-12
     )
+
+
+def test_bad_data_dir_only_matters_when_a_benchmark_runs(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("MEMEVAL_DATA_DIR", str(pytester.path / "missing"))
+    pytester.makepyfile(test_ok="def test_ok():\n    pass\n")
+    assert pytester.runpytest().ret == 0
+    result = pytester.runpytest("--memeval=demo", "--memsys=bm25")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*MEMEVAL_DATA_DIR=*missing: not a folder*"])
