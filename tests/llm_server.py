@@ -159,10 +159,18 @@ class _Handler(BaseHTTPRequestHandler):
     def do_POST(self) -> None:
         owner = self.server.owner
         owner._enter()
+        self._counted = True
         try:
             self._post(owner)
         finally:
-            owner._leave()
+            self._leave_once()
+
+    def _leave_once(self) -> None:
+        """A request stops counting as in flight just before its reply is written: once the
+        client holds the reply it may send the next request, which must not overlap it."""
+        if getattr(self, "_counted", False):
+            self._counted = False
+            self.server.owner._leave()
 
     def _post(self, owner: LLMServer) -> None:
         length = int(self.headers.get("content-length") or 0)
@@ -328,6 +336,7 @@ class _Handler(BaseHTTPRequestHandler):
         content_type: str,
         headers: Mapping[str, str] | None = None,
     ) -> None:
+        self._leave_once()
         # Status line, headers and body in one write: separate small writes would wait on the
         # client's delayed ACK.
         lines = [

@@ -587,14 +587,11 @@ def test_concurrency_bound_is_shared_by_clients(env: pytest.MonkeyPatch) -> None
 def test_graded_runs_go_out_in_parallel(env: pytest.MonkeyPatch) -> None:
     with LLMServer(latency=0.2, reply=lambda m, model, p: f"{p['temperature']}") as srv:
         with client_for("openai", srv, concurrency=make_semaphore(16)) as c:
-            t0 = time.monotonic()
             runs = run_parallel(
                 lambda r: c.complete(MSGS, temperature=0.5, run_index=r).text, range(10), 10
             )
-            elapsed = time.monotonic() - t0
-        assert srv.max_in_flight == 10
+        assert srv.max_in_flight == 10  # all ten runs were in the server at once
     assert runs == ["0.5"] * 10
-    assert elapsed < 1.0  # 10 x 0.2 s sequentially would be 2 s
 
 
 def test_run_parallel_order_and_errors() -> None:
