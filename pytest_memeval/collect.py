@@ -254,7 +254,7 @@ class MemevalItem(pytest.Function):
         ingested = state.pool.get(
             self.system.base,
             lambda: dataset.conversation(conv_id),
-            conv_id,
+            f"{self.benchmark}/{conv_id}",
             lambda: obtain_system(self._request, self.system),
         )
         assert state.answerer is not None

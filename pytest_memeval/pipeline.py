@@ -77,29 +77,36 @@ class IngestedSystem:
 class SystemPool:
     """Per process: one ingested instance per (system, conversation).
 
-    Instances are dropped (``reset()`` called when present) by ``release`` when the run moves on to
-    another conversation, so memory stays bounded by one conversation per system. ``ingests`` counts
-    real ``ingest`` calls per system (reported to the controller).
+    ``conversation_key`` is ``<benchmark>/<conversation>``. ``release`` drops the instances of other
+    conversations when the run moves on, so memory stays bounded by one conversation per system; an
+    object that serves several conversations (a session-scoped fixture) gets ``reset()`` before
+    its next ``ingest``. An ingest that raised is not retried for the other questions of that
+    conversation: they fail with the same exception. ``ingests`` counts real ``ingest`` calls per
+    system (reported to the controller).
     """
 
     live: dict[tuple[str, str], IngestedSystem] = field(default_factory=dict)
     ingests: dict[str, int] = field(default_factory=dict)
     timeout: float | None = None
+    failed: dict[tuple[str, str], BaseException] = field(default_factory=dict)
     _last_instance: dict[str, object] = field(default_factory=dict)
 
     def get(
         self,
         system: str,
         conversation: Conversation | Callable[[], Conversation],
-        conversation_id: str,
+        conversation_key: str,
         obtain: Callable[[], object],
     ) -> IngestedSystem:
         """The ingested system for this conversation; ``obtain`` returns an instance or a factory."""
-        key = (system, conversation_id)
+        key = (system, conversation_key)
         ready = self.live.get(key)
         if ready is not None:
             return ready
         __tracebackhide__ = True
+        earlier = self.failed.get(key)
+        if earlier is not None:
+            raise earlier
         obj = obtain()
         if isinstance(obj, type) or (not callable(getattr(obj, "ingest", None)) and callable(obj)):
             obj = obj()  # a factory (a class or a zero-argument callable)
@@ -114,12 +121,14 @@ class SystemPool:
         start = time.perf_counter()
         try:
             call_with_timeout(lambda: instance.ingest(conv), self.timeout, f"{system}: ingest()")
-        except MemorySystemTimeout:
-            self._last_instance.pop(system, None)  # never reuse an instance stuck in ingest
+        except Exception as exc:
+            self.failed[key] = exc
+            if isinstance(exc, MemorySystemTimeout):
+                self._last_instance.pop(system, None)  # never reuse an instance stuck in ingest
             raise
         elapsed = time.perf_counter() - start
         self.ingests[system] = self.ingests.get(system, 0) + 1
-        ready = IngestedSystem(instance, conversation_id, elapsed)
+        ready = IngestedSystem(instance, conversation_key, elapsed)
         self.live[key] = ready
         return ready
 
@@ -127,9 +136,12 @@ class SystemPool:
         """Drop every instance not serving ``keep_conversation``."""
         for key in [k for k in self.live if k[1] != keep_conversation]:
             self.live.pop(key)
+        for key in [k for k in self.failed if k[1] != keep_conversation]:
+            self.failed.pop(key)
 
     def clear(self) -> None:
         self.live.clear()
+        self.failed.clear()
 
 
 def run_question(

@@ -355,7 +355,7 @@ def memeval_system(request: pytest.FixtureRequest, memeval_case: MemevalCase) ->
     ingested = state.pool.get(
         memeval_case.system.base,
         lambda: dataset.conversation(conv_id),
-        conv_id,
+        f"{memeval_case.benchmark}/{conv_id}",
         lambda: obtain_system(request, memeval_case.system),
     )
     return ingested.system
@@ -444,15 +444,10 @@ def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> 
     state = item.config.stash.get(STATE_KEY, None)
     if state is None or not state.pool.live:
         return
-    nxt: str | None = None
-    if isinstance(nextitem, MemevalItem):
-        nxt = nextitem.question.conversation_id
-    elif nextitem is not None:
-        case = _case_of(nextitem)
-        nxt = case.question.conversation_id if case is not None else None
-        if case is None:
-            return  # an unrelated test in between: keep what is live
-    state.pool.release(keep_conversation=nxt)
+    key = _conversation_key(nextitem) if nextitem is not None else None
+    if nextitem is not None and key is None:
+        return  # an unrelated test in between: keep what is live
+    state.pool.release(keep_conversation=f"{key[0]}/{key[1]}" if key is not None else None)
 
 
 def pytest_report_teststatus(

@@ -227,6 +227,15 @@ def kw():
     return Keyword()
 
 @pytest.fixture(scope="session")
+def failing_ingest():
+    class FailingIngest(Keyword):
+        def ingest(self, conversation):
+            super().ingest(conversation)  # logs the attempt
+            if conversation.id == "demo-2":
+                raise ValueError("cannot index " + conversation.id)
+    return FailingIngest()
+
+@pytest.fixture(scope="session")
 def broken():
     class Broken(Keyword):
         def search(self, question, k):
@@ -514,3 +523,16 @@ def test_bad_data_dir_only_matters_when_a_benchmark_runs(
     result = pytester.runpytest("--memeval=demo", "--memsys=bm25")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*MEMEVAL_DATA_DIR=*missing: not a folder*"])
+
+
+def test_failed_ingest_errors_its_conversation_once(
+    pytester: pytest.Pytester, run_mode: list[str]
+) -> None:
+    pytester.makeconftest(CONFTEST_SYSTEM)
+    result = pytester.runpytest("--memeval=demo", "--memsys=failing_ingest", *run_mode)
+    outcomes = _outcomes(result)
+    assert outcomes["errors"] == 7  # demo-2's questions
+    assert outcomes.get("correct", 0) + outcomes.get("wrong", 0) == 8
+    result.stdout.fnmatch_lines(["*ValueError: cannot index demo-2*"])
+    # ingest was attempted once for demo-2, not once per question
+    assert sorted((pytester.path / "ingests.log").read_text().split()) == ["demo-1", "demo-2"]
