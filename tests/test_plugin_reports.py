@@ -119,3 +119,16 @@ def test_pytest_html_summary_and_columns(pytester: pytest.Pytester) -> None:
     assert "overall_all (all categories)" in page
     assert "status=CORRECT" in page or "status=WRONG" in page
     assert "f1=" in page
+
+
+def test_reports_are_ordinary_readable_files(pytester: pytest.Pytester) -> None:
+    out = pytester.path / "r.json"
+    html = pytester.path / "r.html"
+    assert (
+        pytester.runpytest(
+            "--memeval=demo", "--memsys=bm25", f"--memeval-json={out}", f"--memeval-html={html}"
+        ).ret
+        == 0
+    )
+    for path in (out, html):
+        assert path.stat().st_mode & 0o044 == 0o044  # group/other may read (umask 022)

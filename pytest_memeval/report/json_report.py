@@ -30,6 +30,12 @@ def summary_json(summary: Summary) -> str:
     )
 
 
+def _umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
 def write_text_atomic(path: Path, text: str) -> Path:
     """Write ``text`` to a temporary file beside ``path``, then rename it into place: a report is
     never left half-written, even by a crash."""
@@ -39,6 +45,7 @@ def write_text_atomic(path: Path, text: str) -> Path:
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             fh.write(text)
+        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes 0600; a report is an ordinary file
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
