@@ -19,7 +19,7 @@ from typing import Any
 
 from ..aggregate import percentile
 from ..baselines import Baseline
-from .model import CategoryRow, RunSummary, Summary
+from .model import CategoryRow, RunSummary, Summary, overall_scopes
 
 __all__ = [
     "MEM0_LATENCY",
@@ -91,18 +91,6 @@ def fmt_ci(row: CategoryRow, metric: str) -> str:
     if ci is not None and text != "-":
         text += f" [{ci[0]:.2f}, {ci[1]:.2f}]"
     return text
-
-
-def overall_scopes(run: RunSummary) -> dict[str, str]:
-    """What ``overall`` and ``overall_all`` cover, in words."""
-    outside = [
-        str(r.category_id if r.category_id is not None else r.key)
-        for r in run.categories
-        if not r.in_overall
-    ]
-    if not outside:
-        return {"overall": "all", "overall_all": "all"}
-    return {"overall": f"excl. {', '.join(outside)}", "overall_all": "all categories"}
 
 
 def row_label(row: CategoryRow, scopes: Mapping[str, str]) -> str:

@@ -7,7 +7,7 @@ from typing import Any
 
 from ..records import QuestionResult
 
-__all__ = ["CategoryRow", "RunSummary", "Summary"]
+__all__ = ["CategoryRow", "RunSummary", "Summary", "overall_scopes"]
 
 
 @dataclass
@@ -105,3 +105,15 @@ class Summary:
         if self.extra:
             out["extra"] = self.extra
         return out
+
+
+def overall_scopes(run: RunSummary) -> dict[str, str]:
+    """What ``overall`` and ``overall_all`` cover, in words."""
+    outside = [
+        str(r.category_id if r.category_id is not None else r.key)
+        for r in run.categories
+        if not r.in_overall
+    ]
+    if not outside:
+        return {"overall": "all", "overall_all": "all"}
+    return {"overall": f"excl. {', '.join(outside)}", "overall_all": "all categories"}

@@ -7,7 +7,7 @@ from typing import Any
 
 from ..baselines import Baseline
 from ..records import STATUS_WRONG, QuestionResult
-from .model import CategoryRow, RunSummary, Summary
+from .model import CategoryRow, RunSummary, Summary, overall_scopes
 
 __all__ = ["render_summary", "render_table", "render_wrong"]
 
@@ -48,19 +48,8 @@ def _row_label(row: CategoryRow, overall_scope: dict[str, str]) -> str:
     return row.key
 
 
-def _scopes(run: RunSummary) -> dict[str, str]:
-    outside = [
-        str(r.category_id if r.category_id is not None else r.key)
-        for r in run.categories
-        if not r.in_overall
-    ]
-    if not outside:
-        return {"overall": "all", "overall_all": "all"}
-    return {"overall": f"excl. {', '.join(outside)}", "overall_all": "all categories"}
-
-
 def _run_table(run: RunSummary) -> list[str]:
-    scopes = _scopes(run)
+    scopes = overall_scopes(run)
     header = ["category", "shared", "n", *run.metrics, *(label for _, label in _STATUS_COLS)]
     rows = []
     extra_rows = [r for r in (run.abstention,) if r is not None]
