@@ -10,7 +10,7 @@ scores and are counted apart; UNSCORED values (None) are excluded from means and
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from .records import STATUSES, QuestionResult
@@ -169,7 +169,3 @@ def metric_union(results: Iterable[QuestionResult], preferred: Sequence[str]) ->
         for key in r.scores:
             seen.setdefault(key, None)
     return list(seen)
-
-
-def statuses_total(rows: Mapping[str, int]) -> int:
-    return sum(rows.values())

@@ -8,7 +8,7 @@ ever pickled.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -245,7 +245,3 @@ class QuestionResult:
             details=dict(data.get("details") or {}),
             nodeid=str(data.get("nodeid", "")),
         )
-
-
-def memories_from(items: Sequence[object]) -> tuple[Memory, ...]:
-    return tuple(as_memory(m) for m in items)
