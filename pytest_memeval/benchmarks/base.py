@@ -9,7 +9,16 @@ from typing import Any, Protocol, runtime_checkable
 
 from ..records import Conversation, Prediction, Question
 
-__all__ = ["Benchmark", "CategoryInfo", "Dataset", "LoadRequest"]
+__all__ = ["Benchmark", "CategoryInfo", "Dataset", "LoadRequest", "json_value_error"]
+
+
+def json_value_error(exc: ValueError) -> str:
+    """A ``json.loads`` ValueError that is not a syntax error (an integer literal over Python's
+    digit limit, ...) in a few words for a DatasetError message."""
+    text = str(exc)
+    if "digits" in text:
+        return "a number literal has too many digits"
+    return " ".join(text.split())[:200]
 
 
 @dataclass(frozen=True)

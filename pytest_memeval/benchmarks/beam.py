@@ -42,7 +42,7 @@ from typing import Any
 from ..categories import shared_category
 from ..errors import DatasetError
 from ..records import Conversation, Prediction, Question, Session, Turn
-from .base import CategoryInfo, Dataset, LoadRequest
+from .base import CategoryInfo, Dataset, LoadRequest, json_value_error
 from .locomo import ESCAPED_SURROGATE, check_surrogates
 
 __all__ = [
@@ -149,15 +149,8 @@ def _read_json(path: Path) -> Any:
         ) from None
     except ValueError as exc:  # e.g. an integer literal over Python's digit limit
         raise DatasetError(
-            f"invalid JSON ({_json_value_error(exc)}); fetch the file again", path=str(path)
+            f"invalid JSON ({json_value_error(exc)}); fetch the file again", path=str(path)
         ) from None
-
-
-def _json_value_error(exc: ValueError) -> str:
-    text = str(exc)
-    if "digits" in text:
-        return "a number literal has too many digits"
-    return " ".join(text.split())[:200]
 
 
 def _loads_line(line: str, path: Path, line_number: int) -> object:
@@ -172,7 +165,7 @@ def _loads_line(line: str, path: Path, line_number: int) -> object:
     except RecursionError:
         problem = "arrays or objects nested too deeply"
     except ValueError as exc:
-        problem = _json_value_error(exc)
+        problem = json_value_error(exc)
     raise DatasetError(
         f"invalid or truncated JSON ({problem}); export the rows again",
         path=str(path),

@@ -21,7 +21,7 @@ from typing import Any
 
 from ..errors import DatasetError
 from ..records import Conversation, Prediction, Question, Session, Turn
-from .base import CategoryInfo, Dataset, LoadRequest
+from .base import CategoryInfo, Dataset, LoadRequest, json_value_error
 from .download import download
 
 __all__ = [
@@ -335,16 +335,9 @@ def _decode(data: bytes, source: str) -> Any:
         ) from None
     except ValueError as exc:  # e.g. an integer literal over Python's digit limit
         raise DatasetError(
-            f"invalid JSON ({_json_value_error(exc)}). Re-download the file or fix it.",
+            f"invalid JSON ({json_value_error(exc)}). Re-download the file or fix it.",
             path=source,
         ) from None
-
-
-def _json_value_error(exc: ValueError) -> str:
-    text = str(exc)
-    if "digits" in text:
-        return "a number literal has too many digits"
-    return " ".join(text.split())[:200]
 
 
 def parse_locomo(data: bytes, source: str) -> ParsedLocomo:

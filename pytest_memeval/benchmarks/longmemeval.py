@@ -29,7 +29,7 @@ from typing import Any
 from ..categories import shared_category
 from ..errors import DatasetError
 from ..records import Conversation, Prediction, Question, Session, Turn
-from .base import CategoryInfo, Dataset, LoadRequest
+from .base import CategoryInfo, Dataset, LoadRequest, json_value_error
 from .locomo import ESCAPED_SURROGATE, find_lone_surrogate
 
 __all__ = [
@@ -192,7 +192,7 @@ def iter_json_array(path: Path, chunk_size: int = _CHUNK) -> Iterator[tuple[Any,
                     ) from None
                 except ValueError as exc:  # e.g. an integer literal over Python's digit limit
                     raise DatasetError(
-                        f"invalid JSON near byte {buf_byte0} ({_json_value_error(exc)}); use the "
+                        f"invalid JSON near byte {buf_byte0} ({json_value_error(exc)}); use the "
                         "original LongMemEval file",
                         path=path_s,
                         record=f"#{index}",
@@ -232,13 +232,6 @@ def iter_json_array(path: Path, chunk_size: int = _CHUNK) -> Iterator[tuple[Any,
                 path=path_s,
                 record=f"#{index}",
             )
-
-
-def _json_value_error(exc: ValueError) -> str:
-    text = str(exc)
-    if "digits" in text:
-        return "a number literal has too many digits"
-    return " ".join(text.split())[:200]
 
 
 # --------------------------------------------------------------------------- item -> records

@@ -29,7 +29,7 @@ import yaml
 from ..categories import shared_category
 from ..errors import DatasetError
 from ..records import Conversation, Prediction, Question, Session, Turn
-from .base import CategoryInfo, Dataset, LoadRequest
+from .base import CategoryInfo, Dataset, LoadRequest, json_value_error
 from .locomo import check_surrogates
 
 __all__ = ["BENCHMARK", "LAYERS", "UserMemory", "parse_gold_facts"]
@@ -437,9 +437,9 @@ class UserMemory:
                     path=str(facts_path),
                 ) from None
             except ValueError as exc:  # e.g. an integer literal over Python's digit limit
-                problem = "a number has too many digits" if "digits" in str(exc) else str(exc)
                 raise DatasetError(
-                    f"invalid JSON ({problem}); fix or remove the file", path=str(facts_path)
+                    f"invalid JSON ({json_value_error(exc)}); fix or remove the file",
+                    path=str(facts_path),
                 ) from None
             check_surrogates(data, str(facts_path))
             gold = parse_gold_facts(data, str(facts_path))
