@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import http
+import importlib
 import os
 import re
 import threading
@@ -250,6 +251,36 @@ def _int(value: object) -> int:
 # -- providers --------------------------------------------------------------------------------
 
 
+class _LazySDK:
+    """An SDK client built at the first request: a run answered from the cache never imports the
+    SDK. The key is checked when the holder is made, so a missing key still fails up front."""
+
+    def __init__(self, config: ProviderConfig, timeout: float, module: str, cls: str) -> None:
+        _api_key(config)
+        self._config = config
+        self._timeout = timeout
+        self._module = module
+        self._cls = cls
+        self._lock = threading.Lock()
+        self._client: Any = None
+
+    def get(self) -> Any:
+        with self._lock:
+            if self._client is None:
+                sdk = importlib.import_module(self._module)
+                self._client = getattr(sdk, self._cls)(
+                    api_key=_api_key(self._config),
+                    base_url=self._config.base_url,
+                    timeout=self._timeout,
+                    max_retries=0,
+                )
+            return self._client
+
+    def close(self) -> None:
+        if self._client is not None:
+            self._client.close()
+
+
 @contextlib.contextmanager
 def _sdk_errors(config: ProviderConfig, timeout: float) -> Iterator[None]:
     """Map an SDK exception to our retry classes (TransientError / PermanentError), redacted."""
@@ -270,25 +301,11 @@ class OpenAIProvider:
     def __init__(self, config: ProviderConfig, *, timeout: float) -> None:
         self.config = config
         self.timeout = timeout
-        _api_key(config)  # a missing key fails here, when the client is made, not at first use
-        self._lock = threading.Lock()
-        self._sdk: Any = None
+        self._sdk = _LazySDK(config, timeout, "openai", "OpenAI")
 
     @property
     def _client(self) -> Any:
-        """The SDK client, built at the first request: a run answered from the cache never
-        imports the SDK (credentials were checked before collection)."""
-        with self._lock:
-            if self._sdk is None:
-                import openai
-
-                self._sdk = openai.OpenAI(
-                    api_key=_api_key(self.config),
-                    base_url=self.config.base_url,
-                    timeout=self.timeout,
-                    max_retries=0,
-                )
-            return self._sdk
+        return self._sdk.get()
 
     def send(
         self, messages: Sequence[ChatMessage], *, temperature: float, max_tokens: int
@@ -323,8 +340,7 @@ class OpenAIProvider:
             )
 
     def close(self) -> None:
-        if self._sdk is not None:
-            self._sdk.close()
+        self._sdk.close()
 
 
 class AnthropicProvider:
@@ -333,24 +349,11 @@ class AnthropicProvider:
     def __init__(self, config: ProviderConfig, *, timeout: float) -> None:
         self.config = config
         self.timeout = timeout
-        _api_key(config)  # a missing key fails here, when the client is made, not at first use
-        self._lock = threading.Lock()
-        self._sdk: Any = None
+        self._sdk = _LazySDK(config, timeout, "anthropic", "Anthropic")
 
     @property
     def _client(self) -> Any:
-        """Built at the first request, like OpenAIProvider's."""
-        with self._lock:
-            if self._sdk is None:
-                import anthropic
-
-                self._sdk = anthropic.Anthropic(
-                    api_key=_api_key(self.config),
-                    base_url=self.config.base_url,
-                    timeout=self.timeout,
-                    max_retries=0,
-                )
-            return self._sdk
+        return self._sdk.get()
 
     def send(
         self, messages: Sequence[ChatMessage], *, temperature: float, max_tokens: int
@@ -387,8 +390,7 @@ class AnthropicProvider:
             )
 
     def close(self) -> None:
-        if self._sdk is not None:
-            self._sdk.close()
+        self._sdk.close()
 
 
 def build_provider(config: ProviderConfig, *, timeout: float) -> Provider:
