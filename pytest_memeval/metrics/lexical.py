@@ -12,9 +12,8 @@ from collections.abc import Sequence
 from functools import lru_cache
 
 import numpy as np
-from nltk.tokenize import NLTKWordTokenizer
 
-from .text import _stemmed_counts, simple_tokenize
+from .text import WORD_TOKENIZER, _stemmed_counts, simple_tokenize
 
 __all__ = [
     "CATEGORY5_KEYWORDS",
@@ -35,9 +34,6 @@ Answer = str | int | float | None
 #: LoCoMo category 5 (adversarial) scores 1 when one of these is a substring of the lower-cased
 #: prediction, whatever the gold says.
 CATEGORY5_KEYWORDS = ("no information available", "not mentioned")
-
-# Stateless after construction (class-level pattern tables only).
-_WORD_TOKENIZER = NLTKWordTokenizer()
 
 
 def round3(x: float) -> float:
@@ -160,7 +156,7 @@ def bleu1(prediction: Answer, gold: Answer) -> float:
 
 @lru_cache(maxsize=1 << 14)
 def _bleu_tokens(text: str) -> tuple[str, ...]:
-    return tuple(_WORD_TOKENIZER.tokenize(text.lower()))
+    return tuple(WORD_TOKENIZER.tokenize(text.lower()))
 
 
 def bleu1_tokens(hypothesis: Sequence[str], reference: Sequence[str]) -> float:

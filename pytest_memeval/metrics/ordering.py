@@ -12,8 +12,6 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from scipy.stats import kendalltau
-
 __all__ = [
     "NuggetScore",
     "OrderingResult",
@@ -102,6 +100,10 @@ def _kendall_tau_b(x: Sequence[int], y: Sequence[int]) -> float:
     """
     if len(x) < 2 or len(set(x)) < 2 or len(set(y)) < 2:
         return math.nan
+    # Imported here: scipy.stats costs about half a second, and only BEAM's ordering questions
+    # need it (a LoCoMo or LongMemEval run never pays for it).
+    from scipy.stats import kendalltau
+
     result = kendalltau(x, y, variant="b")
     return float(result.statistic)
 

@@ -13,7 +13,8 @@ from collections import Counter
 from functools import lru_cache
 
 import regex  # type: ignore[import-untyped, unused-ignore]
-from nltk.stem import PorterStemmer
+
+from . import _nltk
 
 __all__ = [
     "clear_caches",
@@ -34,9 +35,11 @@ _ARTICLES = regex.compile(r"\b(a|an|the|and)\b")
 #: Characters A-Mem's ``simple_tokenize`` replaces with a space.
 _SIMPLE_SEPARATORS = str.maketrans({".": " ", ",": " ", "!": " ", "?": " "})
 
-# PorterStemmer in its default NLTK_EXTENSIONS mode holds only constant tables after construction,
-# so ``stem`` is a pure function of the word and safe to memoise.
-_STEMMER = PorterStemmer()
+# nltk's own PorterStemmer and NLTKWordTokenizer, imported without nltk's heavy package
+# ``__init__`` (see ``_nltk``). The stemmer in its default NLTK_EXTENSIONS mode holds only constant
+# tables after construction, so ``stem`` is a pure function of the word and safe to memoise; the
+# tokenizer has class-level pattern tables only.
+_STEMMER, WORD_TOKENIZER = _nltk.load()
 # The bound method itself is memoised (no wrapper function: a cache miss costs one nltk call and
 # a hit costs one C-level lookup).
 _cached_stem = lru_cache(maxsize=1 << 17)(_STEMMER.stem)
