@@ -24,10 +24,40 @@ def _finite(value: Any) -> Any:
     return value
 
 
+#: Lists written one compact element per line instead of fully indented: the per-question records.
+_ONE_PER_LINE = frozenset({"questions"})
+
+
+def _compact(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, allow_nan=False, default=str)
+
+
+def _layout(value: Any, level: int) -> str:
+    """``json.dumps(value, indent=2)``, except that a ``questions`` list has one record per line.
+
+    Indented output makes ``json`` use its pure-Python encoder, which took longer than all the
+    scoring of a LoCoMo run; one line per question keeps the file readable and diff-friendly and
+    lets the C encoder write the bulk of it.
+    """
+    pad = "  " * (level + 1)
+    if isinstance(value, dict) and value:
+        fields = []
+        for key, item in value.items():
+            name = _compact(str(key))
+            if key in _ONE_PER_LINE and isinstance(item, list) and item:
+                rows = ",\n".join(f"{pad}  {_compact(row)}" for row in item)
+                fields.append(f"{pad}{name}: [\n{rows}\n{pad}]")
+            else:
+                fields.append(f"{pad}{name}: {_layout(item, level + 1)}")
+        return "{\n" + ",\n".join(fields) + "\n" + "  " * level + "}"
+    if isinstance(value, list) and value:
+        rows = ",\n".join(pad + _layout(item, level + 1) for item in value)
+        return "[\n" + rows + "\n" + "  " * level + "]"
+    return _compact(value)
+
+
 def summary_json(summary: Summary) -> str:
-    return json.dumps(
-        _finite(summary.to_dict()), indent=2, ensure_ascii=False, allow_nan=False, default=str
-    )
+    return _layout(_finite(summary.to_dict()), 0)
 
 
 def _umask() -> int:
