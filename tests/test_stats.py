@@ -16,6 +16,8 @@ from pytest_memeval.stats import (
     add_confidence_intervals,
     add_pooled_judge_std,
     bootstrap_ci,
+    bootstrap_cis,
+    bootstrap_means,
     judge_pooled_std,
     mcnemar_exact,
     paired_bootstrap,
@@ -68,6 +70,31 @@ def test_bootstrap_ci_reproducible_and_seed_dependent() -> None:
     first = bootstrap_ci(values, seed=0)
     assert first == bootstrap_ci(values, seed=0)
     assert first != bootstrap_ci(values, seed=1)
+
+
+def test_bootstrap_cis_equal_separate_calls() -> None:
+    """Columns of one length share their resample indices: each interval is still exactly the
+    one a separate ``bootstrap_ci`` call gives (lengths 0, 1, 2 and two shared groups)."""
+    rng = np.random.default_rng(11)
+    columns = [
+        list(rng.random(40)),
+        [],
+        list(rng.integers(0, 2, 40).astype(float)),
+        [0.25],
+        list(rng.random(7)),
+        list(np.round(rng.random(40), 3)),
+        list(rng.random(7)),
+        [0.0, 1.0],
+    ]
+    together = bootstrap_cis(columns, resamples=500, seed=4)
+    assert together == [bootstrap_ci(c, resamples=500, seed=4) for c in columns]
+    assert together[1] is None and together[3] == (0.25, 0.25)
+    # and the shared draws are exactly numpy's default_rng(seed) index draws, column by column
+    x = np.asarray(columns[0])
+    idx = np.random.default_rng(4).integers(0, 40, size=(500, 40), dtype=np.intp)
+    assert np.array_equal(
+        bootstrap_means(columns[0], resamples=500, seed=4), x[idx].sum(axis=1) / 40
+    )
 
 
 def test_bootstrap_ci_matches_normal_theory_and_brackets_mean() -> None:
