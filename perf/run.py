@@ -6,6 +6,8 @@
     python perf/run.py --json perf.json      # also save every number
     python perf/run.py --profile             # add a cProfile of the instant LoCoMo run (and the
                                              # warm judge rerun)
+    python perf/run.py --py-spy              # add a py-spy sample of the instant LoCoMo run and of
+                                             # the bare run: wall time per pytest phase, side by side
 
 Reads ``$MEMEVAL_DATA_DIR/locomo/locomo10.json`` (default ``../shared/data`` next to the repository
 root). Prints ONE table; each row is ``what | ours | reference | ratio | target | ok?``. The ratio is
@@ -122,6 +124,7 @@ class Context:
     env: dict[str, str]
     profile: bool = False
     with_m: bool = True
+    pyspy: bool = False
     raw: dict[str, Any] = field(default_factory=dict)
 
 
@@ -390,6 +393,11 @@ def section_harness(ctx: Context) -> list[Row]:
         )
     if ctx.profile:
         ctx.raw["profile"] = profile_run(ctx, proj, run_args)
+    if ctx.pyspy:
+        ctx.raw["pyspy"] = {
+            "ours": pyspy_run(proj, run_args, ctx.env),
+            "bare": pyspy_run(trivial, trivial_args, ctx.env),
+        }
     return rows
 
 
@@ -448,6 +456,106 @@ def profile_run(
     rows.sort(key=lambda r: -float(r["cumtime"]))
     ctx.raw[f"{key}_total_s"] = total
     return rows[:15]
+
+
+#: Pytest phases, by the hook whose frame is outermost in a sampled stack (first match wins).
+PYSPY_PHASES = (
+    ("configure (plugins' pytest_configure)", "pytest_configure"),
+    ("session start (dataset parsed here)", "pytest_sessionstart"),
+    ("collection", "pytest_collection"),
+    ("test loop (setup, call, teardown, reports)", "pytest_runtestloop"),
+    ("session finish (summary, reports, gates)", "pytest_sessionfinish"),
+    ("terminal summary", "pytest_terminal_summary"),
+    ("unconfigure", "pytest_unconfigure"),
+)
+PYSPY_RATE = 500  # samples per second
+
+
+def _frame_name(frame: str) -> tuple[str, str]:
+    """``"func (path/to/file.py:123)"`` -> ``("func", "path/to/file.py")``."""
+    func, _, where = frame.partition(" (")
+    return func, where.rstrip(")").rsplit(":", 1)[0]
+
+
+def pyspy_phases(raw: str, rate: int = PYSPY_RATE) -> dict[str, Any]:
+    """Seconds per pytest phase and per ``pytest_memeval`` function from py-spy's ``--format raw``
+    output (one ``frame;frame;...;frame count`` line per distinct stack, outermost frame first).
+
+    A stack is charged to the first phase hook found walking from the outermost frame; stacks
+    outside ``wrap_session`` are start-up (imports, plugin loading, option parsing), the rest of
+    ``wrap_session`` is "other in session" (``gc``, exit). ``memeval`` is the time with a
+    ``pytest_memeval`` frame anywhere on the stack; ``functions`` the inclusive time of each
+    ``pytest_memeval`` function (counted once per stack)."""
+    phases: dict[str, float] = {}
+    memeval_phases: dict[str, float] = {}
+    functions: dict[str, float] = {}
+    total = 0.0
+    names = dict((hook, label) for label, hook in PYSPY_PHASES)
+    for line in raw.splitlines():
+        stack, _, count_text = line.rpartition(" ")
+        if not stack or not count_text.isdigit():
+            continue
+        secs = int(count_text) / rate
+        total += secs
+        frames = [_frame_name(f) for f in stack.split(";")]
+        phase = "start-up (imports, plugins, options)"
+        if any(func == "wrap_session" for func, _ in frames):
+            phase = "other in session (gc, exit)"
+        for func, _ in frames:
+            hook = func.rsplit(".", 1)[-1]  # py-spy writes methods as Class.method
+            if hook in names:
+                phase = names[hook]
+                break
+        phases[phase] = phases.get(phase, 0.0) + secs
+        ours = {f"{func} ({path})" for func, path in frames if "pytest_memeval/" in path}
+        if ours:
+            memeval_phases[phase] = memeval_phases.get(phase, 0.0) + secs
+        for name in ours:
+            functions[name] = functions.get(name, 0.0) + secs
+    top = sorted(functions.items(), key=lambda kv: -kv[1])[:15]
+    return {"total": total, "phases": phases, "memeval": memeval_phases, "top": top}
+
+
+def pyspy_run(cwd: Path, run_args: list[str], env: dict[str, str]) -> dict[str, Any]:
+    """Sample ``python *run_args`` with py-spy: non-blocking, so the process is not paused, and
+    with idle samples, so waiting (file reads, page faults) counts as the wall time it is."""
+    exe = shutil.which("py-spy")
+    if exe is None:
+        raise RuntimeError("--py-spy needs the py-spy executable (pip install py-spy)")
+    out = cwd / "pyspy.txt"
+    cmd = [exe, "record", "--format", "raw", "--nonblocking", "--idle", "-r", str(PYSPY_RATE)]
+    cmd += ["-o", str(out), "--", sys.executable, *run_args]
+    proc = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, check=False)
+    if proc.returncode != 0 or not out.is_file():
+        raise RuntimeError(f"py-spy failed ({proc.returncode}): {proc.stderr[-2000:]}")
+    return pyspy_phases(out.read_text(encoding="utf-8", errors="replace"))
+
+
+def format_pyspy(result: dict[str, Any]) -> str:
+    """The phase table (ours, bare, difference) and the top ``pytest_memeval`` functions."""
+    ours, bare = result["ours"], result["bare"]
+    order = ["start-up (imports, plugins, options)", *(label for label, _ in PYSPY_PHASES)]
+    order.append("other in session (gc, exit)")
+    width = max(len(x) for x in order) + 2
+    lines = [
+        f"py-spy of the instant LoCoMo run vs the bare run ({PYSPY_RATE} Hz, non-blocking, idle "
+        "included): "
+        "sampled seconds per pytest phase",
+        f"{'phase':<{width}} {'ours':>7} {'of it ours':>10} {'bare':>7} {'diff':>7}",
+    ]
+    for label in [*order, "total"]:
+        if label == "total":
+            a, m, b = ours["total"], sum(ours["memeval"].values()), bare["total"]
+        else:
+            a = ours["phases"].get(label, 0.0)
+            m = ours["memeval"].get(label, 0.0)
+            b = bare["phases"].get(label, 0.0)
+        if a or b:
+            lines.append(f"{label:<{width}} {a:>7.3f} {m:>10.3f} {b:>7.3f} {a - b:>+7.3f}")
+    lines.append("('of it ours': samples with a pytest_memeval frame on the stack)")
+    lines.append("\ntop 15 pytest_memeval functions, inclusive sampled seconds")
+    lines.extend(f"{secs:>7.3f}  {name}" for name, secs in ours["top"])
+    return "\n".join(lines)
 
 
 def section_xdist(ctx: Context) -> list[Row]:
@@ -939,6 +1047,12 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="cProfile the instant LoCoMo run and the warm judge rerun",
     )
+    parser.add_argument(
+        "--py-spy",
+        dest="pyspy",
+        action="store_true",
+        help="sample the instant LoCoMo run and the bare run with py-spy: seconds per pytest phase",
+    )
     parser.add_argument("--strict", action="store_true", help="exit 1 when a target is missed")
     parser.add_argument("--keep", action="store_true", help="keep the temporary folder")
     parser.add_argument(
@@ -958,7 +1072,13 @@ def main(argv: list[str] | None = None) -> int:
     started = time.perf_counter()
     try:
         ctx = Context(
-            data, work, args.quick, _child_env(work), profile=args.profile, with_m=not args.no_m
+            data,
+            work,
+            args.quick,
+            _child_env(work),
+            profile=args.profile,
+            with_m=not args.no_m,
+            pyspy=args.pyspy,
         )
         runner = Runner(ctx, sections)
         rows = runner.run()
@@ -995,6 +1115,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{'cumulative s':>12} {'own s':>8} {'calls':>7}  function")
         for p in profile:
             print(f"{p['cumtime']:>12.3f} {p['tottime']:>8.3f} {p['calls']:>7}  {p['function']}")
+    if ctx.raw.get("pyspy"):
+        print("\n" + format_pyspy(ctx.raw["pyspy"]))
     if args.json is not None:
         payload = {
             "mode": mode,

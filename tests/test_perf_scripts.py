@@ -110,3 +110,43 @@ def test_only_rejects_unknown_section(perf_data_dir: Path) -> None:
     )
     assert proc.returncode == 2
     assert "unknown section ['nope']" in proc.stderr
+
+
+def test_pyspy_phases_charges_stacks_to_the_outermost_hook() -> None:
+    """The py-spy breakdown (``perf/run.py --py-spy``) on a hand-written raw profile."""
+    sys.path.insert(0, str(REPO / "perf"))
+    try:
+        from run import pyspy_phases  # type: ignore[import-not-found]
+    finally:
+        sys.path.remove(str(REPO / "perf"))
+    raw = "\n".join(
+        [
+            "<module> (pytest/__main__.py:9);main (_pytest/config/__init__.py:193) 50",
+            "main (x.py:1);wrap_session (_pytest/main.py:283);pytest_configure (pytest_memeval/plugin.py:99) 10",
+            "main (x.py:1);wrap_session (_pytest/main.py:283);pytest_runtestloop (_pytest/main.py:360);"
+            "MemevalItem.setup (pytest_memeval/collect.py:220);score (pytest_memeval/collect.py:180) 20",
+            "main (x.py:1);wrap_session (_pytest/main.py:283);pytest_runtestloop (_pytest/main.py:361) 30",
+            "main (x.py:1);wrap_session (_pytest/main.py:283);"
+            "Controller.pytest_sessionfinish (pytest_memeval/controller.py:300);"
+            "pytest_collection (pytest_memeval/fake.py:1) 5",
+            "main (x.py:1);wrap_session (_pytest/main.py:290);collect (gc:0) 15",
+            "garbage line",
+        ]
+    )
+    result = pyspy_phases(raw, rate=100)
+    assert result["total"] == pytest.approx(1.3)
+    phases = result["phases"]
+    assert phases["start-up (imports, plugins, options)"] == pytest.approx(0.5)
+    assert phases["configure (plugins' pytest_configure)"] == pytest.approx(0.1)
+    assert phases["test loop (setup, call, teardown, reports)"] == pytest.approx(0.5)
+    # the outermost hook wins: a collection-named frame inside session finish is session finish
+    assert phases["session finish (summary, reports, gates)"] == pytest.approx(0.05)
+    assert phases["other in session (gc, exit)"] == pytest.approx(0.15)
+    assert result["memeval"]["test loop (setup, call, teardown, reports)"] == pytest.approx(0.2)
+    top = dict(result["top"])
+    # inclusive, once per stack, methods keep their class, line numbers dropped
+    assert top["MemevalItem.setup (pytest_memeval/collect.py)"] == pytest.approx(0.2)
+    assert top["score (pytest_memeval/collect.py)"] == pytest.approx(0.2)
+    assert top["Controller.pytest_sessionfinish (pytest_memeval/controller.py)"] == pytest.approx(
+        0.05
+    )
