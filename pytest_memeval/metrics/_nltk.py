@@ -8,10 +8,12 @@ a second of start-up, more than all the scoring of a full LoCoMo run (issue 6).
 The two classes live in small modules (``nltk/stem/porter.py``, ``nltk/tokenize/destructive.py``)
 whose own imports are a handful of nltk helper modules. :func:`load` imports those modules with
 light placeholders standing in for the parent packages ``nltk``, ``nltk.stem`` and
-``nltk.tokenize``, then removes every ``nltk`` entry it added to ``sys.modules``: nothing else in
-the process can see the placeholders, and a later ``import nltk`` anywhere imports the real nltk
-from scratch. The code that runs is nltk's own, byte for byte (tests compare its output with
-``import nltk``'s classes over the benchmarks' vocabulary).
+``nltk.tokenize``, then removes every ``nltk`` entry it added to ``sys.modules``, so a later
+``import nltk`` anywhere imports the real nltk from scratch. The placeholders exist for the few
+milliseconds of that import only; another thread importing nltk at that very moment would see
+them, which is why the plugin imports the metrics in the main thread at the end of collection,
+before any judge or answerer thread exists. The code that runs is nltk's own, byte for byte (tests
+compare its output with ``import nltk``'s classes over the benchmarks' vocabulary).
 
 When nltk is already imported, its classes are used as they are. When the light import fails
 (a future nltk reorganising its modules), the ordinary import is used: slower, same result.

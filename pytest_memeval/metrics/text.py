@@ -69,7 +69,8 @@ def _normalized_words(s: str) -> list[str]:
         # Fast path, same result: in ASCII text whose tokens are all letters/digits, the regex
         # word boundaries are exactly the whitespace token boundaries.
         tokens = text.split()
-        if all(t.isalnum() for t in tokens):
+        # every token is alphanumeric iff their concatenation is (an empty one is not)
+        if not tokens or "".join(tokens).isalnum():
             return [t for t in tokens if t not in _ARTICLE_WORDS]
     words: list[str] = _ARTICLES.sub(" ", text).split()
     return words
@@ -81,7 +82,7 @@ def _stemmed_counts(text: str) -> tuple[Counter[str], int]:
 
     The returned Counter is shared by the cache: callers must never mutate it.
     """
-    tokens = [_cached_stem(w) for w in _normalized_words(text)]
+    tokens = list(map(_cached_stem, _normalized_words(text)))
     return Counter(tokens), len(tokens)
 
 
