@@ -258,8 +258,8 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     state = session.config.stash.get(STATE_KEY, None)
     if state is not None and state.settings.active and session.items:
         if not session.config.option.collectonly:
-            # the scorers (nltk's stemmer and tokenizer, numpy) are imported on the first item otherwise,
-            # after the freeze, and every collection would then walk their objects
+            # the scorers (nltk's stemmer and tokenizer, numpy) are imported on the first item
+            # otherwise, after the freeze, and every collection would then walk their objects
             import pytest_memeval.metrics  # noqa: F401
         gc.freeze()
 
