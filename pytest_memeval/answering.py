@@ -14,7 +14,7 @@ from datetime import datetime, timedelta
 from typing import Protocol, runtime_checkable
 
 from .records import Memory, Prediction, Question
-from .systems._text import STOPWORDS, content_tokens, light_stem
+from .systems._text import STOPWORDS, content_tokens, light_stem, words
 
 __all__ = [
     "EXTRACTIVE_LABEL",
@@ -63,7 +63,6 @@ _SPEAKER_RE = re.compile(r"^\s*[^\s:\[\]][^:\n\[\]]{0,40}:\s+")
 _SHARES_RE = re.compile(r"\[shares:\s*([^\]]*)\]")
 _CLAUSE_SPLIT_RE = re.compile(r"(?<=[.!?;])\s+|:\s+|,\s+(?!\d)|\s+[-–—]+\s+|\n+")
 _TOKEN_RE = re.compile(r"[\w'’+#&$%-]+")
-_WORD_RE = re.compile(r"\w+")
 
 _MONTHS = (
     *("January", "February", "March", "April", "May", "June", "July", "August"),
@@ -243,7 +242,7 @@ def _span(clause: str, question_stems: set[str], max_words: int) -> str:
         word = raw.strip("'’-")
         if not word:
             continue
-        parts = _WORD_RE.findall(word.lower())
+        parts = words(word)
         if not parts or all(p in STOPWORDS or p in _FILLER for p in parts):
             continue
         if all(light_stem(p) in question_stems for p in parts):
@@ -278,7 +277,7 @@ def extractive_answer(question: Question, memories: Sequence[Memory], *, max_wor
     if not memories:
         return NO_INFORMATION
     q_tokens = set(content_tokens(question.question))
-    q_stems = {light_stem(w) for w in _WORD_RE.findall(question.question.lower())}
+    q_stems = {light_stem(w) for w in words(question.question)}
 
     best_i, best_overlap = 0, -1
     for i, memory in enumerate(memories):

@@ -13,7 +13,7 @@ import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .errors import JudgeError
 from .judges import Judge, JudgeResult, cohen_kappa, default_style, get_judge
@@ -28,6 +28,9 @@ from .llm import (
     redact,
 )
 from .records import Memory, Prediction, Question
+
+if TYPE_CHECKING:
+    from .llm_answer import LLMAnswerer
 
 __all__ = ["JudgeSpec", "LLMAnswererAdapter", "LLMRuntime", "LLMSettings", "judge_agreement"]
 
@@ -80,8 +83,14 @@ class LLMRuntime:
             self.cache = LLMCache(settings.cache_dir / "llm")
         self._lock = threading.Lock()
         self.answerer_client: ProviderClient | None = None
+        self.answerer: LLMAnswerer | None = None
         if settings.answerer != "extractive":
+            from .llm_answer import LLMAnswerer
+
             self.answerer_client = self._client(settings.answerer)
+            # built once: the template is read and checked here (a bad one fails before
+            # collection), and the hash in the provenance is that of the template every answer used
+            self.answerer = LLMAnswerer(self.answerer_client, template_path=settings.answer_prompt)
         self.judges: list[JudgeSpec] = []
         for i, spec in enumerate(settings.judges):
             key = "judge" if i == 0 else f"judge@{spec}"
@@ -154,25 +163,17 @@ class LLMRuntime:
                 details["judge_reasoning"] = result.reasoning
         return scores, details
 
-    def answer(
-        self, question: Question, memories: Sequence[Memory], reference_date: Any = None
-    ) -> Prediction:
-        from .llm_answer import LLMAnswerer
-
-        assert self.answerer_client is not None
-        answerer = LLMAnswerer(self.answerer_client, template_path=self.settings.answer_prompt)
-        return answerer.answer(question, memories, reference_date=reference_date)
+    def answer(self, question: Question, memories: Sequence[Memory]) -> Prediction:
+        assert self.answerer is not None
+        return self.answerer.answer(question, memories)
 
     def prompt_hashes(self, benchmarks: Sequence[str]) -> dict[str, str]:
         hashes: dict[str, str] = {}
         for spec in self.judges:
             for bench in benchmarks:
                 hashes.update(self.judge_for(spec, bench).prompt_hashes)
-        if self.answerer_client is not None:
-            from .llm_answer import LLMAnswerer
-
-            answerer = LLMAnswerer(self.answerer_client, template_path=self.settings.answer_prompt)
-            hashes["answer"] = answerer.prompt_sha256
+        if self.answerer is not None:
+            hashes["answer"] = self.answerer.prompt_sha256
         return hashes
 
     def output(self) -> dict[str, Any]:

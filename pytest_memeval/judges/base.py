@@ -16,7 +16,6 @@ import math
 import re
 import string
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -24,15 +23,18 @@ from typing import Any, Protocol, TypeVar, runtime_checkable
 
 from ..errors import JudgeError
 from ..llm.base import LLMClient
+from ..llm.client import run_parallel
 from ..records import Question
 
 __all__ = [
+    "FIRST_JSON_SPAN",
     "Judge",
     "JudgeResult",
     "PromptTemplate",
     "extract_json_mem0",
     "finite_number",
     "gold_text",
+    "json_or_none",
     "load_template",
     "parallel_map",
     "parse_json_object",
@@ -49,7 +51,10 @@ def finite_number(value: object) -> float | None:
     if isinstance(value, bool):
         return None
     if isinstance(value, int | float):
-        f = float(value)
+        try:
+            f = float(value)
+        except OverflowError:  # an integer beyond float range (JSON allows 4,300 digits)
+            return None
     elif isinstance(value, str):
         try:
             f = float(value.strip())
@@ -206,12 +211,9 @@ def gold_text(gold: object) -> str:
 
 
 def parallel_map(fn: Callable[[T], R], items: Sequence[T]) -> list[R]:
-    """``[fn(x) for x in items]`` run in a thread pool of ``len(items)`` threads (the LLM client
-    bounds the real concurrency). The first exception raised by ``fn`` propagates."""
-    if len(items) <= 1:
-        return [fn(x) for x in items]
-    with ThreadPoolExecutor(max_workers=len(items)) as pool:
-        return list(pool.map(fn, items))
+    """``[fn(x) for x in items]`` with one thread per item (the LLM client bounds the real
+    concurrency). The first exception raised by ``fn`` propagates."""
+    return run_parallel(fn, items, max(1, len(items)))
 
 
 _MEM0_FENCE = re.compile(r"```(?:json)?\s*(.*?)\s*```", re.DOTALL)
@@ -232,10 +234,12 @@ def extract_json_mem0(text: str) -> str:
 
 _FENCE_JSON = re.compile(r"```json\s*(.*?)```", re.DOTALL | re.IGNORECASE)
 _FENCE_ANY = re.compile(r"```[A-Za-z0-9_-]*\s*(.*?)```", re.DOTALL)
-_FIRST_SPAN = re.compile(r"\{.*?\}|\[.*?\]", re.DOTALL)
+#: The first non-greedy ``{...}`` or ``[...]`` span of a reply.
+FIRST_JSON_SPAN = re.compile(r"\{.*?\}|\[.*?\]", re.DOTALL)
 
 
-def _loads(candidate: str) -> object | None:
+def json_or_none(candidate: str) -> object | None:
+    """``json.loads(candidate)``, or None when it is not JSON (or nested too deeply)."""
     try:
         return json.loads(candidate)  # type: ignore[no-any-return]
     except (ValueError, RecursionError):
@@ -253,14 +257,14 @@ def parse_json_object(text: str) -> dict[str, Any] | None:
         if m:
             candidates.append(m.group(1).strip())
     candidates.append(text)
-    m = _FIRST_SPAN.search(text)
+    m = FIRST_JSON_SPAN.search(text)
     if m:
         candidates.append(m.group(0))
     start, end = text.find("{"), text.rfind("}")
     if start != -1 and end > start:
         candidates.append(text[start : end + 1])
     for candidate in candidates:
-        obj = _loads(candidate)
+        obj = json_or_none(candidate)
         if isinstance(obj, dict):
             return obj
     return None

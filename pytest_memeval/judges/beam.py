@@ -14,7 +14,6 @@ Unlike upstream, our prompt does give the judge the question (upstream leaves a 
 
 from __future__ import annotations
 
-import json
 import math
 import re
 from collections.abc import Sequence
@@ -22,7 +21,16 @@ from dataclasses import dataclass, field
 
 from ..llm.base import ChatMessage, LLMClient
 from ..records import Question
-from .base import JudgeResult, PromptTemplate, load_template, parallel_map, parse_json_object
+from .base import (
+    FIRST_JSON_SPAN,
+    JudgeResult,
+    PromptTemplate,
+    finite_number,
+    json_or_none,
+    load_template,
+    parallel_map,
+    parse_json_object,
+)
 
 __all__ = [
     "BeamNuggetJudge",
@@ -36,15 +44,7 @@ TEMPLATE_FILE = "beam_nugget.txt"
 FIELDS = ("question", "rubric_item", "prediction", "category")
 
 _FENCED = re.compile(r"^```[A-Za-z0-9_-]*\s*(\{.*\}|\[.*\])\s*```", re.DOTALL)
-_SPAN = re.compile(r"\{.*?\}|\[.*?\]", re.DOTALL)
 _ALLOWED = (0.0, 0.5, 1.0)
-
-
-def _loads(text: str) -> object | None:
-    try:
-        return json.loads(text)  # type: ignore[no-any-return]
-    except (ValueError, RecursionError):
-        return None
 
 
 def parse_beam_json(reply: str) -> object | None:
@@ -56,12 +56,12 @@ def parse_beam_json(reply: str) -> object | None:
         m = _FENCED.match(text)
         if m:
             text = m.group(1)
-    obj = _loads(text)
+    obj = json_or_none(text)
     if obj is not None:
         return obj
-    m2 = _SPAN.search(text)
+    m2 = FIRST_JSON_SPAN.search(text)
     if m2:
-        obj = _loads(m2.group(0))
+        obj = json_or_none(m2.group(0))
         if obj is not None:
             return obj
     return parse_json_object(reply)
@@ -77,19 +77,8 @@ def item_value(raw_score: object) -> tuple[float | None, str | None]:
     """Our value for one item: the score as a number (numeric strings accepted) in [0, 1];
     a value other than 0, 0.5 or 1 is snapped to the nearest of them with a warning;
     anything else -> (None, warning)."""
-    value: float | None
-    if isinstance(raw_score, bool) or raw_score is None:
-        value = None
-    elif isinstance(raw_score, int | float):
-        value = float(raw_score)
-    elif isinstance(raw_score, str):
-        try:
-            value = float(raw_score.strip())
-        except ValueError:
-            value = None
-    else:
-        value = None
-    if value is None or not math.isfinite(value) or not 0.0 <= value <= 1.0:
+    value = finite_number(raw_score)
+    if value is None or not 0.0 <= value <= 1.0:
         return None, f"rubric item score {raw_score!r} is not a number in [0, 1]"
     snapped = min(_ALLOWED, key=lambda a: abs(a - value))
     if abs(snapped - value) > 1e-9:

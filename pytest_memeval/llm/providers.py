@@ -25,15 +25,12 @@ import re
 import threading
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 from ..errors import JudgeError
 from .base import ChatMessage, Completion
 from .redact import redact
 from .retry import PermanentError, TransientError, parse_retry_after
-
-if TYPE_CHECKING:
-    pass
 
 # The SDKs are imported when a client is built, not with this module: importing both costs
 # seconds, and a run without LLM options (or one served entirely from the cache) needs neither.
@@ -236,7 +233,7 @@ def _translate(exc: Exception, config: ProviderConfig, timeout: float) -> Except
     return exc
 
 
-def _check_messages(config: ProviderConfig, messages: Sequence[ChatMessage]) -> None:
+def _check_messages(messages: Sequence[ChatMessage]) -> None:
     if not messages:
         raise PermanentError("no messages to send")
     for m in messages:
@@ -310,7 +307,7 @@ class OpenAIProvider:
     def send(
         self, messages: Sequence[ChatMessage], *, temperature: float, max_tokens: int
     ) -> Completion:
-        _check_messages(self.config, messages)
+        _check_messages(messages)
         payload: list[Any] = [{"role": m.role, "content": m.content} for m in messages]
         # OpenAI's own API wants max_completion_tokens (reasoning models reject max_tokens);
         # compatible servers (vLLM, Ollama, older gateways) know max_tokens.
@@ -358,7 +355,7 @@ class AnthropicProvider:
     def send(
         self, messages: Sequence[ChatMessage], *, temperature: float, max_tokens: int
     ) -> Completion:
-        _check_messages(self.config, messages)
+        _check_messages(messages)
         system = "\n\n".join(m.content for m in messages if m.role == "system")
         turns: list[Any] = [
             {"role": m.role, "content": m.content} for m in messages if m.role != "system"

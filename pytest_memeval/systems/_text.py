@@ -131,7 +131,5 @@ def light_stem(word: str) -> str:
 def content_tokens(text: str) -> list[str]:
     """Stemmed content tokens of ``text``, in order, duplicates kept."""
     return [
-        light_stem(w)
-        for w in _WORD_RE.findall(text.lower())
-        if w not in STOPWORDS and (len(w) > 1 or w.isdigit())
+        light_stem(w) for w in words(text) if w not in STOPWORDS and (len(w) > 1 or w.isdigit())
     ]
