@@ -389,10 +389,19 @@ def test_beam_parser_variants() -> None:
         (0.8, 1.0),
         (2, None),
         (None, None),
+        (True, None),
+        ("nan", None),
+        (10**400, None),  # beyond float range: unscored, not an OverflowError
     ],
 )
 def test_beam_item_value(raw: object, value: float | None) -> None:
     assert item_value(raw)[0] == value
+
+
+def test_scores_beyond_float_range_are_unscored() -> None:
+    huge = "1" + "0" * 400
+    assert parse_graded_score('{"score": ' + huge + "}")[0] is None
+    assert parse_usermem_reward('{"reward": ' + huge + "}")[0] is None
 
 
 #: the rubric-aggregation vectors of SCORING 3.4 (shared/vectors/retrieval_and_beam_vectors.json,
