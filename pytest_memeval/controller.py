@@ -420,11 +420,7 @@ class Controller:
         tr = terminalreporter
         tr.write_sep("=", "memeval summary")
         settings = self.state.settings
-        baselines: dict[str, list[Baseline]] = {}
-        for run in summary.runs:
-            if run.benchmark not in baselines:
-                baselines[run.benchmark] = baselines_for(run.benchmark, settings.baselines, None)
-        for line in render_summary(summary, baselines, self._config_lines()):
+        for line in render_summary(summary, self.baselines(summary), self._config_lines()):
             tr.write_line(line)
         wrong_limit = None if config.get_verbosity() > 0 else settings.show_wrong
         wrong = render_wrong([r for run in summary.runs for r in run.results], wrong_limit)

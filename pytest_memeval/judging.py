@@ -27,12 +27,12 @@ from .llm import (
     make_semaphore,
     redact,
 )
-from .records import Memory, Prediction, Question
+from .records import Question
 
 if TYPE_CHECKING:
     from .llm_answer import LLMAnswerer
 
-__all__ = ["JudgeSpec", "LLMAnswererAdapter", "LLMRuntime", "LLMSettings", "judge_agreement"]
+__all__ = ["JudgeSpec", "LLMRuntime", "LLMSettings", "judge_agreement"]
 
 
 @dataclass(frozen=True)
@@ -163,10 +163,6 @@ class LLMRuntime:
                 details["judge_reasoning"] = result.reasoning
         return scores, details
 
-    def answer(self, question: Question, memories: Sequence[Memory]) -> Prediction:
-        assert self.answerer is not None
-        return self.answerer.answer(question, memories)
-
     def prompt_hashes(self, benchmarks: Sequence[str]) -> dict[str, str]:
         hashes: dict[str, str] = {}
         for spec in self.judges:
@@ -184,17 +180,6 @@ class LLMRuntime:
             "judge_warnings": self.warnings,
             "judge_unscored": self.unscored,
         }
-
-
-class LLMAnswererAdapter:
-    """Presents an LLMRuntime's answerer as an ``Answerer`` (label, answer)."""
-
-    def __init__(self, runtime: LLMRuntime) -> None:
-        self.runtime = runtime
-        self.label = runtime.settings.answerer
-
-    def answer(self, question: Question, memories: Sequence[Memory]) -> Prediction:
-        return self.runtime.answer(question, memories)
 
 
 def judge_agreement(

@@ -21,6 +21,7 @@ from .records import (
     Prediction,
     Question,
     as_memory,
+    score_float,
 )
 from .systems.base import MemorySystem
 from .systems.resolve import ensure_memory_system
@@ -206,14 +207,7 @@ def decide_status(scores: Mapping[str, float | None], pass_metric: str, threshol
 
 
 def clean_scores(scores: Mapping[str, Any]) -> dict[str, float | None]:
-    out: dict[str, float | None] = {}
-    for key, value in scores.items():
-        if value is None:
-            out[key] = None
-            continue
-        f = float(value)
-        out[key] = f if math.isfinite(f) else None
-    return out
+    return {key: score_float(value) for key, value in scores.items()}
 
 
 def select_questions(

@@ -150,10 +150,8 @@ def _load(config: pytest.Config, state: RunState) -> None:
 
             state.answerer = ExtractiveAnswerer()
         else:
-            from .judging import LLMAnswererAdapter
-
-            assert state.llm is not None
-            state.answerer = LLMAnswererAdapter(state.llm)
+            assert state.llm is not None and state.llm.answerer is not None
+            state.answerer = state.llm.answerer
 
 
 def _llm_settings(settings: Any) -> Any:

@@ -28,6 +28,8 @@ __all__ = [
     "Session",
     "Turn",
     "as_memory",
+    "finite_float",
+    "score_float",
 ]
 
 STATUS_CORRECT = "CORRECT"
@@ -169,10 +171,24 @@ class Score:
         return cls(value=math.nan, unscored=True, raw=raw, explanation=explanation)
 
 
-def _clean_float(value: object) -> float | None:
+def score_float(value: object) -> float | None:
+    """A score as stored: None stays None, anything else goes through ``float()`` and a
+    non-finite value becomes None."""
     if value is None:
         return None
     f = float(value)  # type: ignore[arg-type]
+    return f if math.isfinite(f) else None
+
+
+def finite_float(value: object) -> float | None:
+    """A number (not a bool) as a finite float; anything else, NaN, infinities and integers
+    beyond float range give None. For values read back from reports and baselines."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    try:
+        f = float(value)
+    except OverflowError:
+        return None
     return f if math.isfinite(f) else None
 
 
@@ -215,7 +231,7 @@ class QuestionResult:
             "gold": self.gold,
             "prediction": self.prediction,
             "status": self.status,
-            "scores": {k: _clean_float(v) for k, v in self.scores.items()},
+            "scores": {k: score_float(v) for k, v in self.scores.items()},
             "memories": [m.to_dict() for m in self.memories],
             "latency": dict(self.latency),
             "error": self.error,
@@ -237,7 +253,7 @@ class QuestionResult:
             gold=data.get("gold"),
             prediction=data.get("prediction"),
             status=str(data.get("status", STATUS_ERROR)),
-            scores={str(k): _clean_float(v) for k, v in scores.items()},
+            scores={str(k): score_float(v) for k, v in scores.items()},
             memories=[Memory.from_dict(m) for m in data.get("memories") or ()],
             latency={str(k): float(v) for k, v in (data.get("latency") or {}).items()},
             error=data.get("error"),

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import MemevalError
-from .records import STATUS_CORRECT, STATUS_ERROR, STATUS_WRONG, QuestionResult
+from .records import STATUS_CORRECT, STATUS_ERROR, STATUS_WRONG, QuestionResult, finite_float
 from .report.model import Summary
 from .stats import mcnemar_exact, paired_bootstrap
 
@@ -53,15 +53,6 @@ RunKey = tuple[str, str, str]
 # saving and loading
 
 
-def _clean(value: object) -> float | None:
-    if value is None or isinstance(value, bool):
-        return None
-    if not isinstance(value, int | float):
-        return None
-    f = float(value)
-    return f if math.isfinite(f) else None
-
-
 def save_baseline(summary: Summary) -> dict[str, Any]:
     """A JSON-compatible baseline: schema, provenance and, per run, ``questions`` as
     ``{id: {"status", "category", "scores"}}`` and the run's ``summary`` (as in the JSON report).
@@ -75,7 +66,7 @@ def save_baseline(summary: Summary) -> dict[str, Any]:
             questions[r.question_id] = {
                 "status": r.status,
                 "category": r.category,
-                "scores": {str(k): _clean(v) for k, v in r.scores.items()},
+                "scores": {str(k): finite_float(v) for k, v in r.scores.items()},
             }
         runs.append(
             {
@@ -171,7 +162,7 @@ def _validate(path: str | os.PathLike[str], data: object) -> dict[str, Any]:
                         f"{where}, question {qid!r}: score {metric!r} must be a number or null, "
                         f"found {value!r:.40}",
                     )
-                clean_scores[str(metric)] = _clean(value)
+                clean_scores[str(metric)] = finite_float(value)
             clean_q[str(qid)] = {
                 "status": status,
                 "category": str(q.get("category", "")),

@@ -20,13 +20,12 @@ import base64
 import hashlib
 import html
 import json
-import math
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
 from ..baselines import Baseline
-from ..records import QuestionResult
+from ..records import QuestionResult, finite_float
 from .markdown import (
     MEM0_LATENCY,
     STATUS_COLUMNS,
@@ -67,13 +66,6 @@ def json_for_script(data: object) -> str:
         .replace("\u2028", "\\u2028")
         .replace("\u2029", "\\u2029")
     )
-
-
-def _finite(value: object) -> float | None:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return None
-    f = float(value)
-    return f if math.isfinite(f) else None
 
 
 def _short(text: str, limit: int) -> str:
@@ -439,11 +431,11 @@ def _chart(
         values = []
         for row in groups:
             match = _same_row(run, row)
-            values.append(_finite(match.metrics.get(metric)) if match else None)
+            values.append(finite_float(match.metrics.get(metric)) if match else None)
         series.append((f"{run.label} ({metric}, this run)", _PALETTE_RUNS[i % 7], values))
     for i, b in enumerate(x for x in baselines if x.metric == metric):
         n = baselines.index(b) + 1
-        values = [_finite(baseline_value(b, row)) for row in groups]
+        values = [finite_float(baseline_value(b, row)) for row in groups]
         label = f"[{n}] {b.system}, published {b.metric} ({b.protocol})"
         series.append((label, _PALETTE_BASE[i % 7], values))
     if not series:
@@ -511,8 +503,8 @@ def _chart(
 def _worst_best(
     results: Sequence[QuestionResult], metric: str
 ) -> tuple[list[QuestionResult], list[QuestionResult]]:
-    scored = [r for r in results if _finite(r.scores.get(metric)) is not None]
-    scored.sort(key=lambda r: (_finite(r.scores.get(metric)) or 0.0, r.question_id))
+    scored = [r for r in results if finite_float(r.scores.get(metric)) is not None]
+    scored.sort(key=lambda r: (finite_float(r.scores.get(metric)) or 0.0, r.question_id))
     n_best = min(5, len(scored) // 2)
     n_worst = min(5, len(scored) - n_best)
     worst = scored[:n_worst]
@@ -558,7 +550,7 @@ def _worst_best_section(summary: Summary, run: RunSummary, text_limit: int) -> s
                             (esc(_gold_text(r, text_limit)), False),
                             (esc(_short(_plain(r.prediction), text_limit)), False),
                             (f'<span class="st st-{esc(r.status)}">{esc(r.status)}</span>', False),
-                            (esc(fmt_num(_finite(r.scores.get(metric)))), True),
+                            (esc(fmt_num(finite_float(r.scores.get(metric)))), True),
                         ],
                     )
                 )
@@ -724,14 +716,14 @@ def _question_data(
                 if key not in index:
                     index[key] = len(memories)
                     memories.append([key[0], key[1]])
-                score = _finite(mem.score)
+                score = finite_float(mem.score)
                 refs.append([index[key], None if score is None else round(score, 4)])
             question = _short(r.question, text_chars)
             gold = _gold_text(r, text_chars)
             prediction = None if r.prediction is None else _short(r.prediction, text_chars)
             scores = {}
             for k, v in r.scores.items():
-                f = _finite(v)
+                f = finite_float(v)
                 scores[str(k)] = None if f is None else round(f, 4)
             judge = r.details.get("judge")
             reasoning = r.details.get("judge_reasoning")
