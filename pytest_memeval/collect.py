@@ -79,7 +79,7 @@ class RunState:
             self._stored = {}
             if self.rejudge_run is not None:
                 for r in read_results(self.rejudge_run):
-                    if not r.flow and r.status != "ERROR":
+                    if not r.flow and r.status != STATUS_ERROR:
                         self._stored[(r.benchmark, r.system, r.question_id)] = r
         return self._stored
 
@@ -301,17 +301,14 @@ class MemevalItem(pytest.Function):
             return "\n".join(
                 ["WRONG answer (--memeval-strict)", *describe_result(excinfo.value.result, 5)]
             )
-        if isinstance(excinfo.value, MemevalError):
-            # the plugin's own errors (judge, dataset, adapter contract, timeout) say what to fix
-            # in one line; their tracebacks would only show plugin internals
-            return f"{type(excinfo.value).__name__}: {excinfo.value}"
         return super().repr_failure(excinfo)
 
     def _repr_failure_py(  # type: ignore[override]
         self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None
     ) -> str | Any:
-        """Setup errors (where the memory system and the judges run) take this path, not
-        ``repr_failure``: the plugin's own errors get the same one-line form there."""
+        """Call failures (through ``repr_failure``) and setup errors (where the memory system and
+        the judges run) both come here: the plugin's own errors (judge, dataset, adapter contract,
+        timeout) say what to fix in one line; their tracebacks would only show plugin internals."""
         if isinstance(excinfo.value, MemevalError):
             return f"{type(excinfo.value).__name__}: {excinfo.value}"
         return super()._repr_failure_py(excinfo, style=style)
@@ -331,7 +328,6 @@ def build_items(session: pytest.Session, state: RunState) -> list[pytest.Item]:
     assert state.systems is not None
     items: list[pytest.Item] = []
     for bench_name, questions in state.selected.items():
-        bench = state.benchmarks[bench_name]
         bnode = BenchmarkNode.from_parent(session, name=bench_name, nodeid=f"memeval/{bench_name}")
         for conv_id, conv_questions in group_by_conversation(questions):
             cnode = ConversationNode.from_parent(
@@ -350,5 +346,4 @@ def build_items(session: pytest.Session, state: RunState) -> list[pytest.Item]:
                     item.add_marker(getattr(pytest.mark, q.category))
                     item.add_marker(pytest.mark.memeval)
                     items.append(item)
-        del bench
     return items

@@ -24,7 +24,7 @@ from .baselines import Baseline, baselines_for
 from .benchmarks import get_benchmark
 from .collect import STATE_KEY, RunState
 from .errors import MemevalError
-from .records import QuestionResult
+from .records import STATUS_ERROR, QuestionResult
 from .report.json_report import write_json, write_text_atomic
 from .report.model import Summary
 from .report.terminal import render_summary, render_wrong
@@ -110,7 +110,9 @@ class Controller:
             if settings.resume is not None:
                 self.store = RunStore(find_run(settings.cache_dir, settings.resume))
                 stored = {
-                    nodeid: r for nodeid, r in self.store.stored().items() if r.status != "ERROR"
+                    nodeid: r
+                    for nodeid, r in self.store.stored().items()
+                    if r.status != STATUS_ERROR
                 }
                 self.results.update(stored)
                 state.resume_ids = frozenset(stored)

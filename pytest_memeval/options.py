@@ -7,6 +7,7 @@ command line > environment (where one is documented) > ini > default. Validation
 
 from __future__ import annotations
 
+import math
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -357,14 +358,16 @@ def _int(value: Any, source: str, *, minimum: int) -> int:
     return number
 
 
-def _seconds(value: Any, source: str, *, zero: bool = False) -> float:
+def _seconds(value: Any, source: str, *, zero: bool = False, example: str = "0.5") -> float:
     try:
         number = float(str(value).strip())
     except ValueError:
         number = -1.0
-    if not (number >= 0 if zero else number > 0) or number != number:
+    # NaN fails both comparisons; infinity is no timeout either
+    if not (number >= 0 if zero else number > 0) or number == math.inf:
         raise pytest.UsageError(
-            f"{source}={value!r}: expected seconds {'>= 0' if zero else '> 0'}, e.g. {source}=0.5"
+            f"{source}={value!r}: expected seconds {'>= 0' if zero else '> 0'}, "
+            f"e.g. {source}={example}"
         )
     return number
 
@@ -482,14 +485,7 @@ def read_settings(config: pytest.Config) -> Settings:
                 f"{origin}={spec!r}: expected PROVIDER:MODEL with PROVIDER openai, anthropic or "
                 "openai-compatible, e.g. openai:gpt-4o-mini (or --memeval-answerer=extractive)"
             )
-    try:
-        timeout = float(val("memeval_llm_timeout"))
-    except ValueError:
-        timeout = -1.0
-    if timeout <= 0:
-        raise pytest.UsageError(
-            f"{src('memeval_llm_timeout')}={val('memeval_llm_timeout')!r}: expected seconds > 0"
-        )
+    timeout = _seconds(val("memeval_llm_timeout"), src("memeval_llm_timeout"), example="60")
     from .errors import MemevalError
     from .gates import parse_gate
     from .regression import parse_max_drop
@@ -529,15 +525,7 @@ def read_settings(config: pytest.Config) -> Settings:
 
     item_timeout: float | None = None
     if val("memeval_timeout") is not None:
-        try:
-            item_timeout = float(val("memeval_timeout"))
-        except ValueError:
-            item_timeout = -1.0
-        if item_timeout <= 0:
-            raise pytest.UsageError(
-                f"{src('memeval_timeout')}={val('memeval_timeout')!r}: expected seconds > 0, "
-                "e.g. --memeval-timeout=30"
-            )
+        item_timeout = _seconds(val("memeval_timeout"), src("memeval_timeout"), example="30")
 
     explicit = config.args_source == pytest.Config.ArgsSource.ARGS
 

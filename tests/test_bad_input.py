@@ -644,6 +644,14 @@ def test_case_counts() -> None:
             ["--memeval=demo", "--memsys=bm25", "--memeval-timeout=-1"],
             ["expected seconds > 0", "e.g. --memeval-timeout=30"],
         ),
+        (
+            ["--memeval=demo", "--memsys=bm25", "--memeval-timeout=nan"],
+            ["expected seconds > 0", "e.g. --memeval-timeout=30"],
+        ),
+        (
+            ["--memeval=demo", "--memsys=bm25", "--memeval-llm-timeout=nan"],
+            ["expected seconds > 0", "e.g. --memeval-llm-timeout=60"],
+        ),
         (["--memeval=demo", "--memsys=bm25", "--memeval-pass-threshold=2"], ["in [0, 1]"]),
         (
             ["--memeval=demo", "--memsys=bm25", "--memeval-judge=gpt-4o"],
@@ -669,6 +677,8 @@ def test_case_counts() -> None:
         "unknown-system",
         "limit-not-a-number",
         "negative-timeout",
+        "nan-timeout",
+        "nan-llm-timeout",
         "threshold-out-of-range",
         "judge-without-provider",
         "gate-two-operators",
