@@ -150,6 +150,25 @@ def test_empty_list(tmp_path: Path) -> None:
     assert _load(_write(tmp_path / "f.json", [])).questions == []
 
 
+@pytest.mark.parametrize("content", ["[] garbage", '[{"a": 1}] garbage'])
+def test_data_after_the_closing_bracket_is_rejected(tmp_path: Path, content: str) -> None:
+    # the empty list used to return before this check
+    path = tmp_path / "f.json"
+    path.write_text(content, encoding="utf-8")
+    with pytest.raises(DatasetError, match="unexpected data after the closing"):
+        list(iter_json_array(path))
+
+
+def test_digest_fed_while_parsing_is_the_file_hash(tmp_path: Path) -> None:
+    import hashlib
+
+    path = tmp_path / "f.json"
+    path.write_bytes(b"\xef\xbb\xbf  [" + b'{"k": "' + b"x" * 5000 + b'"}, {"k": 2}]  \n\n')
+    digest = hashlib.sha256()
+    assert len(list(iter_json_array(path, chunk_size=64, digest=digest))) == 2
+    assert digest.hexdigest() == hashlib.sha256(path.read_bytes()).hexdigest()
+
+
 @pytest.mark.parametrize(
     ("mutate", "record", "field", "text"),
     [
@@ -404,3 +423,23 @@ def test_real_s_item() -> None:
     assert any(t.meta["has_answer"] and t.speaker == "user" for t in evidence.turns)
     dates = [s.date for s in conv.sessions]
     assert all(d is not None for d in dates)
+
+
+def test_lazy_conversation_is_parsed_once_for_consecutive_systems() -> None:
+    """Items of one conversation run one system after another: each asks the dataset for the
+    conversation, and the loader must parse it once (LongMemEval-M items are megabytes)."""
+    from pytest_memeval.benchmarks.base import Dataset
+    from pytest_memeval.records import Conversation
+
+    calls: list[str] = []
+
+    def loader(conversation_id: str) -> Conversation:
+        calls.append(conversation_id)
+        return Conversation(id=conversation_id, sessions=())
+
+    ds = Dataset(benchmark="x", questions=[], files=[], sha256={}, conversation_loader=loader)
+    first = ds.conversation("a")
+    assert ds.conversation("a") is first
+    ds.conversation("b")
+    ds.conversation("a")
+    assert calls == ["a", "b", "a"]

@@ -2,14 +2,40 @@
 
 from __future__ import annotations
 
+import hashlib
+import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
+from ..errors import DatasetError
 from ..records import Conversation, Prediction, Question
 
-__all__ = ["Benchmark", "CategoryInfo", "Dataset", "LoadRequest", "json_value_error"]
+__all__ = [
+    "ESCAPED_SURROGATE",
+    "Benchmark",
+    "CategoryInfo",
+    "Dataset",
+    "LoadRequest",
+    "check_surrogates",
+    "file_sha256",
+    "find_lone_surrogate",
+    "json_value_error",
+]
+
+#: a JSON escape of a UTF-16 surrogate (``\\ud83d``): only then can a parsed string hold a lone one
+ESCAPED_SURROGATE = re.compile(r"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def file_sha256(path: Path) -> str:
+    """Hex sha256 of a file, read in chunks."""
+    digest = hashlib.sha256()
+    with path.open("rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 16), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
 
 
 def json_value_error(exc: ValueError) -> str:
@@ -19,6 +45,55 @@ def json_value_error(exc: ValueError) -> str:
     if "digits" in text:
         return "a number literal has too many digits"
     return " ".join(text.split())[:200]
+
+
+def find_lone_surrogate(value: object) -> tuple[str, str] | None:
+    """``(record, field)`` of the first string (or key) in parsed JSON/YAML holding a lone UTF-16
+    surrogate (``"\\ud800"``: valid JSON syntax, but not text; it cannot be written as UTF-8), e.g.
+    ``("[0].qa[3]", "question")``; None when there is none. Iterative (no recursion limit)."""
+    stack: list[tuple[str, str, object]] = [("", "", value)]
+    seen: set[int] = set()  # YAML aliases share containers: visit each once ("billion laughs")
+    while stack:
+        record, name, item = stack.pop()
+        if isinstance(item, str):
+            if _SURROGATE.search(item):
+                return record, name
+            continue
+        if id(item) in seen:
+            continue
+        seen.add(id(item))
+        if isinstance(item, dict):
+            where = f"{record}.{name}" if record and name else record or name
+            for key, child in item.items():
+                if isinstance(key, str) and _SURROGATE.search(key):
+                    return where, key
+                stack.append((where, str(key), child))
+        elif isinstance(item, list):
+            where = f"{record}.{name}" if record and name else record or name
+            stack.extend((f"{where}[{i}]", "", child) for i, child in enumerate(item))
+    return None
+
+
+def check_surrogates(
+    value: object,
+    source: str,
+    *,
+    record: str | None = None,
+    hint: str = "fix the string or re-download the file",
+) -> None:
+    """Raise DatasetError naming the record and field of a lone surrogate in ``value``;
+    ``record`` (e.g. ``#3``) prefixes the path found inside ``value``."""
+    found = find_lone_surrogate(value)
+    if found is not None:
+        inner, name = found
+        sep = "" if not record or not inner or inner.startswith("[") else "."
+        where = f"{record or ''}{sep}{inner}"
+        raise DatasetError(
+            f"holds a lone UTF-16 surrogate escape (e.g. \\ud800), which is not text; {hint}",
+            path=source,
+            record=where or None,
+            field=name or None,
+        )
 
 
 @dataclass(frozen=True)
@@ -57,6 +132,9 @@ class Dataset:
     conversations: dict[str, Conversation] = field(default_factory=dict)
     conversation_loader: Callable[[str], Conversation] | None = None
     meta: dict[str, Any] = field(default_factory=dict)
+    #: the conversation the loader produced last: the items of one conversation run together, one
+    #: system after another, so each lazily loaded conversation is parsed once, not once per system
+    _last: tuple[str, Conversation] | None = field(default=None, repr=False, compare=False)
 
     def conversation(self, conversation_id: str) -> Conversation:
         conv = self.conversations.get(conversation_id)
@@ -64,7 +142,11 @@ class Dataset:
             return conv
         if self.conversation_loader is None:
             raise KeyError(conversation_id)
-        return self.conversation_loader(conversation_id)
+        if self._last is not None and self._last[0] == conversation_id:
+            return self._last[1]
+        conv = self.conversation_loader(conversation_id)
+        self._last = (conversation_id, conv)
+        return conv
 
     def conversation_ids(self) -> list[str]:
         seen: dict[str, None] = {}

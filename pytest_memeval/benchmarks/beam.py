@@ -29,7 +29,6 @@ aligned to the rubric by case-insensitive equality (the official alignment asks 
 from __future__ import annotations
 
 import ast
-import hashlib
 import json
 import math
 import re
@@ -42,8 +41,15 @@ from typing import Any
 from ..categories import shared_category
 from ..errors import DatasetError
 from ..records import Conversation, Prediction, Question, Session, Turn
-from .base import CategoryInfo, Dataset, LoadRequest, json_value_error
-from .locomo import ESCAPED_SURROGATE, check_surrogates
+from .base import (
+    ESCAPED_SURROGATE,
+    CategoryInfo,
+    Dataset,
+    LoadRequest,
+    check_surrogates,
+    file_sha256,
+    json_value_error,
+)
 
 __all__ = [
     "ABILITIES",
@@ -118,7 +124,7 @@ def parse_python_literal(text: str, *, path: str, record: str, field: str) -> An
             record=record,
             field=field,
         ) from None
-    check_surrogates(value, f"{path} record {record} field {field!r}")
+    check_surrogates(value, str(path), record=f"{record}.{field}")
     return value
 
 
@@ -158,7 +164,7 @@ def _loads_line(line: str, path: Path, line_number: int) -> object:
     try:
         data = json.loads(line)
         if ESCAPED_SURROGATE.search(line):
-            check_surrogates(data, f"{path} line {line_number}")
+            check_surrogates(data, str(path), record=f"line {line_number}")
         return data
     except json.JSONDecodeError as exc:
         problem = f"{exc.msg} at column {exc.colno}"
@@ -171,14 +177,6 @@ def _loads_line(line: str, path: Path, line_number: int) -> object:
         path=str(path),
         record=f"line {line_number}",
     )
-
-
-def _hash_file(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 def _flatten_ids(value: object) -> list[str]:
@@ -452,15 +450,12 @@ class _ChatSource:
 
 @dataclass
 class _ConversationLoader:
-    """Callable ``conversation_id -> Conversation``; parses chat files on demand and keeps the
-    most recent conversation (questions of one conversation run together)."""
+    """Callable ``conversation_id -> Conversation``; parses chat files on demand (``Dataset``
+    keeps the most recent one)."""
 
     sources: dict[str, _ChatSource]
-    _last: tuple[str, Conversation] | None = field(default=None, repr=False)
 
     def __call__(self, conversation_id: str) -> Conversation:
-        if self._last is not None and self._last[0] == conversation_id:
-            return self._last[1]
         source = self.sources.get(conversation_id)
         if source is None:
             raise KeyError(conversation_id)
@@ -480,11 +475,9 @@ class _ConversationLoader:
             sessions,
             str(source.files[0][1]) if source.files else source.origin or conversation_id,
         )
-        conv = Conversation(
+        return Conversation(
             id=conversation_id, sessions=tuple(sessions), speakers=("user", "assistant")
         )
-        self._last = (conversation_id, conv)
-        return conv
 
 
 # --------------------------------------------------------------------------- benchmark
@@ -581,7 +574,7 @@ class Beam:
             sources[conversation_id] = _ChatSource(files=chat_files)
             for path in [probing_path, *(p for _, p in chat_files)]:
                 files.append(path)
-                sha[str(path.relative_to(folder.parent))] = _hash_file(path)
+                sha[str(path.relative_to(folder.parent))] = file_sha256(path)
         if not sources:
             raise DatasetError(
                 f"no numbered conversation folders (1, 2, ...). {_HOW_TO_GET}", path=str(folder)
@@ -662,7 +655,7 @@ class Beam:
             benchmark=NAME,
             questions=questions,
             files=[path],
-            sha256={path.name: _hash_file(path)},
+            sha256={path.name: file_sha256(path)},
             variant=size,
             conversation_loader=_ConversationLoader(sources),
             meta={"layout": "huggingface-rows", "conversations": len(sources)},

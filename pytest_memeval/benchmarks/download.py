@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import MSG_OFFLINE, DatasetError
+from .base import file_sha256
 
 __all__ = ["LOOPBACK_HOSTS", "download", "file_sha256"]
 
@@ -26,15 +27,6 @@ __all__ = ["LOOPBACK_HOSTS", "download", "file_sha256"]
 LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
 
 _CHUNK = 1 << 16
-
-
-def file_sha256(path: Path) -> str:
-    """Hex sha256 of a file, read in chunks."""
-    digest = hashlib.sha256()
-    with path.open("rb") as fh:
-        for chunk in iter(lambda: fh.read(_CHUNK), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
 
 
 def _check_url(url: str) -> None:
@@ -140,8 +132,6 @@ def download(
                 if expected_len is not None and received != expected_len:
                     # a read with a size does not raise IncompleteRead: check it here
                     raise http.client.IncompleteRead(b"", expected_len - received)
-        except DatasetError:
-            raise
         except (OSError, http.client.HTTPException, ValueError) as exc:
             # URLError/HTTPError/TimeoutError/ConnectionError are OSErrors; IncompleteRead is an
             # HTTPException; a malformed URL is a ValueError.

@@ -21,7 +21,14 @@ from typing import Any
 
 from ..errors import DatasetError
 from ..records import Conversation, Prediction, Question, Session, Turn
-from .base import CategoryInfo, Dataset, LoadRequest, json_value_error
+from .base import (
+    CategoryInfo,
+    Dataset,
+    LoadRequest,
+    check_surrogates,
+    find_lone_surrogate,
+    json_value_error,
+)
 from .download import download
 
 __all__ = [
@@ -71,10 +78,7 @@ _CATEGORY_NAMES: dict[int, str] = {int(k): v.name for k, v in CATEGORIES.items()
 _SESSION_KEY = re.compile(r"session_(\d+)")
 _EVIDENCE_ID = re.compile(r"D\d+:\d+")
 _TURN_META_KEYS = ("blip_caption", "query", "img_url")
-#: a JSON escape of a UTF-16 surrogate (``\\ud83d``): only then can a parsed string hold a lone one
-ESCAPED_SURROGATE = re.compile(r"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
 _ESCAPED_SURROGATE_BYTES = re.compile(rb"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
-_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 # --------------------------------------------------------------------------- parsing
@@ -267,47 +271,6 @@ def _parse_questions(source: str, sample_id: str, raw: object) -> list[Question]
             )
         )
     return questions
-
-
-def find_lone_surrogate(value: object) -> tuple[str, str] | None:
-    """``(record, field)`` of the first string (or key) in parsed JSON/YAML holding a lone UTF-16
-    surrogate (``"\\ud800"``: valid JSON syntax, but not text; it cannot be written as UTF-8), e.g.
-    ``("[0].qa[3]", "question")``; None when there is none. Iterative (no recursion limit)."""
-    stack: list[tuple[str, str, object]] = [("", "", value)]
-    seen: set[int] = set()  # YAML aliases share containers: visit each once ("billion laughs")
-    while stack:
-        record, name, item = stack.pop()
-        if isinstance(item, str):
-            if _SURROGATE.search(item):
-                return record, name
-            continue
-        if id(item) in seen:
-            continue
-        seen.add(id(item))
-        if isinstance(item, dict):
-            where = f"{record}.{name}" if record and name else record or name
-            for key, child in item.items():
-                if isinstance(key, str) and _SURROGATE.search(key):
-                    return where, key
-                stack.append((where, str(key), child))
-        elif isinstance(item, list):
-            where = f"{record}.{name}" if record and name else record or name
-            stack.extend((f"{where}[{i}]", "", child) for i, child in enumerate(item))
-    return None
-
-
-def check_surrogates(value: object, source: str) -> None:
-    """Raise DatasetError naming the record and field of a lone surrogate in ``value``."""
-    found = find_lone_surrogate(value)
-    if found is not None:
-        record, name = found
-        raise DatasetError(
-            "holds a lone UTF-16 surrogate escape (e.g. \\ud800), which is not text; fix the "
-            "string or re-download the file",
-            path=source,
-            record=record or None,
-            field=name or None,
-        )
 
 
 def _decode(data: bytes, source: str) -> Any:

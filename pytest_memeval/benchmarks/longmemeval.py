@@ -29,8 +29,14 @@ from typing import Any
 from ..categories import shared_category
 from ..errors import DatasetError
 from ..records import Conversation, Prediction, Question, Session, Turn
-from .base import CategoryInfo, Dataset, LoadRequest, json_value_error
-from .locomo import ESCAPED_SURROGATE, find_lone_surrogate
+from .base import (
+    ESCAPED_SURROGATE,
+    CategoryInfo,
+    Dataset,
+    LoadRequest,
+    check_surrogates,
+    json_value_error,
+)
 
 __all__ = [
     "BENCHMARK",
@@ -85,12 +91,16 @@ def parse_longmemeval_date(raw: str) -> datetime | None:
 # --------------------------------------------------------------------------- streaming index
 
 
-def iter_json_array(path: Path, chunk_size: int = _CHUNK) -> Iterator[tuple[Any, int, int]]:
+def iter_json_array(
+    path: Path, chunk_size: int = _CHUNK, digest: Any = None
+) -> Iterator[tuple[Any, int, int]]:
     """Yield ``(item, byte_offset, byte_length)`` for each element of the top-level JSON array in
     ``path``, reading ``chunk_size`` bytes at a time (one element in memory at once).
 
     A leading UTF-8 BOM is accepted. Raises DatasetError (naming the element index and byte offset)
-    on malformed or truncated input.
+    on malformed or truncated input. ``digest`` (a ``hashlib`` object) is fed every byte read: when
+    the iteration completes it has seen the whole file (the end is checked for trailing data), so
+    the file is hashed in the same pass that parses it.
     """
     decoder = json.JSONDecoder()
     incremental = codecs.getincrementaldecoder("utf-8")()
@@ -108,6 +118,8 @@ def iter_json_array(path: Path, chunk_size: int = _CHUNK) -> Iterator[tuple[Any,
                 return False
             data = fh.read(max(chunk_size, len(buf)))  # geometric growth for big items
             read_bytes += len(data)
+            if digest is not None:
+                digest.update(data)
             if not data:
                 eof = True
                 try:
@@ -155,9 +167,21 @@ def iter_json_array(path: Path, chunk_size: int = _CHUNK) -> Iterator[tuple[Any,
                 path=path_s,
             )
         consume(1)
+
+        def close() -> None:
+            """Consume the closing ']' and check that only whitespace follows it."""
+            consume(1)
+            if skip_ws() != "":
+                raise DatasetError(
+                    f"unexpected data after the closing ']' at byte {buf_byte0} (two files "
+                    "joined, or a damaged download); use the original LongMemEval file",
+                    path=path_s,
+                )
+
         index = 0
         want = 0  # characters to have buffered before parsing the next item
         if skip_ws() == "]":
+            close()
             return
         while True:
             if skip_ws() == "":
@@ -199,15 +223,9 @@ def iter_json_array(path: Path, chunk_size: int = _CHUNK) -> Iterator[tuple[Any,
                     ) from None
             head = buf[:end]
             if "\\u" in head and ESCAPED_SURROGATE.search(head):
-                found = find_lone_surrogate(item)
-                if found is not None:
-                    raise DatasetError(
-                        "holds a lone UTF-16 surrogate escape (e.g. \\ud800), which is not "
-                        "text; use the original LongMemEval file",
-                        path=path_s,
-                        record=f"#{index}{found[0]}",
-                        field=found[1] or None,
-                    )
+                check_surrogates(
+                    item, path_s, record=f"#{index}", hint="use the original LongMemEval file"
+                )
             length = len(head) if head.isascii() else len(head.encode("utf-8"))
             want = end + end // 4
             yield item, buf_byte0, length
@@ -218,13 +236,7 @@ def iter_json_array(path: Path, chunk_size: int = _CHUNK) -> Iterator[tuple[Any,
                 consume(1)
                 continue
             if nxt == "]":
-                consume(1)
-                if skip_ws() != "":
-                    raise DatasetError(
-                        f"unexpected data after the closing ']' at byte {buf_byte0} (two files "
-                        "joined, or a damaged download); use the original LongMemEval file",
-                        path=path_s,
-                    )
+                close()
                 return
             raise DatasetError(
                 f"expected ',' or ']' after item at byte {buf_byte0}, found "
@@ -511,10 +523,10 @@ class LongMemEval:
     def load(self, request: LoadRequest) -> Dataset:
         path, variant = _resolve_file(request)
         path_s = str(path)
-        digest = _hash_file(path)
+        digest = hashlib.sha256()  # filled by the parsing pass: the file is read once
         index = _ItemIndex(path=path)
         questions: list[Question] = []
-        for position, (item, offset, length) in enumerate(iter_json_array(path)):
+        for position, (item, offset, length) in enumerate(iter_json_array(path, digest=digest)):
             question = _question_from_item(item, path_s, position)
             if question.id in index.spans:
                 raise DatasetError(
@@ -529,7 +541,7 @@ class LongMemEval:
             benchmark=NAME,
             questions=questions,
             files=[path],
-            sha256={path.name: digest},
+            sha256={path.name: digest.hexdigest()},
             variant=variant,
             conversation_loader=index,
             meta={"file_bytes": os.path.getsize(path)},
@@ -564,14 +576,6 @@ def ranked_session_ids(prediction: Prediction) -> list[str]:
             sid, sep, k = source.rpartition(":")
             seen.setdefault(sid if sep and k.isdigit() else source, None)
     return list(seen)
-
-
-def _hash_file(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(_CHUNK), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 BENCHMARK = LongMemEval()

@@ -29,8 +29,7 @@ import yaml
 from ..categories import shared_category
 from ..errors import DatasetError
 from ..records import Conversation, Prediction, Question, Session, Turn
-from .base import CategoryInfo, Dataset, LoadRequest, json_value_error
-from .locomo import check_surrogates
+from .base import CategoryInfo, Dataset, LoadRequest, check_surrogates, json_value_error
 
 __all__ = ["BENCHMARK", "LAYERS", "UserMemory", "parse_gold_facts"]
 
