@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from .records import STATUSES, QuestionResult
 from .report.model import CategoryRow, RunSummary
 
-__all__ = ["CategoryMeta", "aggregate_run", "group_runs", "percentile"]
+__all__ = ["CategoryMeta", "aggregate_run", "group_runs", "percentile", "row_values"]
 
 
 @dataclass(frozen=True)
@@ -27,8 +27,20 @@ class CategoryMeta:
     in_overall: bool = True
 
 
-def _round3(value: float) -> float:
-    return round(value, 3)
+def row_values(
+    results: Iterable[QuestionResult], metric: str, round3: Iterable[str] = ()
+) -> list[float]:
+    """The per-question values a mean is taken over: missing, None and NaN values skipped, a metric
+    in ``round3`` rounded to 3 decimals per question (LoCoMo's per-question rounding). The table
+    means and the bootstrap intervals (``stats``) both use it."""
+    rounding = metric in set(round3)
+    out: list[float] = []
+    for r in results:
+        v = r.scores.get(metric)
+        if v is None or math.isnan(v):
+            continue
+        out.append(round(float(v), 3) if rounding else float(v))
+    return out
 
 
 def _row(
@@ -39,16 +51,11 @@ def _row(
     metrics: Sequence[str],
     round3: Iterable[str],
 ) -> CategoryRow:
-    rounding = set(round3)
+    round3 = tuple(round3)
     means: dict[str, float | None] = {}
     scored: dict[str, int] = {}
     for metric in metrics:
-        values: list[float] = []
-        for r in results:
-            v = r.scores.get(metric)
-            if v is None or (isinstance(v, float) and math.isnan(v)):
-                continue
-            values.append(_round3(v) if metric in rounding else float(v))
+        values = row_values(results, metric, round3)
         scored[metric] = len(values)
         means[metric] = math.fsum(values) / len(values) if values else None
     statuses = dict.fromkeys(STATUSES, 0)

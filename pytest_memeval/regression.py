@@ -23,7 +23,7 @@ from typing import Any
 
 from .errors import MemevalError
 from .records import STATUS_CORRECT, STATUS_ERROR, STATUS_WRONG, QuestionResult, finite_float
-from .report.model import Summary
+from .report.model import REPORT_SCHEMA, Summary
 from .stats import mcnemar_exact, paired_bootstrap
 
 __all__ = [
@@ -38,7 +38,6 @@ __all__ = [
 ]
 
 BASELINE_SCHEMA = "pytest-memeval-baseline/1"
-REPORT_SCHEMA = "pytest-memeval/1"
 MAX_BASELINE_BYTES = 256 * 1024 * 1024
 #: Pseudo metric: 1 when the status is CORRECT, 0 when WRONG or ERROR, no value when UNSCORED.
 CORRECT_METRIC = "correct"
@@ -74,7 +73,7 @@ def save_baseline(summary: Summary) -> dict[str, Any]:
                 "system": run.system,
                 "flow": run.flow,
                 "questions": questions,
-                "summary": run.to_dict()["summary"],
+                "summary": run.summary_dict(),
             }
         )
     return {"schema": BASELINE_SCHEMA, "provenance": summary.provenance, "runs": runs}

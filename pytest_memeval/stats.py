@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
+from .aggregate import row_values
 from .records import QuestionResult
 from .report.model import CategoryRow, RunSummary
 
@@ -240,21 +241,6 @@ def _rows_with_results(run: RunSummary) -> list[tuple[CategoryRow, list[Question
     pairs.append((run.overall, [r for r in run.results if r.category in in_overall]))
     pairs.append((run.overall_all, list(run.results)))
     return pairs
-
-
-def row_values(
-    results: Iterable[QuestionResult], metric: str, round3: Iterable[str] = ()
-) -> list[float]:
-    """The per-question values a mean is taken over: missing, None and NaN values skipped, a metric
-    in ``round3`` rounded to 3 decimals per question (the same rule as ``aggregate``)."""
-    rounding = metric in set(round3)
-    out: list[float] = []
-    for r in results:
-        v = r.scores.get(metric)
-        if v is None or math.isnan(v):
-            continue
-        out.append(round(float(v), 3) if rounding else float(v))
-    return out
 
 
 def add_confidence_intervals(

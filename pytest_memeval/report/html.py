@@ -28,20 +28,25 @@ from ..baselines import Baseline
 from ..records import QuestionResult, finite_float
 from .markdown import (
     MEM0_LATENCY,
-    STATUS_COLUMNS,
     baseline_value,
     describe_item,
     fmt_ms,
     fmt_num,
-    overall_scopes,
     pass_metric,
     provenance_items,
     row_ci,
     row_label,
-    runs_by_benchmark,
+    token_rows,
     total_latency,
 )
-from .model import CategoryRow, RunSummary, Summary
+from .model import (
+    STATUS_COLUMNS,
+    CategoryRow,
+    RunSummary,
+    Summary,
+    overall_scopes,
+    runs_by_benchmark,
+)
 
 __all__ = ["esc", "json_for_script", "render_html", "summary_tables"]
 
@@ -623,22 +628,17 @@ def _tokens_section(summary: Summary) -> str:
         )
     rows = []
     total = 0
-    for role, models in tokens.items():
-        if not isinstance(models, Mapping):
-            rows.append(("", [(esc(role), False), (esc(_plain(models)), False)] + [("", True)] * 4))
+    for role, model, counts in token_rows(tokens):
+        if counts is None:
+            rows.append(("", [(esc(role), False), (esc(_plain(model)), False)] + [("", True)] * 4))
             continue
-        for model, usage in models.items():
-            u = usage if isinstance(usage, Mapping) else {}
-            counts = [
-                _int(u.get(k)) for k in ("input_tokens", "output_tokens", "calls", "cache_hits")
-            ]
-            total += counts[0] + counts[1]
-            rows.append(
-                (
-                    "",
-                    [(esc(role), False), (esc(model), False)] + [(f"{c:,}", True) for c in counts],
-                )
+        total += counts[0] + counts[1]
+        rows.append(
+            (
+                "",
+                [(esc(role), False), (esc(model), False)] + [(f"{c:,}", True) for c in counts],
             )
+        )
     header = [
         ("role", False),
         ("model", False),
@@ -652,15 +652,6 @@ def _tokens_section(summary: Summary) -> str:
         f'<p class="note">{per_q} tokens/question over {questions:,} questions; Mem0 published '
         f"{mem0:,} tokens/query (unverified).</p>"
     )
-
-
-def _int(value: object) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
-        return 0
-    try:
-        return int(value)
-    except (TypeError, ValueError, OverflowError):
-        return 0
 
 
 def _provenance_section(summary: Summary) -> str:
@@ -729,7 +720,6 @@ def _question_data(
             reasoning = r.details.get("judge_reasoning")
             rows.append(
                 {
-                    "b": r.benchmark,
                     "s": run.label,
                     "c": r.category,
                     "id": r.question_id,

@@ -19,11 +19,17 @@ from typing import Any
 
 from ..aggregate import percentile
 from ..baselines import Baseline
-from .model import CategoryRow, RunSummary, Summary, overall_scopes
+from .model import (
+    STATUS_COLUMNS,
+    CategoryRow,
+    RunSummary,
+    Summary,
+    overall_scopes,
+    runs_by_benchmark,
+)
 
 __all__ = [
     "MEM0_LATENCY",
-    "STATUS_COLUMNS",
     "baseline_value",
     "describe_item",
     "fmt_ci",
@@ -31,22 +37,14 @@ __all__ = [
     "fmt_num",
     "md_cell",
     "md_text",
-    "overall_scopes",
     "pass_metric",
     "provenance_items",
     "render_markdown",
     "row_ci",
     "row_label",
-    "runs_by_benchmark",
+    "token_rows",
     "total_latency",
 ]
-
-STATUS_COLUMNS: tuple[tuple[str, str], ...] = (
-    ("CORRECT", "correct"),
-    ("WRONG", "wrong"),
-    ("UNSCORED", "unscored"),
-    ("ERROR", "error"),
-)
 
 #: Mem0's published latency and token figures (SCORING.md 6.2; seed values, not verified).
 MEM0_LATENCY: dict[str, Any] = {
@@ -107,13 +105,6 @@ def pass_metric(summary: Summary, run: RunSummary) -> str | None:
         if isinstance(metric, str) and metric:
             return metric
     return run.metrics[0] if run.metrics else None
-
-
-def runs_by_benchmark(summary: Summary) -> dict[str, list[RunSummary]]:
-    out: dict[str, list[RunSummary]] = {}
-    for run in summary.runs:
-        out.setdefault(run.benchmark, []).append(run)
-    return out
 
 
 def baseline_value(baseline: Baseline, row: CategoryRow) -> float | None:
@@ -420,33 +411,39 @@ def _latency(summary: Summary, runs: Sequence[RunSummary]) -> list[str]:
     return lines
 
 
+TokenRow = tuple[str, object, "tuple[int, int, int, int] | None"]
+
+
+def token_rows(tokens: Mapping[str, Any]) -> list[TokenRow]:
+    """``extra.tokens`` (role -> model -> usage) as rows ``(role, model, (input, output, calls,
+    cache hits))``; a role whose value is not a mapping gives ``(role, value, None)``."""
+    rows: list[TokenRow] = []
+    for role, models in tokens.items():
+        if not isinstance(models, Mapping):
+            rows.append((str(role), models, None))
+            continue
+        for model, usage in models.items():
+            u = usage if isinstance(usage, Mapping) else {}
+            counts = tuple(
+                _int(u.get(k)) for k in ("input_tokens", "output_tokens", "calls", "cache_hits")
+            )
+            rows.append((str(role), model, (counts[0], counts[1], counts[2], counts[3])))
+    return rows
+
+
 def _tokens(summary: Summary) -> list[str]:
     tokens = summary.extra.get("tokens")
     if not isinstance(tokens, Mapping) or not tokens:
         return []
     questions = sum(run.overall_all.count for run in summary.runs)
     rows = []
-    total_in = total_out = 0
-    for role, models in tokens.items():
-        if not isinstance(models, Mapping):
-            rows.append([md_cell(role), "", md_cell(models), "", "", ""])
+    total = 0
+    for role, model, counts in token_rows(tokens):
+        if counts is None:
+            rows.append([md_cell(role), md_cell(model), "", "", "", ""])
             continue
-        for model, usage in models.items():
-            u = usage if isinstance(usage, Mapping) else {}
-            tin = _int(u.get("input_tokens"))
-            tout = _int(u.get("output_tokens"))
-            total_in += tin
-            total_out += tout
-            rows.append(
-                [
-                    md_cell(role),
-                    md_cell(model),
-                    f"{tin:,}",
-                    f"{tout:,}",
-                    f"{_int(u.get('calls')):,}",
-                    f"{_int(u.get('cache_hits')):,}",
-                ]
-            )
+        total += counts[0] + counts[1]
+        rows.append([md_cell(role), md_cell(model), *(f"{c:,}" for c in counts)])
     lines = _table(
         ["role", "model", "input tokens", "output tokens", "calls", "cache hits"],
         rows,
@@ -455,7 +452,7 @@ def _tokens(summary: Summary) -> list[str]:
     if questions:
         lines.append("")
         lines.append(
-            f"{(total_in + total_out) / questions:,.0f} tokens/question over {questions:,} "
+            f"{total / questions:,.0f} tokens/question over {questions:,} "
             f"questions (Mem0 published: {MEM0_LATENCY['tokens_per_query']:,}, unverified)."
         )
     return lines

@@ -7,7 +7,15 @@ from typing import Any
 
 from ..records import QuestionResult
 
-__all__ = ["CategoryRow", "RunSummary", "Summary", "overall_scopes"]
+__all__ = [
+    "REPORT_SCHEMA",
+    "STATUS_COLUMNS",
+    "CategoryRow",
+    "RunSummary",
+    "Summary",
+    "overall_scopes",
+    "runs_by_benchmark",
+]
 
 
 @dataclass
@@ -64,30 +72,44 @@ class RunSummary:
             "system": self.system,
             "flow": self.flow,
             "questions": [r.to_dict() for r in self.results],
-            "summary": {
-                "overall": {
-                    "count": self.overall.count,
-                    **self.overall.metrics,
-                    "statuses": dict(self.overall.statuses),
-                },
-                "overall_all": {
-                    "count": self.overall_all.count,
-                    **self.overall_all.metrics,
-                    "statuses": dict(self.overall_all.statuses),
-                },
-                "by_category": {row.key: row.to_dict() for row in self.categories},
-                **(
-                    {"macro": {"categories": self.macro.count, **self.macro.metrics}}
-                    if self.macro is not None
-                    else {}
-                ),
-                **(
-                    {"abstention": self.abstention.to_dict()} if self.abstention is not None else {}
-                ),
-                "latency": self.latency,
-                "notes": list(self.notes),
-            },
+            "summary": self.summary_dict(),
         }
+
+    def summary_dict(self) -> dict[str, Any]:
+        """The ``summary`` part of ``to_dict`` (tables, latency, notes), without the questions."""
+        return {
+            "overall": {
+                "count": self.overall.count,
+                **self.overall.metrics,
+                "statuses": dict(self.overall.statuses),
+            },
+            "overall_all": {
+                "count": self.overall_all.count,
+                **self.overall_all.metrics,
+                "statuses": dict(self.overall_all.statuses),
+            },
+            "by_category": {row.key: row.to_dict() for row in self.categories},
+            **(
+                {"macro": {"categories": self.macro.count, **self.macro.metrics}}
+                if self.macro is not None
+                else {}
+            ),
+            **({"abstention": self.abstention.to_dict()} if self.abstention is not None else {}),
+            "latency": self.latency,
+            "notes": list(self.notes),
+        }
+
+
+#: (status, column label) in the order every table shows them
+STATUS_COLUMNS: tuple[tuple[str, str], ...] = (
+    ("CORRECT", "correct"),
+    ("WRONG", "wrong"),
+    ("UNSCORED", "unscored"),
+    ("ERROR", "error"),
+)
+
+#: the ``schema`` of the JSON report (also accepted as a baseline by ``--memeval-baseline``)
+REPORT_SCHEMA = "pytest-memeval/1"
 
 
 @dataclass
@@ -98,13 +120,20 @@ class Summary:
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {
-            "schema": "pytest-memeval/1",
+            "schema": REPORT_SCHEMA,
             "runs": [run.to_dict() for run in self.runs],
             "provenance": self.provenance,
         }
         if self.extra:
             out["extra"] = self.extra
         return out
+
+
+def runs_by_benchmark(summary: Summary) -> dict[str, list[RunSummary]]:
+    out: dict[str, list[RunSummary]] = {}
+    for run in summary.runs:
+        out.setdefault(run.benchmark, []).append(run)
+    return out
 
 
 def overall_scopes(run: RunSummary) -> dict[str, str]:

@@ -7,16 +7,16 @@ from typing import Any
 
 from ..baselines import Baseline
 from ..records import STATUS_WRONG, QuestionResult
-from .model import CategoryRow, RunSummary, Summary, overall_scopes
+from .model import (
+    STATUS_COLUMNS,
+    CategoryRow,
+    RunSummary,
+    Summary,
+    overall_scopes,
+    runs_by_benchmark,
+)
 
 __all__ = ["render_summary", "render_table", "render_wrong"]
-
-_STATUS_COLS = (
-    ("CORRECT", "correct"),
-    ("WRONG", "wrong"),
-    ("UNSCORED", "unscored"),
-    ("ERROR", "error"),
-)
 
 
 def render_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
@@ -50,7 +50,7 @@ def _row_label(row: CategoryRow, overall_scope: dict[str, str]) -> str:
 
 def _run_table(run: RunSummary) -> list[str]:
     scopes = overall_scopes(run)
-    header = ["category", "shared", "n", *run.metrics, *(label for _, label in _STATUS_COLS)]
+    header = ["category", "shared", "n", *run.metrics, *(label for _, label in STATUS_COLUMNS)]
     rows = []
     extra_rows = [r for r in (run.abstention,) if r is not None]
     for row in [*run.categories, run.overall, run.overall_all, *extra_rows]:
@@ -60,7 +60,7 @@ def _run_table(run: RunSummary) -> list[str]:
                 row.shared,
                 str(row.count),
                 *(_num(row.metrics.get(m)) for m in run.metrics),
-                *(str(row.statuses.get(status, 0)) for status, _ in _STATUS_COLS),
+                *(str(row.statuses.get(status, 0)) for status, _ in STATUS_COLUMNS),
             ]
         )
     if run.macro is not None:
@@ -70,7 +70,7 @@ def _run_table(run: RunSummary) -> list[str]:
                 "",
                 "",
                 *(_num(run.macro.metrics.get(m)) for m in run.metrics),
-                *("" for _ in _STATUS_COLS),
+                *("" for _ in STATUS_COLUMNS),
             ]
         )
     return render_table(header, rows)
@@ -110,7 +110,7 @@ def _comparison(runs: Sequence[RunSummary]) -> list[str]:
         "n",
         *(f"{m} (overall)" for m in metrics),
         *(f"{m} (overall_all)" for m in metrics[:1]),
-        *(label for _, label in _STATUS_COLS),
+        *(label for _, label in STATUS_COLUMNS),
     ]
     rows = []
     for run in runs:
@@ -120,7 +120,7 @@ def _comparison(runs: Sequence[RunSummary]) -> list[str]:
                 str(run.overall_all.count),
                 *(_num(run.overall.metrics.get(m)) for m in metrics),
                 *(_num(run.overall_all.metrics.get(m)) for m in metrics[:1]),
-                *(str(run.overall_all.statuses.get(s, 0)) for s, _ in _STATUS_COLS),
+                *(str(run.overall_all.statuses.get(s, 0)) for s, _ in STATUS_COLUMNS),
             ]
         )
     return render_table(header, rows)
@@ -133,10 +133,7 @@ def render_summary(
 ) -> list[str]:
     lines: list[str] = []
     lines.extend(config_lines)
-    by_bench: dict[str, list[RunSummary]] = {}
-    for run in summary.runs:
-        by_bench.setdefault(run.benchmark, []).append(run)
-    for bench, runs in by_bench.items():
+    for bench, runs in runs_by_benchmark(summary).items():
         for run in runs:
             lines.append("")
             lines.append(f"{bench} · {run.label} — {run.overall_all.count} questions")
