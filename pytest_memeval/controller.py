@@ -13,6 +13,7 @@ import os
 import platform
 import subprocess
 import time
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -30,9 +31,17 @@ from .report.model import Summary
 from .report.terminal import render_summary, render_wrong
 from .results import RunStore, find_run
 
-__all__ = ["PROPERTY_NAME", "Controller"]
+__all__ = ["PROPERTY_NAME", "Controller", "flat_properties"]
 
 PROPERTY_NAME = "memeval"
+
+
+def flat_properties(result: Mapping[str, Any]) -> list[tuple[str, object]]:
+    """A result dict as the flat ``memeval.status`` / ``memeval.<metric>`` report properties."""
+    props: list[tuple[str, object]] = [("memeval.status", str(result.get("status")))]
+    for metric, score in (result.get("scores") or {}).items():
+        props.append((f"memeval.{metric}", score))
+    return props
 
 
 def _git_commit(root: Path) -> str | None:
@@ -136,14 +145,11 @@ class Controller:
         props: list[tuple[str, object]] = []
         for name, value in report.user_properties:
             if name == PROPERTY_NAME and isinstance(value, dict):
-                if report.when in ("setup", "call"):
-                    result = QuestionResult.from_dict(value)
-                    self.results[report.nodeid] = result
-                    if self.store is not None:
-                        self.store.append(result)
-                props.append(("memeval.status", str(value.get("status"))))
-                for metric, score in (value.get("scores") or {}).items():
-                    props.append((f"memeval.{metric}", score))
+                result = QuestionResult.from_dict(value)
+                self.results[report.nodeid] = result
+                if self.store is not None:
+                    self.store.append(result)
+                props.extend(flat_properties(value))
             else:
                 props.append((name, value))
         report.user_properties = props

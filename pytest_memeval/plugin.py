@@ -24,7 +24,7 @@ from .collect import (
     result_skeleton,
     score_prediction,
 )
-from .controller import PROPERTY_NAME, Controller, worker_output
+from .controller import PROPERTY_NAME, Controller, flat_properties, worker_output
 from .errors import MSG_UNKNOWN_SYSTEM, MemevalError
 from .options import addoptions, read_settings
 from .pipeline import clean_scores, decide_status, select_questions
@@ -378,9 +378,17 @@ def pytest_runtest_makereport(
     item: pytest.Item, call: pytest.CallInfo[None]
 ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
     result = _result_for(item, call)
+    entry = None
     if result is not None:
-        item.user_properties.append((PROPERTY_NAME, result.to_dict()))
+        entry = (PROPERTY_NAME, result.to_dict())
+        item.user_properties.append(entry)
     report = yield
+    if entry is not None:
+        # this phase's report holds the result (each report copies the list); the item keeps only
+        # the flat properties, so later reports (teardown, what JUnit reads) do not carry the
+        # whole result again, across xdist's wire and into the controller
+        at = next(i for i, p in enumerate(item.user_properties) if p is entry)
+        item.user_properties[at : at + 1] = flat_properties(entry[1])
     return report
 
 

@@ -132,3 +132,35 @@ def test_reports_are_ordinary_readable_files(pytester: pytest.Pytester) -> None:
     )
     for path in (out, html):
         assert path.stat().st_mode & 0o044 == 0o044  # group/other may read (umask 022)
+
+
+def test_result_travels_once_per_question(pytester: pytest.Pytester, run_mode: list[str]) -> None:
+    """The full result rides on the report of the phase that produced it; later reports of the
+    item (teardown, what JUnit reads) carry only the flat memeval.* properties."""
+    log = pytester.path / "dict-reports.txt"
+    pytester.makeconftest(
+        f"""
+        import pytest
+
+        @pytest.hookimpl(wrapper=True)
+        def pytest_runtest_makereport(item, call):
+            report = yield
+            for name, value in report.user_properties:
+                if name == "memeval" and isinstance(value, dict):
+                    with open({str(log)!r}, "a") as fh:
+                        fh.write(report.when + "\\n")
+            return report
+        """
+    )
+    junit = pytester.path / "junit.xml"
+    result = pytester.runpytest("--memeval=demo", "--memsys=bm25", f"--junitxml={junit}", *run_mode)
+    assert result.ret == 0, result.stdout.str()
+    assert log.read_text().split() == ["call"] * 15
+    tree = ET.parse(junit)
+    statuses = [
+        p
+        for tc in tree.iter("testcase")
+        for p in tc.iter("property")
+        if p.get("name") == "memeval.status"
+    ]
+    assert len(statuses) == 15
