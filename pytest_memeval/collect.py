@@ -17,7 +17,7 @@ import pytest
 
 from .benchmarks import Benchmark, Dataset
 from .errors import MemevalError
-from .pipeline import SystemPool, clean_scores, decide_status, run_question
+from .pipeline import IngestedSystem, SystemPool, clean_scores, decide_status, run_question
 from .records import STATUS_ERROR, STATUS_WRONG, Prediction, Question, QuestionResult
 from .report.terminal import describe_result
 from .systems.builtin import MissingReplayAnswer
@@ -197,6 +197,30 @@ def obtain_system(request: pytest.FixtureRequest, ref: SystemRef) -> object:
     return ref.factory
 
 
+def conversation_key(benchmark: str, conversation_id: str) -> str:
+    """How the system pool names a conversation: ``<benchmark>/<conversation id>``."""
+    return f"{benchmark}/{conversation_id}"
+
+
+def ingested_system(
+    request: pytest.FixtureRequest,
+    state: RunState,
+    benchmark: str,
+    question: Question,
+    ref: SystemRef,
+) -> IngestedSystem:
+    """System ``ref`` with the question's conversation ingested: one per conversation and system
+    in the process, shared by the built-in items and hand-written ``memeval_system`` tests."""
+    dataset = state.datasets[benchmark]
+    conv_id = question.conversation_id
+    return state.pool.get(
+        ref.base,
+        lambda: dataset.conversation(conv_id),
+        conversation_key(benchmark, conv_id),
+        lambda: obtain_system(request, ref),
+    )
+
+
 class MemevalItem(pytest.Function):
     """One benchmark question answered by one memory system."""
 
@@ -249,14 +273,7 @@ class MemevalItem(pytest.Function):
     def _predict(self, result: QuestionResult) -> Prediction:
         __tracebackhide__ = True
         state = self.state
-        dataset = state.datasets[self.benchmark]
-        conv_id = self.question.conversation_id
-        ingested = state.pool.get(
-            self.system.base,
-            lambda: dataset.conversation(conv_id),
-            f"{self.benchmark}/{conv_id}",
-            lambda: obtain_system(self._request, self.system),
-        )
+        ingested = ingested_system(self._request, state, self.benchmark, self.question, self.system)
         assert state.answerer is not None
         prediction, latency = run_question(
             ingested,

@@ -95,7 +95,7 @@ class SystemPool:
     def get(
         self,
         system: str,
-        conversation: Conversation | Callable[[], Conversation],
+        conversation: Callable[[], Conversation],
         conversation_key: str,
         obtain: Callable[[], object],
     ) -> IngestedSystem:
@@ -118,7 +118,7 @@ class SystemPool:
                 reset()
         instance = ensure_memory_system(obj, system)
         self._last_instance[system] = obj
-        conv = conversation() if callable(conversation) else conversation
+        conv = conversation()
         start = time.perf_counter()
         try:
             call_with_timeout(lambda: instance.ingest(conv), self.timeout, f"{system}: ingest()")

@@ -20,7 +20,8 @@ from .collect import (
     RunState,
     SystemRef,
     build_items,
-    obtain_system,
+    conversation_key,
+    ingested_system,
     result_skeleton,
     score_prediction,
 )
@@ -346,17 +347,9 @@ def memeval_case(request: pytest.FixtureRequest) -> MemevalCase:
 @pytest.fixture
 def memeval_system(request: pytest.FixtureRequest, memeval_case: MemevalCase) -> object:
     """The memory system with this case's conversation ingested (shared with built-in items)."""
-    config = request.config
-    state = config.stash[STATE_KEY]
-    dataset = state.datasets[memeval_case.benchmark]
-    conv_id = memeval_case.question.conversation_id
-    ingested = state.pool.get(
-        memeval_case.system.base,
-        lambda: dataset.conversation(conv_id),
-        f"{memeval_case.benchmark}/{conv_id}",
-        lambda: obtain_system(request, memeval_case.system),
-    )
-    return ingested.system
+    state = request.config.stash[STATE_KEY]
+    case = memeval_case
+    return ingested_system(request, state, case.benchmark, case.question, case.system).system
 
 
 @pytest.fixture
@@ -453,7 +446,7 @@ def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> 
     key = _conversation_key(nextitem) if nextitem is not None else None
     if nextitem is not None and key is None:
         return  # an unrelated test in between: keep what is live
-    state.pool.release(keep_conversation=f"{key[0]}/{key[1]}" if key is not None else None)
+    state.pool.release(keep_conversation=conversation_key(*key) if key is not None else None)
 
 
 def pytest_report_teststatus(
