@@ -350,6 +350,10 @@ def build_items(session: pytest.Session, state: RunState) -> list[pytest.Item]:
             cnode = ConversationNode.from_parent(
                 bnode, name=conv_id, nodeid=f"memeval/{bench_name}/{conv_id}"
             )
+            # Every item of a conversation has the same parent chain and test function, hence
+            # the same fixture closure: computed for the first, shared by the others (as pytest
+            # does for the instances of a parametrized test).
+            fixtureinfo: Any = None
             for ref in state.systems:
                 for q in conv_questions:
                     item = MemevalItem.from_parent(
@@ -359,7 +363,9 @@ def build_items(session: pytest.Session, state: RunState) -> list[pytest.Item]:
                         benchmark=bench_name,
                         question=q,
                         system=ref,
+                        fixtureinfo=fixtureinfo,
                     )
+                    fixtureinfo = item._fixtureinfo
                     item.add_marker(getattr(pytest.mark, q.category))
                     item.add_marker(pytest.mark.memeval)
                     items.append(item)
