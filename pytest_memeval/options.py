@@ -455,7 +455,6 @@ def read_settings(config: pytest.Config) -> Settings:
 
     cache = val("memeval_cache_dir")
     cache_dir = Path(str(cache)).expanduser() if cache else config.rootpath / ".memeval-cache"
-    json_path = Path(str(val("memeval_json"))) if val("memeval_json") else None
     metrics = _csv(val("memeval_metrics")) or None
     baselines_raw = val("memeval_baselines")
     baselines = _csv(baselines_raw) if baselines_raw is not None else None
@@ -479,11 +478,13 @@ def read_settings(config: pytest.Config) -> Settings:
     if answerer != "extractive":
         specs.append((answerer, src("memeval_answerer")))
     for spec, origin in specs:
+        from .llm.providers import PROVIDERS  # only when an LLM is asked for
+
         provider, _, model = spec.partition(":")
-        if provider not in ("openai", "anthropic", "openai-compatible") or not model:
+        if provider not in PROVIDERS or not model:
             raise pytest.UsageError(
-                f"{origin}={spec!r}: expected PROVIDER:MODEL with PROVIDER openai, anthropic or "
-                "openai-compatible, e.g. openai:gpt-4o-mini (or --memeval-answerer=extractive)"
+                f"{origin}={spec!r}: expected PROVIDER:MODEL with PROVIDER one of "
+                f"{', '.join(PROVIDERS)}, e.g. openai:gpt-4o-mini (or --memeval-answerer=extractive)"
             )
     timeout = _seconds(val("memeval_llm_timeout"), src("memeval_llm_timeout"), example="60")
     from .errors import MemevalError
@@ -542,7 +543,7 @@ def read_settings(config: pytest.Config) -> Settings:
         top_k=top_k,
         pass_threshold=threshold,
         cache_dir=cache_dir,
-        json_path=json_path,
+        json_path=path("memeval_json"),
         strict=strict,
         show_wrong=_int(val("memeval_show_wrong"), src("memeval_show_wrong"), minimum=0),
         baselines=baselines,
