@@ -133,8 +133,11 @@ def _load(config: pytest.Config, state: RunState) -> None:
             dataset.questions, limit=settings.limit, sample=settings.sample, seed=settings.seed
         )
     workerinput = getattr(config, "workerinput", None)
-    if workerinput is not None and workerinput.get("memeval_rejudge_run"):
-        state.rejudge_run = Path(workerinput["memeval_rejudge_run"])
+    if workerinput is not None:  # what the controller chose, shipped to this xdist worker
+        if workerinput.get("memeval_rejudge_run"):
+            state.rejudge_run = Path(workerinput["memeval_rejudge_run"])
+        if "memeval_resume" in workerinput:
+            state.resume_ids = frozenset(workerinput["memeval_resume"])
     llm_settings = _llm_settings(settings)
     if llm_settings.uses_llm and state.llm is None:
         from .errors import JudgeError
@@ -234,21 +237,13 @@ def pytest_collection_modifyitems(
         session.ihook.pytest_itemcollected(item=item)
     items.extend(ours)
     items[:] = group_items(items)
-    resume = _resume_ids(config, state)
+    resume = state.resume_ids
     if resume:
         done = [item for item in items if item.nodeid in resume]
         if done:
             items[:] = [item for item in items if item.nodeid not in resume]
             config.hook.pytest_deselected(items=done)
     state.collect_seconds += time.perf_counter() - start
-
-
-def _resume_ids(config: pytest.Config, state: RunState) -> frozenset[str]:
-    """Node ids stored by the run being resumed: from the controller on xdist workers."""
-    workerinput = getattr(config, "workerinput", None)
-    if workerinput is not None and "memeval_resume" in workerinput:
-        return frozenset(workerinput["memeval_resume"])
-    return state.resume_ids
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
@@ -387,47 +382,33 @@ def pytest_runtest_makereport(
 
 def _result_for(item: pytest.Item, call: pytest.CallInfo[None]) -> QuestionResult | None:
     if isinstance(item, MemevalItem):
-        if call.when == "setup" and call.excinfo is not None:
-            if call.excinfo.errisinstance(pytest.skip.Exception):
-                return None
-            result = result_skeleton(item.benchmark, item.system, item.question, item.nodeid)
-            result.error = _error_line(call.excinfo)
-            return result
-        if call.when == "call":
-            return item.stash.get(RESULT_KEY, None)
-        return None
-    case = _case_of(item)
-    if case is None:
+        bench, ref, question, flow = item.benchmark, item.system, item.question, ""
+    else:
+        case = _case_of(item)
+        if case is None:
+            return None
+        bench, ref, question = case.benchmark, case.system, case.question
+        flow = getattr(item, "originalname", item.name)
+    if call.excinfo is not None and call.excinfo.errisinstance(pytest.skip.Exception):
         return None
     if call.when == "setup" and call.excinfo is not None:
-        if call.excinfo.errisinstance(pytest.skip.Exception):
-            return None
-        result = result_skeleton(
-            case.benchmark,
-            case.system,
-            case.question,
-            item.nodeid,
-            flow=item.originalname if hasattr(item, "originalname") else "",
-        )
+        result = result_skeleton(bench, ref, question, item.nodeid, flow=flow)
         result.error = _error_line(call.excinfo)
         return result
     if call.when != "call":
         return None
-    if call.excinfo is not None and call.excinfo.errisinstance(pytest.skip.Exception):
-        return None
-    flow = getattr(item, "originalname", item.name)
-    result = result_skeleton(case.benchmark, case.system, case.question, item.nodeid, flow=flow)
+    if isinstance(item, MemevalItem):
+        return item.stash.get(RESULT_KEY, None)
+    result = result_skeleton(bench, ref, question, item.nodeid, flow=flow)
     recorder = item.stash.get(RECORDER_KEY, None)
     if recorder is not None:
         result.scores = dict(recorder.scores)
         result.prediction = recorder.text
     state = item.config.stash[STATE_KEY]
     if call.excinfo is None:
-        bench = state.benchmarks[case.benchmark]
-        if bench.pass_metric in result.scores:
-            result.status = decide_status(
-                result.scores, bench.pass_metric, state.threshold(case.benchmark)
-            )
+        pass_metric = state.benchmarks[bench].pass_metric
+        if pass_metric in result.scores:
+            result.status = decide_status(result.scores, pass_metric, state.threshold(bench))
         else:
             result.status = STATUS_CORRECT
     elif call.excinfo.errisinstance(AssertionError):
