@@ -22,15 +22,17 @@ from pathlib import Path
 from typing import Any, Protocol, TypeVar, runtime_checkable
 
 from ..errors import JudgeError
-from ..llm.base import LLMClient
+from ..llm.base import ChatMessage, LLMClient
 from ..llm.client import run_parallel
 from ..records import Question
 
 __all__ = [
     "FIRST_JSON_SPAN",
+    "QA_FIELDS",
     "Judge",
     "JudgeResult",
     "PromptTemplate",
+    "ask",
     "extract_json_mem0",
     "finite_number",
     "gold_text",
@@ -38,6 +40,7 @@ __all__ = [
     "load_template",
     "parallel_map",
     "parse_json_object",
+    "qa_values",
     "template_sha256",
 ]
 
@@ -208,6 +211,27 @@ def gold_text(gold: object) -> str:
     if gold is None:
         return ""
     return str(gold)
+
+
+#: The placeholders of the question/gold/prediction judge prompts (mem0, graded, longmemeval).
+QA_FIELDS = ("question", "gold", "prediction", "category")
+
+
+def qa_values(question: Question, prediction: str) -> dict[str, str]:
+    """The values for ``QA_FIELDS``."""
+    return {
+        "question": question.question,
+        "gold": gold_text(question.gold),
+        "prediction": prediction,
+        "category": question.category,
+    }
+
+
+def ask(client: LLMClient, prompt: str, *, max_tokens: int) -> str:
+    """One temperature-0 judge call with ``prompt`` as the user message; the reply text."""
+    return client.complete(
+        [ChatMessage("user", prompt)], temperature=0.0, max_tokens=max_tokens, role="judge"
+    ).text
 
 
 def parallel_map(fn: Callable[[T], R], items: Sequence[T]) -> list[R]:

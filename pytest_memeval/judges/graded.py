@@ -10,19 +10,20 @@ from dataclasses import dataclass, field
 from ..llm.base import ChatMessage, LLMClient
 from ..records import Question
 from .base import (
+    QA_FIELDS,
     JudgeResult,
     PromptTemplate,
     finite_number,
-    gold_text,
     load_template,
     parallel_map,
     parse_json_object,
+    qa_values,
 )
 
 __all__ = ["GradedJudge", "graded_stats", "parse_graded_score"]
 
 TEMPLATE_FILE = "graded_judge.txt"
-FIELDS = ("question", "gold", "prediction", "category")
+FIELDS = QA_FIELDS
 
 _NUMBER = re.compile(r"-?\d+(?:\.\d+)?")
 
@@ -80,14 +81,7 @@ class GradedJudge:
         return {self.template.name: self.template.sha256}
 
     def judge(self, question: Question, prediction: str, client: LLMClient) -> JudgeResult:
-        prompt = self.template.render(
-            {
-                "question": question.question,
-                "gold": gold_text(question.gold),
-                "prediction": prediction,
-                "category": question.category,
-            }
-        )
+        prompt = self.template.render(qa_values(question, prediction))
         messages = [ChatMessage("user", prompt)]
 
         def one_run(index: int) -> str:

@@ -15,9 +15,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import JudgeError
-from ..llm.base import ChatMessage, LLMClient
+from ..llm.base import LLMClient
 from ..records import Question
-from .base import JudgeResult, PromptTemplate, gold_text, load_template
+from .base import QA_FIELDS, JudgeResult, PromptTemplate, ask, load_template, qa_values
 
 __all__ = [
     "QUESTION_TYPE_RULES",
@@ -28,7 +28,7 @@ __all__ = [
     "strict_yes_no",
 ]
 
-FIELDS = ("question", "gold", "prediction", "category")
+FIELDS = QA_FIELDS
 
 #: rule set -> template file
 RULE_FILES: dict[str, str] = {
@@ -128,17 +128,8 @@ class LongMemEvalJudge:
 
     def judge(self, question: Question, prediction: str, client: LLMClient) -> JudgeResult:
         rule = rule_set_for(question)
-        prompt = self.templates[rule].render(
-            {
-                "question": question.question,
-                "gold": gold_text(question.gold),
-                "prediction": prediction,
-                "category": question.category,
-            }
-        )
-        reply = client.complete(
-            [ChatMessage("user", prompt)], temperature=0.0, max_tokens=self.max_tokens, role="judge"
-        ).text
+        prompt = self.templates[rule].render(qa_values(question, prediction))
+        reply = ask(client, prompt, max_tokens=self.max_tokens)
         strict = strict_yes_no(reply)
         official = official_yes(reply)
         warnings: list[str] = []

@@ -5,14 +5,22 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 
-from ..llm.base import ChatMessage, LLMClient
+from ..llm.base import LLMClient
 from ..records import Question
-from .base import JudgeResult, PromptTemplate, extract_json_mem0, gold_text, load_template
+from .base import (
+    QA_FIELDS,
+    JudgeResult,
+    PromptTemplate,
+    ask,
+    extract_json_mem0,
+    load_template,
+    qa_values,
+)
 
 __all__ = ["Mem0Judge", "is_locomo_adversarial", "parse_mem0_label"]
 
 TEMPLATE_FILE = "mem0_judge.txt"
-FIELDS = ("question", "gold", "prediction", "category")
+FIELDS = QA_FIELDS
 
 
 def is_locomo_adversarial(question: Question) -> bool:
@@ -65,17 +73,8 @@ class Mem0Judge:
     def judge(self, question: Question, prediction: str, client: LLMClient) -> JudgeResult:
         if is_locomo_adversarial(question):
             return JudgeResult(skipped=True, details={"reason": "LoCoMo category 5 is not judged"})
-        prompt = self.template.render(
-            {
-                "question": question.question,
-                "gold": gold_text(question.gold),
-                "prediction": prediction,
-                "category": question.category,
-            }
-        )
-        reply = client.complete(
-            [ChatMessage("user", prompt)], temperature=0.0, max_tokens=self.max_tokens, role="judge"
-        ).text
+        prompt = self.template.render(qa_values(question, prediction))
+        reply = ask(client, prompt, max_tokens=self.max_tokens)
         value, reasoning, warnings = parse_mem0_label(reply)
         return JudgeResult(
             scores={"judge": value},

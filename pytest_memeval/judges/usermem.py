@@ -16,9 +16,16 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from ..llm.base import ChatMessage, LLMClient
+from ..llm.base import LLMClient
 from ..records import Question
-from .base import JudgeResult, PromptTemplate, finite_number, load_template, parse_json_object
+from .base import (
+    JudgeResult,
+    PromptTemplate,
+    ask,
+    finite_number,
+    load_template,
+    parse_json_object,
+)
 
 __all__ = ["PASS_THRESHOLD", "UserMemJudge", "parse_usermem_reward"]
 
@@ -87,9 +94,7 @@ class UserMemJudge:
                 "expected_behavior": expected if expected else "(none given)",
             }
         )
-        reply = client.complete(
-            [ChatMessage("user", prompt)], temperature=0.0, max_tokens=self.max_tokens, role="judge"
-        ).text
+        reply = ask(client, prompt, max_tokens=self.max_tokens)
         reward, data = parse_usermem_reward(reply)
         reasoning = data.get("reasoning")
         details: dict[str, object] = {}
