@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
 from types import MappingProxyType
@@ -156,32 +157,33 @@ class BM25System:
         index.index((corpus_ids, dict(vocab)), create_empty_token=False, show_progress=False)
         self._index = index
 
-    def scores(self, question: Question) -> list[float]:
-        """The BM25 score of every ingested turn (all zeros when nothing matches)."""
+    def _raw_scores(self, question: Question) -> Any:
+        """bm25s' score array over the ingested turns; None when no query word is indexed."""
         query = [self._vocab[t] for t in content_tokens(question.question) if t in self._vocab]
         if self._index is None or not query:
+            return None
+        return self._index.get_scores_from_ids(query)
+
+    def scores(self, question: Question) -> list[float]:
+        """The BM25 score of every ingested turn (all zeros when nothing matches)."""
+        raw = self._raw_scores(question)
+        if raw is None:
             return [0.0] * len(self._memories)
-        return [float(s) for s in self._index.get_scores_from_ids(query)]
+        return [float(s) for s in raw]
 
     def search(self, question: Question, k: int) -> list[Memory]:
-        if k <= 0 or self._index is None:
-            return []
-        query = [self._vocab[t] for t in content_tokens(question.question) if t in self._vocab]
-        if not query:
+        scores = self._raw_scores(question) if k > 0 else None
+        if scores is None:
             return []
         import numpy as np
 
-        scores = self._index.get_scores_from_ids(query)
         order = np.argsort(-scores, kind="stable")[:k]
         out: list[Memory] = []
         for i in order.tolist():
             score = float(scores[i])
             if score <= 0.0:
                 break
-            m = self._memories[i]
-            out.append(
-                Memory(text=m.text, id=m.id, date=m.date, score=score, source_ids=m.source_ids)
-            )
+            out.append(replace(self._memories[i], score=score))
         return out
 
 

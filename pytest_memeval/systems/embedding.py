@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Sequence
+from dataclasses import replace
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, Protocol
@@ -150,29 +151,20 @@ class EmbeddingSystem:
         self._memories = ()
         self._vectors = np.zeros((0, 0), dtype=np.float32)
 
+    def _similarities(self, question: Question) -> Any:
+        """Cosine similarity of the question with every ingested turn (normalised vectors)."""
+        query = self.encoder.encode([question.question])
+        return self._vectors @ query[0]
+
     def scores(self, question: Question) -> list[float]:
         """The cosine similarity of the question with every ingested turn."""
         if not self._memories:
             return []
-        query = self.encoder.encode([question.question])
-        return [float(s) for s in self._vectors @ query[0]]
+        return [float(s) for s in self._similarities(question)]
 
     def search(self, question: Question, k: int) -> list[Memory]:
         if k <= 0 or not self._memories:
             return []
-        query = self.encoder.encode([question.question])
-        sims = self._vectors @ query[0]
+        sims = self._similarities(question)
         order = np.argsort(-sims, kind="stable")[:k]
-        out: list[Memory] = []
-        for i in order.tolist():
-            m = self._memories[i]
-            out.append(
-                Memory(
-                    text=m.text,
-                    id=m.id,
-                    date=m.date,
-                    score=float(sims[i]),
-                    source_ids=m.source_ids,
-                )
-            )
-        return out
+        return [replace(self._memories[i], score=float(sims[i])) for i in order.tolist()]
