@@ -143,7 +143,7 @@ class Gate:
                 known = ", ".join(sorted(figures)) or "none"
                 return None, f"latency {stage} has no figure {stat!r} (figures: {known})"
             return float(value), None
-        row = _find_row(run, self.category)
+        row = run.row(self.category)
         if row is None:
             known = ", ".join(["overall", "overall_all", *(r.key for r in run.categories)])
             return None, (
@@ -244,17 +244,6 @@ def _who(run: RunSummary) -> str:
 def _status_note(row: CategoryRow) -> str:
     counts = ", ".join(f"{n} {s}" for s, n in row.statuses.items() if n)
     return f"{row.count} questions: {counts}" if counts else f"{row.count} questions"
-
-
-def _find_row(run: RunSummary, category: str) -> CategoryRow | None:
-    if category == "overall":
-        return run.overall
-    if category == "overall_all":
-        return run.overall_all
-    for row in run.categories:
-        if row.key == category:
-            return row
-    return None
 
 
 def _parse_value(text: str, raw: str, latency: bool) -> float:

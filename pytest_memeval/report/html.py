@@ -32,7 +32,6 @@ from .markdown import (
     describe_item,
     fmt_ms,
     fmt_num,
-    pass_metric,
     provenance_items,
     row_ci,
     row_label,
@@ -44,7 +43,9 @@ from .model import (
     CategoryRow,
     RunSummary,
     Summary,
+    comparison_columns,
     overall_scopes,
+    pass_metric,
     runs_by_benchmark,
 )
 
@@ -352,14 +353,6 @@ def _run_table(run: RunSummary) -> str:
     return _table(header, rows)
 
 
-def _same_row(run: RunSummary, row: CategoryRow) -> CategoryRow | None:
-    if row.category_id is None and row.key == "overall":
-        return run.overall
-    if row.category_id is None and row.key == "overall_all":
-        return run.overall_all
-    return next((c for c in run.categories if c.key == row.key), None)
-
-
 def _baselines_section(runs: Sequence[RunSummary], baselines: Sequence[Baseline]) -> str:
     if not baselines or not runs:
         return ""
@@ -379,7 +372,7 @@ def _baselines_section(runs: Sequence[RunSummary], baselines: Sequence[Baseline]
     for row in [*first.categories, first.overall, first.overall_all]:
         cells = [(esc(row_label(row, scopes)), False)]
         for run, m in run_cols:
-            match = _same_row(run, row)
+            match = run.row(row.key)
             cells.append((esc(fmt_num(match.metrics.get(m) if match else None)), True))
         cells.extend((esc(fmt_num(baseline_value(b, row))), True) for b in baselines)
         total = row is first.overall or row is first.overall_all
@@ -399,8 +392,7 @@ def _baselines_section(runs: Sequence[RunSummary], baselines: Sequence[Baseline]
 
 
 def _comparison(summary: Summary, runs: Sequence[RunSummary]) -> str:
-    metrics = list(dict.fromkeys(m for run in runs for m in run.metrics))
-    main = pass_metric(summary, runs[0])
+    metrics, main = comparison_columns(summary, runs)
     header = [
         ("system", False),
         ("n", True),
@@ -435,7 +427,7 @@ def _chart(
     for i, run in enumerate(r for r in runs if metric in r.metrics):
         values = []
         for row in groups:
-            match = _same_row(run, row)
+            match = run.row(row.key)
             values.append(finite_float(match.metrics.get(metric)) if match else None)
         series.append((f"{run.label} ({metric}, this run)", _PALETTE_RUNS[i % 7], values))
     for i, b in enumerate(x for x in baselines if x.metric == metric):

@@ -24,7 +24,9 @@ from .model import (
     CategoryRow,
     RunSummary,
     Summary,
+    comparison_columns,
     overall_scopes,
+    pass_metric,
     runs_by_benchmark,
 )
 
@@ -37,7 +39,6 @@ __all__ = [
     "fmt_num",
     "md_cell",
     "md_text",
-    "pass_metric",
     "provenance_items",
     "render_markdown",
     "row_ci",
@@ -95,16 +96,6 @@ def row_label(row: CategoryRow, scopes: Mapping[str, str]) -> str:
     if row.key in scopes:
         return f"{row.key} ({scopes[row.key]})"
     return row.key
-
-
-def pass_metric(summary: Summary, run: RunSummary) -> str | None:
-    """The benchmark's pass metric from provenance, else the run's first metric."""
-    by_bench = summary.provenance.get("pass_metric")
-    if isinstance(by_bench, Mapping):
-        metric = by_bench.get(run.benchmark)
-        if isinstance(metric, str) and metric:
-            return metric
-    return run.metrics[0] if run.metrics else None
 
 
 def baseline_value(baseline: Baseline, row: CategoryRow) -> float | None:
@@ -313,7 +304,7 @@ def _baselines_table(runs: Sequence[RunSummary], baselines: Sequence[Baseline]) 
             md_cell("" if row.category_id is None else row.category_id),
         ]
         for run, m in run_cols:
-            match = _same_row(run, row)
+            match = run.row(row.key)
             cells.append(fmt_num(match.metrics.get(m)) if match is not None else "-")
         cells.extend(fmt_num(baseline_value(b, row)) for b in baselines)
         rows.append(cells)
@@ -328,20 +319,8 @@ def _baselines_table(runs: Sequence[RunSummary], baselines: Sequence[Baseline]) 
     return lines
 
 
-def _same_row(run: RunSummary, row: CategoryRow) -> CategoryRow | None:
-    if row.key == "overall" and row.category_id is None:
-        return run.overall
-    if row.key == "overall_all" and row.category_id is None:
-        return run.overall_all
-    for candidate in run.categories:
-        if candidate.key == row.key:
-            return candidate
-    return None
-
-
 def _comparison(summary: Summary, runs: Sequence[RunSummary]) -> list[str]:
-    metrics = list(dict.fromkeys(m for run in runs for m in run.metrics))
-    main = pass_metric(summary, runs[0])
+    metrics, main = comparison_columns(summary, runs)
     header = [
         "system",
         "n",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -13,7 +14,9 @@ __all__ = [
     "CategoryRow",
     "RunSummary",
     "Summary",
+    "comparison_columns",
     "overall_scopes",
+    "pass_metric",
     "runs_by_benchmark",
 ]
 
@@ -65,6 +68,14 @@ class RunSummary:
     @property
     def label(self) -> str:
         return f"{self.system} / {self.flow}" if self.flow else self.system
+
+    def row(self, key: str) -> CategoryRow | None:
+        """The row named ``key``: ``overall``, ``overall_all`` or a category key."""
+        if key == "overall":
+            return self.overall
+        if key == "overall_all":
+            return self.overall_all
+        return next((row for row in self.categories if row.key == key), None)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -127,6 +138,25 @@ class Summary:
         if self.extra:
             out["extra"] = self.extra
         return out
+
+
+def pass_metric(summary: Summary, run: RunSummary) -> str | None:
+    """The benchmark's pass metric from provenance, else the run's first metric."""
+    by_bench = summary.provenance.get("pass_metric")
+    if isinstance(by_bench, Mapping):
+        metric = by_bench.get(run.benchmark)
+        if isinstance(metric, str) and metric:
+            return metric
+    return run.metrics[0] if run.metrics else None
+
+
+def comparison_columns(
+    summary: Summary, runs: Sequence[RunSummary]
+) -> tuple[list[str], str | None]:
+    """The columns of a comparison across systems: every metric (``overall``) and the pass
+    metric once more over ``overall_all``; the same in every report format."""
+    metrics = list(dict.fromkeys(m for run in runs for m in run.metrics))
+    return metrics, pass_metric(summary, runs[0]) if runs else None
 
 
 def runs_by_benchmark(summary: Summary) -> dict[str, list[RunSummary]]:

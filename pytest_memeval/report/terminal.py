@@ -12,6 +12,7 @@ from .model import (
     CategoryRow,
     RunSummary,
     Summary,
+    comparison_columns,
     overall_scopes,
     runs_by_benchmark,
 )
@@ -99,17 +100,13 @@ def _baseline_table(runs: Sequence[RunSummary], baselines: Sequence[Baseline]) -
     return lines
 
 
-def _comparison(runs: Sequence[RunSummary]) -> list[str]:
-    metrics: list[str] = []
-    for run in runs:
-        for m in run.metrics:
-            if m not in metrics:
-                metrics.append(m)
+def _comparison(summary: Summary, runs: Sequence[RunSummary]) -> list[str]:
+    metrics, main = comparison_columns(summary, runs)
     header = [
         "system",
         "n",
         *(f"{m} (overall)" for m in metrics),
-        *(f"{m} (overall_all)" for m in metrics[:1]),
+        *([f"{main} (overall_all)"] if main else []),
         *(label for _, label in STATUS_COLUMNS),
     ]
     rows = []
@@ -119,7 +116,7 @@ def _comparison(runs: Sequence[RunSummary]) -> list[str]:
                 run.label,
                 str(run.overall_all.count),
                 *(_num(run.overall.metrics.get(m)) for m in metrics),
-                *(_num(run.overall_all.metrics.get(m)) for m in metrics[:1]),
+                *([_num(run.overall_all.metrics.get(main))] if main else []),
                 *(str(run.overall_all.statuses.get(s, 0)) for s, _ in STATUS_COLUMNS),
             ]
         )
@@ -151,7 +148,7 @@ def render_summary(
         if len(runs) > 1:
             lines.append("")
             lines.append(f"{bench} · comparison")
-            lines.extend(_comparison(runs))
+            lines.extend(_comparison(summary, runs))
     return lines
 
 
