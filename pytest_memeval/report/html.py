@@ -27,16 +27,18 @@ from typing import Any
 from ..baselines import Baseline
 from ..records import QuestionResult, finite_float
 from .markdown import (
+    LATENCY_COLUMNS,
     MEM0_LATENCY,
     baseline_value,
     describe_item,
     fmt_ms,
     fmt_num,
+    latency_figures,
+    mem0_latency_figures,
     provenance_items,
     row_ci,
     row_label,
     token_rows,
-    total_latency,
 )
 from .model import (
     STATUS_COLUMNS,
@@ -567,40 +569,17 @@ def _latency_section(summary: Summary) -> str:
     header = [
         ("benchmark", False),
         ("system", False),
-        *(
-            (f"{stage} {q} (ms)", True)
-            for stage in ("search", "answer", "total", "ingest")
-            for q in ("p50", "p95")
-        ),
+        *((f"{stage} {q} (ms)", True) for stage, q in LATENCY_COLUMNS),
     ]
     rows = []
     for run in summary.runs:
-        lat = run.latency
-        total = total_latency(run)
         cells: list[tuple[str, bool]] = [(esc(run.benchmark), False), (esc(run.label), False)]
-        for stage in ("search", "answer"):
-            cells.extend((esc(fmt_ms(lat.get(stage, {}).get(q))), True) for q in ("p50", "p95"))
-        cells.extend((esc(fmt_ms(total.get(q))), True) for q in ("p50", "p95"))
-        cells.extend((esc(fmt_ms(lat.get("ingest", {}).get(q))), True) for q in ("p50", "p95"))
+        cells.extend((esc(fmt_ms(v)), True) for v in latency_figures(run))
         rows.append(("", cells))
     m = MEM0_LATENCY
-    rows.append(
-        (
-            "published",
-            [
-                ("published", False),
-                (f"{esc(m['system'])} (unverified)", False),
-                (fmt_ms(m["search_p50"]), True),
-                (fmt_ms(m["search_p95"]), True),
-                ("-", True),
-                ("-", True),
-                (fmt_ms(m["total_p50"]), True),
-                (fmt_ms(m["total_p95"]), True),
-                ("-", True),
-                ("-", True),
-            ],
-        )
-    )
+    published = [("published", False), (f"{esc(m['system'])} (unverified)", False)]
+    published.extend((fmt_ms(v), True) for v in mem0_latency_figures())
+    rows.append(("published", published))
     note = (
         f'<p class="note">Total is search + answer per question. The Mem0 row is '
         f"{esc(m['source'])} ({m['tokens_per_query']:,} tokens/query): unverified, measured with "

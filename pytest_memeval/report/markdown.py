@@ -122,6 +122,27 @@ def fmt_ms(seconds: float | None) -> str:
     return f"{ms:.3f}"
 
 
+#: (stage, quantile) of the latency tables' figure columns, in order
+LATENCY_COLUMNS = tuple(
+    (stage, q) for stage in ("search", "answer", "total", "ingest") for q in ("p50", "p95")
+)
+
+
+def latency_figures(run: RunSummary) -> list[float | None]:
+    """The run's latency figures (seconds) in ``LATENCY_COLUMNS`` order; None where missing."""
+    total = total_latency(run)
+    return [
+        (total if stage == "total" else run.latency.get(stage, {})).get(q)
+        for stage, q in LATENCY_COLUMNS
+    ]
+
+
+def mem0_latency_figures() -> list[float | None]:
+    """Mem0's published figures in ``LATENCY_COLUMNS`` order (search and total only)."""
+    m = MEM0_LATENCY
+    return [m.get(f"{stage}_{q}") for stage, q in LATENCY_COLUMNS]
+
+
 def total_latency(run: RunSummary) -> dict[str, float]:
     """p50/p95 of search + answer per question (what Mem0 calls total latency)."""
     totals = [
@@ -342,44 +363,13 @@ def _comparison(summary: Summary, runs: Sequence[RunSummary]) -> list[str]:
     return _table(header, rows)
 
 
-def _latency(summary: Summary, runs: Sequence[RunSummary]) -> list[str]:
-    header = [
-        "system",
-        "search p50 (ms)",
-        "search p95 (ms)",
-        "answer p50 (ms)",
-        "answer p95 (ms)",
-        "total p50 (ms)",
-        "total p95 (ms)",
-        "ingest p50 (ms)",
-        "ingest p95 (ms)",
-    ]
-    rows = []
-    for run in runs:
-        lat = run.latency
-        total = total_latency(run)
-        cells = [md_cell(run.label)]
-        for stage in ("search", "answer"):
-            cells.extend(fmt_ms(lat.get(stage, {}).get(q)) for q in ("p50", "p95"))
-        cells.extend(fmt_ms(total.get(q)) for q in ("p50", "p95"))
-        cells.extend(fmt_ms(lat.get("ingest", {}).get(q)) for q in ("p50", "p95"))
-        rows.append(cells)
+def _latency(runs: Sequence[RunSummary]) -> list[str]:
     if not any(run.latency for run in runs):
         return []
+    header = ["system", *(f"{stage} {q} (ms)" for stage, q in LATENCY_COLUMNS)]
+    rows = [[md_cell(run.label), *map(fmt_ms, latency_figures(run))] for run in runs]
     m = MEM0_LATENCY
-    rows.append(
-        [
-            md_cell(f"{m['system']}, unverified"),
-            fmt_ms(m["search_p50"]),
-            fmt_ms(m["search_p95"]),
-            "-",
-            "-",
-            fmt_ms(m["total_p50"]),
-            fmt_ms(m["total_p95"]),
-            "-",
-            "-",
-        ]
-    )
+    rows.append([md_cell(f"{m['system']}, unverified"), *map(fmt_ms, mem0_latency_figures())])
     lines = _table(header, rows)
     lines.append("")
     lines.append(
@@ -529,7 +519,7 @@ def render_markdown(summary: Summary, baselines: Mapping[str, Sequence[Baseline]
                     "",
                 ]
             )
-        latency = _latency(summary, runs)
+        latency = _latency(runs)
         if latency:
             lines.extend([f"### {md_text(bench)} · latency", "", *latency, ""])
     tokens = _tokens(summary)
