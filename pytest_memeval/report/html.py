@@ -30,13 +30,14 @@ from .markdown import (
     LATENCY_COLUMNS,
     MEM0_LATENCY,
     baseline_value,
+    check_items,
+    ci_text,
     describe_item,
     fmt_ms,
     fmt_num,
     latency_figures,
     mem0_latency_figures,
     provenance_items,
-    row_ci,
     row_label,
     token_rows,
 )
@@ -324,10 +325,8 @@ def _table(
 
 def _metric_cell(row: CategoryRow, metric: str) -> str:
     text = esc(fmt_num(row.metrics.get(metric)))
-    ci = row_ci(row, metric)
-    if ci is not None and row.metrics.get(metric) is not None:
-        text += f' <span class="ci">[{ci[0]:.2f}, {ci[1]:.2f}]</span>'
-    return text
+    ci = ci_text(row, metric)
+    return f'{text} <span class="ci">{ci}</span>' if ci is not None else text
 
 
 def _run_table(run: RunSummary) -> str:
@@ -636,20 +635,9 @@ def _provenance_section(summary: Summary) -> str:
 
 
 def _checks_section(title: str, value: object) -> str:
-    if value is None or value == [] or value == {}:
+    items = check_items(value)
+    if not items:
         return ""
-    items: list[object]
-    if isinstance(value, Mapping):
-        inner = value.get("items") or value.get("results")
-        if isinstance(inner, list):
-            head = {k: v for k, v in value.items() if k not in ("items", "results")}
-            items = ([head] if head else []) + list(inner)
-        else:
-            items = [value]
-    elif isinstance(value, (list, tuple)):
-        items = list(value)
-    else:
-        items = [value]
     lis = []
     for item in items:
         passed, text = describe_item(item)

@@ -33,6 +33,8 @@ from .model import (
 __all__ = [
     "MEM0_LATENCY",
     "baseline_value",
+    "check_items",
+    "ci_text",
     "describe_item",
     "fmt_ci",
     "fmt_ms",
@@ -83,13 +85,19 @@ def row_ci(row: CategoryRow, metric: str) -> tuple[float, float] | None:
     return lo, hi
 
 
+def ci_text(row: CategoryRow, metric: str) -> str | None:
+    """``[0.38, 0.44]`` when the row shows a value and has a CI for the metric, else None."""
+    ci = row_ci(row, metric)
+    if ci is None or fmt_num(row.metrics.get(metric)) == "-":
+        return None
+    return f"[{ci[0]:.2f}, {ci[1]:.2f}]"
+
+
 def fmt_ci(row: CategoryRow, metric: str) -> str:
     """``0.412 [0.38, 0.44]`` when the row has a CI for the metric, else ``0.412`` (or ``-``)."""
     text = fmt_num(row.metrics.get(metric))
-    ci = row_ci(row, metric)
-    if ci is not None and text != "-":
-        text += f" [{ci[0]:.2f}, {ci[1]:.2f}]"
-    return text
+    ci = ci_text(row, metric)
+    return f"{text} {ci}" if ci is not None else text
 
 
 def row_label(row: CategoryRow, scopes: Mapping[str, str]) -> str:
@@ -454,23 +462,27 @@ def describe_item(item: object) -> tuple[bool | None, str]:
     return None, _plain(item)
 
 
-def _extra_list(title: str, value: object) -> list[str]:
+def check_items(value: object) -> list[object]:
+    """Gate / regression results (``extra.gates``, ``extra.regression``) as a flat list for
+    ``describe_item``: a mapping with ``items``/``results`` gives its other keys first, then the
+    entries; a list its elements; anything else itself. Empty for None and empty containers."""
     if value is None or value == [] or value == {}:
         return []
-    items: list[object]
     if isinstance(value, Mapping):
         inner = value.get("items") or value.get("results")
         if isinstance(inner, list):
-            items = list(inner)
             head = {k: v for k, v in value.items() if k not in ("items", "results")}
-            if head:
-                items.insert(0, head)
-        else:
-            items = [value]
-    elif isinstance(value, (list, tuple)):
-        items = list(value)
-    else:
-        items = [value]
+            return ([head] if head else []) + list(inner)
+        return [value]
+    if isinstance(value, (list, tuple)):
+        return list(value)
+    return [value]
+
+
+def _extra_list(title: str, value: object) -> list[str]:
+    items = check_items(value)
+    if not items:
+        return []
     lines = [f"### {title}", ""]
     for item in items:
         passed, text = describe_item(item)
