@@ -291,6 +291,15 @@ def test_hugging_face_rows_with_python_literals(tmp_path: Path) -> None:
         assert len(c.sessions[0].turns) == 4
 
 
+def test_rows_json_error_names_the_line_it_is_on(tmp_path: Path) -> None:
+    path = tmp_path / "beam" / "100K.json"
+    path.parent.mkdir(parents=True)
+    path.write_text('[\n  {"conversation_id": 1,\n   "chat": [],\n   "probing_questions": ,\n  }\n]\n')
+    with pytest.raises(DatasetError, match="at column") as info:
+        BENCHMARK.load(_req(tmp_path))
+    assert info.value.record == "line 4"
+
+
 def test_python_literals_are_never_evaluated(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
+from ..categories import shared_category
 from ..errors import DatasetError
 from ..records import Conversation, Prediction, Question
 
@@ -22,6 +23,7 @@ __all__ = [
     "file_sha256",
     "find_lone_surrogate",
     "json_value_error",
+    "named_categories",
 ]
 
 #: a JSON escape of a UTF-16 surrogate (``\\ud83d``): only then can a parsed string hold a lone one
@@ -106,6 +108,19 @@ class CategoryInfo:
     shared: str
     description: str = ""
     in_overall: bool = True  # LoCoMo: category 5 is outside `overall` (Mem0 protocol)
+
+
+def named_categories(
+    benchmark: str, descriptions: Mapping[str, str]
+) -> dict[int | str, CategoryInfo]:
+    """Categories whose id is their name (LongMemEval types, BEAM abilities, user-memory layers),
+    each mapped onto its shared category, in ``descriptions`` order."""
+    return {
+        name: CategoryInfo(
+            id=name, name=name, shared=shared_category(benchmark, name), description=desc
+        )
+        for name, desc in descriptions.items()
+    }
 
 
 @dataclass(frozen=True)

@@ -38,7 +38,6 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from ..categories import shared_category
 from ..errors import DatasetError
 from ..records import Conversation, Prediction, Question, Session, Turn
 from .base import (
@@ -49,6 +48,7 @@ from .base import (
     check_surrogates,
     file_sha256,
     json_value_error,
+    named_categories,
 )
 
 __all__ = [
@@ -160,13 +160,15 @@ def _read_json(path: Path) -> Any:
 
 
 def _loads_line(line: str, path: Path, line_number: int) -> object:
-    """One JSON-lines row; errors name the file and the line."""
+    """One JSON-lines row (or, with ``line_number`` 1, a whole ``.json`` rows file); errors name
+    the file and the line."""
     try:
         data = json.loads(line)
         if ESCAPED_SURROGATE.search(line):
             check_surrogates(data, str(path), record=f"line {line_number}")
         return data
     except json.JSONDecodeError as exc:
+        line_number += exc.lineno - 1  # a multi-line document: the line the error is on
         problem = f"{exc.msg} at column {exc.colno}"
     except RecursionError:
         problem = "arrays or objects nested too deeply"
@@ -531,12 +533,9 @@ class Beam:
 
     name: str = NAME
     categories: Mapping[int | str, CategoryInfo] = field(
-        default_factory=lambda: {
-            ability: CategoryInfo(
-                id=ability, name=ability, shared=shared_category(NAME, ability), description=desc
-            )
-            for ability, (_gold, desc) in ABILITIES.items()
-        }
+        default_factory=lambda: named_categories(
+            NAME, {ability: desc for ability, (_gold, desc) in ABILITIES.items()}
+        )
     )
     metrics: Sequence[str] = METRICS
     pass_metric: str = "f1"

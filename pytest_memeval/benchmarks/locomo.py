@@ -19,6 +19,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
+from ..categories import shared_category
 from ..errors import DatasetError
 from ..records import Conversation, Prediction, Question, Session, Turn
 from .base import (
@@ -55,19 +56,31 @@ LOCOMO_FILE = "locomo/locomo10.json"
 DATE_FORMAT = "%I:%M %p on %d %B, %Y"
 METRICS: tuple[str, ...] = ("f1", "set_f1", "bleu1")
 
+
+def _shared(name: str) -> str:
+    return shared_category("locomo", name)
+
+
 #: categories in the paper's column order (the official stats script prints keys [4, 1, 2, 3, 5])
 CATEGORIES: Mapping[int | str, CategoryInfo] = MappingProxyType(
     {
-        4: CategoryInfo(4, "single-hop", "fact-recall", "answer stated in one turn"),
-        1: CategoryInfo(1, "multi-hop", "multi-hop", "answer combines several turns or sessions"),
-        2: CategoryInfo(2, "temporal", "temporal", "when something happened (session dates)"),
+        4: CategoryInfo(4, "single-hop", _shared("single-hop"), "answer stated in one turn"),
+        1: CategoryInfo(
+            1, "multi-hop", _shared("multi-hop"), "answer combines several turns or sessions"
+        ),
+        2: CategoryInfo(
+            2, "temporal", _shared("temporal"), "when something happened (session dates)"
+        ),
         3: CategoryInfo(
-            3, "open-domain", "world-knowledge", "inference with world or commonsense knowledge"
+            3,
+            "open-domain",
+            _shared("open-domain"),
+            "inference with world or commonsense knowledge",
         ),
         5: CategoryInfo(
             5,
             "adversarial",
-            "abstention",
+            _shared("adversarial"),
             "unanswerable from the conversation; the answer must say it was not mentioned",
             in_overall=False,
         ),

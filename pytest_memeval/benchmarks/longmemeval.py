@@ -26,7 +26,6 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from ..categories import shared_category
 from ..errors import DatasetError
 from ..records import Conversation, Prediction, Question, Session, Turn
 from .base import (
@@ -36,6 +35,7 @@ from .base import (
     LoadRequest,
     check_surrogates,
     json_value_error,
+    named_categories,
 )
 
 __all__ = [
@@ -510,12 +510,7 @@ class LongMemEval:
 
     name: str = NAME
     categories: Mapping[int | str, CategoryInfo] = field(
-        default_factory=lambda: {
-            qtype: CategoryInfo(
-                id=qtype, name=qtype, shared=shared_category(NAME, qtype), description=desc
-            )
-            for qtype, desc in QUESTION_TYPES.items()
-        }
+        default_factory=lambda: named_categories(NAME, QUESTION_TYPES)
     )
     metrics: Sequence[str] = METRICS
     pass_metric: str = "f1"

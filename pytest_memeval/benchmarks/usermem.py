@@ -26,10 +26,16 @@ from typing import Any
 
 import yaml
 
-from ..categories import shared_category
 from ..errors import DatasetError
 from ..records import Conversation, Prediction, Question, Session, Turn
-from .base import CategoryInfo, Dataset, LoadRequest, check_surrogates, json_value_error
+from .base import (
+    CategoryInfo,
+    Dataset,
+    LoadRequest,
+    check_surrogates,
+    json_value_error,
+    named_categories,
+)
 
 __all__ = ["BENCHMARK", "LAYERS", "UserMemory", "parse_gold_facts"]
 
@@ -396,12 +402,7 @@ class UserMemory:
 
     name: str = NAME
     categories: Mapping[int | str, CategoryInfo] = field(
-        default_factory=lambda: {
-            layer: CategoryInfo(
-                id=layer, name=layer, shared=shared_category(NAME, layer), description=desc
-            )
-            for layer, desc in LAYERS.items()
-        }
+        default_factory=lambda: named_categories(NAME, LAYERS)
     )
     metrics: Sequence[str] = METRICS
     pass_metric: str = "keyword_recall"
