@@ -22,6 +22,8 @@ import pytest_memeval.benchmarks.longmemeval
 import pytest_memeval.benchmarks.usermem
 import pytest_memeval.metrics
 import pytest_memeval.systems.builtin  # noqa: F401
+from pytest_memeval.aggregate import CategoryMeta
+from pytest_memeval.records import Memory, QuestionResult
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -80,3 +82,41 @@ def question_scores(report: dict[str, Any]) -> dict[tuple[str, str, str], Any]:
         for run in report["runs"]
         for q in run["questions"]
     }
+
+
+#: categories of the report tests' summaries (LoCoMo-like: two in overall, one outside)
+REPORT_CATS = [
+    CategoryMeta("single-hop", 4, "fact-recall"),
+    CategoryMeta("multi-hop", 1, "multi-hop"),
+    CategoryMeta("adversarial", 5, "abstention", in_overall=False),
+]
+
+
+def report_result(
+    system: str,
+    qid: str,
+    category: str,
+    cat_id: int | str,
+    f1: float,
+    *,
+    memory_score: float | None = None,
+    **kw: object,
+) -> QuestionResult:
+    """A LoCoMo-like question result for the report tests; ``kw`` overrides any field."""
+    base: dict[str, object] = {
+        "benchmark": "locomo",
+        "system": system,
+        "question_id": qid,
+        "conversation_id": "conv-1",
+        "category": category,
+        "category_id": cat_id,
+        "question": f"question {qid}?",
+        "gold": "gold",
+        "prediction": "pred",
+        "status": "CORRECT" if f1 >= 0.5 else "WRONG",
+        "scores": {"f1": f1, "judge": 1.0 if f1 >= 0.5 else 0.0},
+        "memories": [Memory(text=f"memory of {qid}", date="2024-01-01", score=memory_score)],
+        "latency": {"search": 0.010, "answer": 0.200, "ingest": 1.5},
+    }
+    base.update(kw)
+    return QuestionResult(**base)  # type: ignore[arg-type]

@@ -294,7 +294,9 @@ def test_hugging_face_rows_with_python_literals(tmp_path: Path) -> None:
 def test_rows_json_error_names_the_line_it_is_on(tmp_path: Path) -> None:
     path = tmp_path / "beam" / "100K.json"
     path.parent.mkdir(parents=True)
-    path.write_text('[\n  {"conversation_id": 1,\n   "chat": [],\n   "probing_questions": ,\n  }\n]\n')
+    path.write_text(
+        '[\n  {"conversation_id": 1,\n   "chat": [],\n   "probing_questions": ,\n  }\n]\n'
+    )
     with pytest.raises(DatasetError, match="at column") as info:
         BENCHMARK.load(_req(tmp_path))
     assert info.value.record == "line 4"

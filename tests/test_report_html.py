@@ -11,8 +11,9 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
+from conftest import REPORT_CATS, report_result
 
-from pytest_memeval.aggregate import CategoryMeta, aggregate_run
+from pytest_memeval.aggregate import aggregate_run
 from pytest_memeval.baselines import Baseline, baselines_for
 from pytest_memeval.records import Memory, QuestionResult
 from pytest_memeval.report.html import esc, json_for_script, render_html
@@ -28,11 +29,7 @@ PWN_CLOSE = '</script><script>document.title="PWNED2"</script>'
 PWN_ATTR = "\" onmouseover='x' data-x=\"<svg onload=document.title='PWNED3'>"
 HOSTILE = f"{PWN_TITLE}{PWN_IMG}{PWN_CLOSE}{PWN_ATTR} & https://evil.example/x </ \u2028"
 
-CATS = [
-    CategoryMeta("single-hop", 4, "fact-recall"),
-    CategoryMeta("multi-hop", 1, "multi-hop"),
-    CategoryMeta("adversarial", 5, "abstention", in_overall=False),
-]
+CATS = REPORT_CATS
 
 ALLOWED_TAGS = {
     "html", "head", "meta", "title", "style", "body", "header", "h1", "h2", "h3", "h4", "p",
@@ -45,23 +42,7 @@ ALLOWED_TAGS = {
 def _result(
     system: str, qid: str, category: str, cat_id: int | str, f1: float, **kw: object
 ) -> QuestionResult:
-    base: dict[str, object] = {
-        "benchmark": "locomo",
-        "system": system,
-        "question_id": qid,
-        "conversation_id": "conv-1",
-        "category": category,
-        "category_id": cat_id,
-        "question": f"question {qid}?",
-        "gold": "gold",
-        "prediction": "pred",
-        "status": "CORRECT" if f1 >= 0.5 else "WRONG",
-        "scores": {"f1": f1, "judge": 1.0 if f1 >= 0.5 else 0.0},
-        "memories": [Memory(text=f"memory of {qid}", date="2024-01-01", score=0.5)],
-        "latency": {"search": 0.010, "answer": 0.200, "ingest": 1.5},
-    }
-    base.update(kw)
-    return QuestionResult(**base)  # type: ignore[arg-type]
+    return report_result(system, qid, category, cat_id, f1, memory_score=0.5, **kw)
 
 
 def _summary(hostile: bool = False) -> Summary:

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import re
 
-from pytest_memeval.aggregate import CategoryMeta, aggregate_run
+from conftest import REPORT_CATS, report_result
+
+from pytest_memeval.aggregate import aggregate_run
 from pytest_memeval.baselines import Baseline, baselines_for
-from pytest_memeval.records import Memory, QuestionResult
+from pytest_memeval.records import Memory
 from pytest_memeval.report.markdown import md_cell, md_text, render_markdown
 from pytest_memeval.report.model import Summary
 
@@ -16,33 +18,10 @@ HOSTILE = (
     "\nsecond line\r\nthird | $x$ ~strike~ \\ back"
 )
 
-CATS = [
-    CategoryMeta("single-hop", 4, "fact-recall"),
-    CategoryMeta("multi-hop", 1, "multi-hop"),
-    CategoryMeta("adversarial", 5, "abstention", in_overall=False),
-]
+CATS = REPORT_CATS
 
 
-def _result(
-    system: str, qid: str, category: str, cat_id: int | str, f1: float, **kw: object
-) -> QuestionResult:
-    base: dict[str, object] = {
-        "benchmark": "locomo",
-        "system": system,
-        "question_id": qid,
-        "conversation_id": "conv-1",
-        "category": category,
-        "category_id": cat_id,
-        "question": f"question {qid}?",
-        "gold": "gold",
-        "prediction": "pred",
-        "status": "CORRECT" if f1 >= 0.5 else "WRONG",
-        "scores": {"f1": f1, "judge": 1.0 if f1 >= 0.5 else 0.0},
-        "memories": [Memory(text=f"memory of {qid}", date="2024-01-01")],
-        "latency": {"search": 0.010, "answer": 0.200, "ingest": 1.5},
-    }
-    base.update(kw)
-    return QuestionResult(**base)  # type: ignore[arg-type]
+_result = report_result
 
 
 def _summary(hostile: bool = False) -> Summary:
