@@ -29,6 +29,7 @@ from ..records import QuestionResult, finite_float
 from .markdown import (
     LATENCY_COLUMNS,
     MEM0_LATENCY,
+    baseline_grid,
     baseline_value,
     check_items,
     ci_text,
@@ -357,8 +358,7 @@ def _run_table(run: RunSummary) -> str:
 def _baselines_section(runs: Sequence[RunSummary], baselines: Sequence[Baseline]) -> str:
     if not baselines or not runs:
         return ""
-    families = list(dict.fromkeys(b.metric for b in baselines))
-    run_cols = [(run, m) for m in families for run in runs if m in run.metrics]
+    run_cols, grid = baseline_grid(runs, baselines)
     header = [
         ("category", False),
         *((f"{esc(run.label)}<br>{esc(m)} (this run)", True) for run, m in run_cols),
@@ -370,12 +370,9 @@ def _baselines_section(runs: Sequence[RunSummary], baselines: Sequence[Baseline]
     first = runs[0]
     scopes = overall_scopes(first)
     rows = []
-    for row in [*first.categories, first.overall, first.overall_all]:
+    for row, values in grid:
         cells = [(esc(row_label(row, scopes)), False)]
-        for run, m in run_cols:
-            match = run.row(row.key)
-            cells.append((esc(fmt_num(match.metrics.get(m) if match else None)), True))
-        cells.extend((esc(fmt_num(baseline_value(b, row))), True) for b in baselines)
+        cells.extend((esc(fmt_num(v)), True) for v in values)
         total = row is first.overall or row is first.overall_all
         rows.append(("total" if total else "", cells))
     notes = "".join(

@@ -32,6 +32,7 @@ from .model import (
 
 __all__ = [
     "MEM0_LATENCY",
+    "baseline_grid",
     "baseline_value",
     "check_items",
     "ci_text",
@@ -312,31 +313,46 @@ def _run_table(run: RunSummary) -> list[str]:
     return _table(header, rows, numeric_from=3)
 
 
+def baseline_grid(
+    runs: Sequence[RunSummary], baselines: Sequence[Baseline]
+) -> tuple[list[tuple[RunSummary, str]], list[tuple[CategoryRow, list[float | None]]]]:
+    """The published-baselines table's content: the (run, metric) columns of this run (each
+    metric some baseline reports), and for each row of the first run (categories, overall,
+    overall_all) the values of those columns followed by one value per baseline."""
+    families = list(dict.fromkeys(b.metric for b in baselines))
+    run_cols = [(run, m) for m in families for run in runs if m in run.metrics]
+    first = runs[0]
+    grid = []
+    for row in [*first.categories, first.overall, first.overall_all]:
+        values: list[float | None] = []
+        for run, m in run_cols:
+            match = run.row(row.key)
+            values.append(match.metrics.get(m) if match is not None else None)
+        values.extend(baseline_value(b, row) for b in baselines)
+        grid.append((row, values))
+    return run_cols, grid
+
+
 def _baselines_table(runs: Sequence[RunSummary], baselines: Sequence[Baseline]) -> list[str]:
     """Categories x (this run's metric per system, then one column per baseline); footnotes."""
     if not baselines or not runs:
         return []
-    families = [m for m in dict.fromkeys(b.metric for b in baselines)]
-    run_cols = [(run, m) for m in families for run in runs if m in run.metrics]
+    run_cols, grid = baseline_grid(runs, baselines)
     header = [
         "category",
         "id",
         *(f"{md_cell(run.label)}: {md_cell(m)} (this run)" for run, m in run_cols),
         *(f"{md_cell(b.system)}: {md_cell(b.metric)} [{i + 1}]" for i, b in enumerate(baselines)),
     ]
-    first = runs[0]
-    scopes = overall_scopes(first)
-    rows = []
-    for row in [*first.categories, first.overall, first.overall_all]:
-        cells = [
+    scopes = overall_scopes(runs[0])
+    rows = [
+        [
             md_cell(row_label(row, scopes)),
             md_cell("" if row.category_id is None else row.category_id),
+            *map(fmt_num, values),
         ]
-        for run, m in run_cols:
-            match = run.row(row.key)
-            cells.append(fmt_num(match.metrics.get(m)) if match is not None else "-")
-        cells.extend(fmt_num(baseline_value(b, row)) for b in baselines)
-        rows.append(cells)
+        for row, values in grid
+    ]
     lines = _table(header, rows, numeric_from=2)
     lines.append("")
     for i, b in enumerate(baselines):
