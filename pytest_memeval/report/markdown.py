@@ -24,6 +24,7 @@ from .model import (
     CategoryRow,
     RunSummary,
     Summary,
+    baseline_value,
     comparison_columns,
     overall_scopes,
     pass_metric,
@@ -33,7 +34,6 @@ from .model import (
 __all__ = [
     "MEM0_LATENCY",
     "baseline_grid",
-    "baseline_value",
     "check_items",
     "ci_text",
     "describe_item",
@@ -105,18 +105,6 @@ def row_label(row: CategoryRow, scopes: Mapping[str, str]) -> str:
     if row.key in scopes:
         return f"{row.key} ({scopes[row.key]})"
     return row.key
-
-
-def baseline_value(baseline: Baseline, row: CategoryRow) -> float | None:
-    """The baseline's figure for a category row (by numeric id) or an overall row (by scope)."""
-    if row.key in ("overall", "overall_all") and row.category_id is None:
-        return baseline.overall if baseline.overall_scope == row.key else None
-    if row.category_id is None:
-        return None
-    value = baseline.by_category.get(row.category_id)
-    if value is None:
-        value = baseline.by_category.get(str(row.category_id))
-    return value
 
 
 def fmt_ms(seconds: float | None) -> str:

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ..baselines import Baseline
 
 from ..records import QuestionResult
 
@@ -14,6 +17,7 @@ __all__ = [
     "CategoryRow",
     "RunSummary",
     "Summary",
+    "baseline_value",
     "comparison_columns",
     "overall_scopes",
     "pass_metric",
@@ -138,6 +142,18 @@ class Summary:
         if self.extra:
             out["extra"] = self.extra
         return out
+
+
+def baseline_value(baseline: Baseline, row: CategoryRow) -> float | None:
+    """The baseline's figure for a category row (by numeric id) or an overall row (by scope)."""
+    if row.key in ("overall", "overall_all") and row.category_id is None:
+        return baseline.overall if baseline.overall_scope == row.key else None
+    if row.category_id is None:
+        return None
+    value = baseline.by_category.get(row.category_id)
+    if value is None:
+        value = baseline.by_category.get(str(row.category_id))
+    return value
 
 
 def pass_metric(summary: Summary, run: RunSummary) -> str | None:

@@ -12,6 +12,7 @@ from .model import (
     CategoryRow,
     RunSummary,
     Summary,
+    baseline_value,
     comparison_columns,
     overall_scopes,
     runs_by_benchmark,
@@ -82,18 +83,10 @@ def _baseline_table(runs: Sequence[RunSummary], baselines: Sequence[Baseline]) -
         return []
     run = runs[0]
     header = ["category", *(f"[{i + 1}] {b.metric}" for i, b in enumerate(baselines))]
-    rows = []
-    for row in run.categories:
-        cells = [_row_label(row, {})]
-        for b in baselines:
-            value = b.by_category.get(row.category_id) if row.category_id is not None else None
-            cells.append(_num(value))
-        rows.append(cells)
-    for key in ("overall", "overall_all"):
-        cells = [key]
-        for b in baselines:
-            cells.append(_num(b.overall) if b.overall_scope == key else "-")
-        rows.append(cells)
+    rows = [
+        [_row_label(row, {}), *(_num(baseline_value(b, row)) for b in baselines)]
+        for row in [*run.categories, run.overall, run.overall_all]
+    ]
     lines = render_table(header, rows)
     for i, b in enumerate(baselines):
         lines.append(f"  [{i + 1}] {b.system} ({b.name}): {b.protocol}. Source: {b.source}.")
