@@ -16,9 +16,16 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from .benchmarks import Benchmark, Dataset
-from .errors import MemevalError
+from .errors import MSG_UNKNOWN_SYSTEM, AdapterError, MemevalError
 from .pipeline import IngestedSystem, SystemPool, clean_scores, decide_status, run_question
-from .records import STATUS_ERROR, STATUS_WRONG, Prediction, Question, QuestionResult
+from .records import (
+    STATUS_ERROR,
+    STATUS_WRONG,
+    Prediction,
+    Question,
+    QuestionResult,
+    ResultKey,
+)
 from .report.terminal import describe_result
 from .systems.builtin import MissingReplayAnswer
 
@@ -47,8 +54,14 @@ class SystemRef:
     label: str  # shown in node ids and tables, e.g. "bm25" or "bm25@20"
     base: str  # the system name, shared by its top-k variants (ingestion is shared too)
     k: int
-    fixture: str | None = None  # conftest fixture name, when the system is a fixture
+    #: fixture name to try first (a ``--memsys`` value that is a Python identifier)
+    fixture: str | None = None
+    #: what the other resolution rules found (None: the name must be a fixture)
     factory: Callable[[], object] | None = None
+    #: the systems available, for the error when ``fixture`` turns out not to exist
+    available: str = ""
+    #: the ``--memsys`` value this system came from (named in usage errors)
+    origin: str = ""
 
 
 @dataclass
@@ -66,7 +79,8 @@ class RunState:
     #: run folder whose stored predictions --memeval-rejudge re-scores (chosen on the controller)
     rejudge_run: Path | None = None
     _stored: dict[tuple[str, str, str], QuestionResult] | None = None
-    resume_ids: frozenset[str] = frozenset()
+    #: results restored from the run being resumed (their items are deselected)
+    resume_ids: frozenset[ResultKey] = frozenset()
     collect_seconds: float = 0.0
     load_seconds: dict[str, float] = field(default_factory=dict)
 
@@ -104,28 +118,84 @@ class WrongAnswer(Exception):
         self.result = result
 
 
-class BenchmarkNode(pytest.Collector):
-    """``memeval/<benchmark>``; built directly, never collected from a file."""
+class BenchmarkNode(pytest.Directory):
+    """``memeval/<benchmark>``: not a folder on disk; its path only gives the node id its form.
 
-    def collect(self) -> list[pytest.Item | pytest.Collector]:  # pragma: no cover - not walked
-        return []
+    The plugin adds these nodes to the session's own collect report (``pytest_make_collect_report``),
+    so pytest collects them like any directory: ``collected N items``, ``--collect-only``,
+    ``pytest_itemcollected``, ``-k``/``-m``/``--deselect``/``--lf`` all see every question.
+    """
+
+    def __init__(self, *, benchmark: str, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.benchmark = benchmark
+
+    def collect(self) -> list[pytest.Item | pytest.Collector]:
+        state = self.config.stash[STATE_KEY]
+        questions = state.selected.get(self.benchmark, [])
+        return [
+            ConversationNode.from_parent(
+                self,
+                path=self.path / conv_id,
+                benchmark=self.benchmark,
+                conversation_id=conv_id,
+                questions=conv_questions,
+            )
+            for conv_id, conv_questions in group_by_conversation(questions)
+        ]
+
+    def reportinfo(self) -> tuple[Path, int | None, str]:
+        return self.path, None, self.nodeid
+
+    @classmethod
+    def for_benchmark(cls, session: pytest.Session, benchmark: str) -> BenchmarkNode:
+        path = session.config.rootpath / "memeval" / benchmark
+        return cls.from_parent(session, path=path, benchmark=benchmark)
+
+
+class ConversationNode(pytest.Directory):
+    """``memeval/<benchmark>/<conversation>``: the xdist scope unit (one worker per conversation);
+    its items are one per question and memory system, systems in ``--memsys`` order."""
+
+    def __init__(
+        self,
+        *,
+        benchmark: str,
+        conversation_id: str,
+        questions: list[Question],
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(**kwargs)
+        self.benchmark = benchmark
+        self.conversation_id = conversation_id
+        self.questions = questions
+
+    def collect(self) -> list[pytest.Item | pytest.Collector]:
+        state = self.config.stash[STATE_KEY]
+        assert state.systems is not None
+        items: list[pytest.Item | pytest.Collector] = []
+        for ref in state.systems:
+            for q in self.questions:
+                item = MemevalItem.from_parent(
+                    self,
+                    name=f"{q.id}[{ref.label}]",
+                    benchmark=self.benchmark,
+                    question=q,
+                    system=ref,
+                )
+                item.add_marker(getattr(pytest.mark, q.category))
+                item.add_marker(pytest.mark.memeval)
+                items.append(item)
+        return items
 
     def reportinfo(self) -> tuple[Path, int | None, str]:
         return self.path, None, self.nodeid
 
 
-class ConversationNode(pytest.Collector):
-    """``memeval/<benchmark>/<conversation>``: the xdist scope unit (one worker per conversation)."""
-
-    def collect(self) -> list[pytest.Item | pytest.Collector]:  # pragma: no cover - not walked
-        return []
-
-    def reportinfo(self) -> tuple[Path, int | None, str]:
-        return self.path, None, self.nodeid
-
-
-def _memeval_question() -> None:
-    """Placeholder callable of every built-in item (the work is in setup/runtest)."""
+def _memeval_question(request: pytest.FixtureRequest) -> None:
+    """The callable of every built-in item. The work happens in ``MemevalItem.setup`` (so a
+    memory-system exception is a pytest *error*); asking for ``request`` gives that setup the
+    item's public ``FixtureRequest`` (``item.funcargs["request"]``) for conftest systems."""
 
 
 @dataclass(frozen=True)
@@ -191,8 +261,24 @@ def score_prediction(
 
 
 def obtain_system(request: pytest.FixtureRequest, ref: SystemRef) -> object:
+    """The memory system (an instance or a factory) of ``ref``, asked for where it is first needed.
+
+    A name that may be a conftest fixture is looked up with the public ``getfixturevalue``; when no
+    fixture of that name is visible, the system the other resolution rules found is used, and
+    with none an AdapterError says what is available (pytest gives no public way to ask which
+    fixtures exist before an item runs)."""
     if ref.fixture is not None:
-        return request.getfixturevalue(ref.fixture)
+        try:
+            return request.getfixturevalue(ref.fixture)
+        except pytest.FixtureLookupError as exc:
+            if exc.argname != ref.fixture:
+                raise  # the fixture exists but needs another one that does not
+            if ref.factory is None:
+                raise AdapterError(
+                    MSG_UNKNOWN_SYSTEM.format(name=ref.fixture, available=ref.available)
+                    + " A conftest fixture must be visible from the rootdir (its conftest.py, "
+                    "a conftest above it, or a plugin)."
+                ) from None
     assert ref.factory is not None
     return ref.factory
 
@@ -273,7 +359,9 @@ class MemevalItem(pytest.Function):
     def _predict(self, result: QuestionResult) -> Prediction:
         __tracebackhide__ = True
         state = self.state
-        ingested = ingested_system(self._request, state, self.benchmark, self.question, self.system)
+        request = self.funcargs["request"]
+        assert isinstance(request, pytest.FixtureRequest)
+        ingested = ingested_system(request, state, self.benchmark, self.question, self.system)
         assert state.answerer is not None
         prediction, latency = run_question(
             ingested,
@@ -320,16 +408,6 @@ class MemevalItem(pytest.Function):
             )
         return super().repr_failure(excinfo)
 
-    def _repr_failure_py(  # type: ignore[override]
-        self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None
-    ) -> str | Any:
-        """Call failures (through ``repr_failure``) and setup errors (where the memory system and
-        the judges run) both come here: the plugin's own errors (judge, dataset, adapter contract,
-        timeout) say what to fix in one line; their tracebacks would only show plugin internals."""
-        if isinstance(excinfo.value, MemevalError):
-            return f"{type(excinfo.value).__name__}: {excinfo.value}"
-        return super()._repr_failure_py(excinfo, style=style)
-
     def reportinfo(self) -> tuple[Path, int | None, str]:
         return self.path, None, f"{self.benchmark}/{self.question.conversation_id}::{self.name}"
 
@@ -339,34 +417,3 @@ def group_by_conversation(questions: list[Question]) -> Iterator[tuple[str, list
     for q in questions:
         groups.setdefault(q.conversation_id, []).append(q)
     yield from groups.items()
-
-
-def build_items(session: pytest.Session, state: RunState) -> list[pytest.Item]:
-    assert state.systems is not None
-    items: list[pytest.Item] = []
-    for bench_name, questions in state.selected.items():
-        bnode = BenchmarkNode.from_parent(session, name=bench_name, nodeid=f"memeval/{bench_name}")
-        for conv_id, conv_questions in group_by_conversation(questions):
-            cnode = ConversationNode.from_parent(
-                bnode, name=conv_id, nodeid=f"memeval/{bench_name}/{conv_id}"
-            )
-            # Every item of a conversation has the same parent chain and test function, hence
-            # the same fixture closure: computed for the first, shared by the others (as pytest
-            # does for the instances of a parametrized test).
-            fixtureinfo: Any = None
-            for ref in state.systems:
-                for q in conv_questions:
-                    item = MemevalItem.from_parent(
-                        cnode,
-                        name=f"{q.id}[{ref.label}]",
-                        originalname=q.id,
-                        benchmark=bench_name,
-                        question=q,
-                        system=ref,
-                        fixtureinfo=fixtureinfo,
-                    )
-                    fixtureinfo = item._fixtureinfo
-                    item.add_marker(getattr(pytest.mark, q.category))
-                    item.add_marker(pytest.mark.memeval)
-                    items.append(item)
-    return items

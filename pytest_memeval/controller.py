@@ -25,7 +25,7 @@ from .baselines import Baseline, baselines_for
 from .benchmarks import get_benchmark
 from .collect import STATE_KEY, RunState
 from .errors import MemevalError
-from .records import STATUS_ERROR, QuestionResult
+from .records import STATUS_ERROR, QuestionResult, ResultKey
 from .report.json_report import write_json, write_text_atomic
 from .report.model import Summary
 from .report.terminal import render_summary, render_wrong
@@ -58,6 +58,34 @@ def _git_commit(root: Path) -> str | None:
         return None
     commit = out.stdout.strip()
     return commit if out.returncode == 0 and commit else None
+
+
+#: the distributions whose versions decide numbers (scoring, parsing, scheduling, LLM requests)
+VERSIONED = (
+    "pytest",
+    "pytest-xdist",
+    "nltk",
+    "regex",
+    "PyYAML",
+    "numpy",
+    "scipy",
+    "openai",
+    "anthropic",
+    "bm25s",
+)
+
+
+def dependency_versions() -> dict[str, str | None]:
+    """Python's and each :data:`VERSIONED` distribution's installed version (None: not installed)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    versions: dict[str, str | None] = {"python": platform.python_version()}
+    for name in VERSIONED:
+        try:
+            versions[name] = version(name)
+        except PackageNotFoundError:
+            versions[name] = None
+    return versions
 
 
 def worker_output(state: RunState) -> dict[str, Any]:
@@ -97,7 +125,10 @@ def merge_outputs(outputs: list[dict[str, Any]]) -> dict[str, Any]:
 class Controller:
     def __init__(self, config: pytest.Config) -> None:
         self.config = config
-        self.results: dict[str, QuestionResult] = {}
+        #: keyed by (benchmark, system, flow, question id), never by node id
+        self.results: dict[ResultKey, QuestionResult] = {}
+        #: results that arrived for a key already filled in this session (kept: the later one)
+        self.duplicates: list[ResultKey] = []
         self.worker_outputs: list[dict[str, Any]] = []
         self.summary: Summary | None = None
         self.started = time.time()
@@ -119,9 +150,7 @@ class Controller:
             if settings.resume is not None:
                 self.store = RunStore(find_run(settings.cache_dir, settings.resume))
                 stored = {
-                    nodeid: r
-                    for nodeid, r in self.store.stored().items()
-                    if r.status != STATUS_ERROR
+                    key: r for key, r in self.store.stored().items() if r.status != STATUS_ERROR
                 }
                 self.results.update(stored)
                 state.resume_ids = frozenset(stored)
@@ -146,7 +175,9 @@ class Controller:
         for name, value in report.user_properties:
             if name == PROPERTY_NAME and isinstance(value, dict):
                 result = QuestionResult.from_dict(value)
-                self.results[report.nodeid] = result
+                if result.key in self.results and result.key not in self.state.resume_ids:
+                    self.duplicates.append(result.key)
+                self.results[result.key] = result
                 if self.store is not None:
                     self.store.append(result)
                 props.extend(flat_properties(value))
@@ -187,6 +218,7 @@ class Controller:
             "plugin_version": __version__,
             "python": platform.python_version(),
             "pytest": pytest.__version__,
+            "versions": dependency_versions(),
             "created": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
             "datasets": datasets,
             "systems": list(settings.systems),
@@ -207,6 +239,7 @@ class Controller:
             "metrics": list(settings.metrics) if settings.metrics else None,
             "git_commit": _git_commit(self.config.rootpath),
             "ingests": self.ingest_counts(),
+            "duplicate_results": [list(key) for key in self.duplicates],
             "run_id": self.store.run_id if self.store is not None else None,
             "resumed": settings.resume is not None,
         }
@@ -444,6 +477,13 @@ class Controller:
                 tr.write_line("    " + line)
         if "regression_error" in summary.extra:
             tr.write_line(f"memeval regression FAILED: {summary.extra['regression_error']}")
+        if self.duplicates:
+            shown = ", ".join("/".join(k) for k in self.duplicates[:3])
+            tr.write_line(
+                f"memeval: {len(self.duplicates)} result(s) arrived twice for the same "
+                f"(benchmark, system, flow, question): {shown}; the later one is kept",
+                yellow=True,
+            )
         for gate in summary.extra.get("gates", []):
             if not gate["passed"]:
                 tr.write_line(gate["message"], red=True)

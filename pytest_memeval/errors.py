@@ -7,6 +7,7 @@ __all__ = [
     "DatasetError",
     "JudgeError",
     "MemevalError",
+    "UnknownSystemError",
 ]
 
 
@@ -44,6 +45,10 @@ class DatasetError(MemevalError):
 
 class AdapterError(MemevalError):
     """A memory system could not be resolved, built, or returned something of the wrong type."""
+
+
+class UnknownSystemError(AdapterError):
+    """A ``--memsys`` value that no resolution rule knows (it may still be a conftest fixture)."""
 
 
 class JudgeError(MemevalError):

@@ -15,18 +15,18 @@ from .benchmarks import LoadRequest, get_benchmark
 from .collect import (
     RESULT_KEY,
     STATE_KEY,
+    BenchmarkNode,
     MemevalCase,
     MemevalItem,
     RunState,
     SystemRef,
-    build_items,
     conversation_key,
     ingested_system,
     result_skeleton,
     score_prediction,
 )
 from .controller import PROPERTY_NAME, Controller, flat_properties, worker_output
-from .errors import MSG_UNKNOWN_SYSTEM, MemevalError
+from .errors import MSG_UNKNOWN_SYSTEM, MemevalError, UnknownSystemError
 from .options import addoptions, read_settings
 from .pipeline import clean_scores, decide_status, select_questions
 from .records import (
@@ -36,6 +36,7 @@ from .records import (
     STATUS_WRONG,
     Prediction,
     QuestionResult,
+    ResultKey,
 )
 
 CONTROLLER_KEY = pytest.StashKey[Controller]()
@@ -132,12 +133,14 @@ def _load(config: pytest.Config, state: RunState) -> None:
         state.selected[name] = select_questions(
             dataset.questions, limit=settings.limit, sample=settings.sample, seed=settings.seed
         )
+    if state.systems is None:
+        state.systems = _resolve_systems(config, state)
     workerinput = getattr(config, "workerinput", None)
     if workerinput is not None:  # what the controller chose, shipped to this xdist worker
         if workerinput.get("memeval_rejudge_run"):
             state.rejudge_run = Path(workerinput["memeval_rejudge_run"])
         if "memeval_resume" in workerinput:
-            state.resume_ids = frozenset(workerinput["memeval_resume"])
+            state.resume_ids = frozenset(ResultKey(*key) for key in workerinput["memeval_resume"])
     llm_settings = _llm_settings(settings)
     if llm_settings.uses_llm and state.llm is None:
         from .errors import JudgeError
@@ -194,32 +197,76 @@ def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool 
     return None
 
 
-def _resolve_systems(session: pytest.Session, state: RunState) -> list[SystemRef]:
-    config = session.config
+def _resolve_systems(config: pytest.Config, state: RunState) -> list[SystemRef]:
+    """``--memsys`` values in order, each with its ``--memeval-top-k`` variants.
+
+    Every value goes through ``pytest_memeval_make_system`` (entry points, built-ins, replay files,
+    import paths, and a conftest's own hook). A value that is a Python identifier may also name a
+    conftest fixture, which wins when it exists; pytest can only say so once an item asks for it
+    (``request.getfixturevalue``), so an identifier no other rule knows is kept as a fixture-only
+    system and an unknown name errors at its first question (:func:`collect.obtain_system`).
+    """
+    from .systems.resolve import available_systems
+
     refs: list[SystemRef] = []
-    fm = session._fixturemanager
+    origins: dict[str, str] = {}
     for name in state.settings.systems:
+        could_be_fixture = name.isidentifier()
+        try:
+            made = config.hook.pytest_memeval_make_system(config=config, name=name)
+        except UnknownSystemError as exc:
+            if not could_be_fixture:
+                raise pytest.UsageError(str(exc)) from None
+            made = None
+        except MemevalError as exc:
+            raise pytest.UsageError(str(exc)) from None
+        if made is None and not could_be_fixture:
+            raise pytest.UsageError(MSG_UNKNOWN_SYSTEM.format(name=name, available="?"))
         pairs: list[tuple[str, Any]]
-        fixture: str | None = None
-        defs = fm.getfixturedefs(name, session) if name.isidentifier() else None
-        if defs:
-            fixture = name
+        if made is None:
             pairs = [(name, None)]
         else:
-            try:
-                made = config.hook.pytest_memeval_make_system(config=config, name=name)
-            except MemevalError as exc:
-                raise pytest.UsageError(str(exc)) from None
-            if made is None:
-                raise pytest.UsageError(MSG_UNKNOWN_SYSTEM.format(name=name, available="?"))
             pairs = list(made) if isinstance(made, list) else [(name, made)]
+        fixture = name if could_be_fixture and len(pairs) == 1 else None
         for label, factory in pairs:
             for shown, k in state.settings.system_labels(label):
-                refs.append(SystemRef(shown, label, k, fixture=fixture, factory=factory))
-    labels = [r.label for r in refs]
-    if len(set(labels)) != len(labels):
-        raise pytest.UsageError(f"--memsys: two systems share a name: {', '.join(labels)}")
+                if shown in origins:
+                    raise pytest.UsageError(
+                        f"--memsys: two systems are both named {shown!r} (from "
+                        f"{origins[shown]!r} and {name!r}); results, tables and gates are keyed by "
+                        "the system name, so give each system its own name"
+                    )
+                origins[shown] = name
+                refs.append(
+                    SystemRef(
+                        shown,
+                        label,
+                        k,
+                        fixture=fixture,
+                        factory=factory,
+                        available=", ".join(available_systems()),
+                        origin=name,
+                    )
+                )
     return refs
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_make_collect_report(
+    collector: pytest.Collector,
+) -> Generator[None, pytest.CollectReport, pytest.CollectReport]:
+    """The benchmark nodes join the session's own collect report, so pytest collects their items
+    like any others (counts, ``--collect-only``, ``pytest_itemcollected``, deselection)."""
+    report = yield
+    if isinstance(collector, pytest.Session) and report.passed:
+        state = collector.config.stash.get(STATE_KEY, None)
+        if state is not None and state.settings.active:
+            start = time.perf_counter()
+            report.result.extend(
+                BenchmarkNode.for_benchmark(collector, name) for name in state.selected
+            )
+            state.collect_seconds += time.perf_counter() - start
+    return report
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -230,20 +277,29 @@ def pytest_collection_modifyitems(
     if not state.settings.active:
         return
     start = time.perf_counter()
-    if state.systems is None:
-        state.systems = _resolve_systems(session, state)
-    ours = build_items(session, state)
-    for item in ours:  # the terminal's "collected N items" and other plugins count these
-        session.ihook.pytest_itemcollected(item=item)
-    items.extend(ours)
     items[:] = group_items(items)
     resume = state.resume_ids
     if resume:
-        done = [item for item in items if item.nodeid in resume]
+        done = [item for item in items if result_key(item) in resume]
         if done:
-            items[:] = [item for item in items if item.nodeid not in resume]
+            items[:] = [item for item in items if result_key(item) not in resume]
             config.hook.pytest_deselected(items=done)
     state.collect_seconds += time.perf_counter() - start
+
+
+def result_key(item: pytest.Item) -> ResultKey | None:
+    """The key of the result ``item`` records: (benchmark, system, flow, question id)."""
+    if isinstance(item, MemevalItem):
+        return ResultKey(item.benchmark, item.system.label, "", item.question.id)
+    case = _case_of(item)
+    if case is None:
+        return None
+    return ResultKey(case.benchmark, case.system.label, _flow(item), case.question.id)
+
+
+def _flow(item: pytest.Item) -> str:
+    """A hand-written test's flow name: its function name without parameters."""
+    return str(getattr(item, "originalname", None) or item.name.partition("[")[0])
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
@@ -265,8 +321,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     state = config.stash[STATE_KEY]
     cases: list[MemevalCase] = []
     if state.settings.active:
-        if state.systems is None:
-            state.systems = _resolve_systems(metafunc.definition.session, state)
+        assert state.systems is not None  # resolved at session start
         for bench, questions in state.selected.items():
             for ref in state.systems:
                 cases.extend(MemevalCase(bench, ref, q) for q in questions)
@@ -371,6 +426,14 @@ def pytest_runtest_makereport(
         entry = (PROPERTY_NAME, result.to_dict())
         item.user_properties.append(entry)
     report = yield
+    if (
+        call.excinfo is not None
+        and isinstance(call.excinfo.value, MemevalError)
+        and (isinstance(item, MemevalItem) or _case_of(item) is not None)
+    ):
+        # the plugin's own errors (judge, dataset, adapter contract, timeout) say what to fix in
+        # one line; their tracebacks would only show plugin internals
+        report.longrepr = f"{type(call.excinfo.value).__name__}: {call.excinfo.value}"
     if entry is not None:
         # this phase's report holds the result (each report copies the list); the item keeps only
         # the flat properties, so later reports (teardown, what JUnit reads) do not carry the
@@ -388,7 +451,7 @@ def _result_for(item: pytest.Item, call: pytest.CallInfo[None]) -> QuestionResul
         if case is None:
             return None
         bench, ref, question = case.benchmark, case.system, case.question
-        flow = getattr(item, "originalname", item.name)
+        flow = _flow(item)
     if call.excinfo is not None and call.excinfo.errisinstance(pytest.skip.Exception):
         return None
     if call.when == "setup" and call.excinfo is not None:

@@ -11,7 +11,7 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import Any, NamedTuple
 
 __all__ = [
     "STATUSES",
@@ -24,6 +24,7 @@ __all__ = [
     "Prediction",
     "Question",
     "QuestionResult",
+    "ResultKey",
     "Score",
     "Session",
     "Turn",
@@ -192,6 +193,16 @@ def finite_float(value: object) -> float | None:
     return f if math.isfinite(f) else None
 
 
+class ResultKey(NamedTuple):
+    """What identifies one result everywhere (controller, results store, resume, rejudge, gates,
+    baselines, reports): never the pytest node id, whose form is pytest's to change."""
+
+    benchmark: str
+    system: str
+    flow: str  # "" for built-in items; the test function name for hand-written tests
+    question_id: str
+
+
 @dataclass
 class QuestionResult:
     """Everything one item records. Travels as a plain dict in ``report.user_properties``."""
@@ -217,6 +228,10 @@ class QuestionResult:
     @property
     def run_key(self) -> tuple[str, str, str]:
         return (self.benchmark, self.system, self.flow)
+
+    @property
+    def key(self) -> ResultKey:
+        return ResultKey(self.benchmark, self.system, self.flow, self.question_id)
 
     def to_dict(self) -> dict[str, Any]:
         return {

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import MemevalError
-from .records import QuestionResult
+from .records import QuestionResult, ResultKey
 
 __all__ = ["RESULTS_FILE", "RunStore", "find_run", "read_results"]
 
@@ -65,7 +65,8 @@ def find_run(cache_dir: Path, name: str | None, option: str = "--memeval-resume"
 
 
 def read_results(folder: Path) -> Iterator[QuestionResult]:
-    """Every complete line of a run's results file; later lines for a node id win."""
+    """Every complete line of a run's results file, in order (a later line for the same
+    :attr:`QuestionResult.key` supersedes an earlier one)."""
     path = folder / RESULTS_FILE
     try:
         raw = path.read_bytes()
@@ -114,5 +115,7 @@ class RunStore:
             os.close(self._fd)
             self._fd = None
 
-    def stored(self) -> dict[str, QuestionResult]:
-        return {r.nodeid: r for r in read_results(self.folder) if r.nodeid}
+    def stored(self) -> dict[ResultKey, QuestionResult]:
+        """The results stored so far, by (benchmark, system, flow, question id); a later line for
+        the same key wins (a question retried after an error)."""
+        return {r.key: r for r in read_results(self.folder)}

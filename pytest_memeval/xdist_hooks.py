@@ -2,7 +2,8 @@
 
 Scheduling: every question of one conversation must run on one worker so that each conversation
 is ingested once per system. Item node ids are ``memeval/<benchmark>/<conversation>::...``, so
-xdist's LoadScopeScheduling (scope = the part before the last ``::``) groups by conversation. The
+xdist's LoadScopeScheduling (scope = the part before the last ``::``) groups by conversation;
+hand-written cases are grouped by the conversation in their parameter id (see ``compat``). The
 default ``--dist load`` (and ``worksteal``, which moves single items between workers) is replaced by
 it when benchmark items are collected; ``loadscope``, ``loadfile`` and ``loadgroup`` are kept
 (the first two group the same way).
@@ -33,16 +34,6 @@ def conversation_scope(nodeid: str) -> str:
     return nodeid.rsplit("::", 1)[0]
 
 
-def _conversation_scheduling(config: pytest.Config, log: Any) -> Any:
-    from xdist.scheduler import LoadScopeScheduling
-
-    class ConversationScheduling(LoadScopeScheduling):  # type: ignore[misc]
-        def _split_scope(self, nodeid: str) -> str:
-            return conversation_scope(nodeid)
-
-    return ConversationScheduling(config, log)
-
-
 class XdistHooks:
     def __init__(self, config: pytest.Config) -> None:
         self.config = config
@@ -56,7 +47,9 @@ class XdistHooks:
             return None
         if config.getoption("dist", "load") not in ("load", "worksteal"):
             return None
-        return _conversation_scheduling(config, log)
+        from .compat import conversation_scheduling
+
+        return conversation_scheduling(config, log, conversation_scope)
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_configure_node(self, node: Any) -> None:
@@ -65,7 +58,7 @@ class XdistHooks:
 
         state = self.config.stash.get(STATE_KEY, None)
         if state is not None and state.resume_ids:
-            node.workerinput["memeval_resume"] = sorted(state.resume_ids)
+            node.workerinput["memeval_resume"] = [list(key) for key in sorted(state.resume_ids)]
         if state is not None and state.rejudge_run is not None:
             node.workerinput["memeval_rejudge_run"] = str(state.rejudge_run)
 

@@ -172,11 +172,30 @@ def test_verbose_status_words(pytester: pytest.Pytester) -> None:
 
 
 def test_unknown_system_is_usage_error(pytester: pytest.Pytester) -> None:
-    result = pytester.runpytest("--memeval=demo", "--memsys=nope")
+    result = pytester.runpytest("--memeval=demo", "--memsys=no-such-system")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(
-        ["*unknown memory system 'nope'*bm25*full-context*replay:PATH*conftest fixture*"]
+        ["*unknown memory system 'no-such-system'*bm25*full-context*replay:PATH*conftest fixture*"]
     )
+
+
+def test_unknown_identifier_errors_its_questions_only(
+    pytester: pytest.Pytester, run_mode: list[str]
+) -> None:
+    """A name that may be a conftest fixture can only be looked up (publicly) when a question
+    runs: each of its questions errors with the one-line message, the other systems run."""
+    result = pytester.runpytest("--memeval=demo", "--memsys=bm25,nope", *run_mode)
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    outcomes = result.parseoutcomes()
+    assert outcomes["errors"] == 15
+    assert outcomes.get("wrong", 0) + outcomes.get("correct", 0) == 15
+    result.stdout.fnmatch_lines(
+        [
+            "*ERROR at setup of*demo-1-q1[[]nope[]]*",
+            "AdapterError: --memsys: unknown memory system 'nope'. Available: *bm25*",
+        ]
+    )
+    assert "Traceback" not in result.stdout.str()
 
 
 def test_unknown_benchmark_and_bad_options(pytester: pytest.Pytester) -> None:

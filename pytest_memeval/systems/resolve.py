@@ -17,7 +17,7 @@ from collections.abc import Callable
 from importlib.metadata import EntryPoint, entry_points
 from typing import cast
 
-from ..errors import MSG_UNKNOWN_SYSTEM, AdapterError
+from ..errors import MSG_UNKNOWN_SYSTEM, AdapterError, UnknownSystemError
 from .base import MemorySystem
 from .builtin import BUILTIN_SYSTEMS, REPLAY_PREFIX, replay_factories
 
@@ -113,7 +113,7 @@ def resolve_system(
     """Resolve one ``--memsys`` value (not a conftest fixture) to ``[(system_name, factory)]``.
 
     Order: entry point, built-in, ``replay:PATH`` (several pairs for a nested replay file), import
-    path. Unknown names raise AdapterError with ``MSG_UNKNOWN_SYSTEM`` listing the built-ins and
+    path. Unknown names raise UnknownSystemError with ``MSG_UNKNOWN_SYSTEM`` listing the built-ins and
     entry points (the caller adds conftest fixture names). Factories of entry points and import
     paths check each instance with :func:`ensure_memory_system`.
     """
@@ -137,7 +137,7 @@ def resolve_system(
         return replay_factories(name)
     if ":" in name and not name.startswith(":"):
         return [(name, _checked(_import_path(name), name))]
-    raise AdapterError(
+    raise UnknownSystemError(
         MSG_UNKNOWN_SYSTEM.format(
             name=name,
             available=", ".join(available_systems(entry_points_group=entry_points_group)),
