@@ -1,6 +1,10 @@
 """Pytest glue: benchmark questions as pytest items.
 
-Node ids: ``memeval/<benchmark>/<conversation>::<question_id>[<system>]``. Items are
+Node ids: ``memeval/<benchmark>/<conversation>/<system>::<question_id>``: three virtual folders
+(``pytest.Directory`` collectors, nothing on disk) and the question. The system is a folder, not a
+``[param]`` suffix: only pytest's own parametrization can give an item structured parameters (pytest
+9.2 parses ``[...]`` back into them for ``--lf``), and it has no public way to parametrize items
+built by a plugin. Items are
 ``pytest.Function`` subclasses so fixtures (a conftest fixture as memory system, ``memeval_system``)
 work natively; all memory-system work happens in ``setup`` (an exception there is a pytest *error*,
 an infrastructure failure), the verdict in ``call`` (``--memeval-strict`` turns WRONG into a failure).
@@ -42,6 +46,7 @@ __all__ = [
     "MemevalCase",
     "MemevalItem",
     "RunState",
+    "SystemNode",
     "SystemRef",
     "WrongAnswer",
 ]
@@ -155,7 +160,7 @@ class BenchmarkNode(pytest.Directory):
 
 class ConversationNode(pytest.Directory):
     """``memeval/<benchmark>/<conversation>``: the xdist scope unit (one worker per conversation);
-    its items are one per question and memory system, systems in ``--memsys`` order."""
+    one child per memory system, in ``--memsys`` order."""
 
     def __init__(
         self,
@@ -173,19 +178,59 @@ class ConversationNode(pytest.Directory):
     def collect(self) -> list[pytest.Item | pytest.Collector]:
         state = self.config.stash[STATE_KEY]
         assert state.systems is not None
+        return [
+            SystemNode.from_parent(
+                self,
+                path=self.path / path_component(ref.label),
+                benchmark=self.benchmark,
+                questions=self.questions,
+                system=ref,
+            )
+            for ref in state.systems
+        ]
+
+    def reportinfo(self) -> tuple[Path, int | None, str]:
+        return self.path, None, self.nodeid
+
+
+def path_component(label: str) -> str:
+    """A system label as one node-id path segment (no ``/``, ``\\`` or ``::``)."""
+    safe = label.replace("::", "_").replace("/", "_").replace("\\", "_")
+    return "_" if safe in ("", ".", "..") else safe
+
+
+def item_nodeid(benchmark: str, question: Question, ref: SystemRef) -> str:
+    """The node id pytest gives the built-in item of (benchmark, question, system)."""
+    conv = question.conversation_id
+    return f"memeval/{benchmark}/{conv}/{path_component(ref.label)}::{question.id}"
+
+
+class SystemNode(pytest.Directory):
+    """``memeval/<benchmark>/<conversation>/<system>``: one memory system's questions of one
+    conversation, one item each (``...::<question_id>``)."""
+
+    def __init__(
+        self,
+        *,
+        benchmark: str,
+        questions: list[Question],
+        system: SystemRef,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(**kwargs)
+        self.benchmark = benchmark
+        self.questions = questions
+        self.system = system
+
+    def collect(self) -> list[pytest.Item | pytest.Collector]:
         items: list[pytest.Item | pytest.Collector] = []
-        for ref in state.systems:
-            for q in self.questions:
-                item = MemevalItem.from_parent(
-                    self,
-                    name=f"{q.id}[{ref.label}]",
-                    benchmark=self.benchmark,
-                    question=q,
-                    system=ref,
-                )
-                item.add_marker(getattr(pytest.mark, q.category))
-                item.add_marker(pytest.mark.memeval)
-                items.append(item)
+        for q in self.questions:
+            item = MemevalItem.from_parent(
+                self, name=q.id, benchmark=self.benchmark, question=q, system=self.system
+            )
+            item.add_marker(getattr(pytest.mark, q.category))
+            item.add_marker(pytest.mark.memeval)
+            items.append(item)
         return items
 
     def reportinfo(self) -> tuple[Path, int | None, str]:
@@ -409,7 +454,9 @@ class MemevalItem(pytest.Function):
         return super().repr_failure(excinfo)
 
     def reportinfo(self) -> tuple[Path, int | None, str]:
-        return self.path, None, f"{self.benchmark}/{self.question.conversation_id}::{self.name}"
+        q = self.question
+        where = f"{self.benchmark}/{q.conversation_id}/{path_component(self.system.label)}"
+        return self.path, None, f"{where}::{self.name}"
 
 
 def group_by_conversation(questions: list[Question]) -> Iterator[tuple[str, list[Question]]]:

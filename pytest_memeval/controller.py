@@ -129,6 +129,9 @@ class Controller:
         self.results: dict[ResultKey, QuestionResult] = {}
         #: results that arrived for a key already filled in this session (kept: the later one)
         self.duplicates: list[ResultKey] = []
+        #: items that produced no result of their own: {"nodeid", "reason", "crashed"}
+        self.lost: list[dict[str, Any]] = []
+        self._by_nodeid: dict[str, tuple[str, Any, Any]] | None = None
         self.worker_outputs: list[dict[str, Any]] = []
         self.summary: Summary | None = None
         self.started = time.time()
@@ -172,18 +175,74 @@ class Controller:
         """Take the result out of the report and leave flat ``memeval.<metric>`` properties in its
         place (what --junitxml writes as <property> elements and pytest-html shows)."""
         props: list[tuple[str, object]] = []
+        carried = False
         for name, value in report.user_properties:
             if name == PROPERTY_NAME and isinstance(value, dict):
-                result = QuestionResult.from_dict(value)
-                if result.key in self.results and result.key not in self.state.resume_ids:
-                    self.duplicates.append(result.key)
-                self.results[result.key] = result
-                if self.store is not None:
-                    self.store.append(result)
+                carried = True
+                self._add(QuestionResult.from_dict(value))
                 props.extend(flat_properties(value))
             else:
                 props.append((name, value))
         report.user_properties = props
+        if not carried and report.failed and report.when not in ("setup", "call", "teardown"):
+            # pytest-xdist's report for the item a dead worker was running (when="???")
+            self._lost(report.nodeid, str(report.longrepr), crashed=True)
+
+    def _add(self, result: QuestionResult) -> None:
+        if result.key in self.results and result.key not in self.state.resume_ids:
+            self.duplicates.append(result.key)
+        self.results[result.key] = result
+        if self.store is not None:
+            self.store.append(result)
+
+    def _lost(self, nodeid: str, reason: str, *, crashed: bool = False) -> None:
+        """Record a question that produced no result of its own (its worker died, or the run
+        stopped first) as an ERROR saying why, so tables and the JSON count it."""
+        self.lost.append({"nodeid": nodeid, "reason": reason, "crashed": crashed})
+        from .collect import result_skeleton
+
+        found = self.items_by_nodeid().get(nodeid)
+        if found is None:
+            return  # not a built-in item (a hand-written test): listed in `lost` only
+        benchmark, question, ref = found
+        result = result_skeleton(benchmark, ref, question, nodeid)
+        if result.key in self.results:
+            return
+        if crashed:
+            reason += (
+                " (the process died: os._exit, a segfault or the OOM killer, in the memory "
+                "system or a library it uses); not run again; the rest of its conversation ran "
+                "on a new worker"
+            )
+        result.error = reason
+        self._add(result)
+
+    def items_by_nodeid(self) -> dict[str, tuple[str, Any, Any]]:
+        """Node id -> (benchmark, question, system) of every built-in item of this run, for the
+        reports xdist makes about items (a crash) that carry no result of their own."""
+        if self._by_nodeid is None:
+            from .collect import item_nodeid
+
+            state = self.state
+            self._by_nodeid = {
+                item_nodeid(bench, q, ref): (bench, q, ref)
+                for bench, questions in state.selected.items()
+                for q in questions
+                for ref in state.systems or ()
+            }
+        return self._by_nodeid
+
+    def _record_unfinished(self) -> None:
+        """What the xdist scheduler gave up, or never ran because the run stopped."""
+        from .scheduler import SCHEDULER_KEY
+
+        scheduler = self.config.stash.get(SCHEDULER_KEY, None)
+        if scheduler is None:
+            return
+        for nodeid, reason in scheduler.dropped:
+            self._lost(nodeid, reason)
+        for nodeid in scheduler.unfinished():
+            self._lost(nodeid, "not run: the run stopped before this question")
 
     def add_worker_output(self, data: dict[str, Any]) -> None:
         self.worker_outputs.append(data)
@@ -240,6 +299,7 @@ class Controller:
             "git_commit": _git_commit(self.config.rootpath),
             "ingests": self.ingest_counts(),
             "duplicate_results": [list(key) for key in self.duplicates],
+            "lost": list(self.lost),
             "run_id": self.store.run_id if self.store is not None else None,
             "resumed": settings.resume is not None,
         }
@@ -313,6 +373,7 @@ class Controller:
 
     @pytest.hookimpl(trylast=True)
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        self._record_unfinished()
         if not self.results:
             return
         from .gates import check_gates
@@ -477,6 +538,15 @@ class Controller:
                 tr.write_line("    " + line)
         if "regression_error" in summary.extra:
             tr.write_line(f"memeval regression FAILED: {summary.extra['regression_error']}")
+        if self.lost:
+            crashed = sum(1 for x in self.lost if x["crashed"])
+            tr.write_line(
+                f"memeval: {len(self.lost)} question(s) produced no result of their own and are "
+                f"counted as ERROR ({crashed} crashed their worker): "
+                + "; ".join(f"{x['nodeid']}: {x['reason'][:160]}" for x in self.lost[:5])
+                + (" ..." if len(self.lost) > 5 else ""),
+                red=True,
+            )
         if self.duplicates:
             shown = ", ".join("/".join(k) for k in self.duplicates[:3])
             tr.write_line(

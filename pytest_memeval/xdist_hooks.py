@@ -1,12 +1,14 @@
 """Pytest glue for pytest-xdist, registered only when xdist is installed (``-p no:xdist`` works).
 
 Scheduling: every question of one conversation must run on one worker so that each conversation
-is ingested once per system. Item node ids are ``memeval/<benchmark>/<conversation>::...``, so
-xdist's LoadScopeScheduling (scope = the part before the last ``::``) groups by conversation;
-hand-written cases are grouped by the conversation in their parameter id (see ``compat``). The
-default ``--dist load`` (and ``worksteal``, which moves single items between workers) is replaced by
-it when benchmark items are collected; ``loadscope``, ``loadfile`` and ``loadgroup`` are kept
-(the first two group the same way).
+is ingested once per system. Item node ids are ``memeval/<benchmark>/<conversation>/<system>::...``;
+the scheduling unit is ``memeval/<benchmark>/<conversation>`` (every system's questions of a
+conversation on one worker, so top-k variants share one ingestion), and hand-written cases are
+grouped by the conversation in their parameter id (see ``scheduler``, which also keeps a question
+that kills its worker from killing the next one). The default ``--dist load`` (and ``worksteal``,
+which moves single items between workers) is replaced by it when benchmark items are collected;
+``loadscope``, ``loadfile`` and ``loadgroup`` are kept (the first two group by conversation and
+system).
 """
 
 from __future__ import annotations
@@ -26,8 +28,8 @@ def conversation_scope(nodeid: str) -> str:
     """The scheduling unit of a node id: ``memeval/<benchmark>/<conversation>`` for built-in items
     and hand-written ``memeval_case`` tests, else xdist's own scope (the part before the last
     ``::``)."""
-    if nodeid.startswith("memeval/"):
-        return nodeid.rsplit("::", 1)[0]
+    if nodeid.startswith("memeval/"):  # memeval/<benchmark>/<conversation>/<system>::<question>
+        return nodeid.split("::", 1)[0].rsplit("/", 1)[0]
     match = _CASE_ID.search(nodeid)
     if match is not None:
         return f"memeval/{match['bench']}/{match['conv']}"
@@ -47,9 +49,11 @@ class XdistHooks:
             return None
         if config.getoption("dist", "load") not in ("load", "worksteal"):
             return None
-        from .compat import conversation_scheduling
+        from .scheduler import SCHEDULER_KEY, ConversationScheduling
 
-        return conversation_scheduling(config, log, conversation_scope)
+        scheduler = ConversationScheduling(config, log, conversation_scope)
+        config.stash[SCHEDULER_KEY] = scheduler
+        return scheduler
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_configure_node(self, node: Any) -> None:

@@ -16,7 +16,15 @@ from conftest import read_json
 pytestmark = pytest.mark.usefixtures("memeval_env")
 
 SNAPSHOT = Path(__file__).parent / "snapshots" / "demo_bm25_report.json"
-VOLATILE_PROVENANCE = {"created", "python", "pytest", "git_commit", "run_id", "plugin_version"}
+VOLATILE_PROVENANCE = {
+    "created",
+    "python",
+    "pytest",
+    "versions",
+    "git_commit",
+    "run_id",
+    "plugin_version",
+}
 
 
 def _stable(report: dict[str, Any]) -> dict[str, Any]:

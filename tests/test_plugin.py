@@ -88,8 +88,8 @@ def test_collect_only_node_ids(pytester: pytest.Pytester) -> None:
     result = pytester.runpytest("--memeval=demo", "--memsys=bm25,no-memory", "--collect-only", "-q")
     lines = [ln for ln in result.stdout.lines if ln.startswith("memeval/")]
     assert len(lines) == 30
-    assert "memeval/demo/demo-1::demo-1-q1[bm25]" in lines
-    assert "memeval/demo/demo-2::demo-2-q1[no-memory]" in lines
+    assert "memeval/demo/demo-1/bm25::demo-1-q1" in lines
+    assert "memeval/demo/demo-2/no-memory::demo-2-q1" in lines
 
 
 def test_selection_options(pytester: pytest.Pytester) -> None:
@@ -101,15 +101,15 @@ def test_selection_options(pytester: pytest.Pytester) -> None:
 
     assert len(ids("-m", "temporal")) == DEMO_COUNTS["temporal"]
     assert len(ids("-m", "single-hop or multi-hop")) == 7
-    assert ids("-k", "demo-2-q3") == ["memeval/demo/demo-2::demo-2-q3[bm25]"]
-    deselected = ids("--deselect", "memeval/demo/demo-1::demo-1-q1[bm25]")
-    assert len(deselected) == 14 and "memeval/demo/demo-1::demo-1-q1[bm25]" not in deselected
+    assert ids("-k", "demo-2-q3") == ["memeval/demo/demo-2/bm25::demo-2-q3"]
+    deselected = ids("--deselect", "memeval/demo/demo-1/bm25::demo-1-q1")
+    assert len(deselected) == 14 and "memeval/demo/demo-1/bm25::demo-1-q1" not in deselected
     limited = ids("--memeval-limit=2")
     assert limited == [
-        "memeval/demo/demo-1::demo-1-q1[bm25]",
-        "memeval/demo/demo-1::demo-1-q2[bm25]",
-        "memeval/demo/demo-2::demo-2-q1[bm25]",
-        "memeval/demo/demo-2::demo-2-q2[bm25]",
+        "memeval/demo/demo-1/bm25::demo-1-q1",
+        "memeval/demo/demo-1/bm25::demo-1-q2",
+        "memeval/demo/demo-2/bm25::demo-2-q1",
+        "memeval/demo/demo-2/bm25::demo-2-q2",
     ]
     sample_a = ids("--memeval-sample=1", "--memeval-seed=3")
     sample_b = ids("--memeval-sample=1", "--memeval-seed=3")
@@ -168,7 +168,7 @@ def test_wrong_is_not_a_failure_and_is_detailed(pytester: pytest.Pytester) -> No
 
 def test_verbose_status_words(pytester: pytest.Pytester) -> None:
     result = pytester.runpytest("--memeval=demo", "--memsys=no-memory", "-v")
-    result.stdout.fnmatch_lines(["*demo-1-q1[[]no-memory[]] WRONG*", "*[[]no-memory[]] CORRECT*"])
+    result.stdout.fnmatch_lines(["*no-memory::demo-1-q1 WRONG*", "*no-memory::* CORRECT*"])
 
 
 def test_unknown_system_is_usage_error(pytester: pytest.Pytester) -> None:
@@ -191,7 +191,7 @@ def test_unknown_identifier_errors_its_questions_only(
     assert outcomes.get("wrong", 0) + outcomes.get("correct", 0) == 15
     result.stdout.fnmatch_lines(
         [
-            "*ERROR at setup of*demo-1-q1[[]nope[]]*",
+            "*ERROR at setup of*nope::demo-1-q1*",
             "AdapterError: --memsys: unknown memory system 'nope'. Available: *bm25*",
         ]
     )
@@ -215,8 +215,8 @@ def test_ini_options(pytester: pytest.Pytester) -> None:
     result = pytester.runpytest("--collect-only", "-q")
     lines = [ln for ln in result.stdout.lines if ln.startswith("memeval/")]
     assert lines == [
-        "memeval/demo/demo-1::demo-1-q1[no-memory]",
-        "memeval/demo/demo-2::demo-2-q1[no-memory]",
+        "memeval/demo/demo-1/no-memory::demo-1-q1",
+        "memeval/demo/demo-2/no-memory::demo-2-q1",
     ]
 
 
@@ -317,8 +317,8 @@ def test_replay_nested_and_top_k_variants(pytester: pytest.Pytester) -> None:
         "--memeval=demo", "--memsys=bm25", "--memeval-top-k=1,5", "--collect-only", "-q"
     )
     lines = [ln for ln in result.stdout.lines if ln.startswith("memeval/")]
-    assert "memeval/demo/demo-1::demo-1-q1[bm25@1]" in lines
-    assert "memeval/demo/demo-1::demo-1-q1[bm25@5]" in lines
+    assert "memeval/demo/demo-1/bm25@1::demo-1-q1" in lines
+    assert "memeval/demo/demo-1/bm25@5::demo-1-q1" in lines
     assert len(lines) == 30
 
 
@@ -477,7 +477,7 @@ def test_full_locomo_collects_1986_items(pytester: pytest.Pytester, data_dir: Pa
         "single-hop": 841,
         "adversarial": 446,
     }
-    assert items[0].nodeid == "memeval/locomo/conv-26::conv-26-q1[no-memory]"
+    assert items[0].nodeid == "memeval/locomo/conv-26/no-memory::conv-26-q1"
 
 
 def test_locomo_run_with_xdist_matches_plain(pytester: pytest.Pytester, data_dir: Path) -> None:
