@@ -155,7 +155,8 @@ class BenchmarkNode(pytest.Directory):
     @classmethod
     def for_benchmark(cls, session: pytest.Session, benchmark: str) -> BenchmarkNode:
         path = session.config.rootpath / "memeval" / benchmark
-        return cls.from_parent(session, path=path, benchmark=benchmark)
+        node: BenchmarkNode = cls.from_parent(session, path=path, benchmark=benchmark)
+        return node
 
 
 class ConversationNode(pytest.Directory):
@@ -225,7 +226,9 @@ class SystemNode(pytest.Directory):
     def collect(self) -> list[pytest.Item | pytest.Collector]:
         items: list[pytest.Item | pytest.Collector] = []
         for q in self.questions:
-            item = MemevalItem.from_parent(
+            # `Function.from_parent` is untyped before pytest 8.1: called through Any
+            make: Any = MemevalItem.from_parent
+            item: MemevalItem = make(
                 self, name=q.id, benchmark=self.benchmark, question=q, system=self.system
             )
             item.add_marker(getattr(pytest.mark, q.category))

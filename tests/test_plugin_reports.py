@@ -72,13 +72,15 @@ def test_html_markdown_and_junit(
     assert step.read_text().strip() == text.strip()
     tree = ET.parse(junit)
     props = {
-        (tc.get("name"), p.get("name")): p.get("value")
+        (tc.get("classname"), tc.get("name"), p.get("name")): p.get("value")
         for tc in tree.iter("testcase")
         for p in tc.iter("property")
     }
-    assert props[(f"demo-1-q2[replay:{replay}]", "memeval.status")] == "WRONG"
-    assert (f"demo-1-q2[replay:{replay}]", "memeval.f1") in props
-    assert not any(name == "memeval" for _, name in props)
+    # the system is the last folder of the node id ('/' in a replay path becomes '_')
+    classname = "memeval.demo.demo-1.replay:" + str(replay).replace("/", "_")
+    assert props[(classname, "demo-1-q2", "memeval.status")] == "WRONG"
+    assert (classname, "demo-1-q2", "memeval.f1") in props
+    assert not any(name == "memeval" for _, _, name in props)
 
 
 def test_save_baseline_and_regression(pytester: pytest.Pytester, run_mode: list[str]) -> None:
