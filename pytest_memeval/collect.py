@@ -417,9 +417,9 @@ class MemevalItem(pytest.Function):
             k=self.system.k,
             answerer=state.answerer,
             timeout=state.settings.timeout,
+            details=result.details,
         )
         result.latency = latency
-        result.details["memories_returned"] = len(prediction.memories)
         return prediction
 
     def _stored_prediction(self, result: QuestionResult) -> Prediction:

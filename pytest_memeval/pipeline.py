@@ -20,10 +20,10 @@ from .records import (
     Memory,
     Prediction,
     Question,
-    as_memory,
     score_float,
 )
 from .systems.base import MemorySystem
+from .systems.contract import materialise, normalise_answer, normalise_memories
 from .systems.resolve import ensure_memory_system
 
 __all__ = [
@@ -72,6 +72,7 @@ class IngestedSystem:
     system: MemorySystem
     conversation_id: str
     ingest_seconds: float
+    name: str = ""  # the --memsys name, for error messages
 
 
 @dataclass
@@ -129,7 +130,7 @@ class SystemPool:
             raise
         elapsed = time.perf_counter() - start
         self.ingests[system] = self.ingests.get(system, 0) + 1
-        ready = IngestedSystem(instance, conversation_key, elapsed)
+        ready = IngestedSystem(instance, conversation_key, elapsed, name=system)
         self.live[key] = ready
         return ready
 
@@ -152,23 +153,37 @@ def run_question(
     k: int,
     answerer: Answerer,
     timeout: float | None = None,
+    details: dict[str, Any] | None = None,
 ) -> tuple[Prediction, dict[str, float]]:
-    """Search (unless the system answers itself), answer, and time both stages."""
+    """Search (unless the system answers itself), answer, and time both stages.
+
+    What the system returns is normalised at this boundary (``systems.contract``): a lazy result
+    is consumed inside the timed call, values become plain ``str``/``float``/tuples, and more than
+    ``k`` memories are cut to the first ``k`` (rank order) unless the system declares
+    ``ignores_top_k = True`` (full-context). ``details``, when given, receives
+    ``memories_returned`` (what ``search`` returned) and ``truncated``."""
     __tracebackhide__ = True
     system = ingested.system
+    name = ingested.name or type(system).__name__
     latency: dict[str, float] = {"ingest": ingested.ingest_seconds}
     own_answer = getattr(system, "answer", None)
     memories: tuple[Memory, ...] = ()
     if not callable(own_answer):
         start = time.perf_counter()
-        found = call_with_timeout(lambda: system.search(question, k), timeout, "search()")
+        found = call_with_timeout(
+            lambda: materialise(system.search(question, k)), timeout, "search()"
+        )
         latency["search"] = time.perf_counter() - start
-        if isinstance(found, (str, bytes)) or not hasattr(found, "__iter__"):
-            raise AdapterError(
-                f"search() must return a list of Memory objects or strings, got "
-                f"{type(found).__name__}"
-            )
-        memories = tuple(_clean_memory(as_memory(m)) for m in found)
+        memories = normalise_memories(found, system=name, question_id=question.id)
+        returned = len(memories)
+        truncated = returned > k and getattr(system, "ignores_top_k", False) is not True
+        if truncated:
+            memories = memories[:k]
+        if details is not None:
+            details["memories_returned"] = returned
+            if truncated:
+                details["truncated"] = True
+        memories = tuple(_clean_memory(m) for m in memories)
         start = time.perf_counter()
         prediction = answerer.answer(question, memories)
         latency["answer"] = time.perf_counter() - start
@@ -176,11 +191,10 @@ def run_question(
     start = time.perf_counter()
     text = call_with_timeout(lambda: own_answer(question), timeout, "answer()")
     latency["answer"] = time.perf_counter() - start
-    if not isinstance(text, str):
-        raise AdapterError(
-            f"answer() must return a string, got {type(text).__name__}: {text!r:.80}"
-        )
-    return Prediction(text=clean_text(text), memories=(), answered_by="system"), latency
+    answer = normalise_answer(text, system=name, question_id=question.id)
+    if details is not None:
+        details["memories_returned"] = 0
+    return Prediction(text=clean_text(answer), memories=(), answered_by="system"), latency
 
 
 def clean_text(text: str) -> str:

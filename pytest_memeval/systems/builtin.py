@@ -84,6 +84,8 @@ class FullContextSystem:
     """Returns every turn of the conversation, in date order, whatever ``k`` is."""
 
     name = "full-context"
+    #: every turn is the point: --memeval-top-k does not cut its list
+    ignores_top_k = True
 
     def __init__(self) -> None:
         self._memories: tuple[Memory, ...] = ()
