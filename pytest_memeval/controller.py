@@ -29,7 +29,7 @@ from .records import STATUS_ERROR, QuestionResult, ResultKey
 from .report.json_report import write_json, write_text_atomic
 from .report.model import Summary
 from .report.terminal import render_summary, render_wrong
-from .results import RunStore, find_run
+from .results import NUMBERS_KEY, RunStore, check_resume_config, find_run
 
 __all__ = ["PROPERTY_NAME", "Controller", "flat_properties"]
 
@@ -122,6 +122,82 @@ def merge_outputs(outputs: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
+def resumed_exit_status(session: pytest.Session, state: RunState, restored: bool) -> None:
+    """Resuming a finished run deselects every item: pytest would exit 5 (no tests ran), yet the
+    stored results are reported. That is a complete run: exit status OK."""
+    if (
+        state.settings.resume is not None
+        and restored
+        and session.exitstatus == pytest.ExitCode.NO_TESTS_COLLECTED
+    ):
+        session.exitstatus = pytest.ExitCode.OK
+
+
+def _report_targets(settings: Any) -> list[tuple[str, Path | None]]:
+    """(label, path) of every report file the settings ask for, as the terminal names them."""
+    return [
+        ("JSON report", settings.json_path),
+        ("HTML report", settings.html_path),
+        ("Markdown summary", settings.markdown_path),
+        ("baseline", settings.save_baseline),
+    ]
+
+
+def write_reports(
+    summary: Summary, baselines: dict[str, list[Baseline]], settings: Any
+) -> list[tuple[Path, str]]:
+    """Write every report asked for. One that fails (disk full, folder removed meanwhile, a
+    renderer bug) never stops the others: each failure is (its path, one line) in the list."""
+    from .regression import save_baseline
+
+    errors: list[tuple[Path, str]] = []
+    markdown: str | None = None
+
+    def attempt(label: str, option: str, path: Path | None, write: Any) -> None:
+        if path is None:
+            return
+        try:
+            write(path)
+        except Exception as exc:  # reported, never raised: the other reports still get written
+            reason = getattr(exc, "strerror", None) or str(exc) or type(exc).__name__
+            errors.append((path, f"memeval: {label} NOT written ({option}={path}): {reason}"))
+
+    def markdown_text() -> str:
+        nonlocal markdown
+        if markdown is None:
+            from .report.markdown import render_markdown
+
+            markdown = render_markdown(summary, baselines)
+        return markdown
+
+    def html(path: Path) -> None:
+        from .report.html import render_html
+
+        write_text_atomic(path, render_html(summary, baselines))
+
+    def step_summary(path: Path) -> None:
+        with open(path, "a", encoding="utf-8") as fh:
+            fh.write(markdown_text() + "\n")
+
+    attempt("JSON report", "--memeval-json", settings.json_path, lambda p: write_json(summary, p))
+    attempt(
+        "baseline",
+        "--memeval-save-baseline",
+        settings.save_baseline,
+        lambda p: write_text_atomic(p, json.dumps(save_baseline(summary), indent=1)),
+    )
+    attempt("HTML report", "--memeval-html", settings.html_path, html)
+    attempt(
+        "Markdown summary",
+        "--memeval-markdown",
+        settings.markdown_path,
+        lambda p: write_text_atomic(p, markdown_text()),
+    )
+    step = os.environ.get("GITHUB_STEP_SUMMARY")
+    attempt("step summary", "GITHUB_STEP_SUMMARY", Path(step) if step else None, step_summary)
+    return errors
+
+
 class Controller:
     def __init__(self, config: pytest.Config) -> None:
         self.config = config
@@ -136,6 +212,8 @@ class Controller:
         self.summary: Summary | None = None
         self.started = time.time()
         self.store: RunStore | None = None
+        #: (path, one line) per report that could not be written at session end
+        self.report_errors: list[tuple[Path, str]] = []
 
     @pytest.hookimpl
     def pytest_sessionstart(self, session: pytest.Session) -> None:
@@ -151,7 +229,10 @@ class Controller:
                     settings.cache_dir, settings.rejudge, option="--memeval-rejudge"
                 )
             if settings.resume is not None:
-                self.store = RunStore(find_run(settings.cache_dir, settings.resume))
+                folder = find_run(settings.cache_dir, settings.resume)
+                check_resume_config(folder, settings.numbers())
+                self.store = RunStore(folder)
+                self.store.repair_torn_tail()
                 stored = {
                     key: r for key, r in self.store.stored().items() if r.status != STATUS_ERROR
                 }
@@ -160,7 +241,11 @@ class Controller:
             else:
                 self.store = RunStore.create(settings.cache_dir)
                 self.store.write_config(
-                    {"options": {k: v for k, v in settings.raw.items()}, "plugin": __version__}
+                    {
+                        "options": {k: v for k, v in settings.raw.items()},
+                        "plugin": __version__,
+                        NUMBERS_KEY: settings.numbers(),
+                    }
                 )
         except MemevalError as exc:
             raise pytest.UsageError(str(exc)) from None
@@ -377,7 +462,7 @@ class Controller:
         if not self.results:
             return
         from .gates import check_gates
-        from .regression import compare, load_baseline, save_baseline
+        from .regression import compare, load_baseline
 
         settings = self.state.settings
         summary = self.build_summary()
@@ -419,28 +504,12 @@ class Controller:
                     failed |= any(c.failed for c in comparisons)
         self.config.hook.pytest_memeval_modify_summary(config=self.config, summary=summary)
         self.summary = summary
-        if settings.json_path is not None:
-            write_json(summary, settings.json_path)
-        if settings.save_baseline is not None:
-            write_text_atomic(settings.save_baseline, json.dumps(save_baseline(summary), indent=1))
-        baselines = self.baselines(summary)
-        if settings.html_path is not None:
-            from .report.html import render_html
-
-            write_text_atomic(settings.html_path, render_html(summary, baselines))
-        markdown = None
-        if settings.markdown_path is not None or os.environ.get("GITHUB_STEP_SUMMARY"):
-            from .report.markdown import render_markdown
-
-            markdown = render_markdown(summary, baselines)
-        if settings.markdown_path is not None and markdown is not None:
-            write_text_atomic(settings.markdown_path, markdown)
-        step_summary = os.environ.get("GITHUB_STEP_SUMMARY")
-        if step_summary and markdown is not None:
-            with open(step_summary, "a", encoding="utf-8") as fh:
-                fh.write(markdown + "\n")
+        self.report_errors = write_reports(summary, self.baselines(summary), settings)
+        if self.report_errors:
+            failed = True
         if self.store is not None:
             self.store.close()
+        resumed_exit_status(session, self.state, bool(self.results))
         if failed and session.exitstatus == pytest.ExitCode.OK:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
@@ -557,11 +626,9 @@ class Controller:
         for gate in summary.extra.get("gates", []):
             if not gate["passed"]:
                 tr.write_line(gate["message"], red=True)
-        for label, path in (
-            ("JSON report", settings.json_path),
-            ("HTML report", settings.html_path),
-            ("Markdown summary", settings.markdown_path),
-            ("baseline", settings.save_baseline),
-        ):
-            if path is not None:
+        failed_paths = {path for path, _ in self.report_errors}
+        for label, path in _report_targets(settings):
+            if path is not None and path not in failed_paths:
                 tr.write_line(f"memeval: {label} written to {path}")
+        for _, line in self.report_errors:
+            tr.write_line(line, red=True)

@@ -270,6 +270,27 @@ class Settings:
     def active(self) -> bool:
         return bool(self.benchmarks)
 
+    def numbers(self) -> dict[str, Any]:
+        """The settings that change a run's numbers, by option name (stored in the run folder;
+        ``--memeval-resume`` refuses a run whose stored values differ)."""
+        return {
+            "--memeval": list(self.benchmarks),
+            "--memsys": list(self.systems),
+            "--memeval-variant": self.variant,
+            "--memeval-limit": self.limit,
+            "--memeval-sample": self.sample,
+            "--memeval-seed": self.seed if self.sample is not None else None,
+            "--memeval-metrics": list(self.metrics) if self.metrics else None,
+            "--memeval-answerer": self.answerer,
+            "--memeval-answer-prompt": self.answer_prompt,
+            "--memeval-judge": list(self.judges),
+            "--memeval-judge-style": self.judge_style,
+            "--memeval-judge-runs": self.judge_runs if self.judges else None,
+            "--memeval-judge-prompt": self.judge_prompt,
+            "--memeval-top-k": list(self.top_k),
+            "--memeval-pass-threshold": self.pass_threshold,
+        }
+
     def system_labels(self, system: str) -> list[tuple[str, int]]:
         """(label, k) per top-k variant: ``bm25`` for one k, ``bm25@10`` ... for several."""
         if len(self.top_k) == 1:
@@ -524,6 +545,17 @@ def read_settings(config: pytest.Config) -> Settings:
         value = val(dest)
         return Path(str(value)).expanduser() if value else None
 
+    def report_path(dest: str) -> Path | None:
+        """A report's path, checked now (before any question runs) on the controller."""
+        target = path(dest)
+        if target is not None and benchmarks and not hasattr(config, "workerinput"):
+            from .files import report_path_problem
+
+            problem = report_path_problem(target)
+            if problem is not None:
+                raise pytest.UsageError(f"{src(dest)}={val(dest)}: {problem}")
+        return target
+
     item_timeout: float | None = None
     if val("memeval_timeout") is not None:
         item_timeout = _seconds(val("memeval_timeout"), src("memeval_timeout"), example="30")
@@ -543,7 +575,7 @@ def read_settings(config: pytest.Config) -> Settings:
         top_k=top_k,
         pass_threshold=threshold,
         cache_dir=cache_dir,
-        json_path=path("memeval_json"),
+        json_path=report_path("memeval_json"),
         strict=strict,
         show_wrong=_int(val("memeval_show_wrong"), src("memeval_show_wrong"), minimum=0),
         baselines=baselines,
@@ -563,10 +595,10 @@ def read_settings(config: pytest.Config) -> Settings:
         no_cache=flag("memeval_no_cache"),
         rejudge=str(val("memeval_rejudge")) if val("memeval_rejudge") else None,
         prices=_prices(val("memeval_prices"), src("memeval_prices")),
-        html_path=path("memeval_html"),
-        markdown_path=path("memeval_markdown"),
+        html_path=report_path("memeval_html"),
+        markdown_path=report_path("memeval_markdown"),
         gates=tuple(gates),
-        save_baseline=path("memeval_save_baseline"),
+        save_baseline=report_path("memeval_save_baseline"),
         baseline=path("memeval_baseline"),
         max_drops=tuple(max_drops),
         alpha=alpha,

@@ -20,7 +20,14 @@ from typing import Any
 from .errors import MemevalError
 from .records import QuestionResult, ResultKey
 
-__all__ = ["RESULTS_FILE", "RunStore", "find_run", "read_results"]
+__all__ = [
+    "RESULTS_FILE",
+    "RunStore",
+    "check_resume_config",
+    "config_mismatch",
+    "find_run",
+    "read_results",
+]
 
 RESULTS_FILE = "results.jsonl"
 CONFIG_FILE = "config.json"
@@ -82,6 +89,56 @@ def read_results(folder: Path) -> Iterator[QuestionResult]:
             continue  # a line cut short by a crash
 
 
+#: the key of config.json holding the settings that change the numbers of a run
+NUMBERS_KEY = "numbers"
+
+
+def config_mismatch(stored: Mapping[str, Any], current: Mapping[str, Any]) -> list[str]:
+    """``option: stored -> current`` for every number-changing option whose value differs (both
+    mappings as written by ``Settings.numbers()``; JSON round-trips tuples to lists, so values
+    are compared in their JSON form)."""
+
+    def plain(value: object) -> str:
+        return json.dumps(value, sort_keys=True, default=str)
+
+    out = []
+    for option in sorted(set(stored) | set(current)):
+        before, now = stored.get(option), current.get(option)
+        if plain(before) != plain(now):
+            out.append(f"{option}: {plain(before)} -> {plain(now)}")
+    return out
+
+
+def check_resume_config(folder: Path, current: Mapping[str, Any]) -> None:
+    """Refuse to resume run ``folder`` under settings that change its numbers: its stored results
+    would be reported as if computed with the new ones."""
+    config = read_config(folder)
+    stored = config.get(NUMBERS_KEY) if config is not None else None
+    if not isinstance(stored, dict):
+        raise MemevalError(
+            f"--memeval-resume: run {folder.name} has no readable {CONFIG_FILE} with its "
+            f"settings ({folder / CONFIG_FILE}), so its results cannot be checked against this "
+            "run's options; start a new run (without --memeval-resume)"
+        )
+    differing = config_mismatch(stored, current)
+    if differing:
+        raise MemevalError(
+            f"--memeval-resume: run {folder.name} was made with other settings, so its stored "
+            f"results do not match this configuration ({'; '.join(differing)}). Resume with the "
+            "run's own options, or start a new run without --memeval-resume"
+        )
+
+
+def read_config(folder: Path) -> dict[str, Any] | None:
+    """A run's config.json, or None when it is missing or unreadable."""
+    try:
+        raw = (folder / CONFIG_FILE).read_bytes()
+        data = json.loads(raw)
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
 class RunStore:
     """Appends results of one session to ``<cache>/runs/<run_id>/results.jsonl``."""
 
@@ -103,6 +160,35 @@ class RunStore:
         tmp = self.folder / f".{CONFIG_FILE}.tmp"
         tmp.write_text(json.dumps(config, indent=1, default=str), encoding="utf-8")
         os.replace(tmp, self.folder / CONFIG_FILE)
+
+    def repair_torn_tail(self) -> bool:
+        """Before appending to an existing file: a last line without its newline (the process died
+        mid-write) is cut off, so the next append starts on a fresh line instead of gluing onto
+        it (which would lose both). The torn question is then simply missing and recomputed once.
+        True when something was cut."""
+        try:
+            with open(self.path, "rb+") as fh:
+                size = fh.seek(0, os.SEEK_END)
+                if size == 0:
+                    return False
+                fh.seek(size - 1)
+                if fh.read(1) == b"\n":
+                    return False
+                end = size
+                chunk = 1 << 16
+                while end > 0:
+                    start = max(0, end - chunk)
+                    fh.seek(start)
+                    block = fh.read(end - start)
+                    at = block.rfind(b"\n")
+                    if at >= 0:
+                        fh.truncate(start + at + 1)
+                        return True
+                    end = start
+                fh.truncate(0)
+                return True
+        except FileNotFoundError:
+            return False
 
     def append(self, result: QuestionResult) -> None:
         line = (json.dumps(result.to_dict(), default=str, allow_nan=False) + "\n").encode()
