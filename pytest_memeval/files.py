@@ -19,9 +19,11 @@ from pathlib import Path
 from .errors import MemevalError
 
 __all__ = [
+    "MAX_DATA_BYTES",
     "FileTooLarge",
     "NotAFile",
     "file_kind",
+    "not_a_file",
     "read_bounded",
     "read_bounded_text",
     "report_path_problem",
@@ -47,6 +49,24 @@ def file_kind(mode: int) -> str:
     if stat.S_ISSOCK(mode):
         return "a socket"
     return "not a regular file"
+
+
+#: whole-file reads of benchmark files stop here (the largest official file read whole is a few MB;
+#: LongMemEval S/M are streamed)
+MAX_DATA_BYTES = 2 << 30
+
+
+def not_a_file(path: Path) -> str | None:
+    """ "is a directory, not a file" (or a FIFO, a device ...) when ``path`` exists and is not a
+    regular file; None when it is one or does not exist (then "not found" is the right word)."""
+    try:
+        mode = path.stat().st_mode
+    except OSError:
+        return None
+    if stat.S_ISREG(mode):
+        return None
+    kind = file_kind(mode)
+    return "is not a regular file" if kind == "not a regular file" else f"is {kind}, not a file"
 
 
 def _not_a_file_message(path: Path, mode: int) -> str:

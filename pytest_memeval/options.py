@@ -401,10 +401,16 @@ def _prices(value: Any, source: str) -> dict[str, dict[str, float]] | None:
 
     path = Path(str(value)).expanduser()
     fix = 'e.g. {"gpt-4o-mini": {"input": 0.15, "output": 0.6}}'
+    from .files import FileTooLarge, NotAFile, read_bounded_text
+
     try:
-        if path.stat().st_size > 1 << 20:
-            raise pytest.UsageError(f"{source}={value}: larger than 1 MB; expected a price table")
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = json.loads(read_bounded_text(path, 1 << 20))
+    except FileTooLarge:
+        raise pytest.UsageError(
+            f"{source}={value}: larger than 1 MB; expected a price table"
+        ) from None
+    except NotAFile as exc:
+        raise pytest.UsageError(f"{source}={value}: {exc}; {fix}") from None
     except OSError as exc:
         raise pytest.UsageError(f"{source}={value}: cannot read it ({exc.strerror})") from None
     except ValueError as exc:

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import MemevalError
+from .files import FileTooLarge, NotAFile, read_bounded
 from .records import STATUS_CORRECT, STATUS_ERROR, STATUS_WRONG, QuestionResult, finite_float
 from .report.model import REPORT_SCHEMA, Summary
 from .stats import mcnemar_exact, paired_bootstrap
@@ -190,21 +191,20 @@ def load_baseline(path: str | os.PathLike[str]) -> dict[str, Any]:
     is accepted too and converted. Raises ``MemevalError`` naming the file and the problem."""
     p = Path(path)
     try:
-        size = p.stat().st_size
+        raw = read_bounded(p, MAX_BASELINE_BYTES)
     except FileNotFoundError:
         raise _fail(path, "file not found") from None
+    except NotAFile as exc:
+        raise _fail(path, f"not a regular file ({exc})") from None
+    except FileTooLarge:
+        size = max(p.stat().st_size, MAX_BASELINE_BYTES + 1)
+        raise _fail(path, f"file is {size} bytes, larger than the 256 MB limit") from None
     except OSError as exc:
         raise _fail(path, f"cannot read the file ({exc.strerror or exc})") from None
-    if not p.is_file():
-        raise _fail(path, "not a regular file")
-    if size > MAX_BASELINE_BYTES:
-        raise _fail(path, f"file is {size} bytes, larger than the 256 MB limit")
     try:
-        text = p.read_text(encoding="utf-8")
+        text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise _fail(path, f"not UTF-8 text (byte {exc.start})") from None
-    except OSError as exc:
-        raise _fail(path, f"cannot read the file ({exc.strerror or exc})") from None
     try:
         data = json.loads(text, parse_constant=_reject_constant)
     except json.JSONDecodeError as exc:

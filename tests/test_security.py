@@ -261,6 +261,7 @@ def test_canary_key_never_written(
         for key, value in srv.env(CANARY).items():
             monkeypatch.setenv(key, value)
         out = pytester.path / "out"
+        out.mkdir()  # report folders are never created by the plugin
         result = pytester.runpytest(
             "--memeval=demo",
             "--memsys=bm25",

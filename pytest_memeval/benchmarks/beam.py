@@ -39,6 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import DatasetError
+from ..files import MAX_DATA_BYTES, FileTooLarge, NotAFile, not_a_file, read_bounded
 from ..records import Conversation, Prediction, Question, Session, Turn
 from .base import (
     ESCAPED_SURROGATE,
@@ -130,14 +131,15 @@ def parse_python_literal(text: str, *, path: str, record: str, field: str) -> An
 
 def _read_json(path: Path) -> Any:
     try:
-        with open(path, encoding="utf-8-sig") as fh:
-            text = fh.read()
+        text = read_bounded(path, MAX_DATA_BYTES).decode("utf-8-sig")
         data = json.loads(text)
         if ESCAPED_SURROGATE.search(text):
             check_surrogates(data, str(path))
         return data
     except FileNotFoundError:
         raise DatasetError(f"file not found. {_HOW_TO_GET}", path=str(path)) from None
+    except (NotAFile, FileTooLarge) as exc:
+        raise DatasetError(str(exc)) from None
     except UnicodeDecodeError as exc:
         raise DatasetError(
             f"not UTF-8 ({exc.reason}); fetch the file again", path=str(path)
@@ -520,6 +522,9 @@ def _chat_files(conv_dir: Path, size: str) -> list[tuple[str, Path]]:
                 f"({len(missing)} missing, e.g. {missing[0]}); fetch the full files",
                 path=str(conv_dir),
             )
+    odd = not_a_file(top)
+    if odd is not None:
+        raise DatasetError(f"{odd}; expected BEAM's chat.json", path=str(top))
     raise DatasetError(f"chat.json not found. {_HOW_TO_GET}", path=str(top))
 
 
@@ -593,7 +598,9 @@ class Beam:
         """Hugging Face rows exported as JSON lines (or a JSON list of rows)."""
         text_rows: list[object]
         try:
-            raw = path.read_text(encoding="utf-8-sig")
+            raw = read_bounded(path, MAX_DATA_BYTES).decode("utf-8-sig")
+        except (NotAFile, FileTooLarge) as exc:
+            raise DatasetError(str(exc)) from None
         except UnicodeDecodeError as exc:
             raise DatasetError(f"not UTF-8 ({exc.reason})", path=str(path)) from None
         if path.suffix == ".jsonl":

@@ -21,6 +21,7 @@ from typing import Any
 
 from ..categories import shared_category
 from ..errors import DatasetError
+from ..files import MAX_DATA_BYTES, FileTooLarge, NotAFile, not_a_file, read_bounded
 from ..records import Conversation, Prediction, Question, Session, Turn
 from .base import (
     CategoryInfo,
@@ -369,7 +370,9 @@ def parse_locomo(data: bytes, source: str) -> ParsedLocomo:
 def _parse_file_cached(path: str, mtime_ns: int, size: int) -> ParsedLocomo:
     del mtime_ns, size  # cache key only: a changed file is parsed again
     try:
-        data = Path(path).read_bytes()
+        data = read_bounded(path, MAX_DATA_BYTES)
+    except (NotAFile, FileTooLarge) as exc:
+        raise DatasetError(str(exc)) from None
     except OSError as exc:
         raise DatasetError(f"cannot read the file: {exc.strerror or exc}", path=path) from None
     return parse_locomo(data, path)
@@ -461,6 +464,9 @@ class LocomoBenchmark:
         if request.data_dir is not None:
             path = Path(request.data_dir) / LOCOMO_FILE
             if not path.is_file():
+                odd = not_a_file(path)
+                if odd is not None:
+                    raise DatasetError(f"{odd}; expected the LoCoMo JSON file", path=str(path))
                 raise _missing_file_error(path, Path(request.data_dir))
             meta["source"] = "data_dir"
         else:

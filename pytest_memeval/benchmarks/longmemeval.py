@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import DatasetError
+from ..files import not_a_file
 from ..records import Conversation, Prediction, Question, Session, Turn
 from .base import (
     ESCAPED_SURROGATE,
@@ -469,6 +470,9 @@ def _resolve_file(request: LoadRequest) -> tuple[Path, str]:
             if candidate.is_file():
                 path = candidate
         if not path.is_file():
+            odd = not_a_file(path)
+            if odd is not None:
+                raise DatasetError(f"{odd}; --memeval-variant names a JSON file", path=str(path))
             raise DatasetError(
                 "no such file; --memeval-variant may name a LongMemEval JSON file "
                 "(absolute, relative to the current folder, or to DIR/longmemeval/)",
@@ -486,6 +490,11 @@ def _resolve_file(request: LoadRequest) -> tuple[Path, str]:
         for name in names:
             if (folder / name).is_file():
                 return folder / name, key
+            odd = not_a_file(folder / name)
+            if odd is not None:
+                raise DatasetError(
+                    f"{odd}; expected the LongMemEval JSON file", path=str(folder / name)
+                )
         raise DatasetError(
             f"LongMemEval {key!r} file not found (looked for {', '.join(names)}); download it from "
             f"{HF_URL.format(file=names[0])} or point --memeval-data at a folder laid out as "

@@ -27,6 +27,7 @@ from typing import Any
 import yaml
 
 from ..errors import DatasetError
+from ..files import MAX_DATA_BYTES, FileTooLarge, NotAFile, not_a_file, read_bounded
 from ..records import Conversation, Prediction, Question, Session, Turn
 from .base import (
     CategoryInfo,
@@ -318,7 +319,9 @@ def case_to_records(
 
 def _read_yaml(path: Path) -> object:
     try:
-        text = path.read_text(encoding="utf-8-sig")
+        text = read_bounded(path, MAX_DATA_BYTES).decode("utf-8-sig")
+    except (NotAFile, FileTooLarge) as exc:
+        raise DatasetError(str(exc)) from None
     except UnicodeDecodeError as exc:
         raise DatasetError(
             f"not UTF-8 at byte {exc.start} ({exc.reason}); save the file as UTF-8", path=str(path)
@@ -420,8 +423,14 @@ class UserMemory:
         files: list[Path] = []
         facts_path = root / "fixtures" / "gold_facts.json"
         gold: dict[str, tuple[Fact, ...]] = {}
+        odd = not_a_file(facts_path)
+        if odd is not None:
+            raise DatasetError(f"{odd}; expected the gold facts JSON file", path=str(facts_path))
         if facts_path.is_file():
-            raw = facts_path.read_bytes()
+            try:
+                raw = read_bounded(facts_path, MAX_DATA_BYTES)
+            except (NotAFile, FileTooLarge) as exc:
+                raise DatasetError(str(exc)) from None
             sha[str(facts_path.relative_to(root))] = _hash(raw)
             files.append(facts_path)
             try:

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any, Protocol, TypeVar, runtime_checkable
 
 from ..errors import JudgeError
+from ..files import FileTooLarge, NotAFile, read_bounded_text
 from ..llm.base import ChatMessage, LLMClient
 from ..llm.client import run_parallel
 from ..records import Question
@@ -182,6 +183,10 @@ def _template_fields(text: str, source: str, allowed: frozenset[str]) -> list[st
     return names
 
 
+#: a user's prompt template is read up to this many bytes
+MAX_TEMPLATE_BYTES = 1 << 20
+
+
 def load_template(
     default_file: str, allowed: Iterable[str], path: str | None = None
 ) -> PromptTemplate:
@@ -191,7 +196,16 @@ def load_template(
     if path is not None:
         p = Path(path)
         try:
-            text = p.read_text(encoding="utf-8")
+            text = read_bounded_text(p, MAX_TEMPLATE_BYTES)
+        except NotAFile as exc:
+            raise JudgeError(f"prompt template {exc}; give a text file") from None
+        except FileTooLarge:
+            raise JudgeError(
+                f"prompt template {path}: larger than {MAX_TEMPLATE_BYTES // 1024} KB; "
+                "a prompt template is a short text file"
+            ) from None
+        except UnicodeDecodeError as exc:
+            raise JudgeError(f"prompt template {path}: not UTF-8 text (byte {exc.start})") from None
         except OSError as exc:
             raise JudgeError(f"cannot read prompt template {path}: {exc.strerror or exc}") from exc
         source = str(p)

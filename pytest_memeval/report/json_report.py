@@ -70,7 +70,6 @@ def write_text_atomic(path: Path, text: str) -> Path:
     """Write ``text`` to a temporary file beside ``path``, then rename it into place: a report is
     never left half-written, even by a crash."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as fh:

@@ -17,6 +17,7 @@ from types import MappingProxyType
 from typing import Any
 
 from ..errors import AdapterError
+from ..files import FileTooLarge, NotAFile, read_bounded
 from ..records import Conversation, Memory, Question, Session, Turn
 from ._text import content_tokens
 from .base import MemorySystem
@@ -244,18 +245,17 @@ def load_replay(path: str | os.PathLike[str]) -> dict[str, dict[str, str]]:
     """
     p = Path(path)
     try:
-        size = p.stat().st_size
-    except OSError as exc:
-        raise AdapterError(f"replay file {p}: cannot read it ({exc.strerror or exc})") from exc
-    if size > REPLAY_MAX_BYTES:
+        raw = read_bounded(p, REPLAY_MAX_BYTES)
+    except FileTooLarge:
         raise AdapterError(
-            f"replay file {p}: {size} bytes is larger than the {REPLAY_MAX_BYTES} byte limit"
-        )
-    try:
-        with p.open("r", encoding="utf-8") as fh:
-            data = json.load(fh)
+            f"replay file {p}: larger than the {REPLAY_MAX_BYTES} byte limit"
+        ) from None
+    except NotAFile as exc:
+        raise AdapterError(f"replay file {exc}; give a JSON file") from None
     except OSError as exc:
         raise AdapterError(f"replay file {p}: cannot read it ({exc.strerror or exc})") from exc
+    try:
+        data = json.loads(raw.decode("utf-8"))
     except UnicodeDecodeError as exc:
         raise AdapterError(f"replay file {p}: not UTF-8 text ({exc.reason})") from exc
     except json.JSONDecodeError as exc:
