@@ -27,6 +27,8 @@ from .llm import (
     make_semaphore,
     redact,
 )
+from .llm.client import CircuitOpenError
+from .llm.retry import CircuitBreaker
 from .records import Question
 
 if TYPE_CHECKING:
@@ -51,6 +53,7 @@ class LLMSettings:
     cache_dir: Path
     answer_prompt: str | None
     judge_prompt: str | None
+    circuit_breaker: int = 5  # connection failures in a row before no more calls (0: never)
 
     @property
     def uses_llm(self) -> bool:
@@ -82,6 +85,7 @@ class LLMRuntime:
         if not settings.no_cache:
             self.cache = LLMCache(settings.cache_dir / "llm")
         self._lock = threading.Lock()
+        self.breaker = CircuitBreaker(settings.circuit_breaker)
         self.answerer_client: ProviderClient | None = None
         self.answerer: LLMAnswerer | None = None
         if settings.answerer != "extractive":
@@ -110,6 +114,7 @@ class LLMRuntime:
             ),
             timeout=self.settings.timeout,
             accounting=self.accounting,
+            breaker=self.breaker,
         )
 
     def judge_for(self, spec: JudgeSpec, benchmark: str) -> Judge:
@@ -133,6 +138,11 @@ class LLMRuntime:
             judge = self.judge_for(spec, benchmark)
             try:
                 result: JudgeResult = judge.judge(question, prediction, spec.client)
+            except CircuitOpenError as exc:  # the endpoint is down: UNSCORED, not an error
+                self.unscored += 1
+                scores[spec.key] = None
+                details[spec.key] = {"unscored": True, "label": spec.label, "error": str(exc)}
+                continue
             except JudgeError as exc:
                 message = str(exc)
                 if not message.startswith(spec.label):

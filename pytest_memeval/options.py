@@ -166,6 +166,13 @@ OPTIONS: tuple[_Opt, ...] = (
         default="6",
         metavar="N",
     ),
+    _Opt(
+        "memeval-llm-circuit-breaker",
+        "after N LLM calls in a row that cannot connect, stop calling the endpoint in that "
+        "process: judges UNSCORED, answers ERROR (default 5; 0 disables)",
+        default="5",
+        metavar="N",
+    ),
     _Opt("memeval-no-cache", "do not read or write the LLM cache", flag=True),
     _Opt(
         "memeval-prices",
@@ -251,6 +258,7 @@ class Settings:
     llm_timeout: float = 60.0
     llm_retries: int = 6
     llm_backoff: float = 0.5
+    llm_circuit_breaker: int = 5
     no_cache: bool = False
     rejudge: str | None = None
     prices: dict[str, dict[str, float]] | None = None
@@ -340,6 +348,14 @@ def addoptions(parser: pytest.Parser) -> None:
             parser.addini(_ini_name(opt), opt.help, default=None)
 
 
+#: built-in benchmarks without variants, and the variants of the others (for --memeval-variant)
+_NO_VARIANTS = ("demo", "locomo", "usermem")
+_VARIANTS = "longmemeval (oracle, s, m, or a .json file) and beam (100K, 500K, 1M, 10M)"
+
+#: seconds above this are refused (a thread join or socket timeout overflows near 1e308)
+MAX_SECONDS = 7 * 24 * 3600.0
+
+
 def _ini_name(opt: _Opt) -> str:
     """``memeval`` for --memeval, ``memeval_memsys`` for --memsys, ``memeval_limit`` for
     --memeval-limit."""
@@ -389,6 +405,11 @@ def _seconds(value: Any, source: str, *, zero: bool = False, example: str = "0.5
         raise pytest.UsageError(
             f"{source}={value!r}: expected seconds {'>= 0' if zero else '> 0'}, "
             f"e.g. {source}={example}"
+        )
+    if number > MAX_SECONDS:
+        raise pytest.UsageError(
+            f"{source}={value!r}: more than a week ({MAX_SECONDS:g} s) is not a useful limit; "
+            f"use a realistic value, e.g. {source}={example}, or leave it out"
         )
     return number
 
@@ -485,6 +506,23 @@ def read_settings(config: pytest.Config) -> Settings:
     metrics = _csv(val("memeval_metrics")) or None
     baselines_raw = val("memeval_baselines")
     baselines = _csv(baselines_raw) if baselines_raw is not None else None
+    if baselines and benchmarks:
+        from .baselines import BASELINES
+
+        known = sorted({b.name for b in BASELINES})
+        unknown = [n for n in baselines if n not in known and n not in ("all", "none")]
+        if unknown or (len(baselines) > 1 and {"all", "none"} & set(baselines)):
+            raise pytest.UsageError(
+                f"{src('memeval_baselines')}={baselines_raw}: unknown baseline "
+                f"{', '.join(map(repr, unknown)) or '(all/none go alone)'}; use 'all', 'none' or "
+                f"names from: {', '.join(known)}"
+            )
+    variant_raw = val("memeval_variant")
+    if variant_raw and benchmarks and set(benchmarks) <= set(_NO_VARIANTS):
+        raise pytest.UsageError(
+            f"{src('memeval_variant')}={variant_raw}: {', '.join(benchmarks)} has no variants; "
+            f"variants exist for {_VARIANTS} (or drop --memeval-variant)"
+        )
 
     def flag(dest: str) -> bool:
         value = val(dest)
@@ -598,6 +636,9 @@ def read_settings(config: pytest.Config) -> Settings:
         llm_timeout=timeout,
         llm_retries=_int(val("memeval_llm_retries"), src("memeval_llm_retries"), minimum=0),
         llm_backoff=_seconds(val("memeval_llm_backoff"), src("memeval_llm_backoff"), zero=True),
+        llm_circuit_breaker=_int(
+            val("memeval_llm_circuit_breaker"), src("memeval_llm_circuit_breaker"), minimum=0
+        ),
         no_cache=flag("memeval_no_cache"),
         rejudge=str(val("memeval_rejudge")) if val("memeval_rejudge") else None,
         prices=_prices(val("memeval_prices"), src("memeval_prices")),

@@ -179,6 +179,7 @@ def _llm_settings(settings: Any) -> Any:
         cache_dir=settings.cache_dir,
         answer_prompt=settings.answer_prompt,
         judge_prompt=settings.judge_prompt,
+        circuit_breaker=settings.llm_circuit_breaker,
     )
 
 

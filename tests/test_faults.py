@@ -138,6 +138,7 @@ def test_endpoint_down_errors_each_item_in_one_line(
         JUDGE,
         "--memeval-llm-retries=0",
         "--memeval-llm-timeout=2",
+        "--memeval-llm-circuit-breaker=0",  # every item tries (the breaker: test_robustness_llm)
         f"--memeval-json={out}",
     )
     assert time.monotonic() - start < 60

@@ -3,6 +3,7 @@ bound, with token accounting. :func:`make_client` is the one entry point the plu
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import threading
 from collections.abc import Callable, Sequence
@@ -15,7 +16,14 @@ from .base import ChatMessage, Completion
 from .cache import LLMCache, cache_key
 from .providers import Provider, ProviderConfig, build_provider, resolve_config
 from .redact import redact
-from .retry import PermanentError, RetriesExhausted, RetryPolicy, TransientError, call_with_retry
+from .retry import (
+    CircuitBreaker,
+    PermanentError,
+    RetriesExhausted,
+    RetryPolicy,
+    TransientError,
+    call_with_retry,
+)
 
 __all__ = [
     "DEFAULT_CONCURRENCY",
@@ -52,6 +60,10 @@ def make_semaphore(n: int = DEFAULT_CONCURRENCY) -> threading.BoundedSemaphore:
     return threading.BoundedSemaphore(n)
 
 
+class CircuitOpenError(JudgeError):
+    """No request sent: the process's circuit breaker is open (the endpoint is down)."""
+
+
 class ProviderClient:
     """An :class:`~.base.LLMClient` for one provider + model + base URL. Thread-safe.
 
@@ -68,7 +80,9 @@ class ProviderClient:
         concurrency: SemaphoreLike | None = None,
         retry: RetryPolicy | None = None,
         accounting: TokenAccounting | None = None,
+        breaker: CircuitBreaker | None = None,
     ) -> None:
+        self.breaker = breaker
         self.config = config
         self.provider = provider
         self.cache = cache
@@ -90,6 +104,12 @@ class ProviderClient:
 
     def _redact(self, text: str) -> str:
         return redact(text, (self.config.key_env,))
+
+    def _clean(self, completion: Completion) -> Completion:
+        """A reply with any API key it echoes removed (answers, judge replies and reasoning are
+        stored, printed and cached from this text)."""
+        text = self._redact(completion.text)
+        return completion if text == completion.text else dataclasses.replace(completion, text=text)
 
     def _send(
         self, messages: Sequence[ChatMessage], temperature: float, max_tokens: int
@@ -126,8 +146,12 @@ class ProviderClient:
             hit = self.cache.get(key)
             if hit is not None:
                 self.accounting.record(role, self.label, cache_hits=1)
-                return hit
+                return self._clean(hit)
             self.accounting.record(role, self.label, cache_misses=1)
+
+        if self.breaker is not None and self.breaker.open:
+            self.accounting.record(role, self.label, failures=1)
+            raise CircuitOpenError(self._redact(f"{self.label}: {self.breaker.message()}"))
 
         def on_retry(number: int, delay: float, exc: TransientError) -> None:
             with self._lock:
@@ -146,15 +170,25 @@ class ProviderClient:
             )
         except PermanentError as exc:
             self.accounting.record(role, self.label, failures=1)
+            if self.breaker is not None:
+                self.breaker.success()  # the endpoint answered
             raise JudgeError(self._redact(f"{self.label}: {exc}")) from None
         except RetriesExhausted as exc:
             self.accounting.record(role, self.label, failures=1)
+            if self.breaker is not None:
+                if exc.last.connection:
+                    self.breaker.failure(f"{self.config.base_url or self.config.provider}")
+                else:
+                    self.breaker.success()
             raise JudgeError(
                 self._redact(
                     f"{self.label}: {exc.last} (gave up after {exc.attempts} attempts; "
                     f"base URL {self.config.base_url})"
                 )
             ) from None
+        if self.breaker is not None:
+            self.breaker.success()
+        completion = self._clean(completion)
         self.accounting.record(
             role,
             self.label,
@@ -186,6 +220,7 @@ def make_client(
     retry: RetryPolicy | None = None,
     timeout: float = DEFAULT_TIMEOUT,
     accounting: TokenAccounting | None = None,
+    breaker: CircuitBreaker | None = None,
 ) -> ProviderClient:
     """A ready client for ``PROVIDER:MODEL``. Raises :class:`JudgeError` for a bad spec, a missing
     base URL (openai-compatible) or a missing key (naming the variable, never showing a value).
@@ -200,6 +235,7 @@ def make_client(
         concurrency=concurrency,
         retry=retry,
         accounting=accounting,
+        breaker=breaker,
     )
 
 

@@ -224,7 +224,7 @@ def _translate(exc: Exception, config: ProviderConfig, timeout: float) -> Except
         if isinstance(exc, sdk.APIConnectionError):
             cause = exc.__cause__ or exc.__context__
             detail = f" ({type(cause).__name__})" if cause is not None else ""
-            return TransientError(f"connection failed{detail}")
+            return TransientError(f"connection failed{detail}", connection=True)
         if isinstance(exc, sdk.APIResponseValidationError):
             return TransientError("unreadable reply from the server")
     if isinstance(exc, ValueError | KeyError | IndexError):

@@ -11,12 +11,14 @@ from __future__ import annotations
 
 import email.utils
 import random as _random
+import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TypeVar
 
 __all__ = [
+    "CircuitBreaker",
     "PermanentError",
     "RetriesExhausted",
     "RetryPolicy",
@@ -32,11 +34,17 @@ class TransientError(Exception):
     """A failure worth retrying. The message must already be free of secrets."""
 
     def __init__(
-        self, message: str, *, status: int | None = None, retry_after: float | None = None
+        self,
+        message: str,
+        *,
+        status: int | None = None,
+        retry_after: float | None = None,
+        connection: bool = False,
     ) -> None:
         super().__init__(message)
         self.status = status
         self.retry_after = retry_after
+        self.connection = connection  # the endpoint could not be reached at all
 
 
 class PermanentError(Exception):
@@ -65,7 +73,7 @@ class RetryPolicy:
     max_retries: int = 6
     base_delay: float = 0.5
     max_backoff: float = 30.0
-    max_retry_after: float = 120.0
+    max_retry_after: float = 30.0
     sleep: Callable[[float], None] = field(default=time.sleep, repr=False, compare=False)
     random: Callable[[], float] = field(default=_random.random, repr=False, compare=False)
 
@@ -80,6 +88,38 @@ class RetryPolicy:
             return min(retry_after, self.max_retry_after)
         cap = min(self.max_backoff, self.base_delay * (2.0 ** min(retry_number, 62)))
         return self.random() * cap
+
+
+class CircuitBreaker:
+    """Shared by the LLM clients of one process: after ``threshold`` calls in a row that could not
+    reach their endpoint at all (every retry a connection failure), it opens and no further
+    request is sent in this process. ``threshold`` 0 never opens. Thread-safe."""
+
+    def __init__(self, threshold: int = 5) -> None:
+        self.threshold = threshold
+        self.failures = 0
+        self.endpoint: str | None = None
+        self._lock = threading.Lock()
+
+    @property
+    def open(self) -> bool:
+        return self.threshold > 0 and self.failures >= self.threshold
+
+    def message(self) -> str:
+        return (
+            f"circuit breaker open: {self.failures} calls in a row could not connect to "
+            f"{self.endpoint}; no further LLM calls in this process (start the endpoint, or "
+            "--memeval-llm-circuit-breaker=0 to keep trying)"
+        )
+
+    def success(self) -> None:
+        with self._lock:
+            self.failures = 0
+
+    def failure(self, endpoint: str) -> None:
+        with self._lock:
+            self.failures += 1
+            self.endpoint = endpoint
 
 
 def parse_retry_after(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -18,7 +19,17 @@ from .model import (
     runs_by_benchmark,
 )
 
-__all__ = ["render_summary", "render_table", "render_wrong"]
+__all__ = ["escape_controls", "render_summary", "render_table", "render_wrong"]
+
+#: C0 controls but tab and newline, DEL and C1 controls: what a terminal may act on (ESC starts
+#: colour, cursor and title sequences; CSI 0x9b does the same in one byte)
+_CONTROLS = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def escape_controls(text: str) -> str:
+    """``text`` with every terminal control character shown as its ``\\xNN`` escape, so data and
+    model output are printed, never executed by the terminal."""
+    return _CONTROLS.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
 
 
 def render_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
@@ -142,11 +153,11 @@ def render_summary(
             lines.append("")
             lines.append(f"{bench} · comparison")
             lines.extend(_comparison(summary, runs))
-    return lines
+    return [escape_controls(line) for line in lines]
 
 
 def _short(value: Any, width: int = 160) -> str:
-    text = " ".join(str(value).split())
+    text = escape_controls(" ".join(str(value).split()))
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
@@ -173,7 +184,7 @@ def render_wrong(results: Sequence[QuestionResult], limit: int | None) -> list[s
     shown = wrong if limit is None else wrong[:limit]
     lines: list[str] = []
     for r in shown:
-        lines.append(f"WRONG {r.nodeid or r.question_id}")
+        lines.append(escape_controls(f"WRONG {r.nodeid or r.question_id}"))
         lines.extend("    " + line for line in describe_result(r))
     if len(shown) < len(wrong):
         lines.append(
