@@ -150,6 +150,10 @@ class Controller:
                 state.rejudge_run = find_run(
                     settings.cache_dir, settings.rejudge, option="--memeval-rejudge"
                 )
+            if settings.reanswer is not None:  # stored retrievals, answered again
+                state.rejudge_run = find_run(
+                    settings.cache_dir, settings.reanswer, option="--memeval-reanswer"
+                )
             if settings.resume is not None:
                 self.store = RunStore(find_run(settings.cache_dir, settings.resume))
                 stored = {
@@ -158,10 +162,14 @@ class Controller:
                 self.results.update(stored)
                 state.resume_ids = frozenset(stored)
             else:
+                from .scale import run_config
+
                 self.store = RunStore.create(settings.cache_dir)
-                self.store.write_config(
-                    {"options": {k: v for k, v in settings.raw.items()}, "plugin": __version__}
-                )
+                self.store.write_config(run_config(state))
+            if settings.merge:
+                scale = self.config.pluginmanager.get_plugin("memeval-scale")
+                assert scale is not None  # registered with --memeval-merge
+                scale.merge_into(self)
         except MemevalError as exc:
             raise pytest.UsageError(str(exc)) from None
         except OSError as exc:
@@ -440,6 +448,9 @@ class Controller:
             with open(step_summary, "a", encoding="utf-8") as fh:
                 fh.write(markdown + "\n")
         if self.store is not None:
+            from .scale import write_outputs
+
+            write_outputs(self.store.folder, self.merged())
             self.store.close()
         if failed and session.exitstatus == pytest.ExitCode.OK:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
