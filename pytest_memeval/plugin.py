@@ -114,7 +114,7 @@ def pytest_configure(config: pytest.Config) -> None:
 
         config.pluginmanager.register(PytestHtmlHooks(config), "memeval-pytest-html")
     if not hasattr(config, "workerinput") and (
-        settings.merge or settings.cache_import or settings.cache_export
+        settings.merge or settings.shard or settings.cache_import or settings.cache_export
     ):
         from .scale import ScaleHooks
 

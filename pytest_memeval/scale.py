@@ -283,6 +283,31 @@ class ScaleHooks:
                 if isinstance(item, MemevalItem) and result_key(item) not in controller.results:
                     controller._lost(item.nodeid, "not run: no merged shard holds this question")
 
+    def _finish_shard(self, session: pytest.Session) -> None:
+        """A shard with no conversation (more shards than conversations) is a success, and its
+        run folder still holds a (then empty) results file, so the merge finds every shard."""
+        from .collect import STATE_KEY
+        from .plugin import CONTROLLER_KEY
+        from .results import RESULTS_FILE
+
+        state = self.config.stash[STATE_KEY]
+        empty = not any(state.selected.values())
+        if empty and session.exitstatus == pytest.ExitCode.NO_TESTS_COLLECTED:
+            session.exitstatus = pytest.ExitCode.OK
+            reporter = self.config.pluginmanager.get_plugin("terminalreporter")
+            if reporter is not None:
+                reporter.write_line(
+                    f"memeval: shard {self.settings.shard} has no conversation to run "
+                    "(more shards than conversations)"
+                )
+        controller = self.config.stash.get(CONTROLLER_KEY, None)
+        if controller is not None and controller.store is not None:
+            try:
+                with open(controller.store.folder / RESULTS_FILE, "ab"):
+                    pass
+            except OSError:
+                pass
+
     # ---- LLM cache ---------------------------------------------------------------------------
     @pytest.hookimpl
     def pytest_sessionstart(self, session: pytest.Session) -> None:
@@ -303,6 +328,8 @@ class ScaleHooks:
         settings = self.settings
         if self.merged_ok and session.exitstatus == pytest.ExitCode.NO_TESTS_COLLECTED:
             session.exitstatus = pytest.ExitCode.OK  # nothing to run is what a merge means
+        if settings.shard is not None:
+            self._finish_shard(session)
         if settings.active and settings.cache_export is not None:
             from .llm.cache import CACHE_FILENAME
             from .llm.transfer import export_cache

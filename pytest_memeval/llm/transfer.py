@@ -120,3 +120,34 @@ def _entry(raw: bytes) -> tuple[str, str, float] | None:
     if isinstance(created, bool) or not isinstance(created, int | float):
         created = 0.0
     return key, value, float(created)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``memeval-cache export FILE`` / ``memeval-cache import FILE...`` (``--cache-dir DIR``,
+    default ``.memeval-cache``): the same as the pytest options, without a run."""
+    import argparse
+
+    from .cache import CACHE_FILENAME
+
+    parser = argparse.ArgumentParser(
+        prog="memeval-cache", description="Export or import pytest-memeval's LLM cache."
+    )
+    parser.add_argument("action", choices=("export", "import"))
+    parser.add_argument("files", nargs="+", metavar="FILE")
+    parser.add_argument("--cache-dir", default=".memeval-cache", metavar="DIR")
+    args = parser.parse_args(argv)
+    db = Path(args.cache_dir).expanduser() / CACHE_FILENAME
+    try:
+        if args.action == "export":
+            if len(args.files) != 1:
+                parser.error("export writes one FILE")
+            n = export_cache(db, Path(args.files[0]))
+            print(f"memeval-cache: {n} entries written to {args.files[0]}")
+        else:
+            for name in args.files:
+                added, skipped = import_cache(db, Path(name))
+                print(f"memeval-cache: {name}: {added} entries added, {skipped} skipped")
+    except MemevalError as exc:
+        print(f"memeval-cache: {exc}", flush=True)
+        return 2
+    return 0

@@ -228,7 +228,9 @@ class HttpMemorySystem:
             time.sleep(self.client.settings.poll)
 
     def search(self, question: Question, k: int) -> list[Memory]:
-        reply = self.client.call("POST", "/search", {"question": question_to_dict(question), "k": k})
+        reply = self.client.call(
+            "POST", "/search", {"question": question_to_dict(question), "k": k}
+        )
         where = f"{self.client.name}: POST /search"
         memories = reply.get("memories") if isinstance(reply, Mapping) else None
         if not isinstance(memories, list):

@@ -160,13 +160,9 @@ class McpConnection:
     def _transport(self) -> Any:
         s = self.settings
         if s.transport == "http":
-            try:
-                from mcp.client.streamable_http import streamable_http_client as http_client
-            except ImportError:  # mcp 1.x
-                from mcp.client.streamable_http import (
-                    streamablehttp_client as http_client,  # type: ignore[attr-defined,no-redef]
-                )
-            return http_client(s.target)
+            from mcp.client.streamable_http import streamable_http_client
+
+            return streamable_http_client(s.target)
         from mcp import StdioServerParameters
         from mcp.client.stdio import stdio_client
 
@@ -351,7 +347,9 @@ class McpMemorySystem:
 
         deadline = time.monotonic() + timeout
         while True:
-            value = _structured(self.conn.call(self.tools["ready"], self._args("ready", self._conv())))
+            value = _structured(
+                self.conn.call(self.tools["ready"], self._args("ready", self._conv()))
+            )
             if isinstance(value, Mapping):
                 value = value.get("ready", value.get("result"))
             if value is True or (isinstance(value, list) and value == [True]):
