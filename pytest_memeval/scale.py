@@ -319,7 +319,7 @@ class ScaleHooks:
 
         for path in settings.cache_import:
             try:
-                import_cache(Path(settings.cache_dir) / CACHE_FILENAME, path)
+                import_cache(Path(settings.cache_dir) / "llm" / CACHE_FILENAME, path)
             except MemevalError as exc:
                 raise pytest.UsageError(f"--memeval-cache-import={path}: {exc}") from None
 
@@ -335,7 +335,9 @@ class ScaleHooks:
             from .llm.transfer import export_cache
 
             try:
-                export_cache(Path(settings.cache_dir) / CACHE_FILENAME, settings.cache_export)
+                export_cache(
+                    Path(settings.cache_dir) / "llm" / CACHE_FILENAME, settings.cache_export
+                )
             except MemevalError as exc:
                 reporter = session.config.pluginmanager.get_plugin("terminalreporter")
                 if reporter is not None:

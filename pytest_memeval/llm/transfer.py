@@ -136,7 +136,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("files", nargs="+", metavar="FILE")
     parser.add_argument("--cache-dir", default=".memeval-cache", metavar="DIR")
     args = parser.parse_args(argv)
-    db = Path(args.cache_dir).expanduser() / CACHE_FILENAME
+    db = Path(args.cache_dir).expanduser() / "llm" / CACHE_FILENAME  # as LLMRuntime keeps it
     try:
         if args.action == "export":
             if len(args.files) != 1:
