@@ -443,7 +443,7 @@ def test_wait_ready_false_errors_the_conversation() -> None:
     from pytest_memeval.pipeline import SystemPool
 
     pool = SystemPool(timeout=0.2)
-    with pytest.raises(AdapterError, match="not ready 0.2s after ingest"):
+    with pytest.raises(AdapterError, match=r"not ready 0\.2s after ingest"):
         pool.get("slow", lambda: CONV, "b/c1", lambda: _SlowIndex(5.0))
     with pytest.raises(AdapterError, match="not ready"):  # the same error, not a second wait
         pool.get("slow", lambda: CONV, "b/c1", lambda: _SlowIndex(0.0))
