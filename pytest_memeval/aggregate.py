@@ -80,14 +80,19 @@ def percentile(values: Sequence[float], q: float) -> float | None:
 def _latency(results: Sequence[QuestionResult]) -> dict[str, dict[str, float]]:
     out: dict[str, dict[str, float]] = {}
     per_conv_ingest: dict[str, float] = {}
+    per_conv_ready: dict[str, float] = {}
     stages: dict[str, list[float]] = {"search": [], "answer": []}
     for r in results:
         if "ingest" in r.latency:
             per_conv_ingest.setdefault(r.conversation_id, r.latency["ingest"])
+        if "ready" in r.latency:  # wait_ready after ingest: once per conversation, like ingest
+            per_conv_ready.setdefault(r.conversation_id, r.latency["ready"])
         for stage, values in stages.items():
             if stage in r.latency:
                 values.append(r.latency[stage])
     series = {"ingest": list(per_conv_ingest.values()), **stages}
+    if per_conv_ready:
+        series["ready"] = list(per_conv_ready.values())
     for stage, values in series.items():
         if not values:
             continue

@@ -12,8 +12,9 @@ an infrastructure failure), the verdict in ``call`` (``--memeval-strict`` turns 
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -21,7 +22,14 @@ import pytest
 
 from .benchmarks import Benchmark, Dataset
 from .errors import MSG_UNKNOWN_SYSTEM, AdapterError, MemevalError
-from .pipeline import IngestedSystem, SystemPool, clean_scores, decide_status, run_question
+from .pipeline import (
+    IngestedSystem,
+    SystemPool,
+    clean_scores,
+    clean_text,
+    decide_status,
+    run_question,
+)
 from .records import (
     STATUS_ERROR,
     STATUS_WRONG,
@@ -108,7 +116,7 @@ class RunState:
         return float(getattr(self.benchmarks[bench], "default_threshold", 0.5))
 
 
-#: memories kept per result (reports show the top ones; full-context returns every turn)
+#: memories shown per question in the reports (results keep all of them, up to the system's k)
 STORED_MEMORIES = 10
 
 STATE_KEY = pytest.StashKey[RunState]()
@@ -382,13 +390,17 @@ class MemevalItem(pytest.Function):
         result = result_skeleton(self.benchmark, self.system, self.question, self.nodeid)
         if state.settings.rejudge:
             prediction = self._stored_prediction(result)
+        elif state.settings.reanswer:
+            prediction = self._reanswered_prediction(result)
         else:
             try:
                 prediction = self._predict(result)
             except MissingReplayAnswer as exc:
                 pytest.skip(str(exc))
         result.prediction = prediction.text
-        result.memories = list(prediction.memories[:STORED_MEMORIES])
+        # every retrieved memory up to k (what --memeval-reanswer answers from); reports show
+        # the top REPORT_MEMORIES
+        result.memories = list(prediction.memories[: self.system.k])
         result.details["answered_by"] = prediction.answered_by
         result.scores = score_prediction(
             self.config, state, self.benchmark, self.question, prediction
@@ -441,6 +453,39 @@ class MemevalItem(pytest.Function):
             memories=tuple(stored.memories),
             answered_by=str(stored.details.get("answered_by", "")),
         )
+
+    def _reanswered_prediction(self, result: QuestionResult) -> Prediction:
+        """--memeval-reanswer: the stored retrieval, answered again (no memory-system call)."""
+        from .systems.wire import memory_from_dict
+
+        state = self.state
+        stored = state.stored_predictions().get(
+            (self.benchmark, self.system.label, self.question.id)
+        )
+        if stored is None:
+            raise MemevalError(
+                f"--memeval-reanswer: no stored retrieval for {self.benchmark} / "
+                f"{self.system.label} / {self.question.id} in run {state.rejudge_run}; run it "
+                "once without --memeval-reanswer (same --memeval-cache-dir) to store it"
+            )
+        if stored.details.get("answered_by") == "system":
+            raise MemevalError(
+                f"--memeval-reanswer: {self.system.label} answered {self.question.id} with its "
+                "own answer() in run "
+                f"{state.rejudge_run.name if state.rejudge_run else '?'}, so no retrieval was "
+                "stored to answer from; use --memeval-rejudge to judge its answers again"
+            )
+        memories = tuple(memory_from_dict(m.to_dict()) for m in stored.memories)
+        assert state.answerer is not None
+        start = time.perf_counter()
+        prediction = state.answerer.answer(self.question, memories)
+        result.latency = {
+            k: v for k, v in stored.latency.items() if k in ("ingest", "ready", "search")
+        }
+        result.latency["answer"] = time.perf_counter() - start
+        result.details["reanswered_from"] = state.rejudge_run.name if state.rejudge_run else None
+        result.details["memories_returned"] = stored.details.get("memories_returned", len(memories))
+        return replace(prediction, text=clean_text(prediction.text))
 
     def runtest(self) -> None:
         result = self.stash.get(RESULT_KEY, None)

@@ -228,6 +228,10 @@ class Controller:
                 state.rejudge_run = find_run(
                     settings.cache_dir, settings.rejudge, option="--memeval-rejudge"
                 )
+            if settings.reanswer is not None:  # stored retrievals, answered again
+                state.rejudge_run = find_run(
+                    settings.cache_dir, settings.reanswer, option="--memeval-reanswer"
+                )
             if settings.resume is not None:
                 folder = find_run(settings.cache_dir, settings.resume)
                 check_resume_config(folder, settings.numbers())
@@ -239,14 +243,15 @@ class Controller:
                 self.results.update(stored)
                 state.resume_ids = frozenset(stored)
             else:
+                from .scale import run_config
+
                 self.store = RunStore.create(settings.cache_dir)
-                self.store.write_config(
-                    {
-                        "options": {k: v for k, v in settings.raw.items()},
-                        "plugin": __version__,
-                        NUMBERS_KEY: settings.numbers(),
-                    }
-                )
+                # the resume check reads NUMBERS_KEY; the merge reads the fingerprint and shard
+                self.store.write_config(run_config(state) | {NUMBERS_KEY: settings.numbers()})
+            if settings.merge:
+                scale = self.config.pluginmanager.get_plugin("memeval-scale")
+                assert scale is not None  # registered with --memeval-merge
+                scale.merge_into(self)
         except MemevalError as exc:
             raise pytest.UsageError(str(exc)) from None
         except OSError as exc:
@@ -508,6 +513,9 @@ class Controller:
         if self.report_errors:
             failed = True
         if self.store is not None:
+            from .scale import write_outputs
+
+            write_outputs(self.store.folder, self.merged())
             self.store.close()
         resumed_exit_status(session, self.state, bool(self.results))
         if failed and session.exitstatus == pytest.ExitCode.OK:

@@ -220,6 +220,39 @@ OPTIONS: tuple[_Opt, ...] = (
         default="0.05",
         metavar="A",
     ),
+    # ---- at scale (pytest_memeval/scale.py) ----
+    _Opt(
+        "memeval-shard",
+        "run shard I of N: a deterministic 1/N of the conversations, balanced by question "
+        "count, the same on every machine (composable with -n); merge with --memeval-merge",
+        metavar="I/N",
+    ),
+    _Opt(
+        "memeval-merge",
+        "merge the run folders of the shards of one run (comma list, repeatable) into one "
+        "report; options default to the shards' own; nothing is run",
+        metavar="RUN_DIR[,RUN_DIR]",
+        multiple=True,
+    ),
+    _Opt(
+        "memeval-reanswer",
+        "answer (and judge) again from the retrievals stored by an earlier run (default: the "
+        "latest) without calling the memory system",
+        metavar="RUN",
+        const="latest",
+    ),
+    _Opt(
+        "memeval-cache-import",
+        "before the run, add the LLM-cache entries of FILE (from --memeval-cache-export) to "
+        "the cache folder's LLM cache (repeatable; local entries win)",
+        metavar="FILE",
+        multiple=True,
+    ),
+    _Opt(
+        "memeval-cache-export",
+        "after the run, write every LLM-cache entry to FILE (JSON lines) for another machine",
+        metavar="FILE",
+    ),
     _Opt(
         "memeval-baselines",
         "published baselines to show next to the run (names from "
@@ -273,6 +306,11 @@ class Settings:
     resume: str | None = None
     explicit_paths: bool = False
     raw: dict[str, Any] = field(default_factory=dict)
+    shard: Any = None  # shards.Shard (--memeval-shard)
+    merge: tuple[Path, ...] = ()
+    reanswer: str | None = None
+    cache_import: tuple[Path, ...] = ()
+    cache_export: Path | None = None
 
     @property
     def active(self) -> bool:
@@ -605,6 +643,17 @@ def read_settings(config: pytest.Config) -> Settings:
         item_timeout = _seconds(val("memeval_timeout"), src("memeval_timeout"), example="30")
 
     explicit = config.args_source == pytest.Config.ArgsSource.ARGS
+    from .scale import scale_settings
+
+    scale = scale_settings(
+        val("memeval_shard"),
+        many("memeval_merge"),
+        val("memeval_reanswer"),
+        many("memeval_cache_import"),
+        val("memeval_cache_export"),
+        rejudge=val("memeval_rejudge"),
+        resume=val("memeval_resume"),
+    )
 
     return Settings(
         benchmarks=benchmarks,
@@ -653,4 +702,5 @@ def read_settings(config: pytest.Config) -> Settings:
         resume=str(val("memeval_resume")) if val("memeval_resume") else None,
         explicit_paths=explicit,
         raw={k: v[0] for k, v in raw.items()},
+        **scale,
     )

@@ -72,7 +72,13 @@ class IngestedSystem:
     system: MemorySystem
     conversation_id: str
     ingest_seconds: float
+    #: seconds ``wait_ready`` took after ingest (None: the system has no ``wait_ready``)
+    ready_seconds: float | None = None
     name: str = ""  # the --memsys name, for error messages
+
+
+#: how long ``wait_ready`` may take without --memeval-timeout (a bound, never a hang)
+READY_TIMEOUT = 600.0
 
 
 @dataclass
@@ -130,7 +136,12 @@ class SystemPool:
             raise
         elapsed = time.perf_counter() - start
         self.ingests[system] = self.ingests.get(system, 0) + 1
-        ready = IngestedSystem(instance, conversation_key, elapsed, name=system)
+        try:
+            waited = wait_until_ready(instance, system, self.timeout)
+        except Exception as exc:
+            self.failed[key] = exc
+            raise
+        ready = IngestedSystem(instance, conversation_key, elapsed, waited, name=system)
         self.live[key] = ready
         return ready
 
@@ -144,6 +155,25 @@ class SystemPool:
     def clear(self) -> None:
         self.live.clear()
         self.failed.clear()
+
+
+def wait_until_ready(instance: object, name: str, timeout: float | None) -> float | None:
+    """Call the optional ``wait_ready(timeout)`` after ingest (an asynchronously indexing
+    service): the seconds it took, reported apart from ingest; None without ``wait_ready``. It
+    returning False, raising, or overrunning its timeout errors the conversation's questions."""
+    __tracebackhide__ = True
+    wait = getattr(instance, "wait_ready", None)
+    if not callable(wait):
+        return None
+    limit = timeout if timeout is not None else READY_TIMEOUT
+    start = time.perf_counter()
+    ok = call_with_timeout(lambda: wait(limit), limit + 5.0, f"{name}: wait_ready()")
+    if ok is False:
+        raise AdapterError(
+            f"{name}: wait_ready() reported the system not ready {limit:g}s after ingest; "
+            "raise --memeval-timeout or check the service's indexing"
+        )
+    return time.perf_counter() - start
 
 
 def run_question(
@@ -166,6 +196,8 @@ def run_question(
     system = ingested.system
     name = ingested.name or type(system).__name__
     latency: dict[str, float] = {"ingest": ingested.ingest_seconds}
+    if ingested.ready_seconds is not None:
+        latency["ready"] = ingested.ready_seconds
     own_answer = getattr(system, "answer", None)
     memories: tuple[Memory, ...] = ()
     if not callable(own_answer):

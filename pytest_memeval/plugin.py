@@ -74,6 +74,9 @@ class Builtins:
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    from .scale import apply_merge_defaults
+
+    apply_merge_defaults(config)  # --memeval-merge: options default to the shards' own
     settings = read_settings(config)
     state = RunState(settings=settings)
     state.pool.timeout = settings.timeout
@@ -110,6 +113,12 @@ def pytest_configure(config: pytest.Config) -> None:
         from .html_hooks import PytestHtmlHooks
 
         config.pluginmanager.register(PytestHtmlHooks(config), "memeval-pytest-html")
+    if not hasattr(config, "workerinput") and (
+        settings.merge or settings.shard or settings.cache_import or settings.cache_export
+    ):
+        from .scale import ScaleHooks
+
+        config.pluginmanager.register(ScaleHooks(config), "memeval-scale")
     if not hasattr(config, "workerinput"):
         controller = Controller(config)
         config.stash[CONTROLLER_KEY] = controller
@@ -118,6 +127,7 @@ def pytest_configure(config: pytest.Config) -> None:
 
 def _load(config: pytest.Config, state: RunState) -> None:
     settings = state.settings
+    loaded: list[str] = []
     for name, bench in state.benchmarks.items():
         if name in state.datasets:
             continue
@@ -132,6 +142,13 @@ def _load(config: pytest.Config, state: RunState) -> None:
         state.datasets[name] = dataset
         state.selected[name] = select_questions(
             dataset.questions, limit=settings.limit, sample=settings.sample, seed=settings.seed
+        )
+        loaded.append(name)
+    if settings.shard is not None and loaded:  # the same conversations on every machine/worker
+        from .shards import shard_questions
+
+        state.selected.update(
+            shard_questions({n: state.selected[n] for n in loaded}, settings.shard)
         )
     if state.systems is None:
         state.systems = _resolve_systems(config, state)

@@ -242,7 +242,7 @@ def _run_lines(workflow: dict[str, Any]) -> list[str]:
 
 
 def test_workflows_exist() -> None:
-    assert {p.name for p in WORKFLOWS} == {"memeval.yml", "memeval-nightly.yml"}
+    assert {p.name for p in WORKFLOWS} == {"memeval.yml", "memeval-nightly.yml", "memeval-sharded.yml"}
 
 
 @pytest.mark.parametrize("path", WORKFLOWS, ids=[p.name for p in WORKFLOWS])

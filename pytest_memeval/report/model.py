@@ -86,7 +86,7 @@ class RunSummary:
             "benchmark": self.benchmark,
             "system": self.system,
             "flow": self.flow,
-            "questions": [r.to_dict() for r in self.results],
+            "questions": [_report_question(r) for r in self.results],
             "summary": self.summary_dict(),
         }
 
@@ -192,3 +192,13 @@ def overall_scopes(run: RunSummary) -> dict[str, str]:
     if not outside:
         return {"overall": "all", "overall_all": "all"}
     return {"overall": f"excl. {', '.join(outside)}", "overall_all": "all categories"}
+
+
+#: memories shown per question in the reports (the run folder keeps all of them, up to k)
+REPORT_MEMORIES = 10
+
+
+def _report_question(result: QuestionResult) -> dict[str, Any]:
+    data = result.to_dict()
+    data["memories"] = data["memories"][:REPORT_MEMORIES]
+    return data

@@ -17,7 +17,10 @@ class MemorySystem(Protocol):
     ``ingest`` receives the whole conversation once (sessions in date order via
     ``conversation.sessions_by_date()``); ``search`` returns up to ``k`` memories (``Memory`` objects
     or plain strings), best first. Optional methods: ``answer(question) -> str`` (the answerer is then
-    skipped) and ``reset()`` (called before the instance is dropped).
+    skipped), ``reset()`` (called before the instance is dropped) and ``wait_ready(timeout) ->
+    bool`` (called once after ``ingest``, for services that index asynchronously: return True when
+    searches will see everything ingested, False if that did not happen within ``timeout``
+    seconds; its time is reported as the ``ready`` latency, apart from ``ingest``).
     """
 
     def ingest(self, conversation: Conversation) -> None: ...

@@ -6,7 +6,8 @@ other forms, tried in this order:
 1. an entry point named ``name`` in group ``pytest_memeval.systems`` (its object is a factory or a
    class, called with no arguments once per conversation);
 2. a built-in (``full-context``, ``bm25``, ``no-memory``);
-3. ``replay:PATH`` (one system per key of a nested replay file);
+3. ``replay:PATH`` (one system per key of a nested replay file), ``http:URL`` (a JSON-over-HTTP
+   service, :mod:`.http`), ``mcp:COMMAND`` / ``mcp+http:URL`` (an MCP server, :mod:`.mcp`);
 4. an import path ``package.module:factory`` (``factory`` may be dotted: ``module:Class.create``).
 """
 
@@ -44,7 +45,7 @@ def _entry_points(group: str) -> dict[str, EntryPoint]:
 
 def available_systems(*, entry_points_group: str = ENTRY_POINT_GROUP) -> list[str]:
     """Built-in names, ``replay:PATH``, then entry-point names (sorted, without duplicates)."""
-    names = [*sorted(BUILTIN_SYSTEMS), f"{REPLAY_PREFIX}PATH"]
+    names = [*sorted(BUILTIN_SYSTEMS), f"{REPLAY_PREFIX}PATH", "http:URL", "mcp:COMMAND"]
     names += [n for n in sorted(_entry_points(entry_points_group)) if n not in names]
     return names
 
@@ -107,6 +108,19 @@ def _import_path(name: str) -> Callable[[], object]:
     return _require_callable(obj, name, f"{module_name}:{attr_path}")
 
 
+def _service_factories(name: str) -> list[tuple[str, Factory]] | None:
+    """``http:URL`` and ``mcp:COMMAND`` / ``mcp+http:URL``: memory systems behind a service."""
+    if name.startswith("http:"):
+        from .http import http_factories
+
+        return cast(list[tuple[str, Factory]], http_factories(name))
+    if name.startswith(("mcp:", "mcp+http:")):
+        from .mcp import mcp_factories
+
+        return cast(list[tuple[str, Factory]], mcp_factories(name))
+    return None
+
+
 def resolve_system(
     name: str, *, entry_points_group: str = ENTRY_POINT_GROUP
 ) -> list[tuple[str, Factory]]:
@@ -135,6 +149,9 @@ def resolve_system(
         return [(name, builtin)]
     if name.startswith(REPLAY_PREFIX):
         return replay_factories(name)
+    service = _service_factories(name)
+    if service is not None:
+        return service
     if ":" in name and not name.startswith(":"):
         return [(name, _checked(_import_path(name), name))]
     raise UnknownSystemError(

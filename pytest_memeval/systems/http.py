@@ -1,0 +1,282 @@
+"""``--memsys=http:URL``: a memory system behind a JSON-over-HTTP service (standard library only).
+
+The protocol (README "Memory systems as services"; records as in :mod:`.wire`)::
+
+    GET  /ready?conversation_id=ID  -> {"ready": bool, "answer": bool}
+    POST /ingest  {"conversation": Conversation}                  -> {}
+    POST /search  {"question": Question, "k": int}                -> {"memories": [Memory | str]}
+    POST /answer  {"question": Question}                          -> {"answer": str}  (optional)
+    POST /reset   {"conversation_id": ID}                         -> {}
+
+The service keys its state by conversation id (one conversation per id; an ``ingest`` replaces
+that conversation's memory), so several pytest-xdist workers can share one service. ``answer``
+is used when ``GET /ready`` says ``"answer": true``. After ``ingest`` the adapter polls
+``GET /ready`` until ``"ready": true`` (the ``ready`` latency, apart from ``ingest``).
+
+Robustness: every request has a timeout (connect, and the whole reply), 5xx / 429 / connection
+errors / timeouts are retried a bounded number of times with exponential backoff (a
+``Retry-After`` of at most 10 s is honoured), a reply larger than ``max_bytes`` is refused, and
+every failure is an :class:`AdapterError` naming the system, the endpoint and the fix: that
+question errors, the run goes on.
+
+Settings ride in the URL's fragment (never sent to the service)::
+
+    --memsys=http:http://127.0.0.1:8000#timeout=30&retries=3&backoff=0.5&max_bytes=16777216&name=mymem
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from ..errors import AdapterError
+from ..records import Conversation, Memory, Question
+from .wire import conversation_to_dict, memory_from_wire, question_to_dict
+
+__all__ = ["HTTP_PREFIX", "HttpMemorySystem", "HttpSettings", "http_factories", "parse_http_spec"]
+
+HTTP_PREFIX = "http:"
+_MAX_RETRY_AFTER = 10.0
+
+
+@dataclass(frozen=True)
+class HttpSettings:
+    url: str
+    timeout: float = 30.0
+    retries: int = 3
+    backoff: float = 0.5
+    max_bytes: int = 16 << 20
+    poll: float = 0.1
+
+
+def _number(value: str, key: str, spec: str, *, integer: bool = False) -> float:
+    try:
+        number = int(value) if integer else float(value)
+    except ValueError:
+        number = -1
+    if number < 0 or (key in ("timeout", "max_bytes", "poll") and number == 0):
+        raise AdapterError(
+            f"--memsys={spec}: #{key}={value!r} must be a {'whole ' if integer else ''}number "
+            f"{'>= 0' if key in ('retries', 'backoff') else '> 0'}"
+        )
+    return number
+
+
+def parse_http_spec(spec: str) -> tuple[str, HttpSettings]:
+    """``http:URL[#key=value&...]`` -> (system name, settings). The name is ``name=`` or the
+    value without its fragment."""
+    body = spec[len(HTTP_PREFIX) :] if spec.startswith(HTTP_PREFIX) else spec
+    url, _, fragment = body.partition("#")
+    parsed = urllib.parse.urlsplit(url)
+    if parsed.scheme not in ("http", "https") or not parsed.netloc:
+        raise AdapterError(
+            f"--memsys={spec}: expected http:URL with an http:// or https:// URL, e.g. "
+            "--memsys=http:http://127.0.0.1:8000"
+        )
+    options = dict(urllib.parse.parse_qsl(fragment, keep_blank_values=True))
+    known = {"timeout", "retries", "backoff", "max_bytes", "poll", "name"}
+    unknown = sorted(set(options) - known)
+    if unknown:
+        raise AdapterError(
+            f"--memsys={spec}: unknown setting(s) {', '.join(unknown)} after '#'; known: "
+            + ", ".join(sorted(known))
+        )
+    kwargs: dict[str, Any] = {}
+    for key in ("timeout", "backoff", "poll"):
+        if key in options:
+            kwargs[key] = _number(options[key], key, spec)
+    for key in ("retries", "max_bytes"):
+        if key in options:
+            kwargs[key] = int(_number(options[key], key, spec, integer=True))
+    name = options.get("name") or f"{HTTP_PREFIX}{url}"
+    return name, HttpSettings(url=url.rstrip("/"), **kwargs)
+
+
+class _Retryable(Exception):
+    def __init__(self, message: str, retry_after: float | None = None) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
+
+
+class HttpClient:
+    """JSON requests with timeouts, bounded retries and a reply size limit."""
+
+    def __init__(self, settings: HttpSettings, name: str) -> None:
+        self.settings = settings
+        self.name = name
+        self.requests = 0
+
+    def call(self, method: str, path: str, payload: Mapping[str, Any] | None = None) -> Any:
+        s = self.settings
+        url = s.url + path
+        body = None if payload is None else json.dumps(payload, allow_nan=False).encode()
+        last = ""
+        for attempt in range(s.retries + 1):
+            if attempt:
+                time.sleep(min(s.backoff * 2 ** (attempt - 1), _MAX_RETRY_AFTER))
+            try:
+                return self._once(method, url, body)
+            except _Retryable as exc:
+                last = str(exc)
+                if exc.retry_after is not None and attempt < s.retries:
+                    time.sleep(min(exc.retry_after, _MAX_RETRY_AFTER))
+        raise AdapterError(
+            f"{self.name}: {method} {url}: {last} (after {s.retries + 1} attempt(s); raise "
+            "#retries= or #timeout= in --memsys, or check the service)"
+        )
+
+    def _once(self, method: str, url: str, body: bytes | None) -> Any:
+        s = self.settings
+        request = urllib.request.Request(url, data=body, method=method)
+        request.add_header("Accept", "application/json")
+        if body is not None:
+            request.add_header("Content-Type", "application/json")
+        deadline = time.monotonic() + s.timeout
+        self.requests += 1
+        try:
+            with urllib.request.urlopen(request, timeout=s.timeout) as reply:
+                raw = self._read(reply, deadline, url)
+        except urllib.error.HTTPError as exc:
+            status = exc.code
+            text = _snippet(exc.fp.read(2048) if exc.fp is not None else b"")
+            exc.close()
+            if status == 429 or status >= 500:
+                retry_after = _retry_after(exc.headers.get("Retry-After") if exc.headers else None)
+                raise _Retryable(f"HTTP {status} {text}", retry_after) from None
+            raise AdapterError(
+                f"{self.name}: {method} {url}: HTTP {status} {text} (not retried: the request "
+                "itself was refused; see the wire format in the README)"
+            ) from None
+        except (TimeoutError, urllib.error.URLError, ConnectionError, OSError) as exc:
+            reason = getattr(exc, "reason", exc)
+            if isinstance(reason, TimeoutError) or isinstance(exc, TimeoutError):
+                raise _Retryable(f"no reply within #timeout={s.timeout:g}s") from None
+            raise _Retryable(f"connection failed ({reason})") from None
+        if not raw.strip():
+            return {}
+        try:
+            return json.loads(raw)
+        except ValueError:
+            raise AdapterError(
+                f"{self.name}: {method} {url}: the reply is not JSON: {_snippet(raw)}"
+            ) from None
+
+    def _read(self, reply: Any, deadline: float, url: str) -> bytes:
+        limit = self.settings.max_bytes
+        length = reply.headers.get("Content-Length")
+        if length is not None and length.isdigit() and int(length) > limit:
+            raise AdapterError(
+                f"{self.name}: {url}: the reply is {int(length)} bytes, more than "
+                f"#max_bytes={limit}; raise it in --memsys or return fewer memories"
+            )
+        chunks: list[bytes] = []
+        size = 0
+        while True:
+            if time.monotonic() > deadline:
+                raise TimeoutError
+            chunk = reply.read(min(65536, limit + 1 - size))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+            if size > limit:
+                raise AdapterError(
+                    f"{self.name}: {url}: the reply is larger than #max_bytes={limit}; raise it "
+                    "in --memsys or return fewer memories"
+                )
+        return b"".join(chunks)
+
+
+def _snippet(raw: bytes) -> str:
+    return raw[:200].decode("utf-8", "replace").strip()
+
+
+def _retry_after(value: str | None) -> float | None:
+    try:
+        return max(0.0, float(value)) if value else None
+    except ValueError:
+        return None
+
+
+class HttpMemorySystem:
+    """One conversation's view of an HTTP memory service."""
+
+    def __init__(self, client: HttpClient) -> None:
+        self.client = client
+        self.conversation_id: str | None = None
+
+    def ingest(self, conversation: Conversation) -> None:
+        self.conversation_id = conversation.id
+        self.client.call("POST", "/ingest", {"conversation": conversation_to_dict(conversation)})
+
+    def wait_ready(self, timeout: float) -> bool:
+        query = urllib.parse.urlencode({"conversation_id": self.conversation_id or ""})
+        deadline = time.monotonic() + timeout
+        while True:
+            reply = self.client.call("GET", f"/ready?{query}")
+            if isinstance(reply, Mapping) and reply.get("ready") is True:
+                return True
+            if time.monotonic() + self.client.settings.poll > deadline:
+                return False
+            time.sleep(self.client.settings.poll)
+
+    def search(self, question: Question, k: int) -> list[Memory]:
+        reply = self.client.call(
+            "POST", "/search", {"question": question_to_dict(question), "k": k}
+        )
+        where = f"{self.client.name}: POST /search"
+        memories = reply.get("memories") if isinstance(reply, Mapping) else None
+        if not isinstance(memories, list):
+            raise AdapterError(f'{where}: expected {{"memories": [...]}}, got {_shape(reply)}')
+        try:
+            return [memory_from_wire(m, f"{where}: memory {i}") for i, m in enumerate(memories)]
+        except ValueError as exc:
+            raise AdapterError(str(exc)) from None
+
+    def reset(self) -> None:
+        if self.conversation_id is not None:
+            self.client.call("POST", "/reset", {"conversation_id": self.conversation_id})
+
+
+class AnsweringHttpSystem(HttpMemorySystem):
+    """A service whose ``GET /ready`` says ``"answer": true``: it answers by itself."""
+
+    def answer(self, question: Question) -> str:
+        reply = self.client.call("POST", "/answer", {"question": question_to_dict(question)})
+        text = reply.get("answer") if isinstance(reply, Mapping) else None
+        if not isinstance(text, str):
+            raise AdapterError(
+                f'{self.client.name}: POST /answer: expected {{"answer": "..."}}, got '
+                f"{_shape(reply)}"
+            )
+        return text
+
+
+def _shape(value: object) -> str:
+    return json.dumps(value)[:120] if not isinstance(value, bytes) else repr(value[:120])
+
+
+def http_factories(spec: str) -> list[tuple[str, Callable[[], object]]]:
+    """``[(name, factory)]`` for ``--memsys=http:...``; the factory (one call per conversation)
+    asks ``GET /ready`` once per process whether the service answers by itself."""
+    name, settings = parse_http_spec(spec)
+    lock = threading.Lock()
+    answers: list[bool] = []
+
+    def factory() -> object:
+        client = HttpClient(settings, name)
+        with lock:
+            if not answers:
+                reply = client.call("GET", "/ready")
+                answers.append(isinstance(reply, Mapping) and reply.get("answer") is True)
+        return AnsweringHttpSystem(client) if answers[0] else HttpMemorySystem(client)
+
+    factory.__qualname__ = factory.__name__ = f"http_factory[{name}]"
+    return [(name, factory)]

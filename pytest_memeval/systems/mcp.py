@@ -1,0 +1,433 @@
+"""``--memsys=mcp:COMMAND`` (stdio) and ``--memsys=mcp+http:URL`` (streamable HTTP): a memory
+system behind an MCP server, through the official ``mcp`` SDK (``pip install
+"pytest-memeval[mcp]"``).
+
+Tools map to the protocol by name, set after ``#`` (never passed to the server)::
+
+    --memsys="mcp:python my_server.py#ingest=store_memory&search=search_memory&timeout=30&name=mymem"
+
+``ingest`` and ``search`` are required (defaults: tools named ``ingest`` and ``search``);
+``answer``, ``reset`` and ``ready`` are used when mapped, or when the server has tools of those
+names. Arguments follow each tool's input schema:
+
+- ingest: a tool with a ``conversation`` property gets the whole conversation once (the wire
+  format of :mod:`.wire`); otherwise it is called once per turn, in date order, with those of
+  ``text`` / ``content`` / ``memory`` (``"speaker: text"``), ``conversation_id`` / ``user_id`` /
+  ``namespace``, ``speaker``, ``turn_id``, ``session_id``, ``date`` and ``metadata`` that its
+  schema declares;
+- search: ``question`` (the wire question) when declared, else ``query`` / ``text``; and ``k`` /
+  ``limit`` / ``top_k``, ``conversation_id`` / ``user_id`` / ``namespace``;
+- answer: ``question`` or ``query``; reset and ready: ``conversation_id`` / ``user_id`` /
+  ``namespace`` (ready returns true when searches see everything ingested).
+
+A search result is the tool's structured content, or its text content parsed as JSON when it is
+JSON, else one memory per text block: a list of memories, or an object whose ``memories`` /
+``results`` / ``result`` holds one; a memory is a string or an object with ``text`` (or
+``memory`` / ``content``) and optional ``id``, ``date``, ``score``, ``source_ids``.
+
+One server connection per process, shared by its conversations (the tools get the conversation
+id), opened on first use and closed at exit. Every call has a timeout; a tool error, a timeout or
+a dead server is an :class:`AdapterError` for that question, never a hung run.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import atexit
+import concurrent.futures
+import json
+import shlex
+import threading
+import urllib.parse
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..errors import AdapterError
+from ..records import Conversation, Memory, Question
+from .wire import conversation_to_dict, memory_from_wire, question_to_dict
+
+__all__ = ["McpMemorySystem", "McpSettings", "mcp_factories", "parse_mcp_spec"]
+
+MSG_NO_MCP = (
+    "--memsys={spec}: the MCP adapter needs the official MCP SDK: pip install "
+    '"pytest-memeval[mcp]" (or pip install mcp)'
+)
+_ROLES = ("ingest", "search", "answer", "reset", "ready")
+
+
+@dataclass(frozen=True)
+class McpSettings:
+    transport: str  # "stdio" or "http"
+    target: str  # the command line, or the URL
+    tools: Mapping[str, str] = field(default_factory=dict)
+    timeout: float = 60.0
+    poll: float = 0.1
+
+
+def parse_mcp_spec(spec: str) -> tuple[str, McpSettings]:
+    """``mcp:COMMAND[#...]`` / ``mcp+http:URL[#...]`` -> (system name, settings)."""
+    if spec.startswith("mcp+http:"):
+        transport, body = "http", spec[len("mcp+http:") :]
+    elif spec.startswith("mcp:"):
+        transport, body = "stdio", spec[len("mcp:") :]
+    else:
+        raise AdapterError(f"--memsys={spec}: expected mcp:COMMAND or mcp+http:URL")
+    target, _, fragment = body.partition("#")
+    target = target.strip()
+    if not target:
+        raise AdapterError(
+            f"--memsys={spec}: no {'URL' if transport == 'http' else 'command'} after the prefix, "
+            'e.g. --memsys="mcp:python my_server.py#ingest=store_memory&search=search_memory"'
+        )
+    options = dict(urllib.parse.parse_qsl(fragment, keep_blank_values=True))
+    known = {*_ROLES, "timeout", "poll", "name"}
+    unknown = sorted(set(options) - known)
+    if unknown:
+        raise AdapterError(
+            f"--memsys={spec}: unknown setting(s) {', '.join(unknown)} after '#'; known: "
+            + ", ".join(sorted(known))
+        )
+    numbers: dict[str, float] = {}
+    for key in ("timeout", "poll"):
+        if key in options:
+            try:
+                numbers[key] = float(options[key])
+            except ValueError:
+                numbers[key] = -1.0
+            if not numbers[key] > 0:
+                raise AdapterError(f"--memsys={spec}: #{key}={options[key]!r} must be seconds > 0")
+    tools = {role: options[role] for role in _ROLES if options.get(role)}
+    name = options.get("name") or spec.partition("#")[0]
+    return name, McpSettings(transport, target, tools, **numbers)
+
+
+class McpConnection:
+    """One MCP client session, run by an asyncio loop in a daemon thread; calls are submitted
+    from the caller's thread and waited for with a timeout."""
+
+    def __init__(self, settings: McpSettings, name: str) -> None:
+        self.settings = settings
+        self.name = name
+        self.loop = asyncio.new_event_loop()
+        self.session: Any = None
+        self.tools: dict[str, dict[str, Any]] = {}
+        self._ready = concurrent.futures.Future[None]()
+        self._stop: asyncio.Event | None = None
+        self._failure: BaseException | None = None
+        self.thread = threading.Thread(target=self._run, name=f"memeval-mcp[{name}]", daemon=True)
+        self.thread.start()
+        try:
+            self._ready.result(settings.timeout)
+        except concurrent.futures.TimeoutError:
+            self.close()
+            raise AdapterError(
+                f"{name}: the MCP server did not start and initialize within "
+                f"#timeout={settings.timeout:g}s"
+            ) from None
+        except Exception as exc:
+            self.close()
+            raise AdapterError(
+                f"{name}: cannot start or reach the MCP server ({type(exc).__name__}: "
+                f"{_exc_text(exc)})"
+            ) from None
+
+    def _run(self) -> None:
+        asyncio.set_event_loop(self.loop)
+        try:
+            self.loop.run_until_complete(self._main())
+        except BaseException as exc:
+            self._failure = exc
+            if not self._ready.done():
+                self._ready.set_exception(exc)
+        finally:
+            self.loop.close()
+
+    async def _main(self) -> None:
+        from mcp import ClientSession
+
+        self._stop = asyncio.Event()
+        async with self._transport() as streams, ClientSession(streams[0], streams[1]) as session:
+            await session.initialize()
+            listed = await session.list_tools()
+            for tool in listed.tools:
+                schema = getattr(tool, "input_schema", None) or getattr(tool, "inputSchema", None)
+                self.tools[tool.name] = dict(schema or {})
+            self.session = session
+            self._ready.set_result(None)
+            await self._stop.wait()
+
+    def _transport(self) -> Any:
+        s = self.settings
+        if s.transport == "http":
+            from mcp.client.streamable_http import streamable_http_client
+
+            return streamable_http_client(s.target)
+        from mcp import StdioServerParameters
+        from mcp.client.stdio import stdio_client
+
+        argv = shlex.split(s.target)
+        return stdio_client(StdioServerParameters(command=argv[0], args=argv[1:]))
+
+    def call(self, tool: str, arguments: dict[str, Any]) -> Any:
+        if self.session is None or not self.thread.is_alive():
+            reason = f" ({_exc_text(self._failure)})" if self._failure else ""
+            raise AdapterError(f"{self.name}: the MCP server connection is closed{reason}")
+        future = asyncio.run_coroutine_threadsafe(
+            self.session.call_tool(tool, arguments), self.loop
+        )
+        try:
+            result = future.result(self.settings.timeout)
+        except concurrent.futures.TimeoutError:
+            future.cancel()
+            raise AdapterError(
+                f"{self.name}: tool {tool!r} did not return within #timeout="
+                f"{self.settings.timeout:g}s"
+            ) from None
+        except Exception as exc:
+            raise AdapterError(
+                f"{self.name}: tool {tool!r} failed ({type(exc).__name__}: {_exc_text(exc)})"
+            ) from None
+        if getattr(result, "is_error", None) or getattr(result, "isError", None):
+            raise AdapterError(f"{self.name}: tool {tool!r} returned an error: {_texts(result)}")
+        return result
+
+    def close(self) -> None:
+        stop = self._stop
+        if stop is not None and self.thread.is_alive() and not self.loop.is_closed():
+            try:
+                self.loop.call_soon_threadsafe(stop.set)
+            except RuntimeError:
+                return  # the loop already closed
+        self.thread.join(5.0)
+
+
+def _exc_text(exc: BaseException | None) -> str:
+    if exc is None:
+        return ""
+    inner = getattr(exc, "exceptions", None)  # an ExceptionGroup from anyio's task group
+    if inner:
+        return _exc_text(inner[0])
+    return str(exc)[:300] or type(exc).__name__
+
+
+def _texts(result: Any) -> str:
+    parts = [str(getattr(c, "text", "")) for c in getattr(result, "content", None) or ()]
+    return " ".join(p for p in parts if p)[:300]
+
+
+def _structured(result: Any) -> Any:
+    for attr in ("structured_content", "structuredContent"):
+        value = getattr(result, attr, None)
+        if value is not None:
+            return value
+    texts = [str(getattr(c, "text", "")) for c in getattr(result, "content", None) or ()]
+    texts = [t for t in texts if getattr(t, "strip", None) and t.strip()]
+    if len(texts) == 1:
+        try:
+            return json.loads(texts[0])
+        except ValueError:
+            return texts
+    parsed = []
+    for t in texts:
+        try:
+            parsed.append(json.loads(t))
+        except ValueError:
+            parsed.append(t)
+    return parsed
+
+
+def _memories(value: Any, where: str) -> list[Memory]:
+    if isinstance(value, Mapping):
+        for key in ("memories", "results", "result"):
+            if key in value:
+                return _memories(value[key], where)
+        value = [value]
+    if isinstance(value, str):
+        value = [value]
+    if not isinstance(value, list):
+        raise AdapterError(f"{where}: expected a list of memories, got {type(value).__name__}")
+    out = []
+    for i, item in enumerate(value):
+        if isinstance(item, Mapping) and not isinstance(item.get("text"), str):
+            alias = item.get("memory", item.get("content"))
+            if isinstance(alias, str):
+                item = {**item, "text": alias}
+        try:
+            out.append(memory_from_wire(item, f"{where}: memory {i}"))
+        except ValueError as exc:
+            raise AdapterError(str(exc)) from None
+    return out
+
+
+def _props(schema: Mapping[str, Any]) -> tuple[set[str], set[str]]:
+    props = schema.get("properties") or {}
+    required = schema.get("required") or []
+    return set(props) if isinstance(props, Mapping) else set(), set(map(str, required))
+
+
+class McpMemorySystem:
+    """One conversation's view of an MCP memory server."""
+
+    def __init__(self, connection: McpConnection, tools: Mapping[str, str]) -> None:
+        self.conn = connection
+        self.tools = tools
+        self.conversation_id = ""
+
+    def _args(self, role: str, candidates: dict[str, Any]) -> dict[str, Any]:
+        tool = self.tools[role]
+        props, required = _props(self.conn.tools.get(tool, {}))
+        if not props:
+            first = next(iter(candidates))
+            return {first: candidates[first]}
+        missing = sorted(required - set(candidates))
+        if missing:
+            raise AdapterError(
+                f"{self.conn.name}: tool {tool!r} ({role}) requires {', '.join(missing)}, which "
+                "the adapter cannot fill; see pytest_memeval/systems/mcp.py for the arguments "
+                "it passes"
+            )
+        return {k: v for k, v in candidates.items() if k in props}
+
+    def _conv(self) -> dict[str, str]:
+        c = self.conversation_id
+        return {"conversation_id": c, "user_id": c, "namespace": c}
+
+    def ingest(self, conversation: Conversation) -> None:
+        self.conversation_id = conversation.id
+        tool = self.tools["ingest"]
+        props, _ = _props(self.conn.tools.get(tool, {}))
+        if "conversation" in props:
+            self.conn.call(tool, {"conversation": conversation_to_dict(conversation)})
+            return
+        for session, turn in conversation.turns():
+            line = f"{turn.speaker}: {turn.text}" if turn.speaker else turn.text
+            date = session.date.isoformat() if session.date is not None else session.date_raw
+            args = self._args(
+                "ingest",
+                {
+                    "text": line,
+                    "content": line,
+                    "memory": line,
+                    **self._conv(),
+                    "speaker": turn.speaker,
+                    "turn_id": turn.id,
+                    "session_id": session.id,
+                    "date": date,
+                    "metadata": {"turn_id": turn.id, "session_id": session.id, "date": date},
+                },
+            )
+            self.conn.call(tool, args)
+
+    def search(self, question: Question, k: int) -> list[Memory]:
+        tool = self.tools["search"]
+        props, _ = _props(self.conn.tools.get(tool, {}))
+        if "question" in props:
+            args: dict[str, Any] = {"question": question_to_dict(question), "k": k}
+            args = {key: v for key, v in args.items() if key in props}
+        else:
+            args = self._args(
+                "search",
+                {
+                    "query": question.question,
+                    "text": question.question,
+                    "k": k,
+                    "limit": k,
+                    "top_k": k,
+                    **self._conv(),
+                },
+            )
+        result = self.conn.call(tool, args)
+        return _memories(_structured(result), f"{self.conn.name}: tool {tool!r}")
+
+    def wait_ready(self, timeout: float) -> bool:
+        if "ready" not in self.tools:
+            return True
+        import time
+
+        deadline = time.monotonic() + timeout
+        while True:
+            value = _structured(
+                self.conn.call(self.tools["ready"], self._args("ready", self._conv()))
+            )
+            if isinstance(value, Mapping):
+                value = value.get("ready", value.get("result"))
+            if value is True or (isinstance(value, list) and value == [True]):
+                return True
+            if isinstance(value, (str, list)) and str(value).strip("[]' ").lower() == "true":
+                return True
+            if time.monotonic() + self.conn.settings.poll > deadline:
+                return False
+            time.sleep(self.conn.settings.poll)
+
+    def reset(self) -> None:
+        if "reset" in self.tools and self.conversation_id:
+            self.conn.call(self.tools["reset"], self._args("reset", self._conv()))
+
+
+class AnsweringMcpSystem(McpMemorySystem):
+    def answer(self, question: Question) -> str:
+        tool = self.tools["answer"]
+        props, _ = _props(self.conn.tools.get(tool, {}))
+        if "question" in props:
+            args: dict[str, Any] = {"question": question_to_dict(question)}
+        else:
+            args = self._args("answer", {"query": question.question, **self._conv()})
+        value = _structured(self.conn.call(tool, args))
+        if isinstance(value, Mapping):
+            value = value.get("answer", value.get("result"))
+        if isinstance(value, list) and len(value) == 1:
+            value = value[0]
+        if not isinstance(value, str):
+            raise AdapterError(f"{self.conn.name}: tool {tool!r} (answer) returned no text")
+        return value
+
+
+_CONNECTIONS: dict[str, McpConnection] = {}
+_LOCK = threading.Lock()
+
+
+def _close_all() -> None:
+    for conn in list(_CONNECTIONS.values()):
+        conn.close()
+    _CONNECTIONS.clear()
+
+
+atexit.register(_close_all)
+
+
+def mcp_factories(spec: str) -> list[tuple[str, Callable[[], object]]]:
+    """``[(name, factory)]`` for ``--memsys=mcp:...``; the server starts at the first
+    conversation of each process (so resolving the name never spawns anything)."""
+    name, settings = parse_mcp_spec(spec)
+    try:
+        import mcp  # noqa: F401
+    except ImportError:
+        raise AdapterError(MSG_NO_MCP.format(spec=spec)) from None
+
+    def factory() -> object:
+        with _LOCK:
+            conn = _CONNECTIONS.get(spec)
+            if conn is None or not conn.thread.is_alive():
+                conn = McpConnection(settings, name)
+                _CONNECTIONS[spec] = conn
+        tools = {role: settings.tools.get(role, role) for role in _ROLES}
+        for role in ("ingest", "search"):
+            if tools[role] not in conn.tools:
+                raise AdapterError(
+                    f"{name}: the MCP server has no tool {tools[role]!r} for {role}; its tools: "
+                    f"{', '.join(sorted(conn.tools)) or 'none'}; map one with #{role}=TOOL"
+                )
+        for role in ("answer", "reset", "ready"):
+            if tools[role] not in conn.tools:
+                if role in settings.tools:
+                    raise AdapterError(
+                        f"{name}: #{role}={tools[role]} is not a tool of the MCP server; its "
+                        f"tools: {', '.join(sorted(conn.tools))}"
+                    )
+                del tools[role]
+        cls = AnsweringMcpSystem if "answer" in tools else McpMemorySystem
+        return cls(conn, tools)
+
+    factory.__qualname__ = factory.__name__ = f"mcp_factory[{name}]"
+    return [(name, factory)]
