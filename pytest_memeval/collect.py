@@ -232,6 +232,7 @@ class SystemNode(pytest.Directory):
         self.system = system
 
     def collect(self) -> list[pytest.Item | pytest.Collector]:
+        start = time.perf_counter()
         items: list[pytest.Item | pytest.Collector] = []
         for q in self.questions:
             # `Function.from_parent` is untyped before pytest 8.1: called through Any
@@ -242,6 +243,7 @@ class SystemNode(pytest.Directory):
             item.add_marker(getattr(pytest.mark, q.category))
             item.add_marker(pytest.mark.memeval)
             items.append(item)
+        self.config.stash[STATE_KEY].collect_seconds += time.perf_counter() - start
         return items
 
     def reportinfo(self) -> tuple[Path, int | None, str]:

@@ -101,9 +101,11 @@ def merge_outputs(outputs: list[dict[str, Any]]) -> dict[str, Any]:
 
     ingests: dict[str, int] = {}
     cache: dict[str, int] = {}
+    cache_off: list[str] = []
     tokens = TokenAccounting()
     warnings = unscored = 0
     for out in outputs:
+        cache_off += [str(x) for x in out.get("cache_off") or () if str(x) not in cache_off]
         for system, n in (out.get("ingests") or {}).items():
             ingests[system] = ingests.get(system, 0) + int(n)
         for key, n in (out.get("cache") or {}).items():
@@ -116,6 +118,7 @@ def merge_outputs(outputs: list[dict[str, Any]]) -> dict[str, Any]:
     return {
         "ingests": ingests,
         "cache": cache,
+        "cache_off": cache_off,
         "tokens": tokens.to_dict(),
         "judge_warnings": warnings,
         "judge_unscored": unscored,
@@ -430,6 +433,8 @@ class Controller:
         if self.state.llm is not None:
             summary.extra["tokens"] = merged["tokens"]
             summary.extra["llm_cache"] = merged["cache"]
+            if merged["cache_off"]:
+                summary.extra["llm_cache_off"] = merged["cache_off"]
             summary.extra["judge_warnings"] = merged["judge_warnings"]
             summary.extra["judge_unscored"] = merged["judge_unscored"]
             if self.state.settings.prices is not None:
@@ -564,6 +569,11 @@ class Controller:
                 f"  llm cache: {cache.get('hits', 0)} hits, {cache.get('misses', 0)} misses; "
                 + ("; ".join(per_role) or "no calls")
             )
+            for off in extra.get("llm_cache_off", []):
+                llm_line.append(
+                    f"  llm cache OFF in a process ({off}): its calls were not cached; delete "
+                    "the file or fix the folder, or run with --memeval-no-cache"
+                )
         if "cost_usd" in extra:
             total = extra["cost_usd"]["total"]
             llm_line.append(

@@ -184,9 +184,11 @@ class LLMRuntime:
 
     def output(self) -> dict[str, Any]:
         cache = self.cache.stats() if self.cache is not None else {}
+        off = self.cache.disabled_reason if self.cache is not None else None
         return {
             "tokens": self.accounting.to_dict(),
             "cache": cache,
+            "cache_off": [f"{self.cache.path}: {off}"] if self.cache is not None and off else [],
             "judge_warnings": self.warnings,
             "judge_unscored": self.unscored,
         }

@@ -168,6 +168,11 @@ def _load(config: pytest.Config, state: RunState) -> None:
             state.llm = LLMRuntime(llm_settings)
         except JudgeError as exc:
             raise pytest.UsageError(redact(str(exc))) from None
+        cache = state.llm.cache
+        if cache is not None and not hasattr(config, "workerinput"):
+            problem = cache.check_usable()  # before any paid call, not silently later
+            if problem is not None:
+                raise pytest.UsageError(problem)
     if state.answerer is None:
         if settings.answerer == "extractive":
             from .answering import ExtractiveAnswerer
@@ -226,6 +231,7 @@ def _resolve_systems(config: pytest.Config, state: RunState) -> list[SystemRef]:
     """
     from .systems.resolve import available_systems
 
+    available = ", ".join(available_systems())
     refs: list[SystemRef] = []
     origins: dict[str, str] = {}
     for name in state.settings.systems:
@@ -239,7 +245,7 @@ def _resolve_systems(config: pytest.Config, state: RunState) -> list[SystemRef]:
         except MemevalError as exc:
             raise pytest.UsageError(str(exc)) from None
         if made is None and not could_be_fixture:
-            raise pytest.UsageError(MSG_UNKNOWN_SYSTEM.format(name=name, available="?"))
+            raise pytest.UsageError(MSG_UNKNOWN_SYSTEM.format(name=name, available=available))
         pairs: list[tuple[str, Any]]
         if made is None:
             pairs = [(name, None)]
@@ -262,7 +268,7 @@ def _resolve_systems(config: pytest.Config, state: RunState) -> list[SystemRef]:
                         k,
                         fixture=fixture,
                         factory=factory,
-                        available=", ".join(available_systems()),
+                        available=available,
                         origin=name,
                     )
                 )

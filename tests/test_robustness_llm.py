@@ -215,3 +215,54 @@ def test_known_baseline_names_are_accepted(pytester: pytest.Pytester) -> None:
         f"--memeval-cache-dir={pytester.path / 'c'}",
     )
     assert result.ret == 0, result.stderr.str()
+
+
+def _judged(pytester: pytest.Pytester, cache: Any, *extra: str) -> pytest.RunResult:
+    return pytester.runpytest(
+        "--memeval=demo",
+        "--memsys=bm25",
+        "--memeval-limit=1",
+        "--memeval-judge=openai:gpt-4o-mini",
+        "--memeval-llm-retries=0",
+        f"--memeval-cache-dir={cache}",
+        *extra,
+    )
+
+
+def test_corrupt_llm_cache_is_a_usage_error_before_any_call(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A cache file that is not a database used to turn the cache off silently: every judge call
+    paid again. Now the run stops before the first call, naming the file and the fix."""
+    cache = pytester.path / "cache"
+    (cache / "llm").mkdir(parents=True)
+    db = cache / "llm" / "llm-cache.sqlite3"
+    db.write_bytes(b"this is not an SQLite database" * 100)
+    with LLMServer(reply=lambda m, model, p: '{"label": "CORRECT"}') as srv:
+        for key, value in srv.env(KEY).items():
+            monkeypatch.setenv(key, value)
+        result = _judged(pytester, cache)
+        assert srv.requests == []
+        assert result.ret == pytest.ExitCode.USAGE_ERROR
+        err = result.stderr.str()
+        assert str(db) in err and "--memeval-no-cache" in err and "delete the file" in err
+        assert "Traceback" not in err
+        # the way out the message names works, and leaves the file as it was
+        ok = _judged(pytester, cache, "--memeval-no-cache")
+        assert ok.ret == 0, ok.stdout.str()
+        assert srv.requests
+    assert db.read_bytes().startswith(b"this is not an SQLite database")
+
+
+def test_cache_turned_off_mid_run_is_said_in_the_summary() -> None:
+    from pytest_memeval.controller import merge_outputs
+
+    merged = merge_outputs(
+        [
+            {"cache": {"hits": 1}, "cache_off": ["/c/llm-cache.sqlite3: write failed: disk full"]},
+            {"cache": {"hits": 2}, "cache_off": ["/c/llm-cache.sqlite3: write failed: disk full"]},
+            {"cache": {"misses": 3}},
+        ]
+    )
+    assert merged["cache"] == {"hits": 3, "misses": 3}
+    assert merged["cache_off"] == ["/c/llm-cache.sqlite3: write failed: disk full"]

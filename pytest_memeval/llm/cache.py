@@ -186,6 +186,18 @@ class LLMCache:
     def stats(self) -> dict[str, int]:
         return {"hits": self.hits, "misses": self.misses, "writes": self.writes}
 
+    def check_usable(self) -> str | None:
+        """Open the database once and read it: None when usable, else why not (a corrupt or
+        unreadable file), with what to do. The cache is then off for this process."""
+        self.count()
+        if self._disabled_reason is None:
+            return None
+        return (
+            f"the LLM cache {self.path} cannot be used ({self._disabled_reason}); every LLM call "
+            "would be paid again: delete the file (it only holds cached replies) or run with "
+            "--memeval-no-cache"
+        )
+
     def _disable(self, what: str, exc: BaseException) -> None:
         if self._disabled_reason is None:
             self._disabled_reason = redact(f"{what}: {type(exc).__name__}: {exc}")
