@@ -2,16 +2,23 @@
 
 from __future__ import annotations
 
+import contextlib
+import importlib
 import json
 import os
 from pathlib import Path
 from typing import Any
 
 # Pytester's in-process runs restore sys.modules after each run; extension modules (numpy)
-# cannot be imported twice in one process, so import the heavy dependencies up front.
+# cannot be imported twice in one process, so import the heavy dependencies up front. The SDKs
+# too: httpx2 imports httpcore2 at call time, so an SDK first imported inside an inner run and a
+# second copy of httpcore2 imported by a later one no longer recognise each other's exceptions
+# (a timeout then escapes as a raw httpcore2.ReadTimeout).
+import anthropic  # noqa: F401
 import bm25s  # noqa: F401
 import nltk  # noqa: F401
 import numpy  # noqa: F401
+import openai  # noqa: F401
 import pytest
 import scipy.stats  # noqa: F401
 import yaml  # noqa: F401
@@ -24,6 +31,10 @@ import pytest_memeval.metrics
 import pytest_memeval.systems.builtin  # noqa: F401
 from pytest_memeval.aggregate import CategoryMeta
 from pytest_memeval.records import Memory, QuestionResult
+
+for _transport in ("httpcore2", "httpcore", "h11"):  # imported by the SDKs at their first request
+    with contextlib.suppress(ImportError):
+        importlib.import_module(_transport)
 
 REPO = Path(__file__).resolve().parent.parent
 
