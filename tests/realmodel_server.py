@@ -161,7 +161,7 @@ class LlamaServer:
                 stderr=subprocess.STDOUT,
                 stdin=subprocess.DEVNULL,
                 env=env,
-                preexec_fn=_die_with_parent if sys.platform == "linux" else None,  # noqa: PLW1509
+                preexec_fn=_die_with_parent if sys.platform == "linux" else None,
             )
         deadline = started + self.ready_timeout
         while True:

@@ -136,7 +136,7 @@ REAL_SMOLLM2_MEM0_REPLIES = [
     "The answer is: John",
     "The answer is not mentioned.",
     'The answer is: "No problem, always here to have your back."',
-    "The reason for the incorrect answer is that the reference answer \"improving shooting "
+    'The reason for the incorrect answer is that the reference answer "improving shooting '
     'percentage" does not match the subject of the reference.',
     "The reason for the incorrect answer is that the reference answer was longer than the "
     "subject of the project, which\nwas a drone.",
@@ -735,3 +735,44 @@ def test_cohen_kappa_degenerate() -> None:
     assert k is not None and math.isclose(k, 0.0, abs_tol=1e-12)
     with pytest.raises(ValueError, match="length"):
         cohen_kappa([1], [1, 0])
+
+
+# --------------------------------------------------------------------------- real small-model replies
+
+#: Replies SmolLM2-135M-Instruct (Q4_1) gave to the beam-nugget, usermem and longmemeval prompts
+#: (tests/test_realmodel.py, BEAM 100K conversation 1, usermem layer1_01 / layer2_01, LongMemEval
+#: oracle items).
+REAL_SMOLLM2_BEAM_REPLY = (
+    '"Sure, I can help with that. Here is a JSON response:\n{\n  "score": 1.0,\n  '
+    '"reason": "short reason"\n}\n```'
+)
+REAL_SMOLLM2_BEAM_PROSE = (
+    "Sprint 2:\n- **Today:** User: I'm working on sprint 1 which targets analytics by April 19, "
+    "and I've completed it with user auth. Can you help me with that?\n\nRubric item: LLM "
+    "response should state: March 29"
+)
+#: a JSON object with no reward; the "score" values nested in it are not the reward
+REAL_SMOLLM2_USERMEM_REPLY = (
+    '```json\n{\n  "id": 123456789,\n  "description": {\n    "type": "user",\n    "name": '
+    '"Bank Account Setup",\n    "level": "admin"\n  },\n  "evaluation_criteria": [\n    {\n'
+    '      "id": "0.0-0.2",\n      "score": 15\n    },\n    {\n      "id": "0.4-0.6",\n'
+    '      "score": 98\n    }\n  ]\n}\n```'
+)
+
+
+def test_beam_real_small_model_replies() -> None:
+    # prose before the JSON and a closing fence without an opening one
+    parsed = parse_beam_json(REAL_SMOLLM2_BEAM_REPLY)
+    assert parsed == {"score": 1.0, "reason": "short reason"}
+    assert item_value(1.0) == (1.0, None)
+    assert parse_beam_json(REAL_SMOLLM2_BEAM_PROSE) is None
+
+
+def test_usermem_real_small_model_reply_is_unscored() -> None:
+    reward, data = parse_usermem_reward(REAL_SMOLLM2_USERMEM_REPLY)
+    assert reward is None
+    assert data["id"] == 123456789
+
+
+def test_longmemeval_real_small_model_reply() -> None:
+    assert strict_yes_no("No") is False and official_yes("No") is False

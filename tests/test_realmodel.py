@@ -242,6 +242,7 @@ def test_locomo_answerer_mem0_and_graded_then_warm_rerun(
     assert all(isinstance(q["prediction"], str) and q["prediction"].strip() for q in questions)
     assert len(_answerer_calls(fig.calls)) == 10  # every question answered by the model
     judged, unscored = _check_verdicts(mem0)
+    assert fig.unscored == unscored  # counted, not dropped
     adversarial = sum(1 for q in questions if q["category"] == "adversarial")
     assert judged == 10 - adversarial  # category 5 is not judged under the Mem0 protocol
     assert len(_judge_calls(fig.calls)) == judged

@@ -34,7 +34,7 @@ _LABEL_KEY = re.compile(
     r'(?<![\w])"?label"?\s*\**\s*[:=]\s*\**\s*["\']?(CORRECT|WRONG)\b', re.IGNORECASE
 )
 #: a reply that is only the label (``CORRECT``, ``**WRONG**.``)
-_ONLY_LABEL = re.compile(r'^\W*(CORRECT|WRONG)\W*$', re.IGNORECASE)
+_ONLY_LABEL = re.compile(r"^\W*(CORRECT|WRONG)\W*$", re.IGNORECASE)
 
 
 def _label_fallback(reply: str) -> tuple[float | None, list[str]]:
