@@ -153,6 +153,12 @@ def test_mem0_real_small_model_replies_are_unscored(reply: str) -> None:
     assert parse_mem0_label(reply) == (None, None, [])
 
 
+def test_mem0_real_small_model_bare_label() -> None:
+    # SmolLM2's whole reply on conv-41-q1 (prediction "John"); Mem0's own parser would raise
+    value, _, warnings = parse_mem0_label("CORRECT\n")
+    assert value == 1.0 and len(warnings) == 1
+
+
 def test_mem0_extract_json_order() -> None:
     assert extract_json_mem0('  ```\n{"a": 1}\n```  ') == '{"a": 1}'
     assert extract_json_mem0('x {"a": {"b": 2}} y') == '{"a": {"b": 2}}'
@@ -248,6 +254,8 @@ REAL_SMOLLM2_GRADED_REPLIES = [
     ),
     ('"2023-06-14: 7.9\nYou are correct, I was right and the answer is 2023-06-14."', None),
     ("You are a helpful AI assistant named SmolLM, trained by Hugging Face", None),
+    ("The assistant's answer is 7, and it involves a small omission or imprecision.", None),
+    ('"No problem, always here to have your back.\nYour answer is a lie."', None),
     ('{\n  "category": "multi-hop",\n  "type": "match_score"\n}', None),
 ]
 
