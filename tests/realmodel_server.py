@@ -21,6 +21,7 @@ import http.client
 import importlib.util
 import json
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -93,15 +94,28 @@ def free_port() -> int:
         return port
 
 
+def _load_prctl() -> Any:
+    """libc's ``prctl``, resolved in the parent so the child between fork and exec only calls it
+    (no ``dlopen`` there); None off Linux or without it."""
+    if sys.platform != "linux":
+        return None
+    try:
+        import ctypes
+
+        return ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        return None
+
+
+_PRCTL = _load_prctl()
+_PR_SET_PDEATHSIG = 1
+
+
 def _die_with_parent() -> None:
     """In the child before exec: SIGKILL when the test process dies (even by SIGKILL), so a killed
     test run never leaves a server behind (Linux ``prctl(PR_SET_PDEATHSIG)``)."""
-    import ctypes
-    import signal
-
-    pr_set_pdeathsig = 1
-    with contextlib.suppress(OSError, AttributeError):
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(pr_set_pdeathsig, signal.SIGKILL)
+    if _PRCTL is not None:
+        _PRCTL(_PR_SET_PDEATHSIG, int(signal.SIGKILL))
 
 
 class LlamaServer:
@@ -161,7 +175,7 @@ class LlamaServer:
                 stderr=subprocess.STDOUT,
                 stdin=subprocess.DEVNULL,
                 env=env,
-                preexec_fn=_die_with_parent if sys.platform == "linux" else None,
+                preexec_fn=_die_with_parent if _PRCTL is not None else None,
             )
         deadline = started + self.ready_timeout
         while True:
