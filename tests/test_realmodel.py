@@ -69,6 +69,8 @@ class RealModel:
     server: LlamaServer
     proxy: CountingProxy
     runs: list[RunFigures] = field(default_factory=list)
+    #: mode -> LoCoMo mem0-run predictions, statuses and verdicts (temperature 0 throughout)
+    mem0_by_mode: dict[str, dict[str, tuple[str, str, float | None]]] = field(default_factory=dict)
 
     @property
     def base_url(self) -> str:
@@ -258,6 +260,13 @@ def test_locomo_answerer_mem0_and_graded_then_warm_rerun(
         c.prompt_tokens for c in _answerer_calls(fig.calls)
     )
     res.stdout.fnmatch_lines([f"*answerer: {SPEC}*"])
+    # temperature 0 on one server: -n 2 gives the same answers and verdicts as no xdist
+    rm.mem0_by_mode[mode] = {
+        q["id"]: (q["prediction"], q["status"], q["scores"].get("judge")) for q in questions
+    }
+    if len(rm.mem0_by_mode) == len(MODES):
+        first, second = rm.mem0_by_mode.values()
+        assert first == second
 
     # 2. graded judge, 3 runs at temperature 0.5; the answers come from the cache
     _, graded, gfig = _run(
