@@ -4,7 +4,8 @@ It asks for a short answer (a few words) from the retrieved memories, shown olde
 with its date and never with its retrieval score. The reference ("today") date is the question's
 own date when the benchmark has one, else the date passed by the caller (the conversation's last
 session), else the newest memory date. The prediction is the text after the last ``ANSWER:``
-marker when the reply has one, else the whole reply, stripped.
+marker when the reply has one (or after ``Answer:`` / "the answer is:", which small models write
+instead), first line only, else the whole reply, stripped.
 
 The prompt is our own text in ``templates/answer.txt`` with the placeholders ``{memories}``,
 ``{question}`` and ``{reference_date}``; ``--memeval-answer-prompt=PATH`` replaces it.
@@ -12,6 +13,7 @@ The prompt is our own text in ``templates/answer.txt`` with the placeholders ``{
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -106,13 +108,41 @@ def format_memories(memories: Sequence[Memory]) -> str:
     return "\n".join(f"- {format_date(m.date)}: {m.text}" for m in order_memories(memories))
 
 
+#: the marker in any case, bold or not ("ANSWER:", "Answer:", "**Final answer:**")
+_MARKER_ANY_CASE = re.compile(r"\banswer\s*\**\s*:", re.IGNORECASE)
+#: what small models write instead: "The answer is: John", 'The answer to "..." is: 2023-06-14'
+_ANSWER_IS = re.compile(r"\banswer\b[^\n]{0,160}?\bis\s*:", re.IGNORECASE)
+_QUOTES = ('"', "'", "\u201c\u201d", "\u2018\u2019")
+
+
+def _clean(text: str) -> str:
+    """The first non-empty line, markdown bold and one pair of surrounding quotes removed."""
+    line = next((ln.strip() for ln in text.splitlines() if ln.strip()), "")
+    line = line.strip("*").strip()
+    for quote in _QUOTES:
+        opening, closing = quote[0], quote[-1]
+        if len(line) >= 2 and line[0] == opening and line[-1] == closing:
+            line = line[1:-1].strip()
+            break
+    return line
+
+
 def extract_answer(reply: str) -> str:
-    """The text after the last ``ANSWER:`` marker (markdown bold around it removed), stripped;
-    the whole reply stripped when there is no marker."""
+    """The short answer in a reply.
+
+    In order: the text after the last ``ANSWER:`` marker; else after the last marker in another
+    case or in bold (``Answer:``, ``**Final answer:**``); else after the last "answer ... is:"
+    (``The answer is: John``, which small models write instead of the marker). Of that text the
+    first non-empty line is kept (later lines are explanations), markdown bold and one pair of
+    surrounding quotes removed. Without any marker the whole reply, stripped."""
     idx = reply.rfind(ANSWER_MARKER)
-    if idx == -1:
-        return reply.strip()
-    return reply[idx + len(ANSWER_MARKER) :].strip().strip("*").strip()
+    if idx != -1:
+        return _clean(reply[idx + len(ANSWER_MARKER) :])
+    for rx in (_MARKER_ANY_CASE, _ANSWER_IS):
+        matches = list(rx.finditer(reply))
+        if matches:
+            return _clean(reply[matches[-1].end() :])
+    return reply.strip()
 
 
 def _reference_date(

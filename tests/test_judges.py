@@ -108,14 +108,55 @@ def q(**kw: object) -> Question:
         ('Reason: matches.\n{"label": "CORRECT"} done', 1.0),
         ('{"label": "correct"}', 0.0),  # Mem0 compares case-sensitively
         ('{"verdict": "CORRECT"}', None),  # missing key: upstream raises -> UNSCORED
-        ("CORRECT", None),  # not JSON
+        ("CORRECT", 1.0),  # not JSON, but nothing else: read with a warning
+        ("**WRONG**.", 0.0),
+        ("Label: CORRECT", 1.0),
+        ("**Label:** wrong", 0.0),
+        ('{"reasoning": "he said "no" twice", "label": "WRONG"}', 0.0),  # broken JSON
         ("", None),
         ("{broken json", None),
+        ("CORRECT or WRONG, hard to say", None),
     ],
 )
 def test_mem0_parser(reply: str, expected: float | None) -> None:
     value, _reasoning, _warnings = parse_mem0_label(reply)
     assert value == expected
+
+
+def test_mem0_label_outside_json_warns() -> None:
+    value, _, warnings = parse_mem0_label("Label: CORRECT")
+    assert value == 1.0
+    assert len(warnings) == 1 and "not the JSON" in warnings[0]
+    assert parse_mem0_label('{"label": "CORRECT"}')[2] == []
+
+
+#: Replies SmolLM2-135M-Instruct (Q4_1) gave to the mem0 prompt on LoCoMo (tests/test_realmodel.py):
+#: none has a label, and prose such as "the incorrect answer" must not be read as one.
+REAL_SMOLLM2_MEM0_REPLIES = [
+    "The answer is: John",
+    "The answer is not mentioned.",
+    'The answer is: "No problem, always here to have your back."',
+    'The reason for the incorrect answer is that the reference answer "improving shooting '
+    'percentage" does not match the subject of the reference.',
+    "The reason for the incorrect answer is that the reference answer was longer than the "
+    "subject of the project, which\nwas a drone.",
+    'The answer to the question "Which year did Audrey adopt the first three of her dogs?" is '
+    "2023-11-04.",
+    "I'm glad to hear that you're enjoying the support group and have a great team. I'll make "
+    "sure to keep it upbeat, and I hope we can continue to support each other in the future."
+    '\n\nYour answer:\n"2023-05-14 (Monday) 13:56: Caroline: Thank you, Melanie!"',
+]
+
+
+@pytest.mark.parametrize("reply", REAL_SMOLLM2_MEM0_REPLIES)
+def test_mem0_real_small_model_replies_are_unscored(reply: str) -> None:
+    assert parse_mem0_label(reply) == (None, None, [])
+
+
+def test_mem0_real_small_model_bare_label() -> None:
+    # SmolLM2's whole reply on conv-41-q1 (prediction "John"); Mem0's own parser would raise
+    value, _, warnings = parse_mem0_label("CORRECT\n")
+    assert value == 1.0 and len(warnings) == 1
 
 
 def test_mem0_extract_json_order() -> None:
@@ -173,13 +214,54 @@ def test_mem0_skips_locomo_category_5() -> None:
         ('{"score": "90"}', 90.0),
         ('{"score": 150}', None),  # JSON score out of range: the run failed
         ("I would give it 85/100.", 85.0),
-        ("Score: -5 then 40", 40.0),  # first number in [0, 100]
+        ("85 out of 100", 85.0),
+        ("**Score:** 70", 70.0),
+        ('score = "90"', 90.0),
+        ("85", 85.0),
+        ("Score: -5 then 40", None),  # the score given is out of range; 40 is not a score
         ("Rating 250 out of 1000", None),
+        ("It matches 2 of the 3 facts.", None),  # a count is not a score
         ("no number at all", None),
         ("", None),
     ],
 )
 def test_graded_parser(reply: str, expected: float | None) -> None:
+    assert parse_graded_score(reply)[0] == expected
+
+
+#: Replies SmolLM2-135M-Instruct (Q4_1) gave to the graded prompt at temperature 0.5 on LoCoMo
+#: (tests/test_realmodel.py), with the score each must give. Before the parser stopped taking
+#: "the first number in [0, 100]", the dates and ids in them were read as scores (19, 13, 10, 1).
+REAL_SMOLLM2_GRADED_REPLIES = [
+    ('{"score": 1, "explanation": "[<three sentences>]"}', 1.0),
+    ('JSON:\n{\n  "score": 0,\n  "explanation": <single sentence>\n}', 0.0),  # invalid JSON
+    (
+        '```json\n{\n  "score": 0,\n  "explanation": "The answer is: "No problem, always here '
+        'to have your back.""\n}',
+        0.0,
+    ),
+    ("19 January, 2023\nJon: Hey Gina, I'm excited about starting my own business!", None),
+    ("A: 1\nThe answer is: John", None),
+    (
+        'JSON:\n{\n  "id": 10,\n  "name": {\n    "description": {\n      "category": '
+        '"long-term memory",\n      "referenced_by": "Shelly"\n    }\n  }\n}',
+        None,
+    ),
+    (
+        '{\n  "id": 1,\n  "games_played": [\n    {\n      "game_title": "2023-09-21 (Thursday) '
+        '20:17: Tim",\n      "player_score": "48.6"\n    }\n  ]\n}',
+        None,
+    ),
+    ('"2023-06-14: 7.9\nYou are correct, I was right and the answer is 2023-06-14."', None),
+    ("You are a helpful AI assistant named SmolLM, trained by Hugging Face", None),
+    ("The assistant's answer is 7, and it involves a small omission or imprecision.", None),
+    ('"No problem, always here to have your back.\nYour answer is a lie."', None),
+    ('{\n  "category": "multi-hop",\n  "type": "match_score"\n}', None),
+]
+
+
+@pytest.mark.parametrize(("reply", "expected"), REAL_SMOLLM2_GRADED_REPLIES)
+def test_graded_real_small_model_replies(reply: str, expected: float | None) -> None:
     assert parse_graded_score(reply)[0] == expected
 
 
@@ -661,3 +743,44 @@ def test_cohen_kappa_degenerate() -> None:
     assert k is not None and math.isclose(k, 0.0, abs_tol=1e-12)
     with pytest.raises(ValueError, match="length"):
         cohen_kappa([1], [1, 0])
+
+
+# --------------------------------------------------------------------------- real small-model replies
+
+#: Replies SmolLM2-135M-Instruct (Q4_1) gave to the beam-nugget, usermem and longmemeval prompts
+#: (tests/test_realmodel.py, BEAM 100K conversation 1, usermem layer1_01 / layer2_01, LongMemEval
+#: oracle items).
+REAL_SMOLLM2_BEAM_REPLY = (
+    '"Sure, I can help with that. Here is a JSON response:\n{\n  "score": 1.0,\n  '
+    '"reason": "short reason"\n}\n```'
+)
+REAL_SMOLLM2_BEAM_PROSE = (
+    "Sprint 2:\n- **Today:** User: I'm working on sprint 1 which targets analytics by April 19, "
+    "and I've completed it with user auth. Can you help me with that?\n\nRubric item: LLM "
+    "response should state: March 29"
+)
+#: a JSON object with no reward; the "score" values nested in it are not the reward
+REAL_SMOLLM2_USERMEM_REPLY = (
+    '```json\n{\n  "id": 123456789,\n  "description": {\n    "type": "user",\n    "name": '
+    '"Bank Account Setup",\n    "level": "admin"\n  },\n  "evaluation_criteria": [\n    {\n'
+    '      "id": "0.0-0.2",\n      "score": 15\n    },\n    {\n      "id": "0.4-0.6",\n'
+    '      "score": 98\n    }\n  ]\n}\n```'
+)
+
+
+def test_beam_real_small_model_replies() -> None:
+    # prose before the JSON and a closing fence without an opening one
+    parsed = parse_beam_json(REAL_SMOLLM2_BEAM_REPLY)
+    assert parsed == {"score": 1.0, "reason": "short reason"}
+    assert item_value(1.0) == (1.0, None)
+    assert parse_beam_json(REAL_SMOLLM2_BEAM_PROSE) is None
+
+
+def test_usermem_real_small_model_reply_is_unscored() -> None:
+    reward, data = parse_usermem_reward(REAL_SMOLLM2_USERMEM_REPLY)
+    assert reward is None
+    assert data["id"] == 123456789
+
+
+def test_longmemeval_real_small_model_reply() -> None:
+    assert strict_yes_no("No") is False and official_yes("No") is False

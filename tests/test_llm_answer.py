@@ -85,14 +85,43 @@ MEMORIES = [
         ("ANSWER: wrong\nOn reflection...\nANSWER: 7 May 2023", "7 May 2023"),
         ("**ANSWER:** Sweden", "Sweden"),
         ("  Sweden  ", "Sweden"),
-        (
-            "answer: lower-case marker is not the marker",
-            "answer: lower-case marker is not the marker",
-        ),
+        ("Answer: lower-case marker", "lower-case marker"),
+        ("**Final answer:** Paris", "Paris"),
+        ("ANSWER: Paris\n\nExplanation: the memories say so.", "Paris"),  # first line only
+        ("ANSWER:\nParis", "Paris"),
+        ('ANSWER: "Paris"', "Paris"),
         ("ANSWER:", ""),
     ],
 )
 def test_extract_answer(reply: str, expected: str) -> None:
+    assert extract_answer(reply) == expected
+
+
+#: Replies SmolLM2-135M-Instruct (Q4_1, llama-cpp-python server) gave to our answer prompt on
+#: LoCoMo questions (tests/test_realmodel.py). It never wrote the ANSWER: marker.
+REAL_SMOLLM2_ANSWERS = [
+    ("The answer is: John", "John"),
+    ("The answer is: 2023-06-14", "2023-06-14"),
+    (
+        'The answer is: "No problem, always here to have your back."',
+        "No problem, always here to have your back.",
+    ),
+    (
+        'The answer to the question "When did Calvin first travel to Tokyo?" is: 2023-06-14',
+        "2023-06-14",
+    ),
+    ("The answer is not mentioned.", "The answer is not mentioned."),  # no marker: kept whole
+    (
+        "Jolene: A project to create a drone that can fly in the air and see what's on the "
+        "other side",
+        "Jolene: A project to create a drone that can fly in the air and see what's on the "
+        "other side",
+    ),
+]
+
+
+@pytest.mark.parametrize(("reply", "expected"), REAL_SMOLLM2_ANSWERS)
+def test_extract_answer_real_small_model_replies(reply: str, expected: str) -> None:
     assert extract_answer(reply) == expected
 
 

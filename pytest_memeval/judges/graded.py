@@ -25,14 +25,29 @@ __all__ = ["GradedJudge", "graded_stats", "parse_graded_score"]
 TEMPLATE_FILE = "graded_judge.txt"
 FIELDS = QA_FIELDS
 
-_NUMBER = re.compile(r"-?\d+(?:\.\d+)?")
+_NUM = r"(-?\d+(?:\.\d+)?)"
+#: ``"score": 80`` / ``Score = "80"`` / ``**Score:** 80`` (also inside JSON too broken to parse,
+#: e.g. ``{"score": 0, "explanation": <single sentence>}``); not ``"player_score": ...``
+_SCORE_KEY = re.compile(r'(?<![\w])"?score"?\s*\**\s*[:=]\s*\**\s*"?' + _NUM, re.IGNORECASE)
+#: ``85/100``, ``85 / 100``, ``85 out of 100``
+_OUT_OF_100 = re.compile(_NUM + r"\s*(?:/|out\s+of)\s*100\b", re.IGNORECASE)
+#: a reply that is only a number (``85``, ``85.``, ``85%``)
+_ONLY_NUMBER = re.compile(r"^\s*\**\s*" + _NUM + r"\s*%?\s*\**\s*\.?\s*$")
+
+
+def _in_range(value: float) -> float | None:
+    return value if 0.0 <= value <= 100.0 else None
 
 
 def parse_graded_score(reply: str) -> tuple[float | None, str | None]:
     """(score on 0-100, explanation) from one reply, or (None, None) when the run failed.
 
-    Order: a JSON object with a numeric ``score`` (a score outside [0, 100] fails the run); when
-    there is no JSON ``score``, the first integer or decimal in the text that lies in [0, 100]."""
+    Order: a JSON object with a numeric ``score`` (numeric strings accepted); else the first
+    ``score: N`` / ``"score": N`` in the text (JSON too broken to parse, or prose); else the first
+    ``N/100`` or ``N out of 100``; else a reply that is a bare number. A score outside [0, 100]
+    fails the run. Any other number in the text is *not* taken: small models answer with dates,
+    ids and counts (``19 January, 2023``, ``{"id": 10, ...}``), and reading those as scores would
+    turn a failed run into a made-up score."""
     data = parse_json_object(reply)
     if data is not None and "score" in data:
         score = finite_number(data["score"])
@@ -41,10 +56,10 @@ def parse_graded_score(reply: str) -> tuple[float | None, str | None]:
         if score is None or not 0.0 <= score <= 100.0:
             return None, expl
         return score, expl
-    for m in _NUMBER.finditer(reply):
-        value = float(m.group(0))
-        if 0.0 <= value <= 100.0:
-            return value, None
+    for rx in (_SCORE_KEY, _OUT_OF_100, _ONLY_NUMBER):
+        m = rx.search(reply)
+        if m:
+            return _in_range(float(m.group(1))), None
     return None, None
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 
 from ..llm.base import LLMClient
@@ -28,21 +29,47 @@ def is_locomo_adversarial(question: Question) -> bool:
     return question.category_id == 5 or question.category == "adversarial"
 
 
+#: ``Label: CORRECT``, ``"label": "WRONG"`` in JSON too broken to parse, ``**Label:** correct``
+_LABEL_KEY = re.compile(
+    r'(?<![\w])"?label"?\s*\**\s*[:=]\s*\**\s*["\']?(CORRECT|WRONG)\b', re.IGNORECASE
+)
+#: a reply that is only the label (``CORRECT``, ``**WRONG**.``)
+_ONLY_LABEL = re.compile(r"^\W*(CORRECT|WRONG)\W*$", re.IGNORECASE)
+
+
+def _label_fallback(reply: str) -> tuple[float | None, list[str]]:
+    """The label when the reply has no parseable JSON with a ``label`` key: a ``label: X`` pair
+    or a reply that is only the label (either case). Prose such as "the answer is incorrect"
+    is never read as a label."""
+    m = _LABEL_KEY.search(reply) or _ONLY_LABEL.match(reply.strip())
+    if m is None:
+        return None, []
+    label = m.group(1)
+    warning = (
+        f"mem0 judge: label {label!r} read from a reply that is not the JSON the prompt asks for "
+        "(Mem0's own parser would raise)"
+    )
+    return (1.0 if label.upper() == "CORRECT" else 0.0), [warning]
+
+
 def parse_mem0_label(reply: str) -> tuple[float | None, str | None, list[str]]:
     """Parse a reply the way Mem0's legacy judge does: extract the JSON (code fence, else first
     ``{`` to last ``}``, else the whole text), ``json.loads``, take ``label``; 1 iff it equals
-    ``"CORRECT"`` exactly. Upstream raises on invalid JSON or a missing key; here that is
-    ``None`` (UNSCORED). Returns (value, reasoning, warnings)."""
+    ``"CORRECT"`` exactly (case-sensitive, as upstream). Where upstream raises (invalid JSON, no
+    ``label`` key), a ``label: CORRECT`` pair in the text or a reply that is only the label is
+    accepted with a warning; anything else is ``None`` (UNSCORED). Returns (value, reasoning,
+    warnings)."""
     try:
         data = json.loads(extract_json_mem0(reply))
     except (ValueError, RecursionError):
-        return None, None, []
+        data = None
     if not isinstance(data, dict) or "label" not in data:
-        return None, None, []
+        value, warnings = _label_fallback(reply)
+        return value, None, warnings
     label = data["label"]
     reasoning = data.get("reasoning")
     reasoning_text = str(reasoning) if reasoning is not None else None
-    warnings: list[str] = []
+    warnings = []
     if label == "CORRECT":
         return 1.0, reasoning_text, warnings
     if label != "WRONG":
