@@ -291,10 +291,12 @@ class Controller:
     def _lost(self, nodeid: str, reason: str, *, crashed: bool = False) -> None:
         """Record a question that produced no result of its own (its worker died, or the run
         stopped first) as an ERROR saying why, so tables and the JSON count it."""
-        self.lost.append({"nodeid": nodeid, "reason": reason, "crashed": crashed})
         from .collect import result_skeleton
 
         found = self.items_by_nodeid().get(nodeid)
+        if found is None and not crashed:
+            return  # another test the stopped run did not reach: pytest's own summary says so
+        self.lost.append({"nodeid": nodeid, "reason": reason, "crashed": crashed})
         if found is None:
             return  # not a built-in item (a hand-written test): listed in `lost` only
         benchmark, question, ref = found
