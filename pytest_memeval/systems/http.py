@@ -38,7 +38,7 @@ from typing import Any
 
 from ..errors import AdapterError
 from ..records import Conversation, Memory, Question
-from .wire import conversation_to_dict, memory_from_wire, question_to_dict
+from .wire import conversation_to_dict, memory_from_wire, question_to_dict, spec_settings
 
 __all__ = ["HTTP_PREFIX", "HttpMemorySystem", "HttpSettings", "http_factories", "parse_http_spec"]
 
@@ -80,14 +80,9 @@ def parse_http_spec(spec: str) -> tuple[str, HttpSettings]:
             f"--memsys={spec}: expected http:URL with an http:// or https:// URL, e.g. "
             "--memsys=http:http://127.0.0.1:8000"
         )
-    options = dict(urllib.parse.parse_qsl(fragment, keep_blank_values=True))
-    known = {"timeout", "retries", "backoff", "max_bytes", "poll", "name"}
-    unknown = sorted(set(options) - known)
-    if unknown:
-        raise AdapterError(
-            f"--memsys={spec}: unknown setting(s) {', '.join(unknown)} after '#'; known: "
-            + ", ".join(sorted(known))
-        )
+    options = spec_settings(
+        spec, fragment, {"timeout", "retries", "backoff", "max_bytes", "poll", "name"}
+    )
     kwargs: dict[str, Any] = {}
     for key in ("timeout", "backoff", "poll"):
         if key in options:

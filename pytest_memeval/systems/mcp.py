@@ -38,14 +38,13 @@ import concurrent.futures
 import json
 import shlex
 import threading
-import urllib.parse
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import AdapterError
 from ..records import Conversation, Memory, Question
-from .wire import conversation_to_dict, memory_from_wire, question_to_dict
+from .wire import conversation_to_dict, memory_from_wire, question_to_dict, spec_settings
 
 __all__ = ["McpMemorySystem", "McpSettings", "mcp_factories", "parse_mcp_spec"]
 
@@ -80,14 +79,7 @@ def parse_mcp_spec(spec: str) -> tuple[str, McpSettings]:
             f"--memsys={spec}: no {'URL' if transport == 'http' else 'command'} after the prefix, "
             'e.g. --memsys="mcp:python my_server.py#ingest=store_memory&search=search_memory"'
         )
-    options = dict(urllib.parse.parse_qsl(fragment, keep_blank_values=True))
-    known = {*_ROLES, "timeout", "poll", "name"}
-    unknown = sorted(set(options) - known)
-    if unknown:
-        raise AdapterError(
-            f"--memsys={spec}: unknown setting(s) {', '.join(unknown)} after '#'; known: "
-            + ", ".join(sorted(known))
-        )
+    options = spec_settings(spec, fragment, {*_ROLES, "timeout", "poll", "name"})
     numbers: dict[str, float] = {}
     for key in ("timeout", "poll"):
         if key in options:

@@ -26,10 +26,12 @@ from __future__ import annotations
 
 import json
 import math
+import urllib.parse
 from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
+from ..errors import AdapterError
 from ..records import Conversation, Memory, Question, Session, Turn
 
 __all__ = [
@@ -40,6 +42,18 @@ __all__ = [
     "question_from_dict",
     "question_to_dict",
 ]
+
+
+def spec_settings(spec: str, fragment: str, known: set[str]) -> dict[str, str]:
+    """The ``#key=value&...`` settings of a service ``--memsys`` value, refusing unknown keys."""
+    options = dict(urllib.parse.parse_qsl(fragment, keep_blank_values=True))
+    unknown = sorted(set(options) - known)
+    if unknown:
+        raise AdapterError(
+            f"--memsys={spec}: unknown setting(s) {', '.join(unknown)} after '#'; known: "
+            + ", ".join(sorted(known))
+        )
+    return options
 
 
 def _date_out(value: datetime | str | None) -> str | None:
