@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 from conftest import read_json
+from test_plugin_resume import COUNTING
 
 from pytest_memeval.results import RESULTS_FILE, RunStore, config_mismatch
 
@@ -17,22 +18,7 @@ pytestmark = pytest.mark.usefixtures("memeval_env")
 
 MODES = pytest.mark.parametrize("mode", [[], ["-n", "2"]], ids=["n0", "n2"])
 
-COUNTING = """
-import os, pytest
-from pytest_memeval.systems.builtin import BM25System
-
-LOG = os.path.join(os.path.dirname(__file__), "answered.log")
-
-class Counting(BM25System):
-    def search(self, question, k):
-        with open(LOG, "a") as fh:
-            fh.write(question.id + "\\n")
-        return super().search(question, k)
-
-@pytest.fixture(scope="session")
-def counting():
-    return Counting()
-"""
+# the counting conftest system of the resume tests (its MEMEVAL_SLOW switch stays off here)
 
 
 def _run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
