@@ -38,7 +38,13 @@ from typing import Any
 
 from ..errors import AdapterError
 from ..records import Conversation, Memory, Question
-from .wire import conversation_to_dict, memory_from_wire, question_to_dict, spec_settings
+from .wire import (
+    conversation_to_dict,
+    memory_from_wire,
+    question_to_dict,
+    spec_number,
+    spec_settings,
+)
 
 __all__ = ["HTTP_PREFIX", "HttpMemorySystem", "HttpSettings", "http_factories", "parse_http_spec"]
 
@@ -54,19 +60,6 @@ class HttpSettings:
     backoff: float = 0.5
     max_bytes: int = 16 << 20
     poll: float = 0.1
-
-
-def _number(value: str, key: str, spec: str, *, integer: bool = False) -> float:
-    try:
-        number = int(value) if integer else float(value)
-    except ValueError:
-        number = -1
-    if number < 0 or (key in ("timeout", "max_bytes", "poll") and number == 0):
-        raise AdapterError(
-            f"--memsys={spec}: #{key}={value!r} must be a {'whole ' if integer else ''}number "
-            f"{'>= 0' if key in ('retries', 'backoff') else '> 0'}"
-        )
-    return number
 
 
 def parse_http_spec(spec: str) -> tuple[str, HttpSettings]:
@@ -86,10 +79,10 @@ def parse_http_spec(spec: str) -> tuple[str, HttpSettings]:
     kwargs: dict[str, Any] = {}
     for key in ("timeout", "backoff", "poll"):
         if key in options:
-            kwargs[key] = _number(options[key], key, spec)
+            kwargs[key] = spec_number(options[key], key, spec)
     for key in ("retries", "max_bytes"):
         if key in options:
-            kwargs[key] = int(_number(options[key], key, spec, integer=True))
+            kwargs[key] = int(spec_number(options[key], key, spec, integer=True))
     name = options.get("name") or f"{HTTP_PREFIX}{url}"
     return name, HttpSettings(url=url.rstrip("/"), **kwargs)
 

@@ -44,7 +44,13 @@ from typing import Any
 
 from ..errors import AdapterError
 from ..records import Conversation, Memory, Question
-from .wire import conversation_to_dict, memory_from_wire, question_to_dict, spec_settings
+from .wire import (
+    conversation_to_dict,
+    memory_from_wire,
+    question_to_dict,
+    spec_number,
+    spec_settings,
+)
 
 __all__ = ["McpMemorySystem", "McpSettings", "mcp_factories", "parse_mcp_spec"]
 
@@ -80,15 +86,7 @@ def parse_mcp_spec(spec: str) -> tuple[str, McpSettings]:
             'e.g. --memsys="mcp:python my_server.py#ingest=store_memory&search=search_memory"'
         )
     options = spec_settings(spec, fragment, {*_ROLES, "timeout", "poll", "name"})
-    numbers: dict[str, float] = {}
-    for key in ("timeout", "poll"):
-        if key in options:
-            try:
-                numbers[key] = float(options[key])
-            except ValueError:
-                numbers[key] = -1.0
-            if not numbers[key] > 0:
-                raise AdapterError(f"--memsys={spec}: #{key}={options[key]!r} must be seconds > 0")
+    numbers = {k: spec_number(options[k], k, spec) for k in ("timeout", "poll") if k in options}
     tools = {role: options[role] for role in _ROLES if options.get(role)}
     name = options.get("name") or spec.partition("#")[0]
     return name, McpSettings(transport, target, tools, **numbers)

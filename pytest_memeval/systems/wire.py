@@ -56,6 +56,21 @@ def spec_settings(spec: str, fragment: str, known: set[str]) -> dict[str, str]:
     return options
 
 
+def spec_number(value: str, key: str, spec: str, *, integer: bool = False) -> float:
+    """A number setting of a service ``--memsys`` value: ``>= 0`` for retries and backoff, ``> 0``
+    otherwise; anything else is an AdapterError naming the setting."""
+    try:
+        number = int(value) if integer else float(value)
+    except ValueError:
+        number = -1
+    if number < 0 or (key in ("timeout", "max_bytes", "poll") and number == 0):
+        raise AdapterError(
+            f"--memsys={spec}: #{key}={value!r} must be a {'whole ' if integer else ''}number "
+            f"{'>= 0' if key in ('retries', 'backoff') else '> 0'}"
+        )
+    return number
+
+
 def _date_out(value: datetime | str | None) -> str | None:
     if isinstance(value, datetime):
         return value.isoformat()
