@@ -188,8 +188,13 @@ class LLMCache:
 
     def check_usable(self) -> str | None:
         """Open the database once and read it: None when usable, else why not (a corrupt or
-        unreadable file), with what to do. The cache is then off for this process."""
-        self.count()
+        unreadable file), with what to do. The cache is then off for this process. Reads one row,
+        not the table (``count`` would scan a large cache at every start)."""
+        with self._lock:
+            try:
+                self._connection().execute("SELECT 1 FROM completions LIMIT 1").fetchone()
+            except (sqlite3.Error, OSError) as exc:
+                self._disable("open failed", exc)
         if self._disabled_reason is None:
             return None
         return (
