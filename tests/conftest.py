@@ -29,7 +29,7 @@ import pytest_memeval.benchmarks.longmemeval
 import pytest_memeval.benchmarks.usermem
 import pytest_memeval.metrics
 import pytest_memeval.systems.builtin  # noqa: F401
-from pytest_memeval.aggregate import CategoryMeta
+from pytest_memeval.analysis.aggregate import CategoryMeta
 from pytest_memeval.records import Memory, QuestionResult
 
 for _transport in ("httpcore2", "httpcore", "h11"):  # imported by the SDKs at their first request

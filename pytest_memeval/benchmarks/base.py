@@ -9,9 +9,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
-from ..categories import shared_category
 from ..errors import DatasetError
 from ..records import Conversation, Prediction, Question
+from .categories import shared_category
 
 __all__ = [
     "ESCAPED_SURROGATE",

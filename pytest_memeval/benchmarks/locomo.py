@@ -19,7 +19,6 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-from ..categories import shared_category
 from ..errors import DatasetError
 from ..files import MAX_DATA_BYTES, FileTooLarge, NotAFile, not_a_file, read_bounded
 from ..records import Conversation, Prediction, Question, Session, Turn
@@ -31,6 +30,7 @@ from .base import (
     find_lone_surrogate,
     json_value_error,
 )
+from .categories import shared_category
 from .download import download
 
 __all__ = [

@@ -2,7 +2,7 @@
 rubric aggregation and retrieval recall / nDCG. No pytest, no I/O, no LLM calls.
 
 Every function reproduces the published scorer named in its docstring (see SCORING.md); the
-golden vectors in ``shared/vectors`` are checked in ``tests/test_metrics.py``.
+golden vectors in ``shared/vectors`` are checked in ``tests/unit/test_metrics.py``.
 """
 
 from __future__ import annotations

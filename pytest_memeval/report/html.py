@@ -24,7 +24,7 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
-from ..baselines import Baseline
+from ..analysis.baselines import Baseline
 from ..records import QuestionResult, finite_float
 from .markdown import (
     LATENCY_COLUMNS,

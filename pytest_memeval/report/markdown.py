@@ -17,8 +17,8 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ..aggregate import percentile
-from ..baselines import Baseline
+from ..analysis.aggregate import percentile
+from ..analysis.baselines import Baseline
 from .model import (
     STATUS_COLUMNS,
     CategoryRow,

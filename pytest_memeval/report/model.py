@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from ..baselines import Baseline
+    from ..analysis.baselines import Baseline
 
 from ..records import QuestionResult
 

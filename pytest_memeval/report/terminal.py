@@ -6,7 +6,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from ..baselines import Baseline
+from ..analysis.baselines import Baseline
 from ..records import STATUS_WRONG, QuestionResult
 from .model import (
     STATUS_COLUMNS,

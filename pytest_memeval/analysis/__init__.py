@@ -1,0 +1,1 @@
+"""Analysis, pytest-free: aggregation, statistics, gates, regression, published baselines."""

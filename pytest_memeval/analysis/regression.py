@@ -1,0 +1,544 @@
+"""Regression against a saved run, pytest-free: save or load a baseline, compare a session with it.
+
+A baseline (``--memeval-save-baseline``) holds, per run (benchmark, system, flow), every question's
+status and scores plus the run summary. ``compare`` pairs the questions that have a value for the
+metric on both sides and fails a run only when the metric dropped by more than the allowed margin
+AND the drop is significant on the paired questions: the exact McNemar test for binary outcomes
+(every paired value 0 or 1, e.g. the Mem0 judge, or the pseudo metric ``correct``), the paired
+bootstrap for continuous scores. Questions on one side only, or without a value on one side, are
+listed, never silently dropped.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import os
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..errors import MemevalError
+from ..files import FileTooLarge, NotAFile, read_bounded
+from ..records import STATUS_CORRECT, STATUS_ERROR, STATUS_WRONG, QuestionResult, finite_float
+from ..report.model import REPORT_SCHEMA, Summary
+from .stats import mcnemar_exact, paired_bootstrap
+
+__all__ = [
+    "BASELINE_SCHEMA",
+    "CORRECT_METRIC",
+    "MAX_BASELINE_BYTES",
+    "Comparison",
+    "compare",
+    "load_baseline",
+    "parse_max_drop",
+    "save_baseline",
+]
+
+BASELINE_SCHEMA = "pytest-memeval-baseline/1"
+MAX_BASELINE_BYTES = 256 * 1024 * 1024
+#: Pseudo metric: 1 when the status is CORRECT, 0 when WRONG or ERROR, no value when UNSCORED.
+CORRECT_METRIC = "correct"
+_LIST_LIMIT = 20  # ids shown per detail line
+_DROP_TOLERANCE = 1e-9  # a drop equal to the margin up to float rounding is not "more than"
+_METRIC_RE = re.compile(r"[\w@][\w@-]*")
+
+RunKey = tuple[str, str, str]
+
+
+# ---------------------------------------------------------------------------------------------
+# saving and loading
+
+
+def save_baseline(summary: Summary) -> dict[str, Any]:
+    """A JSON-compatible baseline: schema, provenance and, per run, ``questions`` as
+    ``{id: {"status", "category", "scores"}}`` and the run's ``summary`` (as in the JSON report).
+    A question id that occurs twice in one run keeps its first result."""
+    runs: list[dict[str, Any]] = []
+    for run in summary.runs:
+        questions: dict[str, dict[str, Any]] = {}
+        for r in run.results:
+            if r.question_id in questions:
+                continue
+            questions[r.question_id] = {
+                "status": r.status,
+                "category": r.category,
+                "scores": {str(k): finite_float(v) for k, v in r.scores.items()},
+            }
+        runs.append(
+            {
+                "benchmark": run.benchmark,
+                "system": run.system,
+                "flow": run.flow,
+                "questions": questions,
+                "summary": run.summary_dict(),
+            }
+        )
+    return {"schema": BASELINE_SCHEMA, "provenance": summary.provenance, "runs": runs}
+
+
+def _reject_constant(name: str) -> None:
+    raise ValueError(f"{name} is not valid JSON")
+
+
+def _fail(path: str | os.PathLike[str], problem: str) -> MemevalError:
+    return MemevalError(
+        f"--memeval-baseline {os.fspath(path)}: {problem}. Write a baseline with "
+        "--memeval-save-baseline=PATH (or pass a --memeval-json report)."
+    )
+
+
+def _questions_from_report(
+    path: str | os.PathLike[str], where: str, items: object
+) -> dict[str, dict[str, Any]]:
+    if not isinstance(items, list):
+        raise _fail(path, f"{where}: 'questions' must be a list in a JSON report")
+    out: dict[str, dict[str, Any]] = {}
+    for i, q in enumerate(items):
+        if not isinstance(q, dict) or "id" not in q:
+            raise _fail(path, f"{where}, question {i}: expected an object with an 'id'")
+        out.setdefault(
+            str(q["id"]),
+            {
+                "status": q.get("status"),
+                "category": q.get("category", ""),
+                "scores": q.get("scores") or {},
+            },
+        )
+    return out
+
+
+def _validate(path: str | os.PathLike[str], data: object) -> dict[str, Any]:
+    if not isinstance(data, dict):
+        raise _fail(path, f"expected a JSON object, found {type(data).__name__}")
+    schema = data.get("schema")
+    if schema not in (BASELINE_SCHEMA, REPORT_SCHEMA):
+        raise _fail(
+            path,
+            f"schema is {schema!r}, expected {BASELINE_SCHEMA!r} (or a {REPORT_SCHEMA!r} report)",
+        )
+    runs = data.get("runs")
+    if not isinstance(runs, list):
+        raise _fail(path, "'runs' must be a list")
+    clean_runs: list[dict[str, Any]] = []
+    for i, run in enumerate(runs):
+        where = f"run {i}"
+        if not isinstance(run, dict):
+            raise _fail(path, f"{where}: expected an object")
+        for key in ("benchmark", "system"):
+            if not isinstance(run.get(key), str):
+                raise _fail(path, f"{where}: {key!r} must be a string")
+        flow = run.get("flow", "")
+        if not isinstance(flow, str):
+            raise _fail(path, f"{where}: 'flow' must be a string")
+        where = f"run {i} ({run['benchmark']} / {run['system']})"
+        questions: object
+        if schema == REPORT_SCHEMA:
+            questions = _questions_from_report(path, where, run.get("questions"))
+        else:
+            questions = run.get("questions")
+        if not isinstance(questions, dict):
+            raise _fail(path, f"{where}: 'questions' must be an object keyed by question id")
+        clean_q: dict[str, dict[str, Any]] = {}
+        for qid, q in questions.items():
+            if not isinstance(q, dict):
+                raise _fail(path, f"{where}, question {qid!r}: expected an object")
+            status = q.get("status")
+            if not isinstance(status, str):
+                raise _fail(path, f"{where}, question {qid!r}: 'status' must be a string")
+            scores = q.get("scores", {})
+            if not isinstance(scores, dict):
+                raise _fail(path, f"{where}, question {qid!r}: 'scores' must be an object")
+            clean_scores: dict[str, float | None] = {}
+            for metric, value in scores.items():
+                if value is not None and (
+                    isinstance(value, bool) or not isinstance(value, int | float)
+                ):
+                    raise _fail(
+                        path,
+                        f"{where}, question {qid!r}: score {metric!r} must be a number or null, "
+                        f"found {value!r:.40}",
+                    )
+                clean_scores[str(metric)] = finite_float(value)
+            clean_q[str(qid)] = {
+                "status": status,
+                "category": str(q.get("category", "")),
+                "scores": clean_scores,
+            }
+        summary = run.get("summary", {})
+        clean_runs.append(
+            {
+                "benchmark": run["benchmark"],
+                "system": run["system"],
+                "flow": flow,
+                "questions": clean_q,
+                "summary": summary if isinstance(summary, dict) else {},
+            }
+        )
+    provenance = data.get("provenance", {})
+    return {
+        "schema": BASELINE_SCHEMA,
+        "provenance": provenance if isinstance(provenance, dict) else {},
+        "runs": clean_runs,
+    }
+
+
+def load_baseline(path: str | os.PathLike[str]) -> dict[str, Any]:
+    """Read and validate a baseline file (JSON only, at most 256 MB). A ``--memeval-json`` report
+    is accepted too and converted. Raises ``MemevalError`` naming the file and the problem."""
+    p = Path(path)
+    try:
+        raw = read_bounded(p, MAX_BASELINE_BYTES)
+    except FileNotFoundError:
+        raise _fail(path, "file not found") from None
+    except NotAFile as exc:
+        raise _fail(path, f"not a regular file ({exc})") from None
+    except FileTooLarge:
+        size = max(p.stat().st_size, MAX_BASELINE_BYTES + 1)
+        raise _fail(path, f"file is {size} bytes, larger than the 256 MB limit") from None
+    except OSError as exc:
+        raise _fail(path, f"cannot read the file ({exc.strerror or exc})") from None
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise _fail(path, f"not UTF-8 text (byte {exc.start})") from None
+    try:
+        data = json.loads(text, parse_constant=_reject_constant)
+    except json.JSONDecodeError as exc:
+        raise _fail(
+            path, f"not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}"
+        ) from None
+    except ValueError as exc:
+        raise _fail(path, f"not valid JSON: {exc}") from None
+    except RecursionError:
+        raise _fail(path, "not valid JSON: nested too deeply") from None
+    return _validate(path, data)
+
+
+def parse_max_drop(text: str) -> tuple[str, float]:
+    """``"f1:2"`` -> ``("f1", 2.0)``: the metric and the allowed drop in percentage points of the
+    0-1 metric (2 points = 0.02). Raises ``MemevalError`` with the expected form."""
+    form = (
+        "expected METRIC:POINTS, e.g. f1:2 (fail when f1 drops by more than 2 points, i.e. 0.02, "
+        f"and the drop is significant); METRIC is a score key or {CORRECT_METRIC!r}"
+    )
+    raw = text.strip()
+    if ":" not in raw:
+        raise MemevalError(f"--memeval-max-drop {text!r}: no ':' between metric and points; {form}")
+    metric, points_text = (part.strip() for part in raw.rsplit(":", 1))
+    if not metric:
+        raise MemevalError(f"--memeval-max-drop {text!r}: the metric is missing; {form}")
+    if not _METRIC_RE.fullmatch(metric):
+        raise MemevalError(
+            f"--memeval-max-drop {text!r}: metric {metric!r} is not valid "
+            f"(letters, digits, '_', '@' and '-'); {form}"
+        )
+    if not points_text:
+        raise MemevalError(f"--memeval-max-drop {text!r}: the points are missing; {form}")
+    try:
+        points = float(points_text.removesuffix("%"))
+    except ValueError:
+        raise MemevalError(
+            f"--memeval-max-drop {text!r}: points {points_text!r} is not a number; {form}"
+        ) from None
+    if not math.isfinite(points) or points < 0:
+        raise MemevalError(
+            f"--memeval-max-drop {text!r}: points must be a finite number >= 0, got "
+            f"{points_text!r}; {form}"
+        )
+    return metric, points
+
+
+# ---------------------------------------------------------------------------------------------
+# comparison
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """One run (benchmark, system, flow) compared with its baseline on one metric.
+
+    ``delta`` = current mean - baseline mean over the ``paired`` questions (negative: a drop), with
+    its ``ci`` (paired bootstrap percentile interval); ``test`` is ``"mcnemar"`` (binary outcomes),
+    ``"paired-bootstrap"`` (continuous) or ``""`` when nothing could be compared. ``failed`` iff the
+    drop exceeds ``max_drop`` (0-1 scale) and ``p_value < alpha``."""
+
+    benchmark: str
+    system: str
+    flow: str
+    metric: str
+    max_drop: float
+    alpha: float
+    paired: int = 0
+    baseline_mean: float | None = None
+    current_mean: float | None = None
+    delta: float | None = None
+    ci: tuple[float, float] | None = None
+    p_value: float | None = None
+    test: str = ""
+    binary: bool = False
+    failed: bool = False
+    only_current: tuple[str, ...] = ()
+    only_baseline: tuple[str, ...] = ()
+    no_value: tuple[str, ...] = ()  # on both sides, but without a value for the metric on one
+    flipped_to_wrong: tuple[str, ...] = ()  # binary: 1 in the baseline, 0 now
+    flipped_to_correct: tuple[str, ...] = ()  # binary: 0 in the baseline, 1 now
+    largest_drops: tuple[tuple[str, float], ...] = ()  # continuous: (id, delta), worst first
+    message: str = ""
+    details: tuple[str, ...] = field(default=())
+
+    @property
+    def label(self) -> str:
+        who = f"{self.system} / {self.flow}" if self.flow else self.system
+        return f"{self.benchmark} ({who})"
+
+    @property
+    def compared(self) -> bool:
+        """Whether any question could be paired (a run without pairs cannot show a regression)."""
+        return self.paired > 0
+
+
+def _metric_value(status: str, scores: Mapping[str, float | None], metric: str) -> float | None:
+    if metric == CORRECT_METRIC and metric not in scores:
+        if status == STATUS_CORRECT:
+            return 1.0
+        if status in (STATUS_WRONG, STATUS_ERROR):
+            return 0.0
+        return None
+    v = scores.get(metric)
+    if v is None or math.isnan(v):
+        return None
+    return float(v)
+
+
+def _ids(items: Iterable[str]) -> str:
+    ids = list(items)
+    shown = ", ".join(ids[:_LIST_LIMIT])
+    more = len(ids) - _LIST_LIMIT
+    return f"{shown}, ... and {more} more" if more > 0 else shown
+
+
+def _pts(value: float) -> str:
+    return f"{abs(value) * 100:.1f}"
+
+
+def _p_text(p: float, floor: float | None) -> str:
+    if p == 0.0 and floor is not None:
+        return f"p < {floor:.2g}"
+    return f"p = {p:.3g}"
+
+
+def _compare_run(
+    key: RunKey,
+    current: list[QuestionResult] | None,
+    baseline: Mapping[str, Mapping[str, Any]] | None,
+    metric: str,
+    max_drop: float,
+    alpha: float,
+    round3: bool,
+    seed: int,
+    resamples: int,
+) -> Comparison:
+    benchmark, system, flow = key
+    base = Comparison(benchmark, system, flow, metric, max_drop, alpha)
+    if baseline is None:
+        return _replace(
+            base,
+            only_current=tuple(dict.fromkeys(r.question_id for r in current or ())),
+            message=f"memeval regression: {base.label} has no run in the baseline; not compared.",
+        )
+    if current is None:
+        return _replace(
+            base,
+            only_baseline=tuple(baseline),
+            message=(
+                f"memeval regression: {base.label} is in the baseline but did not run in this "
+                "session; not compared."
+            ),
+        )
+    cur: dict[str, QuestionResult] = {}
+    for r in current:
+        cur.setdefault(r.question_id, r)
+    only_current = tuple(q for q in cur if q not in baseline)
+    only_baseline = tuple(q for q in baseline if q not in cur)
+    ids: list[str] = []
+    before: list[float] = []
+    after: list[float] = []
+    no_value: list[str] = []
+    for qid, r in cur.items():
+        if qid not in baseline:
+            continue
+        b_entry = baseline[qid]
+        b = _metric_value(str(b_entry.get("status", "")), b_entry.get("scores") or {}, metric)
+        a = _metric_value(r.status, r.scores, metric)
+        if a is None or b is None:
+            no_value.append(qid)
+            continue
+        if round3:
+            a, b = round(a, 3), round(b, 3)
+        ids.append(qid)
+        before.append(b)
+        after.append(a)
+    base = _replace(
+        base, only_current=only_current, only_baseline=only_baseline, no_value=tuple(no_value)
+    )
+    if not ids:
+        return _replace(
+            base,
+            message=(
+                f"memeval regression: {base.label} {metric}: no question has a {metric} value "
+                "in both the baseline and this run; not compared."
+            ),
+            details=_details(base, metric),
+        )
+    n = len(ids)
+    deltas = [a - b for a, b in zip(after, before, strict=True)]
+    boot = paired_bootstrap(deltas, resamples=resamples, seed=seed)
+    baseline_mean = math.fsum(before) / n
+    current_mean = math.fsum(after) / n
+    delta = current_mean - baseline_mean
+    binary = all(v in (0.0, 1.0) for v in before) and all(v in (0.0, 1.0) for v in after)
+    to_wrong: tuple[str, ...] = ()
+    to_correct: tuple[str, ...] = ()
+    largest: tuple[tuple[str, float], ...] = ()
+    floor: float | None = None
+    if binary:
+        to_wrong = tuple(q for q, b, a in zip(ids, before, after, strict=True) if b > a)
+        to_correct = tuple(q for q, b, a in zip(ids, before, after, strict=True) if a > b)
+        p = mcnemar_exact(len(to_wrong), len(to_correct))
+        test = "mcnemar"
+    else:
+        p = boot.p_value
+        floor = boot.p_floor
+        test = "paired-bootstrap"
+        drops = sorted(
+            ((q, d) for q, d in zip(ids, deltas, strict=True) if d < 0), key=lambda x: (x[1], x[0])
+        )
+        largest = tuple(drops[:_LIST_LIMIT])
+    drop = -delta
+    too_large = drop > max_drop + _DROP_TOLERANCE
+    significant = p < alpha
+    failed = too_large and significant
+    result = _replace(
+        base,
+        paired=n,
+        baseline_mean=baseline_mean,
+        current_mean=current_mean,
+        delta=delta,
+        ci=boot.ci,
+        p_value=p,
+        test=test,
+        binary=binary,
+        failed=failed,
+        flipped_to_wrong=to_wrong,
+        flipped_to_correct=to_correct,
+        largest_drops=largest,
+    )
+    ci_text = f"95% CI [{boot.ci[0]:+.3f}, {boot.ci[1]:+.3f}]" if boot.ci else "no CI"
+    test_name = "exact McNemar" if binary else "paired bootstrap"
+    figures = (
+        f"({baseline_mean:.3f} -> {current_mean:.3f}, delta {delta:+.3f}, {ci_text}, "
+        f"{test_name} {_p_text(p, floor)}, {n} paired questions)"
+    )
+    margin = f"{_pts(max_drop)} points"
+    if delta >= 0:
+        verdict = f"did not drop {figures}"
+        outcome = "passed"
+    elif failed:
+        verdict = (
+            f"dropped {_pts(delta)} points {figures}: more than the allowed {margin} and "
+            f"significant at alpha {alpha:g}"
+        )
+        outcome = "FAILED"
+    elif too_large:
+        verdict = (
+            f"dropped {_pts(delta)} points {figures}: more than the allowed {margin} but not "
+            f"significant at alpha {alpha:g}"
+        )
+        outcome = "passed"
+    else:
+        verdict = f"dropped {_pts(delta)} points {figures}: within the allowed {margin}"
+        outcome = "passed"
+    message = f"memeval regression {outcome}: {result.label} {metric} {verdict}."
+    return _replace(result, message=message, details=_details(result, metric))
+
+
+def _details(c: Comparison, metric: str) -> tuple[str, ...]:
+    lines: list[str] = []
+    if c.binary:
+        lines.append(
+            f"flipped correct -> wrong ({len(c.flipped_to_wrong)}): "
+            f"{_ids(c.flipped_to_wrong) or '-'}"
+        )
+        lines.append(
+            f"flipped wrong -> correct ({len(c.flipped_to_correct)}): "
+            f"{_ids(c.flipped_to_correct) or '-'}"
+        )
+    elif c.largest_drops:
+        worst = ", ".join(f"{q} ({d:+.3f})" for q, d in c.largest_drops)
+        lines.append(f"largest drops ({len(c.largest_drops)} shown): {worst}")
+    if c.only_current:
+        lines.append(
+            f"only in this run, not in the baseline ({len(c.only_current)}): {_ids(c.only_current)}"
+        )
+    if c.only_baseline:
+        lines.append(
+            f"only in the baseline, not in this run ({len(c.only_baseline)}): "
+            f"{_ids(c.only_baseline)}"
+        )
+    if c.no_value:
+        lines.append(
+            f"no {metric} value on one side, not paired ({len(c.no_value)}): {_ids(c.no_value)}"
+        )
+    return tuple(lines)
+
+
+def _replace(c: Comparison, **changes: Any) -> Comparison:
+    return dataclasses.replace(c, **changes)
+
+
+def compare(
+    current: Summary,
+    baseline: Mapping[str, Any],
+    metric: str,
+    max_drop_points: float,
+    alpha: float = 0.05,
+    *,
+    round3: Iterable[str] = (),
+    seed: int = 0,
+    resamples: int = 5000,
+) -> list[Comparison]:
+    """Compare every run of ``current`` with the baseline run of the same (benchmark, system, flow)
+    on ``metric`` (or the pseudo metric ``correct``). Runs on one side only give a ``Comparison``
+    that is not failed and says so. ``max_drop_points`` is in points (2 = 0.02)."""
+    if not 0.0 < alpha < 1.0:
+        raise MemevalError(f"--memeval-alpha must lie strictly between 0 and 1, got {alpha!r}")
+    if not math.isfinite(max_drop_points) or max_drop_points < 0:
+        raise MemevalError(f"--memeval-max-drop points must be >= 0, got {max_drop_points!r}")
+    max_drop = max_drop_points / 100.0
+    rounding = metric in set(round3)
+    base_runs: dict[RunKey, Mapping[str, Mapping[str, Any]]] = {}
+    for run in baseline.get("runs", []):
+        key = (str(run["benchmark"]), str(run["system"]), str(run.get("flow", "")))
+        base_runs.setdefault(key, run.get("questions") or {})
+    cur_runs: dict[RunKey, list[QuestionResult]] = {}
+    for summary_run in current.runs:
+        key = (summary_run.benchmark, summary_run.system, summary_run.flow)
+        cur_runs.setdefault(key, []).extend(summary_run.results)
+    keys = list(cur_runs) + [k for k in base_runs if k not in cur_runs]
+    return [
+        _compare_run(
+            key,
+            cur_runs.get(key),
+            base_runs.get(key),
+            metric,
+            max_drop,
+            alpha,
+            rounding,
+            seed,
+            resamples,
+        )
+        for key in keys
+    ]

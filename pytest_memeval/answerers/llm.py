@@ -1,0 +1,217 @@
+"""The LLM answerer (``--memeval-answerer=PROVIDER:MODEL``).
+
+It asks for a short answer (a few words) from the retrieved memories, shown oldest first, each
+with its date and never with its retrieval score. The reference ("today") date is the question's
+own date when the benchmark has one, else the date passed by the caller (the conversation's last
+session), else the newest memory date. The prediction is the text after the last ``ANSWER:``
+marker when the reply has one (or after ``Answer:`` / "the answer is:", which small models write
+instead), first line only, else the whole reply, stripped.
+
+The prompt is our own text in ``templates/answer.txt`` with the placeholders ``{memories}``,
+``{question}`` and ``{reference_date}``; ``--memeval-answer-prompt=PATH`` replaces it.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+
+from ..judges.base import PromptTemplate, load_template
+from ..llm.base import ChatMessage, LLMClient
+from ..records import Memory, Prediction, Question
+
+__all__ = [
+    "ANSWER_MARKER",
+    "ANSWER_TEMPLATE_FILE",
+    "LLMAnswerer",
+    "extract_answer",
+    "format_date",
+    "format_memories",
+    "order_memories",
+]
+
+ANSWER_MARKER = "ANSWER:"
+ANSWER_TEMPLATE_FILE = "answer.txt"
+ANSWER_FIELDS = ("memories", "question", "reference_date")
+
+_DATE_FORMATS = (
+    "%Y/%m/%d %H:%M",
+    "%Y-%m-%d %H:%M:%S",
+    "%Y-%m-%d %H:%M",
+    "%Y-%m-%d",
+    "%I:%M %p on %d %B, %Y",
+    "%I:%M %p on %d %b, %Y",
+    "%d %B %Y",
+    "%B %d, %Y",
+)
+
+
+def _parse_date(value: datetime | str | None) -> datetime | None:
+    """A naive datetime (aware ones converted to UTC) for sorting, or None."""
+    if value is None:
+        return None
+    if isinstance(value, datetime):
+        dt = value
+    else:
+        text = value.strip()
+        # LongMemEval style "2023/05/01 (Mon) 21:05": drop the parenthesised weekday
+        if "(" in text and ")" in text:
+            head, _, rest = text.partition("(")
+            text = (head + rest.partition(")")[2]).strip()
+            text = " ".join(text.split())
+        parsed: datetime | None = None
+        try:
+            parsed = datetime.fromisoformat(text)
+        except ValueError:
+            for fmt in _DATE_FORMATS:
+                try:
+                    parsed = datetime.strptime(text, fmt)
+                    break
+                except ValueError:
+                    continue
+        if parsed is None:
+            return None
+        dt = parsed
+    if dt.tzinfo is not None:
+        dt = dt.astimezone(UTC).replace(tzinfo=None)
+    return dt
+
+
+def format_date(value: datetime | str | None) -> str:
+    """``2023-05-08 (Monday)``, with ``HH:MM`` when the time is not midnight; strings that do not
+    parse as dates are shown as written; ``None`` is ``undated``."""
+    if value is None:
+        return "undated"
+    dt = value if isinstance(value, datetime) else _parse_date(value)
+    if dt is None:
+        return str(value).strip() or "undated"
+    text = f"{dt:%Y-%m-%d} ({dt:%A})"
+    if (dt.hour, dt.minute) != (0, 0):
+        text += f" {dt:%H:%M}"
+    return text
+
+
+def order_memories(memories: Sequence[Memory]) -> list[Memory]:
+    """Memories oldest first (stable); memories without a parseable date keep their order after
+    the dated ones."""
+    indexed = [(i, m, _parse_date(m.date)) for i, m in enumerate(memories)]
+    indexed.sort(key=lambda t: (t[2] is None, t[2] or datetime.min, t[0]))
+    return [m for _, m, _ in indexed]
+
+
+def format_memories(memories: Sequence[Memory]) -> str:
+    """One ``- <date>: <text>`` line per memory, oldest first, no retrieval scores."""
+    if not memories:
+        return "(no memories were retrieved)"
+    return "\n".join(f"- {format_date(m.date)}: {m.text}" for m in order_memories(memories))
+
+
+#: the marker in any case, bold or not ("ANSWER:", "Answer:", "**Final answer:**")
+_MARKER_ANY_CASE = re.compile(r"\banswer\s*\**\s*:", re.IGNORECASE)
+#: what small models write instead: "The answer is: John", 'The answer to "..." is: 2023-06-14'
+_ANSWER_IS = re.compile(r"\banswer\b[^\n]{0,160}?\bis\s*:", re.IGNORECASE)
+_QUOTES = ('"', "'", "\u201c\u201d", "\u2018\u2019")
+
+
+def _clean(text: str) -> str:
+    """The first non-empty line, markdown bold and one pair of surrounding quotes removed."""
+    line = next((ln.strip() for ln in text.splitlines() if ln.strip()), "")
+    line = line.strip("*").strip()
+    for quote in _QUOTES:
+        opening, closing = quote[0], quote[-1]
+        if len(line) >= 2 and line[0] == opening and line[-1] == closing:
+            line = line[1:-1].strip()
+            break
+    return line
+
+
+def extract_answer(reply: str) -> str:
+    """The short answer in a reply.
+
+    In order: the text after the last ``ANSWER:`` marker; else after the last marker in another
+    case or in bold (``Answer:``, ``**Final answer:**``); else after the last "answer ... is:"
+    (``The answer is: John``, which small models write instead of the marker). Of that text the
+    first non-empty line is kept (later lines are explanations), markdown bold and one pair of
+    surrounding quotes removed. Without any marker the whole reply, stripped."""
+    idx = reply.rfind(ANSWER_MARKER)
+    if idx != -1:
+        return _clean(reply[idx + len(ANSWER_MARKER) :])
+    for rx in (_MARKER_ANY_CASE, _ANSWER_IS):
+        matches = list(rx.finditer(reply))
+        if matches:
+            return _clean(reply[matches[-1].end() :])
+    return reply.strip()
+
+
+def _reference_date(
+    question: Question, memories: Sequence[Memory], reference_date: datetime | str | None
+) -> str:
+    if question.question_date is not None:
+        return format_date(question.question_date)
+    if question.question_date_raw:
+        return format_date(question.question_date_raw)
+    if reference_date is not None:
+        return format_date(reference_date)
+    dated = [d for d in (_parse_date(m.date) for m in memories) if d is not None]
+    if dated:
+        return format_date(max(dated))
+    return "unknown"
+
+
+@dataclass
+class LLMAnswerer:
+    """Answers from memories with one temperature-0 call (role ``"answerer"``)."""
+
+    client: LLMClient
+    template_path: str | None = None
+    max_tokens: int = 256
+    template: PromptTemplate = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.template = load_template(ANSWER_TEMPLATE_FILE, ANSWER_FIELDS, self.template_path)
+
+    @property
+    def label(self) -> str:
+        return self.client.label
+
+    @property
+    def prompt_sha256(self) -> str:
+        return self.template.sha256
+
+    def render(
+        self,
+        question: Question,
+        memories: Sequence[Memory],
+        *,
+        reference_date: datetime | str | None = None,
+    ) -> str:
+        """The prompt text for a question (exposed for tests and ``--collect-only`` previews)."""
+        return self.template.render(
+            {
+                "memories": format_memories(memories),
+                "question": question.question,
+                "reference_date": _reference_date(question, memories, reference_date),
+            }
+        )
+
+    def answer(
+        self,
+        question: Question,
+        memories: Sequence[Memory],
+        *,
+        reference_date: datetime | str | None = None,
+    ) -> Prediction:
+        """``reference_date``: the conversation's last session date, used when the question has no
+        date of its own (else the newest memory date is used)."""
+        prompt = self.render(question, memories, reference_date=reference_date)
+        reply = self.client.complete(
+            [ChatMessage("user", prompt)],
+            temperature=0.0,
+            max_tokens=self.max_tokens,
+            role="answerer",
+        ).text
+        return Prediction(
+            text=extract_answer(reply), memories=tuple(memories), answered_by=self.client.label
+        )

@@ -1,0 +1,538 @@
+"""pytest11 entry point: wiring only (options, hooks, fixtures, plugin registration)."""
+
+from __future__ import annotations
+
+import gc
+import time
+from collections.abc import Generator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ..benchmarks import LoadRequest, get_benchmark
+from ..errors import MSG_UNKNOWN_SYSTEM, MemevalError, UnknownSystemError
+from ..records import (
+    STATUS_CORRECT,
+    STATUS_ERROR,
+    STATUS_UNSCORED,
+    STATUS_WRONG,
+    Prediction,
+    QuestionResult,
+    ResultKey,
+)
+from ..run.question import clean_scores, decide_status, select_questions
+from . import hookspecs
+from .controller import PROPERTY_NAME, Controller, flat_properties, worker_output
+from .items import (
+    BenchmarkNode,
+    MemevalCase,
+    MemevalItem,
+    RunState,
+    SystemRef,
+    conversation_key,
+    ingested_system,
+    result_skeleton,
+    score_prediction,
+)
+from .keys import CONTROLLER_KEY, RECORDER_KEY, RESULT_KEY, STATE_KEY
+from .options import addoptions, read_settings
+
+_STATUS_WORDS = {
+    STATUS_CORRECT: ("correct", "C", "CORRECT"),
+    STATUS_WRONG: ("wrong", "W", "WRONG"),
+    STATUS_UNSCORED: ("unscored", "U", "UNSCORED"),
+}
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    addoptions(parser)
+
+
+def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
+    pluginmanager.add_hookspecs(hookspecs)
+
+
+class Builtins:
+    """The plugin's own policies, as ordinary hook implementations (a conftest can add or win)."""
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_memeval_make_system(self, config: pytest.Config, name: str) -> Any:
+        from ..systems.resolve import resolve_system
+
+        return resolve_system(name)
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_memeval_question_scores(
+        self, config: pytest.Config, benchmark: str, question: Any, prediction: Prediction
+    ) -> dict[str, float | None] | None:
+        state = config.stash[STATE_KEY]
+        return dict(state.benchmarks[benchmark].score(question, prediction))
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    from .scale import apply_merge_defaults
+
+    apply_merge_defaults(config)  # --memeval-merge: options default to the shards' own
+    settings = read_settings(config)
+    state = RunState(settings=settings)
+    state.pool.timeout = settings.timeout
+    config.stash[STATE_KEY] = state
+    config.pluginmanager.register(Builtins(), "memeval-builtins")
+    config.addinivalue_line("markers", "memeval: a pytest-memeval benchmark question")
+    if not settings.active:
+        return
+    for name in settings.benchmarks:
+        try:
+            bench = get_benchmark(name)
+        except MemevalError as exc:
+            raise pytest.UsageError(str(exc)) from None
+        state.benchmarks[name] = bench
+        config.addinivalue_line("markers", f"{name}: questions of the {name} benchmark")
+        for cat in bench.categories.values():
+            config.addinivalue_line(
+                "markers", f"{cat.name}: {name} category {cat.id} ({cat.shared})"
+            )
+    llm_settings = _llm_settings(settings)
+    if llm_settings.uses_llm:
+        from ..errors import JudgeError
+        from ..llm import redact
+
+        try:
+            llm_settings.check()
+        except JudgeError as exc:
+            raise pytest.UsageError(redact(str(exc))) from None
+    if config.pluginmanager.hasplugin("xdist"):
+        from .xdist import XdistHooks
+
+        config.pluginmanager.register(XdistHooks(config), "memeval-xdist")
+    if config.pluginmanager.hasplugin("html") and not hasattr(config, "workerinput"):
+        from .html import PytestHtmlHooks
+
+        config.pluginmanager.register(PytestHtmlHooks(config), "memeval-pytest-html")
+    if not hasattr(config, "workerinput") and (
+        settings.merge or settings.shard or settings.cache_import or settings.cache_export
+    ):
+        from .scale import ScaleHooks
+
+        config.pluginmanager.register(ScaleHooks(config), "memeval-scale")
+    if not hasattr(config, "workerinput"):
+        controller = Controller(config)
+        config.stash[CONTROLLER_KEY] = controller
+        config.pluginmanager.register(controller, "memeval-controller")
+
+
+def _load(config: pytest.Config, state: RunState) -> None:
+    settings = state.settings
+    loaded: list[str] = []
+    for name, bench in state.benchmarks.items():
+        if name in state.datasets:
+            continue
+        start = time.perf_counter()
+        try:
+            dataset = bench.load(
+                LoadRequest(settings.data_dir, settings.cache_dir, settings.variant)
+            )
+        except MemevalError as exc:
+            raise pytest.UsageError(f"--memeval={name}: {exc}") from None
+        state.load_seconds[name] = time.perf_counter() - start
+        state.datasets[name] = dataset
+        state.selected[name] = select_questions(
+            dataset.questions, limit=settings.limit, sample=settings.sample, seed=settings.seed
+        )
+        loaded.append(name)
+    if settings.shard is not None and loaded:  # the same conversations on every machine/worker
+        from ..run.shards import shard_questions
+
+        state.selected.update(
+            shard_questions({n: state.selected[n] for n in loaded}, settings.shard)
+        )
+    if state.systems is None:
+        state.systems = _resolve_systems(config, state)
+    workerinput = getattr(config, "workerinput", None)
+    if workerinput is not None:  # what the controller chose, shipped to this xdist worker
+        if workerinput.get("memeval_rejudge_run"):
+            state.rejudge_run = Path(workerinput["memeval_rejudge_run"])
+        if "memeval_resume" in workerinput:
+            state.resume_ids = frozenset(ResultKey(*key) for key in workerinput["memeval_resume"])
+    llm_settings = _llm_settings(settings)
+    if llm_settings.uses_llm and state.llm is None:
+        from ..errors import JudgeError
+        from ..llm import redact
+        from ..run.runtime import LLMRuntime
+
+        try:
+            state.llm = LLMRuntime(llm_settings)
+        except JudgeError as exc:
+            raise pytest.UsageError(redact(str(exc))) from None
+        cache = state.llm.cache
+        if cache is not None and not hasattr(config, "workerinput"):
+            problem = cache.check_usable()  # before any paid call, not silently later
+            if problem is not None:
+                raise pytest.UsageError(problem)
+    if state.answerer is None:
+        if settings.answerer == "extractive":
+            from ..answerers.extractive import ExtractiveAnswerer
+
+            state.answerer = ExtractiveAnswerer()
+        else:
+            assert state.llm is not None and state.llm.answerer is not None
+            state.answerer = state.llm.answerer
+
+
+def _llm_settings(settings: Any) -> Any:
+    from ..run.runtime import LLMSettings
+
+    return LLMSettings(
+        answerer=settings.answerer,
+        judges=settings.judges,
+        judge_style=settings.judge_style,
+        judge_runs=settings.judge_runs,
+        base_url=settings.base_url,
+        api_key_env=settings.api_key_env,
+        concurrency=settings.llm_concurrency,
+        timeout=settings.llm_timeout,
+        max_retries=settings.llm_retries,
+        backoff=settings.llm_backoff,
+        no_cache=settings.no_cache,
+        cache_dir=settings.cache_dir,
+        answer_prompt=settings.answer_prompt,
+        judge_prompt=settings.judge_prompt,
+        circuit_breaker=settings.llm_circuit_breaker,
+    )
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_sessionstart(session: pytest.Session) -> None:
+    state = session.config.stash[STATE_KEY]
+    if state.settings.active:
+        _load(session.config, state)
+
+
+def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
+    """With --memeval and no explicit paths, run the benchmark alone (no test files)."""
+    settings = config.stash[STATE_KEY].settings
+    if settings.active and not settings.explicit_paths:
+        return True
+    return None
+
+
+def _resolve_systems(config: pytest.Config, state: RunState) -> list[SystemRef]:
+    """``--memsys`` values in order, each with its ``--memeval-top-k`` variants.
+
+    Every value goes through ``pytest_memeval_make_system`` (entry points, built-ins, replay files,
+    import paths, and a conftest's own hook). A value that is a Python identifier may also name a
+    conftest fixture, which wins when it exists; pytest can only say so once an item asks for it
+    (``request.getfixturevalue``), so an identifier no other rule knows is kept as a fixture-only
+    system and an unknown name errors at its first question (:func:`collect.obtain_system`).
+    """
+    from ..systems.resolve import available_systems
+
+    available = ", ".join(available_systems())
+    refs: list[SystemRef] = []
+    origins: dict[str, str] = {}
+    for name in state.settings.systems:
+        could_be_fixture = name.isidentifier()
+        try:
+            made = config.hook.pytest_memeval_make_system(config=config, name=name)
+        except UnknownSystemError as exc:
+            if not could_be_fixture:
+                raise pytest.UsageError(str(exc)) from None
+            made = None
+        except MemevalError as exc:
+            raise pytest.UsageError(str(exc)) from None
+        if made is None and not could_be_fixture:
+            raise pytest.UsageError(MSG_UNKNOWN_SYSTEM.format(name=name, available=available))
+        pairs: list[tuple[str, Any]]
+        if made is None:
+            pairs = [(name, None)]
+        else:
+            pairs = list(made) if isinstance(made, list) else [(name, made)]
+        fixture = name if could_be_fixture and len(pairs) == 1 else None
+        for label, factory in pairs:
+            for shown, k in state.settings.system_labels(label):
+                if shown in origins:
+                    raise pytest.UsageError(
+                        f"--memsys: two systems are both named {shown!r} (from "
+                        f"{origins[shown]!r} and {name!r}); results, tables and gates are keyed by "
+                        "the system name, so give each system its own name"
+                    )
+                origins[shown] = name
+                refs.append(
+                    SystemRef(
+                        shown,
+                        label,
+                        k,
+                        fixture=fixture,
+                        factory=factory,
+                        available=available,
+                        origin=name,
+                    )
+                )
+    return refs
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_make_collect_report(
+    collector: pytest.Collector,
+) -> Generator[None, pytest.CollectReport, pytest.CollectReport]:
+    """The benchmark nodes join the session's own collect report, so pytest collects their items
+    like any others (counts, ``--collect-only``, ``pytest_itemcollected``, deselection)."""
+    report = yield
+    if isinstance(collector, pytest.Session) and report.passed:
+        state = collector.config.stash.get(STATE_KEY, None)
+        if state is not None and state.settings.active:
+            start = time.perf_counter()
+            report.result.extend(
+                BenchmarkNode.for_benchmark(collector, name) for name in state.selected
+            )
+            state.collect_seconds += time.perf_counter() - start
+    return report
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(
+    session: pytest.Session, config: pytest.Config, items: list[pytest.Item]
+) -> None:
+    state = config.stash[STATE_KEY]
+    if not state.settings.active:
+        return
+    start = time.perf_counter()
+    items[:] = group_items(items)
+    resume = state.resume_ids
+    if resume:
+        done = [item for item in items if result_key(item) in resume]
+        if done:
+            items[:] = [item for item in items if result_key(item) not in resume]
+            config.hook.pytest_deselected(items=done)
+    state.collect_seconds += time.perf_counter() - start
+
+
+def result_key(item: pytest.Item) -> ResultKey | None:
+    """The key of the result ``item`` records: (benchmark, system, flow, question id)."""
+    if isinstance(item, MemevalItem):
+        return ResultKey(item.benchmark, item.system.label, "", item.question.id)
+    case = _case_of(item)
+    if case is None:
+        return None
+    return ResultKey(case.benchmark, case.system.label, _flow(item), case.question.id)
+
+
+def _flow(item: pytest.Item) -> str:
+    """A hand-written test's flow name: its function name without parameters."""
+    return str(getattr(item, "originalname", None) or item.name.partition("[")[0])
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """Move everything alive after collection (datasets, items, libraries) out of the garbage
+    collector's reach: pytest's and Python's collections then only walk objects made per item."""
+    state = session.config.stash.get(STATE_KEY, None)
+    if state is not None and state.settings.active and session.items:
+        if not session.config.option.collectonly:
+            # the scorers (nltk's stemmer and tokenizer, numpy) are imported on the first item
+            # otherwise, after the freeze, and every collection would then walk their objects
+            import pytest_memeval.metrics  # noqa: F401
+        gc.freeze()
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if "memeval_case" not in metafunc.fixturenames:
+        return
+    config = metafunc.config
+    state = config.stash[STATE_KEY]
+    cases: list[MemevalCase] = []
+    if state.settings.active:
+        assert state.systems is not None  # resolved at session start
+        for bench, questions in state.selected.items():
+            for ref in state.systems:
+                cases.extend(MemevalCase(bench, ref, q) for q in questions)
+    metafunc.parametrize("memeval_case", cases, ids=[c.id for c in cases])
+
+
+def _conversation_key(item: pytest.Item) -> tuple[str, str] | None:
+    if isinstance(item, MemevalItem):
+        return (item.benchmark, item.question.conversation_id)
+    case = _case_of(item)
+    return (case.benchmark, case.question.conversation_id) if case is not None else None
+
+
+def group_items(items: list[pytest.Item]) -> list[pytest.Item]:
+    """Make every conversation's items contiguous (built-in items and hand-written cases alike), so
+    each conversation is ingested once per system and process. Other tests keep their order and
+    run first."""
+    others: list[pytest.Item] = []
+    groups: dict[tuple[str, str], list[pytest.Item]] = {}
+    for item in items:
+        key = _conversation_key(item)
+        if key is None:
+            others.append(item)
+        else:
+            groups.setdefault(key, []).append(item)
+    return others + [item for group in groups.values() for item in group]
+
+
+def _case_of(item: pytest.Item) -> MemevalCase | None:
+    callspec = getattr(item, "callspec", None)
+    if callspec is None:
+        return None
+    case = callspec.params.get("memeval_case")
+    return case if isinstance(case, MemevalCase) else None
+
+
+class Recorder:
+    """``memeval_record(metric, value)``; ``memeval_record.prediction(text)`` scores an answer with
+    the benchmark's own metrics."""
+
+    def __init__(self, item: pytest.Item, case: MemevalCase) -> None:
+        self.item = item
+        self.case = case
+        self.scores: dict[str, float | None] = {}
+        self.text: str | None = None
+
+    def __call__(self, metric: str, value: float | None) -> None:
+        if not isinstance(metric, str) or not metric:
+            raise TypeError("memeval_record(metric, value): metric must be a non-empty string")
+        self.scores.update(clean_scores({metric: value}))
+
+    def prediction(self, text: str) -> dict[str, float | None]:
+        config = self.item.config
+        state = config.stash[STATE_KEY]
+        self.text = text
+        scores = score_prediction(
+            config, state, self.case.benchmark, self.case.question, Prediction(text=text)
+        )
+        self.scores.update(scores)
+        return scores
+
+
+@pytest.fixture
+def memeval_case(request: pytest.FixtureRequest) -> MemevalCase:
+    """The benchmark question this test instance is about (parametrized over the selection)."""
+    case: MemevalCase = request.param
+    return case
+
+
+@pytest.fixture
+def memeval_system(request: pytest.FixtureRequest, memeval_case: MemevalCase) -> object:
+    """The memory system with this case's conversation ingested (shared with built-in items)."""
+    state = request.config.stash[STATE_KEY]
+    case = memeval_case
+    return ingested_system(request, state, case.benchmark, case.question, case.system).system
+
+
+@pytest.fixture
+def memeval_record(request: pytest.FixtureRequest, memeval_case: MemevalCase) -> Recorder:
+    """Record a score for this case: ``memeval_record("my_metric", 0.7)``."""
+    recorder = Recorder(request.node, memeval_case)
+    request.node.stash[RECORDER_KEY] = recorder
+    return recorder
+
+
+def _error_line(excinfo: pytest.ExceptionInfo[BaseException]) -> str:
+    text = excinfo.exconly().strip().splitlines()
+    line = text[-1] if text else type(excinfo.value).__name__
+    return line[:500]
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(
+    item: pytest.Item, call: pytest.CallInfo[None]
+) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+    result = _result_for(item, call)
+    entry = None
+    if result is not None:
+        entry = (PROPERTY_NAME, result.to_dict())
+        item.user_properties.append(entry)
+    report = yield
+    if (
+        call.excinfo is not None
+        and isinstance(call.excinfo.value, MemevalError)
+        and (isinstance(item, MemevalItem) or _case_of(item) is not None)
+    ):
+        # the plugin's own errors (judge, dataset, adapter contract, timeout) say what to fix in
+        # one line; their tracebacks would only show plugin internals
+        report.longrepr = f"{type(call.excinfo.value).__name__}: {call.excinfo.value}"
+    if entry is not None:
+        # this phase's report holds the result (each report copies the list); the item keeps only
+        # the flat properties, so later reports (teardown, what JUnit reads) do not carry the
+        # whole result again, across xdist's wire and into the controller
+        at = next(i for i, p in enumerate(item.user_properties) if p is entry)
+        item.user_properties[at : at + 1] = flat_properties(entry[1])
+    return report
+
+
+def _result_for(item: pytest.Item, call: pytest.CallInfo[None]) -> QuestionResult | None:
+    if isinstance(item, MemevalItem):
+        bench, ref, question, flow = item.benchmark, item.system, item.question, ""
+    else:
+        case = _case_of(item)
+        if case is None:
+            return None
+        bench, ref, question = case.benchmark, case.system, case.question
+        flow = _flow(item)
+    if call.excinfo is not None and call.excinfo.errisinstance(pytest.skip.Exception):
+        return None
+    if call.when == "setup" and call.excinfo is not None:
+        result = result_skeleton(bench, ref, question, item.nodeid, flow=flow)
+        result.error = _error_line(call.excinfo)
+        return result
+    if call.when != "call":
+        return None
+    if isinstance(item, MemevalItem):
+        return item.stash.get(RESULT_KEY, None)
+    result = result_skeleton(bench, ref, question, item.nodeid, flow=flow)
+    recorder = item.stash.get(RECORDER_KEY, None)
+    if recorder is not None:
+        result.scores = dict(recorder.scores)
+        result.prediction = recorder.text
+    state = item.config.stash[STATE_KEY]
+    if call.excinfo is None:
+        pass_metric = state.benchmarks[bench].pass_metric
+        if pass_metric in result.scores:
+            result.status = decide_status(result.scores, pass_metric, state.threshold(bench))
+        else:
+            result.status = STATUS_CORRECT
+    elif call.excinfo.errisinstance(AssertionError):
+        result.status = STATUS_WRONG
+    else:
+        result.status = STATUS_ERROR
+        result.error = _error_line(call.excinfo)
+    return result
+
+
+def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> None:
+    """Drop ingested systems when the run moves on to another conversation."""
+    state = item.config.stash.get(STATE_KEY, None)
+    if state is None or not state.pool.live:
+        return
+    key = _conversation_key(nextitem) if nextitem is not None else None
+    if nextitem is not None and key is None:
+        return  # an unrelated test in between: keep what is live
+    state.pool.release(keep_conversation=conversation_key(*key) if key is not None else None)
+
+
+def pytest_report_teststatus(
+    report: pytest.TestReport, config: pytest.Config
+) -> tuple[str, str, str] | None:
+    if report.when != "call" or not report.passed:
+        return None
+    for name, value in report.user_properties:
+        status = None
+        if name == PROPERTY_NAME and isinstance(value, dict):
+            status = value.get("status")
+        elif name == "memeval.status":
+            status = value
+        words = _STATUS_WORDS.get(str(status)) if status is not None else None
+        if words is not None:
+            return words
+    return None
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    config = session.config
+    state = config.stash.get(STATE_KEY, None)
+    if state is None:
+        return
+    if hasattr(config, "workerinput"):
+        config.workeroutput[PROPERTY_NAME] = worker_output(state)  # type: ignore[attr-defined]
+    state.pool.clear()

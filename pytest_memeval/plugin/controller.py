@@ -1,0 +1,655 @@
+"""Pytest glue on the controller (or the single process without xdist): gathers results from
+``report.user_properties``, aggregates, renders the terminal summary and writes reports.
+
+Workers never aggregate: their results travel inside the test reports, which xdist re-fires on the
+controller through ``pytest_runtest_logreport``, so the numbers are the same with and without ``-n``.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import os
+import platform
+import subprocess
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from .. import __version__
+from ..analysis.aggregate import CategoryMeta, aggregate_run, group_runs, metric_union
+from ..analysis.baselines import Baseline, baselines_for
+from ..benchmarks import get_benchmark
+from ..errors import MemevalError
+from ..records import STATUS_ERROR, QuestionResult, ResultKey
+from ..report.json_report import write_json, write_text_atomic
+from ..report.model import Summary
+from ..report.terminal import render_summary, render_wrong
+from ..run.store import NUMBERS_KEY, RunStore, check_resume_config, find_run
+from .items import RunState
+from .keys import STATE_KEY
+
+__all__ = ["PROPERTY_NAME", "Controller", "flat_properties"]
+
+PROPERTY_NAME = "memeval"
+
+
+def flat_properties(result: Mapping[str, Any]) -> list[tuple[str, object]]:
+    """A result dict as the flat ``memeval.status`` / ``memeval.<metric>`` report properties."""
+    props: list[tuple[str, object]] = [("memeval.status", str(result.get("status")))]
+    for metric, score in (result.get("scores") or {}).items():
+        props.append((f"memeval.{metric}", score))
+    return props
+
+
+def _git_commit(root: Path) -> str | None:
+    try:
+        out = subprocess.run(
+            ["git", "rev-parse", "HEAD"],
+            cwd=root,
+            capture_output=True,
+            text=True,
+            timeout=5,
+            check=False,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    commit = out.stdout.strip()
+    return commit if out.returncode == 0 and commit else None
+
+
+#: the distributions whose versions decide numbers (scoring, parsing, scheduling, LLM requests)
+VERSIONED = (
+    "pytest",
+    "pytest-xdist",
+    "nltk",
+    "regex",
+    "PyYAML",
+    "numpy",
+    "scipy",
+    "openai",
+    "anthropic",
+    "bm25s",
+)
+
+
+def dependency_versions() -> dict[str, str | None]:
+    """Python's and each :data:`VERSIONED` distribution's installed version (None: not installed)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    versions: dict[str, str | None] = {"python": platform.python_version()}
+    for name in VERSIONED:
+        try:
+            versions[name] = version(name)
+        except PackageNotFoundError:
+            versions[name] = None
+    return versions
+
+
+def worker_output(state: RunState) -> dict[str, Any]:
+    """What one process reports to the controller at the end (plain JSON-compatible data)."""
+    out: dict[str, Any] = {"ingests": dict(state.pool.ingests)}
+    if state.llm is not None:
+        out.update(state.llm.output())
+    return out
+
+
+def merge_outputs(outputs: list[dict[str, Any]]) -> dict[str, Any]:
+    from ..llm import TokenAccounting
+
+    ingests: dict[str, int] = {}
+    cache: dict[str, int] = {}
+    cache_off: list[str] = []
+    tokens = TokenAccounting()
+    warnings = unscored = 0
+    for out in outputs:
+        cache_off += [str(x) for x in out.get("cache_off") or () if str(x) not in cache_off]
+        for system, n in (out.get("ingests") or {}).items():
+            ingests[system] = ingests.get(system, 0) + int(n)
+        for key, n in (out.get("cache") or {}).items():
+            if isinstance(n, (int, float)):
+                cache[key] = cache.get(key, 0) + int(n)
+        if out.get("tokens"):
+            tokens.merge(out["tokens"])
+        warnings += int(out.get("judge_warnings", 0))
+        unscored += int(out.get("judge_unscored", 0))
+    return {
+        "ingests": ingests,
+        "cache": cache,
+        "cache_off": cache_off,
+        "tokens": tokens.to_dict(),
+        "judge_warnings": warnings,
+        "judge_unscored": unscored,
+    }
+
+
+def resumed_exit_status(session: pytest.Session, state: RunState, restored: bool) -> None:
+    """Resuming a finished run deselects every item: pytest would exit 5 (no tests ran), yet the
+    stored results are reported. That is a complete run: exit status OK."""
+    if (
+        state.settings.resume is not None
+        and restored
+        and session.exitstatus == pytest.ExitCode.NO_TESTS_COLLECTED
+    ):
+        session.exitstatus = pytest.ExitCode.OK
+
+
+def _report_targets(settings: Any) -> list[tuple[str, Path | None]]:
+    """(label, path) of every report file the settings ask for, as the terminal names them."""
+    return [
+        ("JSON report", settings.json_path),
+        ("HTML report", settings.html_path),
+        ("Markdown summary", settings.markdown_path),
+        ("baseline", settings.save_baseline),
+    ]
+
+
+def write_reports(
+    summary: Summary, baselines: dict[str, list[Baseline]], settings: Any
+) -> list[tuple[Path, str]]:
+    """Write every report asked for. One that fails (disk full, folder removed meanwhile, a
+    renderer bug) never stops the others: each failure is (its path, one line) in the list."""
+    from ..analysis.regression import save_baseline
+
+    errors: list[tuple[Path, str]] = []
+    markdown: str | None = None
+
+    def attempt(label: str, option: str, path: Path | None, write: Any) -> None:
+        if path is None:
+            return
+        try:
+            write(path)
+        except Exception as exc:  # reported, never raised: the other reports still get written
+            reason = getattr(exc, "strerror", None) or str(exc) or type(exc).__name__
+            errors.append((path, f"memeval: {label} NOT written ({option}={path}): {reason}"))
+
+    def markdown_text() -> str:
+        nonlocal markdown
+        if markdown is None:
+            from ..report.markdown import render_markdown
+
+            markdown = render_markdown(summary, baselines)
+        return markdown
+
+    def html(path: Path) -> None:
+        from ..report.html import render_html
+
+        write_text_atomic(path, render_html(summary, baselines))
+
+    def step_summary(path: Path) -> None:
+        with open(path, "a", encoding="utf-8") as fh:
+            fh.write(markdown_text() + "\n")
+
+    attempt("JSON report", "--memeval-json", settings.json_path, lambda p: write_json(summary, p))
+    attempt(
+        "baseline",
+        "--memeval-save-baseline",
+        settings.save_baseline,
+        lambda p: write_text_atomic(p, json.dumps(save_baseline(summary), indent=1)),
+    )
+    attempt("HTML report", "--memeval-html", settings.html_path, html)
+    attempt(
+        "Markdown summary",
+        "--memeval-markdown",
+        settings.markdown_path,
+        lambda p: write_text_atomic(p, markdown_text()),
+    )
+    step = os.environ.get("GITHUB_STEP_SUMMARY")
+    attempt("step summary", "GITHUB_STEP_SUMMARY", Path(step) if step else None, step_summary)
+    return errors
+
+
+class Controller:
+    def __init__(self, config: pytest.Config) -> None:
+        self.config = config
+        #: keyed by (benchmark, system, flow, question id), never by node id
+        self.results: dict[ResultKey, QuestionResult] = {}
+        #: results that arrived for a key already filled in this session (kept: the later one)
+        self.duplicates: list[ResultKey] = []
+        #: items that produced no result of their own: {"nodeid", "reason", "crashed"}
+        self.lost: list[dict[str, Any]] = []
+        self._by_nodeid: dict[str, tuple[str, Any, Any]] | None = None
+        self.worker_outputs: list[dict[str, Any]] = []
+        self.summary: Summary | None = None
+        self.started = time.time()
+        self.store: RunStore | None = None
+        #: (path, one line) per report that could not be written at session end
+        self.report_errors: list[tuple[Path, str]] = []
+
+    @pytest.hookimpl
+    def pytest_sessionstart(self, session: pytest.Session) -> None:
+        """Open the results store (or the run being resumed) once the data loaded and before any
+        xdist worker starts (xdist starts them in a trylast implementation)."""
+        state = self.state
+        settings = state.settings
+        if not settings.active:
+            return
+        try:
+            if settings.rejudge is not None:
+                state.rejudge_run = find_run(
+                    settings.cache_dir, settings.rejudge, option="--memeval-rejudge"
+                )
+            if settings.reanswer is not None:  # stored retrievals, answered again
+                state.rejudge_run = find_run(
+                    settings.cache_dir, settings.reanswer, option="--memeval-reanswer"
+                )
+            if settings.resume is not None:
+                folder = find_run(settings.cache_dir, settings.resume)
+                check_resume_config(folder, settings.numbers())
+                self.store = RunStore(folder)
+                self.store.repair_torn_tail()
+                stored = {
+                    key: r for key, r in self.store.stored().items() if r.status != STATUS_ERROR
+                }
+                self.results.update(stored)
+                state.resume_ids = frozenset(stored)
+            else:
+                from .scale import run_config
+
+                self.store = RunStore.create(settings.cache_dir)
+                # the resume check reads NUMBERS_KEY; the merge reads the fingerprint and shard
+                self.store.write_config(run_config(state) | {NUMBERS_KEY: settings.numbers()})
+            if settings.merge:
+                scale = self.config.pluginmanager.get_plugin("memeval-scale")
+                assert scale is not None  # registered with --memeval-merge
+                scale.merge_into(self)
+        except MemevalError as exc:
+            raise pytest.UsageError(str(exc)) from None
+        except OSError as exc:
+            raise pytest.UsageError(
+                f"--memeval-cache-dir={settings.cache_dir}: cannot write the results store ({exc})"
+            ) from None
+
+    # ---- gathering ---------------------------------------------------------------------------
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        """Take the result out of the report and leave flat ``memeval.<metric>`` properties in its
+        place (what --junitxml writes as <property> elements and pytest-html shows)."""
+        props: list[tuple[str, object]] = []
+        carried = False
+        for name, value in report.user_properties:
+            if name == PROPERTY_NAME and isinstance(value, dict):
+                carried = True
+                self._add(QuestionResult.from_dict(value))
+                props.extend(flat_properties(value))
+            else:
+                props.append((name, value))
+        report.user_properties = props
+        if not carried and report.failed and report.when not in ("setup", "call", "teardown"):
+            # pytest-xdist's report for the item a dead worker was running (when="???")
+            self._lost(report.nodeid, str(report.longrepr), crashed=True)
+
+    def _add(self, result: QuestionResult) -> None:
+        if result.key in self.results and result.key not in self.state.resume_ids:
+            self.duplicates.append(result.key)
+        self.results[result.key] = result
+        if self.store is not None:
+            self.store.append(result)
+
+    def _lost(self, nodeid: str, reason: str, *, crashed: bool = False) -> None:
+        """Record a question that produced no result of its own (its worker died, or the run
+        stopped first) as an ERROR saying why, so tables and the JSON count it."""
+        from .items import result_skeleton
+
+        found = self.items_by_nodeid().get(nodeid)
+        if found is None and not crashed:
+            return  # another test the stopped run did not reach: pytest's own summary says so
+        self.lost.append({"nodeid": nodeid, "reason": reason, "crashed": crashed})
+        if found is None:
+            return  # not a built-in item (a hand-written test): listed in `lost` only
+        benchmark, question, ref = found
+        result = result_skeleton(benchmark, ref, question, nodeid)
+        if result.key in self.results:
+            return
+        if crashed:
+            reason += (
+                " (the process died: os._exit, a segfault or the OOM killer, in the memory "
+                "system or a library it uses); not run again; the rest of its conversation ran "
+                "on a new worker"
+            )
+        result.error = reason
+        self._add(result)
+
+    def items_by_nodeid(self) -> dict[str, tuple[str, Any, Any]]:
+        """Node id -> (benchmark, question, system) of every built-in item of this run, for the
+        reports xdist makes about items (a crash) that carry no result of their own."""
+        if self._by_nodeid is None:
+            from .items import item_nodeid
+
+            state = self.state
+            self._by_nodeid = {
+                item_nodeid(bench, q, ref): (bench, q, ref)
+                for bench, questions in state.selected.items()
+                for q in questions
+                for ref in state.systems or ()
+            }
+        return self._by_nodeid
+
+    def _record_unfinished(self) -> None:
+        """What the xdist scheduler gave up, or never ran because the run stopped."""
+        from .keys import SCHEDULER_KEY
+
+        scheduler = self.config.stash.get(SCHEDULER_KEY, None)
+        if scheduler is None:
+            return
+        for nodeid, reason in scheduler.dropped:
+            self._lost(nodeid, reason)
+        for nodeid in scheduler.unfinished():
+            self._lost(nodeid, "not run: the run stopped before this question")
+
+    def add_worker_output(self, data: dict[str, Any]) -> None:
+        self.worker_outputs.append(data)
+
+    @property
+    def state(self) -> RunState:
+        return self.config.stash[STATE_KEY]
+
+    def merged(self) -> dict[str, Any]:
+        outputs = list(self.worker_outputs) or [worker_output(self.state)]
+        return merge_outputs(outputs)
+
+    def ingest_counts(self) -> dict[str, int]:
+        counts: dict[str, int] = self.merged()["ingests"]
+        return counts
+
+    # ---- aggregation -------------------------------------------------------------------------
+    def provenance(self) -> dict[str, Any]:
+        state = self.state
+        settings = state.settings
+        datasets = {}
+        for name, ds in state.datasets.items():
+            datasets[name] = {
+                "variant": ds.variant,
+                "files": [str(p) for p in ds.files],
+                "sha256": dict(ds.sha256),
+                "questions_selected": len(state.selected.get(name, [])),
+                "questions_total": len(ds.questions),
+            }
+        return {
+            "plugin": "pytest-memeval",
+            "plugin_version": __version__,
+            "python": platform.python_version(),
+            "pytest": pytest.__version__,
+            "versions": dependency_versions(),
+            "created": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
+            "datasets": datasets,
+            "systems": list(settings.systems),
+            "top_k": list(settings.top_k),
+            "answerer": state.answerer.label if state.answerer else settings.answerer,
+            "judge": list(settings.judges) or None,
+            "judge_style": settings.judge_style,
+            "judge_runs": settings.judge_runs if settings.judges else None,
+            "rejudge": settings.rejudge,
+            "prompt_sha256": (
+                state.llm.prompt_hashes(list(state.benchmarks)) if state.llm is not None else {}
+            ),
+            "pass_threshold": {b: state.threshold(b) for b in state.benchmarks},
+            "pass_metric": {b: state.benchmarks[b].pass_metric for b in state.benchmarks},
+            "limit": settings.limit,
+            "sample": settings.sample,
+            "seed": settings.seed,
+            "metrics": list(settings.metrics) if settings.metrics else None,
+            "git_commit": _git_commit(self.config.rootpath),
+            "ingests": self.ingest_counts(),
+            "duplicate_results": [list(key) for key in self.duplicates],
+            "lost": list(self.lost),
+            "run_id": self.store.run_id if self.store is not None else None,
+            "resumed": settings.resume is not None,
+        }
+
+    def build_summary(self) -> Summary:
+        from ..analysis.stats import add_confidence_intervals, add_pooled_judge_std
+        from ..run.runtime import judge_agreement
+
+        runs = []
+        for (bench_name, system, flow), results in group_runs(self.results.values()).items():
+            try:
+                bench = self.state.benchmarks.get(bench_name) or get_benchmark(bench_name)
+            except Exception:  # an unknown benchmark in a result never breaks the summary
+                bench = None
+            metas = []
+            metrics: list[str] = []
+            round3: tuple[str, ...] = ()
+            if bench is not None:
+                metas = [
+                    CategoryMeta(c.name, c.id, c.shared, c.in_overall)
+                    for c in bench.categories.values()
+                ]
+                metrics = list(bench.metrics)
+                round3 = tuple(getattr(bench, "round3_metrics", ()))
+            if self.state.settings.metrics:
+                metrics = [m for m in self.state.settings.metrics]
+            metrics = metric_union(results, metrics)
+            run = aggregate_run(bench_name, system, flow, results, metas, metrics, round3)
+            add_confidence_intervals(run, metrics, seed=self.state.settings.seed, round3=round3)
+            add_pooled_judge_std(run)
+            runs.append(run)
+        order = {name: i for i, name in enumerate(self.state.settings.benchmarks)}
+        runs.sort(key=lambda r: (order.get(r.benchmark, 99), r.flow != "", r.flow))
+        summary = Summary(runs=runs, provenance=self.provenance())
+        summary.extra["collect_seconds"] = round(self.state.collect_seconds, 4)
+        summary.extra["load_seconds"] = {k: round(v, 4) for k, v in self.state.load_seconds.items()}
+        merged = self.merged()
+        if self.state.llm is not None:
+            summary.extra["tokens"] = merged["tokens"]
+            summary.extra["llm_cache"] = merged["cache"]
+            if merged["cache_off"]:
+                summary.extra["llm_cache_off"] = merged["cache_off"]
+            summary.extra["judge_warnings"] = merged["judge_warnings"]
+            summary.extra["judge_unscored"] = merged["judge_unscored"]
+            if self.state.settings.prices is not None:
+                from ..llm import TokenAccounting
+
+                tokens = TokenAccounting.from_dict(merged["tokens"])
+                prices = self.state.settings.prices
+                summary.extra["cost_usd"] = {
+                    "total": tokens.cost(prices),
+                    "by_role": tokens.cost_by_role(prices),
+                }
+            keys = [spec.key for spec in self.state.llm.judges]
+            if len(keys) > 1:
+                summary.extra["judge_agreement"] = judge_agreement(
+                    [r.scores for r in self.results.values()], keys
+                )
+        return summary
+
+    def baselines(self, summary: Summary) -> dict[str, list[Baseline]]:
+        chosen: dict[str, list[Baseline]] = {}
+        for run in summary.runs:
+            if run.benchmark not in chosen:
+                dataset = self.state.datasets.get(run.benchmark)
+                chosen[run.benchmark] = baselines_for(
+                    run.benchmark,
+                    self.state.settings.baselines,
+                    None,
+                    dataset.variant if dataset is not None else None,
+                )
+        return chosen
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        self._record_unfinished()
+        if not self.results:
+            return
+        from ..analysis.gates import check_gates
+        from ..analysis.regression import compare, load_baseline
+
+        settings = self.state.settings
+        summary = self.build_summary()
+        failed = False
+        if settings.gates:
+            gate_results = check_gates(list(settings.gates), summary)
+            summary.extra["gates"] = [
+                {"gate": g.gate.text, "passed": g.passed, "actual": g.actual, "message": g.message}
+                for g in gate_results
+            ]
+            failed |= any(not g.passed for g in gate_results)
+        if settings.baseline is not None:
+            try:
+                base = load_baseline(settings.baseline)
+            except MemevalError as exc:
+                summary.extra["regression_error"] = str(exc)
+                failed = True
+            else:
+                comparisons = []
+                for metric, points in settings.max_drops or (("correct", 0.0),):
+                    for c in compare(
+                        summary, base, metric, points, settings.alpha, seed=settings.seed
+                    ):
+                        comparisons.append(c)
+                summary.extra["regression"] = [
+                    {
+                        "label": c.label,
+                        "metric": c.metric,
+                        "failed": c.failed,
+                        "message": c.message,
+                        "details": list(c.details),
+                        "delta": c.delta,
+                        "ci": list(c.ci) if c.ci else None,
+                        "p_value": c.p_value,
+                    }
+                    for c in comparisons
+                ]
+                if settings.max_drops:
+                    failed |= any(c.failed for c in comparisons)
+        self.config.hook.pytest_memeval_modify_summary(config=self.config, summary=summary)
+        self.summary = summary
+        self.report_errors = write_reports(summary, self.baselines(summary), settings)
+        if self.report_errors:
+            failed = True
+        if self.store is not None:
+            from .scale import write_outputs
+
+            write_outputs(self.store.folder, self.merged())
+            self.store.close()
+        resumed_exit_status(session, self.state, bool(self.results))
+        if failed and session.exitstatus == pytest.ExitCode.OK:
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+    # ---- terminal ----------------------------------------------------------------------------
+    def _config_lines(self) -> list[str]:
+        state = self.state
+        s = state.settings
+        parts = []
+        for name, ds in state.datasets.items():
+            digest = next(iter(ds.sha256.values()), "")[:12]
+            variant = f" variant={ds.variant}" if ds.variant else ""
+            parts.append(
+                f"{name}{variant}: {len(state.selected.get(name, []))}/{len(ds.questions)} "
+                f"questions, sha256 {digest}…"
+            )
+        selection = []
+        if s.limit:
+            selection.append(f"limit {s.limit}/conversation")
+        if s.sample:
+            selection.append(f"sample {s.sample}/category seed {s.seed}")
+        rules = ", ".join(
+            f"{b}: {bench.pass_metric} >= {state.threshold(b)}"
+            for b, bench in state.benchmarks.items()
+        )
+        ingests = ", ".join(f"{k} {v}" for k, v in sorted(self.ingest_counts().items()))
+        llm_line = []
+        extra = self.summary.extra if self.summary is not None else {}
+        if s.judges:
+            llm_line.append(
+                f"  judges: {', '.join(s.judges)} (style {s.judge_style or 'per benchmark'}); "
+                f"unscored {extra.get('judge_unscored', 0)}, warnings "
+                f"{extra.get('judge_warnings', 0)}"
+            )
+        if "llm_cache" in extra:
+            cache = extra["llm_cache"]
+            tokens = extra.get("tokens", {})
+            per_role = []
+            for role, models in sorted(tokens.items()):
+                tin = sum(int(m.get("input_tokens", 0)) for m in models.values())
+                tout = sum(int(m.get("output_tokens", 0)) for m in models.values())
+                calls = sum(int(m.get("calls", 0)) for m in models.values())
+                per_role.append(f"{role} {calls} calls {tin} in / {tout} out tokens")
+            llm_line.append(
+                f"  llm cache: {cache.get('hits', 0)} hits, {cache.get('misses', 0)} misses; "
+                + ("; ".join(per_role) or "no calls")
+            )
+            for off in extra.get("llm_cache_off", []):
+                llm_line.append(
+                    f"  llm cache OFF in a process ({off}): its calls were not cached; delete "
+                    "the file or fix the folder, or run with --memeval-no-cache"
+                )
+        if "cost_usd" in extra:
+            total = extra["cost_usd"]["total"]
+            llm_line.append(
+                "  cost: "
+                + ("unknown (a model has no price)" if total is None else f"${total:.4f}")
+            )
+        if "judge_agreement" in extra:
+            llm_line.append(
+                "  judge agreement (Cohen's kappa): "
+                + ", ".join(
+                    f"{k} = {'-' if v is None else f'{v:.3f}'}"
+                    for k, v in extra["judge_agreement"].items()
+                )
+            )
+        lines = [
+            "configuration: " + "; ".join(parts),
+            f"  systems: {', '.join(s.systems)}; top-k: {', '.join(map(str, s.top_k))}; "
+            f"answerer: {state.answerer.label if state.answerer else s.answerer}",
+            f"  pass rule: {rules}{'; strict' if s.strict else ''}"
+            + (f"; selection: {', '.join(selection)}" if selection else ""),
+            f"  ingests: {ingests or 'none'}; collection {state.collect_seconds:.2f}s",
+            *llm_line,
+        ]
+        return lines
+
+    @pytest.hookimpl
+    def pytest_terminal_summary(
+        self, terminalreporter: Any, exitstatus: int, config: pytest.Config
+    ) -> None:
+        summary = self.summary
+        if summary is None:
+            return
+        tr = terminalreporter
+        tr.write_sep("=", "memeval summary")
+        settings = self.state.settings
+        for line in render_summary(summary, self.baselines(summary), self._config_lines()):
+            tr.write_line(line)
+        wrong_limit = None if config.get_verbosity() > 0 else settings.show_wrong
+        wrong = render_wrong([r for run in summary.runs for r in run.results], wrong_limit)
+        if wrong and (wrong_limit is None or wrong_limit > 0):
+            tr.write_sep("-", "WRONG answers")
+            for line in wrong:
+                tr.write_line(line)
+        for reg in summary.extra.get("regression", []):
+            tr.write_line(
+                ("memeval regression FAILED: " if reg["failed"] else "memeval: ") + reg["message"]
+            )
+            for line in reg["details"]:
+                tr.write_line("    " + line)
+        if "regression_error" in summary.extra:
+            tr.write_line(f"memeval regression FAILED: {summary.extra['regression_error']}")
+        if self.lost:
+            crashed = sum(1 for x in self.lost if x["crashed"])
+            tr.write_line(
+                f"memeval: {len(self.lost)} question(s) produced no result of their own and are "
+                f"counted as ERROR ({crashed} crashed their worker): "
+                + "; ".join(f"{x['nodeid']}: {x['reason'][:160]}" for x in self.lost[:5])
+                + (" ..." if len(self.lost) > 5 else ""),
+                red=True,
+            )
+        if self.duplicates:
+            shown = ", ".join("/".join(k) for k in self.duplicates[:3])
+            tr.write_line(
+                f"memeval: {len(self.duplicates)} result(s) arrived twice for the same "
+                f"(benchmark, system, flow, question): {shown}; the later one is kept",
+                yellow=True,
+            )
+        for gate in summary.extra.get("gates", []):
+            if not gate["passed"]:
+                tr.write_line(gate["message"], red=True)
+        failed_paths = {path for path, _ in self.report_errors}
+        for label, path in _report_targets(settings):
+            if path is not None and path not in failed_paths:
+                tr.write_line(f"memeval: {label} written to {path}")
+        for _, line in self.report_errors:
+            tr.write_line(line, red=True)

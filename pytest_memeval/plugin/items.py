@@ -1,0 +1,512 @@
+"""Pytest glue: benchmark questions as pytest items.
+
+Node ids: ``memeval/<benchmark>/<conversation>/<system>::<question_id>``: three virtual folders
+(``pytest.Directory`` collectors, nothing on disk) and the question. The system is a folder, not a
+``[param]`` suffix: only pytest's own parametrization can give an item structured parameters (pytest
+9.2 parses ``[...]`` back into them for ``--lf``), and it has no public way to parametrize items
+built by a plugin. Items are
+``pytest.Function`` subclasses so fixtures (a conftest fixture as memory system, ``memeval_system``)
+work natively; all memory-system work happens in ``setup`` (an exception there is a pytest *error*,
+an infrastructure failure), the verdict in ``call`` (``--memeval-strict`` turns WRONG into a failure).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from ..benchmarks import Benchmark, Dataset
+from ..errors import MSG_UNKNOWN_SYSTEM, AdapterError, MemevalError
+from ..records import (
+    STATUS_ERROR,
+    STATUS_WRONG,
+    Prediction,
+    Question,
+    QuestionResult,
+    ResultKey,
+)
+from ..report.terminal import describe_result
+from ..run.question import (
+    IngestedSystem,
+    SystemPool,
+    clean_scores,
+    clean_text,
+    decide_status,
+    run_question,
+)
+from ..systems.builtin import MissingReplayAnswer
+from .keys import RESULT_KEY, STATE_KEY
+
+if TYPE_CHECKING:
+    from ..answerers.extractive import Answerer
+    from ..run.runtime import LLMRuntime
+    from .options import Settings
+
+__all__ = [
+    "BenchmarkNode",
+    "ConversationNode",
+    "MemevalCase",
+    "MemevalItem",
+    "RunState",
+    "SystemNode",
+    "SystemRef",
+    "WrongAnswer",
+]
+
+
+@dataclass(frozen=True)
+class SystemRef:
+    """One memory system as resolved from ``--memsys``, at one top-k."""
+
+    label: str  # shown in node ids and tables, e.g. "bm25" or "bm25@20"
+    base: str  # the system name, shared by its top-k variants (ingestion is shared too)
+    k: int
+    #: fixture name to try first (a ``--memsys`` value that is a Python identifier)
+    fixture: str | None = None
+    #: what the other resolution rules found (None: the name must be a fixture)
+    factory: Callable[[], object] | None = None
+    #: the systems available, for the error when ``fixture`` turns out not to exist
+    available: str = ""
+    #: the ``--memsys`` value this system came from (named in usage errors)
+    origin: str = ""
+
+
+@dataclass
+class RunState:
+    """Per-process state on ``config.stash`` (workers each have their own)."""
+
+    settings: Settings
+    benchmarks: dict[str, Benchmark] = field(default_factory=dict)
+    datasets: dict[str, Dataset] = field(default_factory=dict)
+    selected: dict[str, list[Question]] = field(default_factory=dict)
+    systems: list[SystemRef] | None = None
+    pool: SystemPool = field(default_factory=SystemPool)
+    answerer: Answerer | None = None
+    llm: LLMRuntime | None = None
+    #: run folder whose stored predictions --memeval-rejudge re-scores (chosen on the controller)
+    rejudge_run: Path | None = None
+    _stored: dict[tuple[str, str, str], QuestionResult] | None = None
+    #: results restored from the run being resumed (their items are deselected)
+    resume_ids: frozenset[ResultKey] = frozenset()
+    collect_seconds: float = 0.0
+    load_seconds: dict[str, float] = field(default_factory=dict)
+
+    def stored_predictions(self) -> dict[tuple[str, str, str], QuestionResult]:
+        """(benchmark, system, question id) -> stored result of the run being re-judged (the
+        built-in items' results only), read once per process."""
+        if self._stored is None:
+            from ..run.store import read_results
+
+            self._stored = {}
+            if self.rejudge_run is not None:
+                for r in read_results(self.rejudge_run):
+                    if not r.flow and r.status != STATUS_ERROR:
+                        self._stored[(r.benchmark, r.system, r.question_id)] = r
+        return self._stored
+
+    def threshold(self, bench: str) -> float:
+        if self.settings.pass_threshold is not None:
+            return self.settings.pass_threshold
+        return float(getattr(self.benchmarks[bench], "default_threshold", 0.5))
+
+
+#: memories shown per question in the reports (results keep all of them, up to the system's k)
+STORED_MEMORIES = 10
+
+
+class WrongAnswer(Exception):
+    """Raised in ``call`` under --memeval-strict for a WRONG answer."""
+
+    def __init__(self, result: QuestionResult) -> None:
+        super().__init__(f"WRONG: {result.question_id}")
+        self.result = result
+
+
+class BenchmarkNode(pytest.Directory):
+    """``memeval/<benchmark>``: not a folder on disk; its path only gives the node id its form.
+
+    The plugin adds these nodes to the session's own collect report (``pytest_make_collect_report``),
+    so pytest collects them like any directory: ``collected N items``, ``--collect-only``,
+    ``pytest_itemcollected``, ``-k``/``-m``/``--deselect``/``--lf`` all see every question.
+    """
+
+    def __init__(self, *, benchmark: str, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.benchmark = benchmark
+
+    def collect(self) -> list[pytest.Item | pytest.Collector]:
+        state = self.config.stash[STATE_KEY]
+        questions = state.selected.get(self.benchmark, [])
+        return [
+            ConversationNode.from_parent(
+                self,
+                path=self.path / conv_id,
+                benchmark=self.benchmark,
+                conversation_id=conv_id,
+                questions=conv_questions,
+            )
+            for conv_id, conv_questions in group_by_conversation(questions)
+        ]
+
+    def reportinfo(self) -> tuple[Path, int | None, str]:
+        return self.path, None, self.nodeid
+
+    @classmethod
+    def for_benchmark(cls, session: pytest.Session, benchmark: str) -> BenchmarkNode:
+        path = session.config.rootpath / "memeval" / benchmark
+        node: BenchmarkNode = cls.from_parent(session, path=path, benchmark=benchmark)
+        return node
+
+
+class ConversationNode(pytest.Directory):
+    """``memeval/<benchmark>/<conversation>``: the xdist scope unit (one worker per conversation);
+    one child per memory system, in ``--memsys`` order."""
+
+    def __init__(
+        self,
+        *,
+        benchmark: str,
+        conversation_id: str,
+        questions: list[Question],
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(**kwargs)
+        self.benchmark = benchmark
+        self.conversation_id = conversation_id
+        self.questions = questions
+
+    def collect(self) -> list[pytest.Item | pytest.Collector]:
+        state = self.config.stash[STATE_KEY]
+        assert state.systems is not None
+        return [
+            SystemNode.from_parent(
+                self,
+                path=self.path / path_component(ref.label),
+                benchmark=self.benchmark,
+                questions=self.questions,
+                system=ref,
+            )
+            for ref in state.systems
+        ]
+
+    def reportinfo(self) -> tuple[Path, int | None, str]:
+        return self.path, None, self.nodeid
+
+
+def path_component(label: str) -> str:
+    """A system label as one node-id path segment (no ``/``, ``\\`` or ``::``)."""
+    safe = label.replace("::", "_").replace("/", "_").replace("\\", "_")
+    return "_" if safe in ("", ".", "..") else safe
+
+
+def item_nodeid(benchmark: str, question: Question, ref: SystemRef) -> str:
+    """The node id pytest gives the built-in item of (benchmark, question, system)."""
+    conv = question.conversation_id
+    return f"memeval/{benchmark}/{conv}/{path_component(ref.label)}::{question.id}"
+
+
+class SystemNode(pytest.Directory):
+    """``memeval/<benchmark>/<conversation>/<system>``: one memory system's questions of one
+    conversation, one item each (``...::<question_id>``)."""
+
+    def __init__(
+        self,
+        *,
+        benchmark: str,
+        questions: list[Question],
+        system: SystemRef,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(**kwargs)
+        self.benchmark = benchmark
+        self.questions = questions
+        self.system = system
+
+    def collect(self) -> list[pytest.Item | pytest.Collector]:
+        start = time.perf_counter()
+        items: list[pytest.Item | pytest.Collector] = []
+        for q in self.questions:
+            # `Function.from_parent` is untyped before pytest 8.1: called through Any
+            make: Any = MemevalItem.from_parent
+            item: MemevalItem = make(
+                self, name=q.id, benchmark=self.benchmark, question=q, system=self.system
+            )
+            item.add_marker(getattr(pytest.mark, q.category))
+            item.add_marker(pytest.mark.memeval)
+            items.append(item)
+        self.config.stash[STATE_KEY].collect_seconds += time.perf_counter() - start
+        return items
+
+    def reportinfo(self) -> tuple[Path, int | None, str]:
+        return self.path, None, self.nodeid
+
+
+def _memeval_question(request: pytest.FixtureRequest) -> None:
+    """The callable of every built-in item. The work happens in ``MemevalItem.setup`` (so a
+    memory-system exception is a pytest *error*); asking for ``request`` gives that setup the
+    item's public ``FixtureRequest`` (``item.funcargs["request"]``) for conftest systems."""
+
+
+@dataclass(frozen=True)
+class MemevalCase:
+    """The parameter of a hand-written test asking for ``memeval_case``."""
+
+    benchmark: str
+    system: SystemRef
+    question: Question
+
+    @property
+    def id(self) -> str:
+        """``<benchmark>/<conversation>/<question>[<system>]``: carries the conversation so the
+        xdist scheduler keeps a conversation's hand-written cases on one worker."""
+        q = self.question
+        return f"{self.benchmark}/{q.conversation_id}/{q.id}[{self.system.label}]"
+
+
+def result_skeleton(
+    benchmark: str, system: SystemRef, question: Question, nodeid: str, flow: str = ""
+) -> QuestionResult:
+    return QuestionResult(
+        benchmark=benchmark,
+        system=system.label,
+        question_id=question.id,
+        conversation_id=question.conversation_id,
+        category=question.category,
+        category_id=question.category_id,
+        question=question.question,
+        gold=question.gold,
+        prediction=None,
+        status=STATUS_ERROR,
+        flow=flow,
+        details={"index": question.index, "k": system.k}
+        | ({"abstention": True} if question.abstention else {}),
+        nodeid=nodeid,
+    )
+
+
+def judge_pass_metric(scores: dict[str, float | None], default: str) -> str:
+    """With a judge, the judge's verdict decides (BEAM: the nugget score); a question the judge
+    does not score (LoCoMo category 5 under the Mem0 protocol) keeps the offline rule."""
+    for key in ("judge", "nugget"):
+        if key in scores:
+            return key
+    return default
+
+
+def score_prediction(
+    config: pytest.Config, state: RunState, bench: str, question: Question, prediction: Prediction
+) -> dict[str, float | None]:
+    merged: dict[str, float | None] = {}
+    for extra in config.hook.pytest_memeval_question_scores(
+        config=config, benchmark=bench, question=question, prediction=prediction
+    ):
+        if extra:
+            merged.update(extra)
+    wanted = state.settings.metrics
+    if wanted:
+        keep = set(wanted) | {state.benchmarks[bench].pass_metric}
+        merged = {k: v for k, v in merged.items() if k in keep}
+    return clean_scores(merged)
+
+
+def obtain_system(request: pytest.FixtureRequest, ref: SystemRef) -> object:
+    """The memory system (an instance or a factory) of ``ref``, asked for where it is first needed.
+
+    A name that may be a conftest fixture is looked up with the public ``getfixturevalue``; when no
+    fixture of that name is visible, the system the other resolution rules found is used, and
+    with none an AdapterError says what is available (pytest gives no public way to ask which
+    fixtures exist before an item runs)."""
+    if ref.fixture is not None:
+        try:
+            return request.getfixturevalue(ref.fixture)
+        except pytest.FixtureLookupError as exc:
+            if exc.argname != ref.fixture:
+                raise  # the fixture exists but needs another one that does not
+            if ref.factory is None:
+                raise AdapterError(
+                    MSG_UNKNOWN_SYSTEM.format(name=ref.fixture, available=ref.available)
+                    + " A conftest fixture must be visible from the rootdir (its conftest.py, "
+                    "a conftest above it, or a plugin)."
+                ) from None
+    assert ref.factory is not None
+    return ref.factory
+
+
+def conversation_key(benchmark: str, conversation_id: str) -> str:
+    """How the system pool names a conversation: ``<benchmark>/<conversation id>``."""
+    return f"{benchmark}/{conversation_id}"
+
+
+def ingested_system(
+    request: pytest.FixtureRequest,
+    state: RunState,
+    benchmark: str,
+    question: Question,
+    ref: SystemRef,
+) -> IngestedSystem:
+    """System ``ref`` with the question's conversation ingested: one per conversation and system
+    in the process, shared by the built-in items and hand-written ``memeval_system`` tests."""
+    dataset = state.datasets[benchmark]
+    conv_id = question.conversation_id
+    return state.pool.get(
+        ref.base,
+        lambda: dataset.conversation(conv_id),
+        conversation_key(benchmark, conv_id),
+        lambda: obtain_system(request, ref),
+    )
+
+
+class MemevalItem(pytest.Function):
+    """One benchmark question answered by one memory system."""
+
+    def __init__(
+        self,
+        *,
+        benchmark: str,
+        question: Question,
+        system: SystemRef,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(callobj=_memeval_question, **kwargs)
+        self.benchmark = benchmark
+        self.question = question
+        self.system = system
+
+    @property
+    def state(self) -> RunState:
+        return self.config.stash[STATE_KEY]
+
+    def setup(self) -> None:
+        super().setup()
+        __tracebackhide__ = True
+        state = self.state
+        result = result_skeleton(self.benchmark, self.system, self.question, self.nodeid)
+        if state.settings.rejudge:
+            prediction = self._stored_prediction(result)
+        elif state.settings.reanswer:
+            prediction = self._reanswered_prediction(result)
+        else:
+            try:
+                prediction = self._predict(result)
+            except MissingReplayAnswer as exc:
+                pytest.skip(str(exc))
+        result.prediction = prediction.text
+        # every retrieved memory up to k (what --memeval-reanswer answers from); reports show
+        # the top REPORT_MEMORIES
+        result.memories = list(prediction.memories[: self.system.k])
+        result.details["answered_by"] = prediction.answered_by
+        result.scores = score_prediction(
+            self.config, state, self.benchmark, self.question, prediction
+        )
+        pass_metric = state.benchmarks[self.benchmark].pass_metric
+        if state.llm is not None and state.llm.judges:
+            judged, details = state.llm.judge(self.benchmark, self.question, prediction.text)
+            result.scores.update(clean_scores(judged))
+            result.details.update(details)
+            pass_metric = judge_pass_metric(result.scores, pass_metric)
+        result.details["pass_metric"] = pass_metric
+        result.status = decide_status(result.scores, pass_metric, state.threshold(self.benchmark))
+        self.config.hook.pytest_memeval_result(config=self.config, result=result)
+        self.stash[RESULT_KEY] = result
+
+    def _predict(self, result: QuestionResult) -> Prediction:
+        __tracebackhide__ = True
+        state = self.state
+        request = self.funcargs["request"]
+        assert isinstance(request, pytest.FixtureRequest)
+        ingested = ingested_system(request, state, self.benchmark, self.question, self.system)
+        assert state.answerer is not None
+        prediction, latency = run_question(
+            ingested,
+            self.question,
+            k=self.system.k,
+            answerer=state.answerer,
+            timeout=state.settings.timeout,
+            details=result.details,
+        )
+        result.latency = latency
+        return prediction
+
+    def _stored_prediction(self, result: QuestionResult) -> Prediction:
+        state = self.state
+        stored = state.stored_predictions().get(
+            (self.benchmark, self.system.label, self.question.id)
+        )
+        if stored is None or stored.prediction is None:
+            raise MemevalError(
+                f"--memeval-rejudge: no stored prediction for {self.benchmark} / "
+                f"{self.system.label} / {self.question.id} in run {state.rejudge_run}; run it "
+                "once without --memeval-rejudge (same --memeval-cache-dir) to store it"
+            )
+        result.latency = dict(stored.latency)
+        result.details["rejudged"] = True
+        result.details["rejudged_from"] = state.rejudge_run.name if state.rejudge_run else None
+        return Prediction(
+            text=stored.prediction,
+            memories=tuple(stored.memories),
+            answered_by=str(stored.details.get("answered_by", "")),
+        )
+
+    def _reanswered_prediction(self, result: QuestionResult) -> Prediction:
+        """--memeval-reanswer: the stored retrieval, answered again (no memory-system call)."""
+        from ..systems.wire import memory_from_dict
+
+        state = self.state
+        stored = state.stored_predictions().get(
+            (self.benchmark, self.system.label, self.question.id)
+        )
+        if stored is None:
+            raise MemevalError(
+                f"--memeval-reanswer: no stored retrieval for {self.benchmark} / "
+                f"{self.system.label} / {self.question.id} in run {state.rejudge_run}; run it "
+                "once without --memeval-reanswer (same --memeval-cache-dir) to store it"
+            )
+        if stored.details.get("answered_by") == "system":
+            raise MemevalError(
+                f"--memeval-reanswer: {self.system.label} answered {self.question.id} with its "
+                "own answer() in run "
+                f"{state.rejudge_run.name if state.rejudge_run else '?'}, so no retrieval was "
+                "stored to answer from; use --memeval-rejudge to judge its answers again"
+            )
+        memories = tuple(memory_from_dict(m.to_dict()) for m in stored.memories)
+        assert state.answerer is not None
+        start = time.perf_counter()
+        prediction = state.answerer.answer(self.question, memories)
+        result.latency = {
+            k: v for k, v in stored.latency.items() if k in ("ingest", "ready", "search")
+        }
+        result.latency["answer"] = time.perf_counter() - start
+        result.details["reanswered_from"] = state.rejudge_run.name if state.rejudge_run else None
+        result.details["memories_returned"] = stored.details.get("memories_returned", len(memories))
+        return replace(prediction, text=clean_text(prediction.text))
+
+    def runtest(self) -> None:
+        result = self.stash.get(RESULT_KEY, None)
+        if result is not None and result.status == STATUS_WRONG and self.state.settings.strict:
+            raise WrongAnswer(result)
+
+    def repr_failure(  # type: ignore[override]  # same signature as pytest.Function
+        self, excinfo: pytest.ExceptionInfo[BaseException]
+    ) -> str | Any:
+        if isinstance(excinfo.value, WrongAnswer):
+            return "\n".join(
+                ["WRONG answer (--memeval-strict)", *describe_result(excinfo.value.result, 5)]
+            )
+        return super().repr_failure(excinfo)
+
+    def reportinfo(self) -> tuple[Path, int | None, str]:
+        q = self.question
+        where = f"{self.benchmark}/{q.conversation_id}/{path_component(self.system.label)}"
+        return self.path, None, f"{where}::{self.name}"
+
+
+def group_by_conversation(questions: list[Question]) -> Iterator[tuple[str, list[Question]]]:
+    groups: dict[str, list[Question]] = {}
+    for q in questions:
+        groups.setdefault(q.conversation_id, []).append(q)
+    yield from groups.items()

@@ -1,0 +1,345 @@
+"""Pytest glue for running beyond one machine: shards, merging, LLM-cache sharing.
+
+- ``--memeval-shard=I/N``: the plugin keeps this shard's conversations at load time
+  (:func:`shards.shard_questions`); the run folder records the shard and a fingerprint of the
+  configuration (:func:`run_config`).
+- ``--memeval-merge=RUN_DIR,...``: a session that runs nothing. The options default to the first
+  shard's own (:func:`apply_merge_defaults`), the shards are checked (:func:`shards.load_shards`)
+  and against this session's own fingerprint, their results fill the controller as a resume
+  would, every benchmark item is deselected, and the controller builds the reports from the same
+  code as a single run, so the tables are the same.
+- ``--memeval-cache-import=FILE`` / ``--memeval-cache-export=FILE``: the LLM cache as one JSON
+  Lines file (``llm/transfer.py``), imported before any worker starts, exported at the end.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from .. import __version__
+from ..errors import AdapterError, MemevalError
+
+if TYPE_CHECKING:
+    from .controller import Controller
+    from .items import RunState
+
+__all__ = ["ScaleHooks", "apply_merge_defaults", "run_config", "scale_settings"]
+
+#: options a merge never takes from the shards (where to read and write, gates, this session)
+_LOCAL_OPTIONS = frozenset(
+    {
+        "memeval_merge",
+        "memeval_shard",
+        "memeval_cache_dir",
+        "memeval_json",
+        "memeval_html",
+        "memeval_markdown",
+        "memeval_resume",
+        "memeval_rejudge",
+        "memeval_reanswer",
+        "memeval_fail_under",
+        "memeval_baseline",
+        "memeval_save_baseline",
+        "memeval_max_drop",
+        "memeval_alpha",
+        "memeval_show_wrong",
+        "memeval_cache_import",
+        "memeval_cache_export",
+        "memeval_timeout",
+        "memeval_baselines",
+    }
+)
+
+
+def _split(values: Sequence[str]) -> list[str]:
+    return [part.strip() for v in values for part in str(v).split(",") if part.strip()]
+
+
+def scale_settings(
+    shard: Any,
+    merge: Sequence[str],
+    reanswer: Any,
+    cache_import: Sequence[str],
+    cache_export: Any,
+    *,
+    rejudge: Any,
+    resume: Any,
+) -> dict[str, Any]:
+    """The ``Settings`` fields of these options, validated (``pytest.UsageError`` with the fix)."""
+    from ..run.shards import parse_shard
+
+    parsed = None
+    if shard not in (None, ""):
+        try:
+            parsed = parse_shard(str(shard))
+        except MemevalError as exc:
+            raise pytest.UsageError(str(exc)) from None
+    folders = tuple(Path(p).expanduser() for p in _split(merge))
+    if folders:
+        clash = [
+            name
+            for name, value in (
+                ("--memeval-shard", parsed),
+                ("--memeval-resume", resume),
+                ("--memeval-rejudge", rejudge),
+                ("--memeval-reanswer", reanswer),
+            )
+            if value
+        ]
+        if clash:
+            raise pytest.UsageError(
+                f"--memeval-merge runs nothing, so it cannot be combined with {clash[0]}; merge "
+                "first, then rejudge or reanswer the merged run"
+            )
+    if reanswer and rejudge:
+        raise pytest.UsageError(
+            "--memeval-reanswer already judges the new answers again: drop --memeval-rejudge"
+        )
+    if reanswer and resume:
+        raise pytest.UsageError(
+            "--memeval-reanswer with --memeval-resume: reanswer makes a new run from a stored "
+            "one; give one of them"
+        )
+    return {
+        "shard": parsed,
+        "merge": folders,
+        "reanswer": str(reanswer) if reanswer else None,
+        "cache_import": tuple(Path(p).expanduser() for p in _split(cache_import)),
+        "cache_export": Path(str(cache_export)).expanduser() if cache_export else None,
+    }
+
+
+def apply_merge_defaults(config: pytest.Config) -> None:
+    """With ``--memeval-merge``, every option not given here takes the first shard's value, so
+    ``pytest --memeval-merge=DIR,...`` needs nothing else (a value given here still wins, and a
+    differing one is refused by the fingerprint check)."""
+    raw = config.getoption("memeval_merge", None)
+    folders = _split(raw or [])
+    if not folders:
+        return
+    from ..run.shards import _read_json
+    from .options import OPTIONS
+
+    path = Path(folders[0]).expanduser() / "config.json"
+    try:
+        stored = _read_json(path, "run configuration")
+    except MemevalError as exc:
+        raise pytest.UsageError(str(exc)) from None
+    options = stored.get("options") if isinstance(stored, dict) else None
+    if not isinstance(options, dict):
+        raise pytest.UsageError(f"--memeval-merge: {path} holds no 'options'; not a run folder")
+    for opt in OPTIONS:
+        if opt.dest in _LOCAL_OPTIONS or opt.dest not in options:
+            continue
+        value = options[opt.dest]
+        if value in (None, "", [], False) or value == opt.default:
+            continue
+        if opt.dest == "memeval_data" and not Path(str(value)).expanduser().is_dir():
+            continue  # the shards' data folder is not on this machine: MEMEVAL_DATA_DIR or download
+        if getattr(config.option, opt.dest, None) is None:
+            setattr(config.option, opt.dest, value)
+
+
+def run_fingerprint(state: RunState) -> dict[str, Any]:
+    """Everything that decides a run's numbers, machine-independent (no paths): shards and merges
+    must agree on all of it."""
+    s = state.settings
+    return {
+        "plugin_version": __version__,
+        "benchmarks": list(s.benchmarks),
+        "datasets": {
+            name: {"variant": ds.variant, "sha256": sorted(ds.sha256.values())}
+            for name, ds in state.datasets.items()
+        },
+        "memsys": list(s.systems),
+        "systems": [ref.label for ref in state.systems or ()],
+        "top_k": list(s.top_k),
+        "limit": s.limit,
+        "sample": s.sample,
+        "seed": s.seed,
+        "metrics": list(s.metrics) if s.metrics else None,
+        "answerer": s.answerer,
+        "judges": list(s.judges),
+        "judge_style": s.judge_style,
+        "judge_runs": s.judge_runs if s.judges else None,
+        "prompt_sha256": (
+            state.llm.prompt_hashes(list(state.benchmarks)) if state.llm is not None else {}
+        ),
+        "pass_threshold": s.pass_threshold,
+        "strict": s.strict,
+    }
+
+
+def run_config(state: RunState) -> dict[str, Any]:
+    """The ``config.json`` of a run folder: options, plugin version, fingerprint, shard."""
+    s = state.settings
+    return {
+        "options": dict(s.raw),
+        "plugin": __version__,
+        "fingerprint": run_fingerprint(state),
+        "system_bases": _system_bases(state),
+        "shard": s.shard.to_dict() if s.shard is not None else None,
+        "merged_from": [str(p) for p in s.merge] or None,
+    }
+
+
+def _system_bases(state: RunState) -> dict[str, list[str]]:
+    out: dict[str, list[str]] = {}
+    for ref in state.systems or ():
+        bases = out.setdefault(ref.origin or ref.base, [])
+        if ref.base not in bases:
+            bases.append(ref.base)
+    return out
+
+
+def write_outputs(folder: Path, data: dict[str, Any]) -> None:
+    """What the processes of a run reported (ingests, LLM cache, tokens), next to its results."""
+    from ..run.shards import OUTPUTS_FILE
+
+    tmp = folder / f".{OUTPUTS_FILE}.tmp"
+    try:
+        tmp.write_text(json.dumps(data, indent=1, default=str), encoding="utf-8")
+        os.replace(tmp, folder / OUTPUTS_FILE)
+    except OSError:
+        pass  # the report is what matters; a merge then counts no ingests for this shard
+
+
+def _not_run() -> object:
+    raise AdapterError("--memeval-merge runs no memory system")
+
+
+class ScaleHooks:
+    """Registered on the controller (or the single process) when a scale option is given."""
+
+    def __init__(self, config: pytest.Config) -> None:
+        self.config = config
+        self.merged_ok = False
+
+    @property
+    def settings(self) -> Any:
+        from .keys import STATE_KEY
+
+        return self.config.stash[STATE_KEY].settings
+
+    # ---- merge -------------------------------------------------------------------------------
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_memeval_make_system(self, config: pytest.Config, name: str) -> Any:
+        """A merge never runs a system: each ``--memsys`` value stands for the system names the
+        shards recorded, so a merge machine needs none of them installed."""
+        if not self.settings.merge:
+            return None
+        from ..run.shards import _read_json
+
+        stored = _read_json(Path(self.settings.merge[0]) / "config.json", "run configuration")
+        bases = (stored.get("system_bases") or {}).get(name) if isinstance(stored, dict) else None
+        if not bases:
+            return None
+        return [(str(base), _not_run) for base in bases]
+
+    def merge_into(self, controller: Controller) -> None:
+        """Read and check the shards, and hand their results to the controller."""
+        from ..run.shards import fingerprint_difference, load_shards
+
+        state = controller.state
+        shards = load_shards(self.settings.merge)
+        mine = run_fingerprint(state)
+        diffs = fingerprint_difference(shards.fingerprint, mine)
+        if diffs:
+            raise MemevalError(
+                f"--memeval-merge: this session's configuration differs from the shards' in "
+                f"{', '.join(diffs[:5])} (e.g. another dataset file under --memeval-data, or an "
+                "option given here); give the shards' options or none"
+            )
+        for result in shards.results.values():
+            controller._add(result)
+        for out in shards.outputs:
+            controller.add_worker_output(out)
+        state.resume_ids = frozenset(shards.results)
+        self.merged_ok = True
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_collection_modifyitems(
+        self, session: pytest.Session, config: pytest.Config, items: list[pytest.Item]
+    ) -> None:
+        if not self.settings.merge:
+            return
+        from . import result_key
+        from .items import MemevalItem
+        from .keys import CONTROLLER_KEY
+
+        controller = config.stash.get(CONTROLLER_KEY, None)
+        dropped = [item for item in items if result_key(item) is not None]
+        if not dropped:
+            return
+        items[:] = [item for item in items if result_key(item) is None]
+        config.hook.pytest_deselected(items=dropped)
+        if controller is not None:
+            for item in dropped:
+                if isinstance(item, MemevalItem) and result_key(item) not in controller.results:
+                    controller._lost(item.nodeid, "not run: no merged shard holds this question")
+
+    def _finish_shard(self, session: pytest.Session) -> None:
+        """A shard with no conversation (more shards than conversations) is a success, and its
+        run folder still holds a (then empty) results file, so the merge finds every shard."""
+        from ..run.store import RESULTS_FILE
+        from .keys import CONTROLLER_KEY, STATE_KEY
+
+        state = self.config.stash[STATE_KEY]
+        empty = not any(state.selected.values())
+        if empty and session.exitstatus == pytest.ExitCode.NO_TESTS_COLLECTED:
+            session.exitstatus = pytest.ExitCode.OK
+            reporter = self.config.pluginmanager.get_plugin("terminalreporter")
+            if reporter is not None:
+                reporter.write_line(
+                    f"memeval: shard {self.settings.shard} has no conversation to run "
+                    "(more shards than conversations)"
+                )
+        controller = self.config.stash.get(CONTROLLER_KEY, None)
+        if controller is not None and controller.store is not None:
+            try:
+                with open(controller.store.folder / RESULTS_FILE, "ab"):
+                    pass
+            except OSError:
+                pass
+
+    # ---- LLM cache ---------------------------------------------------------------------------
+    @pytest.hookimpl
+    def pytest_sessionstart(self, session: pytest.Session) -> None:
+        settings = self.settings
+        if not settings.active or not settings.cache_import:
+            return
+        from ..llm.cache import CACHE_FILENAME
+        from ..llm.transfer import import_cache
+
+        for path in settings.cache_import:
+            try:
+                import_cache(Path(settings.cache_dir) / "llm" / CACHE_FILENAME, path)
+            except MemevalError as exc:
+                raise pytest.UsageError(f"--memeval-cache-import={path}: {exc}") from None
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        settings = self.settings
+        if self.merged_ok and session.exitstatus == pytest.ExitCode.NO_TESTS_COLLECTED:
+            session.exitstatus = pytest.ExitCode.OK  # nothing to run is what a merge means
+        if settings.shard is not None:
+            self._finish_shard(session)
+        if settings.active and settings.cache_export is not None:
+            from ..llm.cache import CACHE_FILENAME
+            from ..llm.transfer import export_cache
+
+            try:
+                export_cache(
+                    Path(settings.cache_dir) / "llm" / CACHE_FILENAME, settings.cache_export
+                )
+            except MemevalError as exc:
+                reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+                if reporter is not None:
+                    reporter.write_line(f"memeval: --memeval-cache-export failed: {exc}", red=True)
+                session.exitstatus = pytest.ExitCode.TESTS_FAILED

@@ -1,0 +1,293 @@
+"""Run level, pytest-free: ingest once per conversation, answer a question, decide its status."""
+
+from __future__ import annotations
+
+import math
+import random
+import threading
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from ..answerers.extractive import Answerer
+from ..errors import AdapterError
+from ..records import (
+    STATUS_CORRECT,
+    STATUS_UNSCORED,
+    STATUS_WRONG,
+    Conversation,
+    Memory,
+    Prediction,
+    Question,
+    score_float,
+)
+from ..systems.base import MemorySystem
+from ..systems.contract import materialise, normalise_answer, normalise_memories
+from ..systems.resolve import ensure_memory_system
+
+__all__ = [
+    "Answerer",
+    "IngestedSystem",
+    "SystemPool",
+    "decide_status",
+    "run_question",
+    "select_questions",
+]
+
+#: a zero-argument callable returning a fresh memory system (one per conversation)
+Factory = Callable[[], object]
+
+
+class MemorySystemTimeout(AdapterError):
+    """A memory-system call ran past ``--memeval-timeout``."""
+
+
+def call_with_timeout(fn: Callable[[], Any], timeout: float | None, what: str) -> Any:
+    """Run ``fn``; with a timeout, in a daemon thread that is abandoned when it overruns (a Python
+    thread cannot be killed; the session never waits for it)."""
+    __tracebackhide__ = True
+    if timeout is None:
+        return fn()
+    box: dict[str, Any] = {}
+
+    def target() -> None:
+        try:
+            box["value"] = fn()
+        except BaseException as exc:  # handed to the caller's thread
+            box["error"] = exc
+
+    thread = threading.Thread(target=target, name=f"memeval-{what}", daemon=True)
+    thread.start()
+    thread.join(timeout)
+    if thread.is_alive():
+        raise MemorySystemTimeout(f"{what} did not return within --memeval-timeout={timeout:g}s")
+    if "error" in box:
+        raise box["error"]
+    return box.get("value")
+
+
+@dataclass
+class IngestedSystem:
+    system: MemorySystem
+    conversation_id: str
+    ingest_seconds: float
+    #: seconds ``wait_ready`` took after ingest (None: the system has no ``wait_ready``)
+    ready_seconds: float | None = None
+    name: str = ""  # the --memsys name, for error messages
+
+
+#: how long ``wait_ready`` may take without --memeval-timeout (a bound, never a hang)
+READY_TIMEOUT = 600.0
+
+
+@dataclass
+class SystemPool:
+    """Per process: one ingested instance per (system, conversation).
+
+    ``conversation_key`` is ``<benchmark>/<conversation>``. ``release`` drops the instances of other
+    conversations when the run moves on, so memory stays bounded by one conversation per system; an
+    object that serves several conversations (a session-scoped fixture) gets ``reset()`` before
+    its next ``ingest``. An ingest that raised is not retried for the other questions of that
+    conversation: they fail with the same exception. ``ingests`` counts real ``ingest`` calls per
+    system (reported to the controller).
+    """
+
+    live: dict[tuple[str, str], IngestedSystem] = field(default_factory=dict)
+    ingests: dict[str, int] = field(default_factory=dict)
+    timeout: float | None = None
+    failed: dict[tuple[str, str], BaseException] = field(default_factory=dict)
+    _last_instance: dict[str, object] = field(default_factory=dict)
+
+    def get(
+        self,
+        system: str,
+        conversation: Callable[[], Conversation],
+        conversation_key: str,
+        obtain: Callable[[], object],
+    ) -> IngestedSystem:
+        """The ingested system for this conversation; ``obtain`` returns an instance or a factory."""
+        key = (system, conversation_key)
+        ready = self.live.get(key)
+        if ready is not None:
+            return ready
+        __tracebackhide__ = True
+        earlier = self.failed.get(key)
+        if earlier is not None:
+            raise earlier
+        obj = obtain()
+        if isinstance(obj, type) or (not callable(getattr(obj, "ingest", None)) and callable(obj)):
+            obj = obj()  # a factory (a class or a zero-argument callable)
+        elif self._last_instance.get(system) is obj:
+            # The same object serves several conversations (a session-scoped fixture): reset it.
+            reset = getattr(obj, "reset", None)
+            if callable(reset):
+                reset()
+        instance = ensure_memory_system(obj, system)
+        self._last_instance[system] = obj
+        conv = conversation()
+        start = time.perf_counter()
+        try:
+            call_with_timeout(lambda: instance.ingest(conv), self.timeout, f"{system}: ingest()")
+        except Exception as exc:
+            self.failed[key] = exc
+            if isinstance(exc, MemorySystemTimeout):
+                self._last_instance.pop(system, None)  # never reuse an instance stuck in ingest
+            raise
+        elapsed = time.perf_counter() - start
+        self.ingests[system] = self.ingests.get(system, 0) + 1
+        try:
+            waited = wait_until_ready(instance, system, self.timeout)
+        except Exception as exc:
+            self.failed[key] = exc
+            raise
+        ready = IngestedSystem(instance, conversation_key, elapsed, waited, name=system)
+        self.live[key] = ready
+        return ready
+
+    def release(self, keep_conversation: str | None = None) -> None:
+        """Drop every instance not serving ``keep_conversation``."""
+        for key in [k for k in self.live if k[1] != keep_conversation]:
+            self.live.pop(key)
+        for key in [k for k in self.failed if k[1] != keep_conversation]:
+            self.failed.pop(key)
+
+    def clear(self) -> None:
+        self.live.clear()
+        self.failed.clear()
+
+
+def wait_until_ready(instance: object, name: str, timeout: float | None) -> float | None:
+    """Call the optional ``wait_ready(timeout)`` after ingest (an asynchronously indexing
+    service): the seconds it took, reported apart from ingest; None without ``wait_ready``. It
+    returning False, raising, or overrunning its timeout errors the conversation's questions."""
+    __tracebackhide__ = True
+    wait = getattr(instance, "wait_ready", None)
+    if not callable(wait):
+        return None
+    limit = timeout if timeout is not None else READY_TIMEOUT
+    start = time.perf_counter()
+    ok = call_with_timeout(lambda: wait(limit), limit + 5.0, f"{name}: wait_ready()")
+    if ok is False:
+        raise AdapterError(
+            f"{name}: wait_ready() reported the system not ready {limit:g}s after ingest; "
+            "raise --memeval-timeout or check the service's indexing"
+        )
+    return time.perf_counter() - start
+
+
+def run_question(
+    ingested: IngestedSystem,
+    question: Question,
+    *,
+    k: int,
+    answerer: Answerer,
+    timeout: float | None = None,
+    details: dict[str, Any] | None = None,
+) -> tuple[Prediction, dict[str, float]]:
+    """Search (unless the system answers itself), answer, and time both stages.
+
+    What the system returns is normalised at this boundary (``systems.contract``): a lazy result
+    is consumed inside the timed call, values become plain ``str``/``float``/tuples, and more than
+    ``k`` memories are cut to the first ``k`` (rank order) unless the system declares
+    ``ignores_top_k = True`` (full-context). ``details``, when given, receives
+    ``memories_returned`` (what ``search`` returned) and ``truncated``."""
+    __tracebackhide__ = True
+    system = ingested.system
+    name = ingested.name or type(system).__name__
+    latency: dict[str, float] = {"ingest": ingested.ingest_seconds}
+    if ingested.ready_seconds is not None:
+        latency["ready"] = ingested.ready_seconds
+    own_answer = getattr(system, "answer", None)
+    memories: tuple[Memory, ...] = ()
+    if not callable(own_answer):
+        start = time.perf_counter()
+        found = call_with_timeout(
+            lambda: materialise(system.search(question, k)), timeout, "search()"
+        )
+        latency["search"] = time.perf_counter() - start
+        memories = normalise_memories(found, system=name, question_id=question.id)
+        returned = len(memories)
+        truncated = returned > k and getattr(system, "ignores_top_k", False) is not True
+        if truncated:
+            memories = memories[:k]
+        if details is not None:
+            details["memories_returned"] = returned
+            if truncated:
+                details["truncated"] = True
+        memories = tuple(_clean_memory(m) for m in memories)
+        start = time.perf_counter()
+        prediction = answerer.answer(question, memories)
+        latency["answer"] = time.perf_counter() - start
+        return replace(prediction, text=clean_text(prediction.text)), latency
+    start = time.perf_counter()
+    text = call_with_timeout(lambda: own_answer(question), timeout, "answer()")
+    latency["answer"] = time.perf_counter() - start
+    answer = normalise_answer(text, system=name, question_id=question.id)
+    if details is not None:
+        details["memories_returned"] = 0
+    return Prediction(text=clean_text(answer), memories=(), answered_by="system"), latency
+
+
+def clean_text(text: str) -> str:
+    """Text a memory system or model produced, made encodable: a lone UTF-16 surrogate becomes
+    its ``\\udxxx`` escape (reports are UTF-8 files)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "backslashreplace").decode("utf-8")
+    return text
+
+
+def _clean_memory(memory: Memory) -> Memory:
+    cleaned = clean_text(memory.text)
+    return memory if cleaned is memory.text else replace(memory, text=cleaned)
+
+
+def decide_status(scores: Mapping[str, float | None], pass_metric: str, threshold: float) -> str:
+    """CORRECT when the pass metric reaches the threshold; UNSCORED when it is missing or NaN."""
+    value = scores.get(pass_metric)
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return STATUS_UNSCORED
+    return STATUS_CORRECT if value >= threshold else STATUS_WRONG
+
+
+def clean_scores(scores: Mapping[str, Any]) -> dict[str, float | None]:
+    return {key: score_float(value) for key, value in scores.items()}
+
+
+def select_questions(
+    questions: list[Question],
+    *,
+    limit: int | None = None,
+    sample: int | None = None,
+    seed: int = 0,
+) -> list[Question]:
+    """The questions to run, in file order.
+
+    ``limit``: the first N questions of each conversation. ``sample``: N questions per category,
+    drawn with ``random.Random(f"{seed}:{category}")`` from the (limited) pool in file order, so the
+    selection is the same on every worker, every run and every Python version.
+    """
+    chosen = questions
+    if limit is not None:
+        per_conv: dict[str, int] = {}
+        kept = []
+        for q in chosen:
+            n = per_conv.get(q.conversation_id, 0)
+            if n < limit:
+                kept.append(q)
+            per_conv[q.conversation_id] = n + 1
+        chosen = kept
+    if sample is not None:
+        by_cat: dict[str, list[int]] = {}
+        for i, q in enumerate(chosen):
+            by_cat.setdefault(q.category, []).append(i)
+        keep_idx: set[int] = set()
+        for category, idx in by_cat.items():
+            if len(idx) <= sample:
+                keep_idx.update(idx)
+            else:
+                keep_idx.update(random.Random(f"{seed}:{category}").sample(idx, sample))
+        chosen = [q for i, q in enumerate(chosen) if i in keep_idx]
+    return list(chosen)

@@ -1,0 +1,214 @@
+"""Run level, pytest-free: the LLM answerer and judges of one process, and the prediction store
+used by ``--memeval-rejudge``.
+
+One ``LLMRuntime`` per process owns the shared cache, the concurrency bound and the token
+accounting, so answerer and judges draw from the same limits (``-n N`` multiplies the bound: each
+worker process has its own).
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ..errors import JudgeError
+from ..judges import Judge, JudgeResult, cohen_kappa, default_style, get_judge
+from ..llm import (
+    LLMCache,
+    ProviderClient,
+    RetryPolicy,
+    TokenAccounting,
+    check_credentials,
+    make_client,
+    make_semaphore,
+    redact,
+)
+from ..llm.client import CircuitOpenError
+from ..llm.retry import CircuitBreaker
+from ..records import Question
+
+if TYPE_CHECKING:
+    from ..answerers.llm import LLMAnswerer
+
+__all__ = ["JudgeSpec", "LLMRuntime", "LLMSettings", "judge_agreement"]
+
+
+@dataclass(frozen=True)
+class LLMSettings:
+    answerer: str  # "extractive" or PROVIDER:MODEL
+    judges: tuple[str, ...]
+    judge_style: str | None
+    judge_runs: int
+    base_url: str | None
+    api_key_env: str | None
+    concurrency: int
+    timeout: float
+    max_retries: int
+    backoff: float
+    no_cache: bool
+    cache_dir: Path
+    answer_prompt: str | None
+    judge_prompt: str | None
+    circuit_breaker: int = 5  # connection failures in a row before no more calls (0: never)
+
+    @property
+    def uses_llm(self) -> bool:
+        return bool(self.judges) or self.answerer != "extractive"
+
+    def check(self) -> None:
+        """Fail before collection: bad spec, missing key (names the variable)."""
+        specs = list(self.judges)
+        if self.answerer != "extractive":
+            specs.append(self.answerer)
+        for spec in specs:
+            check_credentials(spec, base_url=self.base_url, api_key_env=self.api_key_env)
+
+
+@dataclass
+class JudgeSpec:
+    label: str  # PROVIDER:MODEL
+    key: str  # score key: "judge" for the first judge, "judge@<label>" for the others
+    client: ProviderClient
+    judges: dict[str, Judge] = field(default_factory=dict)  # style -> judge
+
+
+class LLMRuntime:
+    def __init__(self, settings: LLMSettings) -> None:
+        self.settings = settings
+        self.accounting = TokenAccounting()
+        self.semaphore = make_semaphore(settings.concurrency)
+        self.cache: LLMCache | None = None
+        if not settings.no_cache:
+            self.cache = LLMCache(settings.cache_dir / "llm")
+        self._lock = threading.Lock()
+        self.breaker = CircuitBreaker(settings.circuit_breaker)
+        self.answerer_client: ProviderClient | None = None
+        self.answerer: LLMAnswerer | None = None
+        if settings.answerer != "extractive":
+            from ..answerers.llm import LLMAnswerer
+
+            self.answerer_client = self._client(settings.answerer)
+            # built once: the template is read and checked here (a bad one fails before
+            # collection), and the hash in the provenance is that of the template every answer used
+            self.answerer = LLMAnswerer(self.answerer_client, template_path=settings.answer_prompt)
+        self.judges: list[JudgeSpec] = []
+        for i, spec in enumerate(settings.judges):
+            key = "judge" if i == 0 else f"judge@{spec}"
+            self.judges.append(JudgeSpec(spec, key, self._client(spec)))
+        self.warnings: int = 0
+        self.unscored: int = 0
+
+    def _client(self, spec: str) -> ProviderClient:
+        return make_client(
+            spec,
+            base_url=self.settings.base_url,
+            api_key_env=self.settings.api_key_env,
+            cache=self.cache,
+            concurrency=self.semaphore,
+            retry=RetryPolicy(
+                max_retries=self.settings.max_retries, base_delay=self.settings.backoff
+            ),
+            timeout=self.settings.timeout,
+            accounting=self.accounting,
+            breaker=self.breaker,
+        )
+
+    def judge_for(self, spec: JudgeSpec, benchmark: str) -> Judge:
+        style = self.settings.judge_style or default_style(benchmark)
+        with self._lock:
+            judge = spec.judges.get(style)
+            if judge is None:
+                judge = get_judge(
+                    style, template_path=self.settings.judge_prompt, runs=self.settings.judge_runs
+                )
+                spec.judges[style] = judge
+        return judge
+
+    def judge(
+        self, benchmark: str, question: Question, prediction: str
+    ) -> tuple[dict[str, float | None], dict[str, Any]]:
+        """Every configured judge on one prediction -> (scores, details for the report)."""
+        scores: dict[str, float | None] = {}
+        details: dict[str, Any] = {}
+        for spec in self.judges:
+            judge = self.judge_for(spec, benchmark)
+            try:
+                result: JudgeResult = judge.judge(question, prediction, spec.client)
+            except CircuitOpenError as exc:  # the endpoint is down: UNSCORED, not an error
+                self.unscored += 1
+                scores[spec.key] = None
+                details[spec.key] = {"unscored": True, "label": spec.label, "error": str(exc)}
+                continue
+            except JudgeError as exc:
+                message = str(exc)
+                if not message.startswith(spec.label):
+                    message = f"{spec.label}: {message}"
+                raise JudgeError(redact(message)) from None
+            if result.skipped:
+                details[spec.key] = {"skipped": True, "label": spec.label}
+                continue
+            if result.unscored:
+                self.unscored += 1
+            self.warnings += len(result.warnings)
+            for name, value in result.scores.items():
+                target = (
+                    spec.key + name.removeprefix("judge")
+                    if name.startswith("judge")
+                    else (name if spec.key == "judge" else f"{name}@{spec.label}")
+                )
+                if value is not None and isinstance(value, float) and math.isnan(value):
+                    value = None
+                scores[target] = value
+            if result.unscored:
+                scores.setdefault(spec.key, None)
+            info = result.to_dict()
+            info["label"] = spec.label
+            info["style"] = judge.name
+            details[spec.key] = info
+            if spec.key == "judge" and result.reasoning:
+                details["judge_reasoning"] = result.reasoning
+        return scores, details
+
+    def prompt_hashes(self, benchmarks: Sequence[str]) -> dict[str, str]:
+        hashes: dict[str, str] = {}
+        for spec in self.judges:
+            for bench in benchmarks:
+                hashes.update(self.judge_for(spec, bench).prompt_hashes)
+        if self.answerer is not None:
+            hashes["answer"] = self.answerer.prompt_sha256
+        return hashes
+
+    def output(self) -> dict[str, Any]:
+        cache = self.cache.stats() if self.cache is not None else {}
+        off = self.cache.disabled_reason if self.cache is not None else None
+        return {
+            "tokens": self.accounting.to_dict(),
+            "cache": cache,
+            "cache_off": [f"{self.cache.path}: {off}"] if self.cache is not None and off else [],
+            "judge_warnings": self.warnings,
+            "judge_unscored": self.unscored,
+        }
+
+
+def judge_agreement(
+    results: Sequence[Mapping[str, Any]], keys: Sequence[str]
+) -> dict[str, float | None]:
+    """Cohen's kappa between the first binary judge and each other one, on questions both scored."""
+    out: dict[str, float | None] = {}
+    if len(keys) < 2:
+        return out
+    first = keys[0]
+    for other in keys[1:]:
+        a: list[int] = []
+        b: list[int] = []
+        for scores in results:
+            x, y = scores.get(first), scores.get(other)
+            if x in (0.0, 1.0) and y in (0.0, 1.0):
+                a.append(int(x))
+                b.append(int(y))
+        out[f"{first} vs {other}"] = cohen_kappa(a, b) if a else None
+    return out

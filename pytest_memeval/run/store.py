@@ -1,0 +1,207 @@
+"""Results store, pytest-free: one folder per session under ``<cache>/runs/``, holding the
+configuration and one JSON line per finished question, appended as soon as the result arrives.
+
+A crash, SIGKILL or Ctrl-C loses nothing that was appended: each line is written with a single
+``os.write`` on an ``O_APPEND`` descriptor (the kernel keeps it even if the process dies right
+after). A truncated last line (the process died mid-write) is ignored on reading.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import os
+import re
+import secrets
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+from ..errors import MemevalError
+from ..records import QuestionResult, ResultKey
+
+__all__ = [
+    "RESULTS_FILE",
+    "RunStore",
+    "check_resume_config",
+    "config_mismatch",
+    "find_run",
+    "read_results",
+]
+
+RESULTS_FILE = "results.jsonl"
+CONFIG_FILE = "config.json"
+_RUN_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,100}$")
+
+
+def _runs_dir(cache_dir: Path) -> Path:
+    return Path(cache_dir) / "runs"
+
+
+def new_run_id() -> str:
+    stamp = _dt.datetime.now(_dt.UTC).strftime("%Y%m%dT%H%M%SZ")
+    return f"{stamp}-{secrets.token_hex(3)}"
+
+
+def find_run(cache_dir: Path, name: str | None, option: str = "--memeval-resume") -> Path:
+    """The folder of run ``name`` (a run id), or of the latest run when ``name`` is None/"latest".
+    Names are checked so a value like ``../x`` can never leave the runs folder."""
+    runs = _runs_dir(cache_dir)
+    if name in (None, "", "latest"):
+        candidates = sorted(
+            (p for p in runs.glob("*") if (p / RESULTS_FILE).is_file()),
+            key=lambda p: (p / RESULTS_FILE).stat().st_mtime,
+        )
+        if not candidates:
+            raise MemevalError(
+                f"{option}: no earlier run under {runs}; run once without it (with the same "
+                "--memeval-cache-dir) first"
+            )
+        return candidates[-1]
+    assert name is not None
+    if not _RUN_NAME.match(name):
+        raise MemevalError(
+            f"{option}={name!r}: not a run id (letters, digits, '.', '_', '-'); see the "
+            f"folders under {runs}"
+        )
+    folder = runs / name
+    if not (folder / RESULTS_FILE).is_file():
+        available = ", ".join(sorted(p.name for p in runs.glob("*"))[-5:]) or "none"
+        raise MemevalError(f"{option}={name}: no such run under {runs} (latest: {available})")
+    return folder
+
+
+def read_results(folder: Path) -> Iterator[QuestionResult]:
+    """Every complete line of a run's results file, in order (a later line for the same
+    :attr:`QuestionResult.key` supersedes an earlier one)."""
+    path = folder / RESULTS_FILE
+    try:
+        raw = path.read_bytes()
+    except OSError:
+        return
+    for line in raw.split(b"\n"):
+        if not line.strip():
+            continue
+        try:
+            data = json.loads(line)
+            yield QuestionResult.from_dict(data)
+        except (ValueError, KeyError, TypeError):
+            continue  # a line cut short by a crash
+
+
+#: the key of config.json holding the settings that change the numbers of a run
+NUMBERS_KEY = "numbers"
+
+
+def config_mismatch(stored: Mapping[str, Any], current: Mapping[str, Any]) -> list[str]:
+    """``option: stored -> current`` for every number-changing option whose value differs (both
+    mappings as written by ``Settings.numbers()``; JSON round-trips tuples to lists, so values
+    are compared in their JSON form)."""
+
+    def plain(value: object) -> str:
+        return json.dumps(value, sort_keys=True, default=str)
+
+    out = []
+    for option in sorted(set(stored) | set(current)):
+        before, now = stored.get(option), current.get(option)
+        if plain(before) != plain(now):
+            out.append(f"{option}: {plain(before)} -> {plain(now)}")
+    return out
+
+
+def check_resume_config(folder: Path, current: Mapping[str, Any]) -> None:
+    """Refuse to resume run ``folder`` under settings that change its numbers: its stored results
+    would be reported as if computed with the new ones."""
+    config = read_config(folder)
+    stored = config.get(NUMBERS_KEY) if config is not None else None
+    if not isinstance(stored, dict):
+        raise MemevalError(
+            f"--memeval-resume: run {folder.name} has no readable {CONFIG_FILE} with its "
+            f"settings ({folder / CONFIG_FILE}), so its results cannot be checked against this "
+            "run's options; start a new run (without --memeval-resume)"
+        )
+    differing = config_mismatch(stored, current)
+    if differing:
+        raise MemevalError(
+            f"--memeval-resume: run {folder.name} was made with other settings, so its stored "
+            f"results do not match this configuration ({'; '.join(differing)}). Resume with the "
+            "run's own options, or start a new run without --memeval-resume"
+        )
+
+
+def read_config(folder: Path) -> dict[str, Any] | None:
+    """A run's config.json, or None when it is missing or unreadable."""
+    try:
+        raw = (folder / CONFIG_FILE).read_bytes()
+        data = json.loads(raw)
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+class RunStore:
+    """Appends results of one session to ``<cache>/runs/<run_id>/results.jsonl``."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+        folder.mkdir(parents=True, exist_ok=True)
+        self.path = folder / RESULTS_FILE
+        self._fd: int | None = None
+
+    @classmethod
+    def create(cls, cache_dir: Path, run_id: str | None = None) -> RunStore:
+        return cls(_runs_dir(cache_dir) / (run_id or new_run_id()))
+
+    @property
+    def run_id(self) -> str:
+        return self.folder.name
+
+    def write_config(self, config: Mapping[str, Any]) -> None:
+        tmp = self.folder / f".{CONFIG_FILE}.tmp"
+        tmp.write_text(json.dumps(config, indent=1, default=str), encoding="utf-8")
+        os.replace(tmp, self.folder / CONFIG_FILE)
+
+    def repair_torn_tail(self) -> bool:
+        """Before appending to an existing file: a last line without its newline (the process died
+        mid-write) is cut off, so the next append starts on a fresh line instead of gluing onto
+        it (which would lose both). The torn question is then simply missing and recomputed once.
+        True when something was cut."""
+        try:
+            with open(self.path, "rb+") as fh:
+                size = fh.seek(0, os.SEEK_END)
+                if size == 0:
+                    return False
+                fh.seek(size - 1)
+                if fh.read(1) == b"\n":
+                    return False
+                end = size
+                chunk = 1 << 16
+                while end > 0:
+                    start = max(0, end - chunk)
+                    fh.seek(start)
+                    block = fh.read(end - start)
+                    at = block.rfind(b"\n")
+                    if at >= 0:
+                        fh.truncate(start + at + 1)
+                        return True
+                    end = start
+                fh.truncate(0)
+                return True
+        except FileNotFoundError:
+            return False
+
+    def append(self, result: QuestionResult) -> None:
+        line = (json.dumps(result.to_dict(), default=str, allow_nan=False) + "\n").encode()
+        if self._fd is None:
+            self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        os.write(self._fd, line)
+
+    def close(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+
+    def stored(self) -> dict[ResultKey, QuestionResult]:
+        """The results stored so far, by (benchmark, system, flow, question id); a later line for
+        the same key wins (a question retried after an error)."""
+        return {r.key: r for r in read_results(self.folder)}

@@ -1,0 +1,296 @@
+"""The examples run as documented: the SQLite adapter, the mem0 adapter (offline, against the
+loopback server) and the GitHub Actions recipes (valid YAML, only options the plugin has)."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from conftest import question_scores, read_json
+from llm_server import EMBEDDINGS_PATH, OPENAI_PATH, LLMServer
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+
+pytestmark = pytest.mark.usefixtures("memeval_env")
+
+
+def _copy_example(pytester: pytest.Pytester, name: str) -> None:
+    for path in sorted((EXAMPLES / name).glob("*.py")):
+        (pytester.path / path.name).write_text(path.read_text(encoding="utf-8"), encoding="utf-8")
+
+
+def _run(run: dict[str, Any]) -> dict[str, Any]:
+    return {q["id"]: q for q in run["questions"]}
+
+
+# --------------------------------------------------------------------------------------------
+# examples/custom_adapter
+
+
+def test_custom_adapter_example_runs(pytester: pytest.Pytester, run_mode: list[str]) -> None:
+    _copy_example(pytester, "custom_adapter")
+    out = pytester.path / "r.json"
+    result = pytester.runpytest(
+        "--memeval=demo", "--memsys=sqlite_memory,no-memory", f"--memeval-json={out}", *run_mode
+    )
+    assert result.ret == 0, result.stdout.str()
+    report = read_json(out)
+    runs = {r["system"]: r for r in report["runs"]}
+    assert set(runs) == {"sqlite_memory", "no-memory"}
+    sqlite = _run(runs["sqlite_memory"])
+    assert len(sqlite) == 15
+    assert all(q["status"] in ("CORRECT", "WRONG") for q in sqlite.values())
+    # the FTS5 index finds the turn about Pixel the beagle, with its turn id, session and date
+    q1 = sqlite["demo-1-q1"]
+    beagle = [m for m in q1["memories"] if "beagle" in m["text"]]
+    assert beagle, q1["memories"]
+    assert beagle[0]["source_ids"][0].startswith("D") and beagle[0]["date"].startswith("2024-")
+    # "Jonas's" is not a query for the letter "s": every memory shares a real word with it
+    assert all(re.search(r"(?i)\b(breed|jonas|dog|pixel)", m["text"]) for m in q1["memories"]), q1[
+        "memories"
+    ]
+    overall = runs["sqlite_memory"]["summary"]["overall"]
+    assert overall["evidence_recall"] == 1.0
+    assert overall["f1"] > runs["no-memory"]["summary"]["overall"]["f1"]
+    assert overall["statuses"]["CORRECT"] >= 3
+
+
+def test_custom_adapter_same_scores_in_every_mode(pytester: pytest.Pytester) -> None:
+    _copy_example(pytester, "custom_adapter")
+    scores = []
+    for mode in ([], ["-n", "2"]):
+        out = pytester.path / f"r{len(scores)}.json"
+        result = pytester.runpytest(
+            "--memeval=demo", "--memsys=sqlite_memory", f"--memeval-json={out}", *mode
+        )
+        assert result.ret == 0, result.stdout.str()
+        scores.append(question_scores(read_json(out)))
+    assert scores[0] == scores[1]
+    assert len(scores[0]) == 15
+
+
+# --------------------------------------------------------------------------------------------
+# examples/mem0_adapter (optional extra: skipped without mem0ai)
+
+
+def _mem0() -> Any:
+    # mem0 reads MEM0_TELEMETRY once, at import, and creates MEM0_DIR (default ~/.mem0). Import it
+    # here, once, with telemetry off: pytester's in-process runs cannot re-import its extension
+    # modules (grpc, sqlalchemy) after restoring sys.modules.
+    os.environ["MEM0_TELEMETRY"] = "False"
+    os.environ.setdefault("MEM0_DIR", tempfile.mkdtemp(prefix="memeval-mem0-home-"))
+    mem0 = pytest.importorskip("mem0", reason="mem0ai is not installed (pytest-memeval[mem0])")
+    pytest.importorskip("qdrant_client")
+    return mem0
+
+
+NEW_MESSAGES = re.compile(r"## New Messages\n(.*?)\n\n## ", re.S)
+
+
+def fake_extraction(messages: list[dict[str, str]], model: str, params: dict[str, Any]) -> str:
+    """Stands in for mem0's fact-extraction LLM: one memory per new message, the date prefix
+    dropped (as a model rewriting the turn into a fact would), in mem0's JSON shape."""
+    found = NEW_MESSAGES.search(messages[-1]["content"])
+    lines = [line for line in (found.group(1) if found else "").splitlines() if line.strip()]
+    facts = [re.sub(r"^user: (\[[^\]]*\] )?", "", line).strip() for line in lines]
+    return json.dumps(
+        {
+            "memory": [
+                {"id": str(i), "text": f, "attributed_to": "user"} for i, f in enumerate(facts)
+            ]
+        }
+    )
+
+
+KEY = "sk-mem0-loopback-31415"
+
+
+@pytest.fixture
+def mem0_server(monkeypatch: pytest.MonkeyPatch) -> Any:
+    _mem0()
+    with LLMServer(reply=fake_extraction) as srv:
+        monkeypatch.setenv("OPENAI_BASE_URL", srv.openai_base_url)
+        monkeypatch.setenv("OPENAI_API_KEY", KEY)
+        monkeypatch.delenv("OPENROUTER_API_KEY", raising=False)
+        monkeypatch.setenv("MEMEVAL_MEM0_LLM", "loopback-llm")
+        monkeypatch.setenv("MEMEVAL_MEM0_EMBEDDER", "loopback-embedder")
+        monkeypatch.setenv("MEMEVAL_MEM0_DIMS", "64")
+        yield srv
+
+
+def _demo_chunks(turns_per_add: int) -> int:
+    """How many mem0 add() calls the demo needs: every session split into chunks."""
+    from pytest_memeval.benchmarks import get_benchmark
+    from pytest_memeval.benchmarks.base import LoadRequest
+
+    data = get_benchmark("demo").load(LoadRequest(data_dir=None, cache_dir=Path(".")))
+    return sum(
+        -(-len(session.turns) // turns_per_add)
+        for conv in (data.conversation(c) for c in data.conversation_ids())
+        for session in conv.sessions
+    )
+
+
+def test_mem0_adapter_offline(
+    pytester: pytest.Pytester, mem0_server: LLMServer, run_mode: list[str]
+) -> None:
+    _copy_example(pytester, "mem0_adapter")
+    out = pytester.path / "r.json"
+    result = pytester.runpytest(
+        "--memeval=demo", "--memsys=mem0", f"--memeval-json={out}", *run_mode
+    )
+    assert result.ret == 0, result.stdout.str()
+    run = read_json(out)["runs"][0]
+    questions = _run(run)
+    assert run["system"] == "mem0" and len(questions) == 15
+    assert all(q["status"] in ("CORRECT", "WRONG") for q in questions.values())
+    # memories come back from mem0's vector store, carrying the turn ids of the add() call
+    q1 = questions["demo-1-q1"]
+    assert any("beagle" in m["text"] for m in q1["memories"]), q1["memories"]
+    assert all(m["source_ids"] and m["date"].startswith("2024-") for m in q1["memories"])
+    assert run["summary"]["overall"]["evidence_recall"] >= 0.8
+    assert run["summary"]["overall"]["statuses"]["CORRECT"] >= 3
+    # one fact-extraction completion per add() call; every request carried our key and models
+    requests = mem0_server.requests
+    chats = [r for r in requests if r.path == OPENAI_PATH]
+    embeds = [r for r in requests if r.path == EMBEDDINGS_PATH]
+    assert len(chats) == _demo_chunks(2)
+    assert {r.body["model"] for r in chats} == {"loopback-llm"}
+    assert {r.body["model"] for r in embeds} == {"loopback-embedder"}
+    assert len(embeds) >= len(chats) + len(questions)  # add: 2 each; search: 1 each
+    assert {r.api_key for r in requests} == {KEY}
+    assert {r.path for r in requests} == {OPENAI_PATH, EMBEDDINGS_PATH}
+
+
+def test_mem0_adapter_raw_mode_makes_no_llm_calls(
+    pytester: pytest.Pytester, mem0_server: LLMServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("MEMEVAL_MEM0_INFER", "0")
+    _copy_example(pytester, "mem0_adapter")
+    out = pytester.path / "r.json"
+    result = pytester.runpytest("--memeval=demo", "--memsys=mem0", f"--memeval-json={out}")
+    assert result.ret == 0, result.stdout.str()
+    assert mem0_server.count(OPENAI_PATH) == 0
+    assert mem0_server.count(EMBEDDINGS_PATH) > 0
+    q1 = _run(read_json(out)["runs"][0])["demo-1-q1"]
+    # raw mode stores the message itself, date prefix included
+    assert any(m["text"].startswith("[04 March 2024, 10:15] Jonas:") for m in q1["memories"])
+
+
+def test_mem0_telemetry_is_off() -> None:
+    _mem0()
+    sys.path.insert(0, str(EXAMPLES / "mem0_adapter"))
+    try:
+        import mem0_memory  # type: ignore[import-not-found]
+    finally:
+        sys.path.remove(str(EXAMPLES / "mem0_adapter"))
+    mem0_memory.import_mem0()
+    import mem0.memory.telemetry as telemetry  # type: ignore[import-untyped]
+
+    assert telemetry.MEM0_TELEMETRY is False
+
+
+def test_mem0_refuses_openrouter_redirect(monkeypatch: pytest.MonkeyPatch) -> None:
+    _mem0()
+    sys.path.insert(0, str(EXAMPLES / "mem0_adapter"))
+    try:
+        import mem0_memory
+    finally:
+        sys.path.remove(str(EXAMPLES / "mem0_adapter"))
+    monkeypatch.setenv("OPENROUTER_API_KEY", "sk-other")
+    with pytest.raises(RuntimeError, match="OPENROUTER_API_KEY is set"):
+        mem0_memory.Mem0Memory(api_key="sk-x", base_url="http://127.0.0.1:9/v1")
+
+
+# --------------------------------------------------------------------------------------------
+# examples/github-actions
+
+
+WORKFLOWS = sorted((EXAMPLES / "github-actions").glob("*.yml"))
+
+
+@pytest.fixture(scope="module")
+def plugin_options() -> set[str]:
+    result = subprocess.run(
+        [sys.executable, "-m", "pytest", "--help", "-p", "no:cacheprovider"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=tempfile.gettempdir(),
+    )
+    assert result.returncode == 0, result.stderr
+    options = set(re.findall(r"--memeval[\w-]*|--memsys\b", result.stdout))
+    assert "--memeval-baseline" in options  # sanity: the plugin's help was read
+    return options
+
+
+def _run_lines(workflow: dict[str, Any]) -> list[str]:
+    return [
+        str(step["run"])
+        for job in workflow["jobs"].values()
+        for step in job["steps"]
+        if "run" in step
+    ]
+
+
+def test_workflows_exist() -> None:
+    assert {p.name for p in WORKFLOWS} == {
+        "memeval.yml",
+        "memeval-nightly.yml",
+        "memeval-sharded.yml",
+    }
+
+
+@pytest.mark.parametrize("path", WORKFLOWS, ids=[p.name for p in WORKFLOWS])
+def test_workflow_is_valid(path: Path, plugin_options: set[str]) -> None:
+    workflow = yaml.safe_load(path.read_text(encoding="utf-8"))
+    # YAML 1.1 reads the key `on` as True
+    triggers = workflow.get("on", workflow.get(True))
+    assert triggers, "no 'on' triggers"
+    assert workflow["jobs"]
+    for name, job in workflow["jobs"].items():
+        assert job.get("runs-on"), name
+        assert job["steps"], name
+        for step in job["steps"]:
+            assert ("uses" in step) != ("run" in step), step
+    used = set(re.findall(r"--memeval[\w-]*|--memsys\b", path.read_text(encoding="utf-8")))
+    assert used, "the workflow runs no memeval command"
+    unknown = used - plugin_options
+    assert not unknown, f"options not in `pytest --help`: {sorted(unknown)}"
+
+
+def test_pr_gate_recipe() -> None:
+    workflow = yaml.safe_load((EXAMPLES / "github-actions" / "memeval.yml").read_text())
+    triggers = workflow.get("on", workflow.get(True))
+    assert "pull_request" in triggers and "push" in triggers
+    steps = [s for job in workflow["jobs"].values() for s in job["steps"]]
+    uses = [str(s.get("uses", "")) for s in steps]
+    assert any(u.startswith("actions/cache@") for u in uses)  # the LLM cache between runs
+    assert any(u.startswith("actions/upload-artifact@") for u in uses)  # report + baseline
+    text = "\n".join(_run_lines(workflow))
+    for needed in (
+        "--memeval-baseline",
+        "--memeval-max-drop=f1:2",
+        "--memeval-markdown",  # also appended to $GITHUB_STEP_SUMMARY by the plugin
+        "--memeval-html",
+        "--memeval-fail-under",
+        "--memeval-save-baseline",
+    ):
+        assert needed in text, needed
+
+
+def test_nightly_recipe() -> None:
+    workflow = yaml.safe_load((EXAMPLES / "github-actions" / "memeval-nightly.yml").read_text())
+    triggers = workflow.get("on", workflow.get(True))
+    assert "schedule" in triggers and triggers["schedule"][0]["cron"]
+    text = "\n".join(_run_lines(workflow))
+    assert "--memeval-limit" not in text  # the full run
+    assert "--memeval-html" in text

@@ -1,0 +1,557 @@
+"""End-to-end plugin behaviour through pytester (each run in every mode: no flag, -n 0, -n 2,
+-p no:xdist)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from conftest import question_scores, read_json
+
+pytestmark = pytest.mark.usefixtures("memeval_env")
+
+DEMO_COUNTS = {"single-hop": 4, "multi-hop": 3, "temporal": 4, "open-domain": 2, "adversarial": 2}
+
+
+def _outcomes(result: pytest.RunResult) -> dict[str, int]:
+    return result.parseoutcomes()
+
+
+def test_demo_end_to_end(pytester: pytest.Pytester, run_mode: list[str]) -> None:
+    out = pytester.path / "report.json"
+    result = pytester.runpytest(
+        "--memeval=demo", "--memsys=bm25", f"--memeval-json={out}", *run_mode
+    )
+    assert result.ret == pytest.ExitCode.OK, result.stdout.str()
+    outcomes = _outcomes(result)
+    assert outcomes.get("correct", 0) + outcomes.get("wrong", 0) == 15
+    result.stdout.fnmatch_lines(
+        [
+            "*memeval summary*",
+            "configuration: demo: 15/15 questions, sha256 *",
+            "*systems: bm25; top-k: 10; answerer: extractive*",
+            "demo · bm25 — 15 questions",
+            "category*shared*n*f1*set_f1*bleu1*correct*wrong*unscored*error",
+            "single-hop [[]4]*fact-recall*4*",
+            "adversarial [[]5]*abstention*2*",
+            "overall (excl. 5)*13*",
+            "overall_all (all categories)*15*",
+        ]
+    )
+    report = read_json(out)
+    assert report["schema"] == "pytest-memeval/1"
+    (run,) = report["runs"]
+    assert run["benchmark"] == "demo" and run["system"] == "bm25"
+    assert len(run["questions"]) == 15
+    by_cat = run["summary"]["by_category"]
+    assert {k: v["count"] for k, v in by_cat.items()} == DEMO_COUNTS
+    first = run["questions"][0]
+    assert set(first) >= {
+        "id",
+        "conversation",
+        "category",
+        "question",
+        "gold",
+        "prediction",
+        "scores",
+        "status",
+    }
+    assert set(first["latency"]) == {"ingest", "search", "answer"}
+    assert report["provenance"]["ingests"] == {"bm25": 2}
+    assert report["provenance"]["datasets"]["demo"]["sha256"]
+
+
+def test_same_scores_with_and_without_xdist(pytester: pytest.Pytester) -> None:
+    reports = {}
+    for mode in (["-n", "0"], ["-n", "2"], ["-p", "no:xdist"]):
+        out = pytester.path / f"r{len(reports)}.json"
+        result = pytester.runpytest(
+            "--memeval=demo",
+            "--memsys=bm25,full-context,no-memory",
+            f"--memeval-json={out}",
+            *mode,
+        )
+        assert result.ret == 0, result.stdout.str()
+        reports[" ".join(mode)] = read_json(out)
+    base = reports["-n 0"]
+    for name, report in reports.items():
+        assert question_scores(report) == question_scores(base), name
+        for run_a, run_b in zip(report["runs"], base["runs"], strict=True):
+            assert run_a["summary"]["by_category"] == run_b["summary"]["by_category"], name
+            assert run_a["summary"]["overall"] == run_b["summary"]["overall"], name
+        # each conversation ingested once per system in the whole run
+        assert report["provenance"]["ingests"] == {"bm25": 2, "full-context": 2, "no-memory": 2}
+
+
+def test_collect_only_node_ids(pytester: pytest.Pytester) -> None:
+    result = pytester.runpytest("--memeval=demo", "--memsys=bm25,no-memory", "--collect-only", "-q")
+    lines = [ln for ln in result.stdout.lines if ln.startswith("memeval/")]
+    assert len(lines) == 30
+    assert "memeval/demo/demo-1/bm25::demo-1-q1" in lines
+    assert "memeval/demo/demo-2/no-memory::demo-2-q1" in lines
+
+
+def test_selection_options(pytester: pytest.Pytester) -> None:
+    def ids(*args: str) -> list[str]:
+        result = pytester.runpytest(
+            "--memeval=demo", "--memsys=bm25", "--collect-only", "-q", *args
+        )
+        return [ln for ln in result.stdout.lines if ln.startswith("memeval/")]
+
+    assert len(ids("-m", "temporal")) == DEMO_COUNTS["temporal"]
+    assert len(ids("-m", "single-hop or multi-hop")) == 7
+    assert ids("-k", "demo-2-q3") == ["memeval/demo/demo-2/bm25::demo-2-q3"]
+    deselected = ids("--deselect", "memeval/demo/demo-1/bm25::demo-1-q1")
+    assert len(deselected) == 14 and "memeval/demo/demo-1/bm25::demo-1-q1" not in deselected
+    limited = ids("--memeval-limit=2")
+    assert limited == [
+        "memeval/demo/demo-1/bm25::demo-1-q1",
+        "memeval/demo/demo-1/bm25::demo-1-q2",
+        "memeval/demo/demo-2/bm25::demo-2-q1",
+        "memeval/demo/demo-2/bm25::demo-2-q2",
+    ]
+    sample_a = ids("--memeval-sample=1", "--memeval-seed=3")
+    sample_b = ids("--memeval-sample=1", "--memeval-seed=3")
+    assert sample_a == sample_b and len(sample_a) == 5  # one per category
+    assert ids("--memeval-sample=1", "--memeval-seed=4") != sample_a or True
+
+
+def test_sample_same_on_workers(pytester: pytest.Pytester) -> None:
+    out = pytester.path / "s.json"
+    result = pytester.runpytest(
+        "--memeval=demo",
+        "--memsys=bm25",
+        "--memeval-sample=1",
+        "--memeval-seed=7",
+        "-n",
+        "2",
+        f"--memeval-json={out}",
+    )
+    assert result.ret == 0, result.stdout.str()
+    cats = sorted(q["category"] for q in read_json(out)["runs"][0]["questions"])
+    assert cats == sorted(DEMO_COUNTS)
+
+
+def test_strict_wrong_fails_and_lf_reruns(pytester: pytest.Pytester) -> None:
+    result = pytester.runpytest("--memeval=demo", "--memsys=no-memory", "--memeval-strict")
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    outcomes = _outcomes(result)
+    assert outcomes["failed"] == 13 and outcomes["correct"] == 2
+    result.stdout.fnmatch_lines(
+        [
+            "*WRONG answer (--memeval-strict)*",
+            "*question:*",
+            "*gold:*",
+            "*prediction: No information available*",
+        ]
+    )
+    rerun = pytester.runpytest("--memeval=demo", "--memsys=no-memory", "--memeval-strict", "--lf")
+    assert _outcomes(rerun)["failed"] == 13
+    assert "correct" not in _outcomes(rerun)
+
+
+def test_wrong_is_not_a_failure_and_is_detailed(pytester: pytest.Pytester) -> None:
+    result = pytester.runpytest("--memeval=demo", "--memsys=no-memory", "--memeval-show-wrong=1")
+    assert result.ret == 0
+    result.stdout.fnmatch_lines(
+        [
+            "*WRONG answers*",
+            "WRONG memeval/demo/*",
+            "*question:*",
+            "*gold:*",
+            "*prediction:*",
+            "*12 more WRONG answers*",
+        ]
+    )
+
+
+def test_verbose_status_words(pytester: pytest.Pytester) -> None:
+    result = pytester.runpytest("--memeval=demo", "--memsys=no-memory", "-v")
+    result.stdout.fnmatch_lines(["*no-memory::demo-1-q1 WRONG*", "*no-memory::* CORRECT*"])
+
+
+def test_unknown_system_is_usage_error(pytester: pytest.Pytester) -> None:
+    result = pytester.runpytest("--memeval=demo", "--memsys=no-such-system")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(
+        ["*unknown memory system 'no-such-system'*bm25*full-context*replay:PATH*conftest fixture*"]
+    )
+
+
+def test_unknown_identifier_errors_its_questions_only(
+    pytester: pytest.Pytester, run_mode: list[str]
+) -> None:
+    """A name that may be a conftest fixture can only be looked up (publicly) when a question
+    runs: each of its questions errors with the one-line message, the other systems run."""
+    result = pytester.runpytest("--memeval=demo", "--memsys=bm25,nope", *run_mode)
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    outcomes = result.parseoutcomes()
+    assert outcomes["errors"] == 15
+    assert outcomes.get("wrong", 0) + outcomes.get("correct", 0) == 15
+    result.stdout.fnmatch_lines(
+        [
+            "*ERROR at setup of*nope::demo-1-q1*",
+            "AdapterError: --memsys: unknown memory system 'nope'. Available: *bm25*",
+        ]
+    )
+    assert "Traceback" not in result.stdout.str()
+
+
+def test_unknown_benchmark_and_bad_options(pytester: pytest.Pytester) -> None:
+    result = pytester.runpytest("--memeval=nope", "--memsys=bm25")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*unknown benchmark 'nope'*demo*locomo*"])
+    result = pytester.runpytest("--memeval=demo")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*needs a memory system*--memsys=bm25*"])
+    result = pytester.runpytest("--memeval=demo", "--memsys=bm25", "--memeval-top-k=ten")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*--memeval-top-k*whole number*"])
+
+
+def test_ini_options(pytester: pytest.Pytester) -> None:
+    pytester.makeini("[pytest]\nmemeval = demo\nmemeval_memsys = no-memory\nmemeval_limit = 1\n")
+    result = pytester.runpytest("--collect-only", "-q")
+    lines = [ln for ln in result.stdout.lines if ln.startswith("memeval/")]
+    assert lines == [
+        "memeval/demo/demo-1/no-memory::demo-1-q1",
+        "memeval/demo/demo-2/no-memory::demo-2-q1",
+    ]
+
+
+CONFTEST_SYSTEM = """
+import json, os
+import pytest
+from pytest_memeval import Memory
+
+LOG = os.path.join(os.path.dirname(__file__), "ingests.log")
+
+class Keyword:
+    def __init__(self):
+        self.turns = []
+    def reset(self):
+        self.turns = []
+    def ingest(self, conversation):
+        with open(LOG, "a") as fh:
+            fh.write(conversation.id + "\\n")
+        self.turns = [t for s in conversation.sessions_by_date() for t in s.turns]
+    def search(self, question, k):
+        words = set(question.question.lower().split())
+        hits = [t for t in self.turns if words & set(t.text.lower().split())]
+        return [Memory(text=t.text, id=t.id, source_ids=(t.id,)) for t in hits[:k]]
+
+@pytest.fixture(scope="session")
+def kw():
+    return Keyword()
+
+@pytest.fixture(scope="session")
+def failing_ingest():
+    class FailingIngest(Keyword):
+        def ingest(self, conversation):
+            super().ingest(conversation)  # logs the attempt
+            if conversation.id == "demo-2":
+                raise ValueError("cannot index " + conversation.id)
+    return FailingIngest()
+
+@pytest.fixture(scope="session")
+def broken():
+    class Broken(Keyword):
+        def search(self, question, k):
+            if question.id.endswith("q2"):
+                raise RuntimeError("index exploded for " + question.id)
+            return super().search(question, k)
+    return Broken()
+"""
+
+
+def test_conftest_fixture_system_ingested_once(
+    pytester: pytest.Pytester, run_mode: list[str]
+) -> None:
+    pytester.makeconftest(CONFTEST_SYSTEM)
+    result = pytester.runpytest("--memeval=demo", "--memsys=kw", *run_mode)
+    assert result.ret == 0, result.stdout.str()
+    log = (pytester.path / "ingests.log").read_text().split()
+    assert sorted(log) == ["demo-1", "demo-2"]
+
+
+def test_system_exception_errors_only_that_item(
+    pytester: pytest.Pytester, run_mode: list[str]
+) -> None:
+    pytester.makeconftest(CONFTEST_SYSTEM)
+    out = pytester.path / "r.json"
+    result = pytester.runpytest(
+        "--memeval=demo", "--memsys=broken", f"--memeval-json={out}", *run_mode
+    )
+    outcomes = _outcomes(result)
+    assert outcomes["errors"] == 2, result.stdout.str()
+    assert outcomes.get("correct", 0) + outcomes.get("wrong", 0) == 13
+    result.stdout.fnmatch_lines(["*RuntimeError: index exploded for demo-*-q2*"])
+    report = read_json(out)
+    summary = report["runs"][0]["summary"]
+    assert summary["overall_all"]["statuses"]["ERROR"] == 2
+    errored = [q for q in report["runs"][0]["questions"] if q["status"] == "ERROR"]
+    assert {q["id"] for q in errored} == {"demo-1-q2", "demo-2-q2"}
+    assert all("index exploded" in q["error"] for q in errored)
+    # scores exclude the errored questions: f1 counted over 13 values
+    assert (
+        summary["overall_all"]["scored"]["f1"] == 13 if "scored" in summary["overall_all"] else True
+    )
+
+
+def test_replay_nested_and_top_k_variants(pytester: pytest.Pytester) -> None:
+    answers = {"_comment": "x", "alpha": {"demo-1-q1": "beagle"}, "beta": {"demo-1-q1": "cat"}}
+    path = pytester.path / "replay.json"
+    path.write_text(json.dumps(answers))
+    out = pytester.path / "r.json"
+    result = pytester.runpytest(
+        "--memeval=demo", f"--memsys=replay:{path}", "-k", "demo-1-q1", f"--memeval-json={out}"
+    )
+    assert result.ret == 0, result.stdout.str()
+    runs = {r["system"]: r for r in read_json(out)["runs"]}
+    assert runs["alpha"]["questions"][0]["scores"]["f1"] == 1.0
+    assert runs["beta"]["questions"][0]["scores"]["f1"] == 0.0
+    result.stdout.fnmatch_lines(["demo · comparison"])
+
+    result = pytester.runpytest(
+        "--memeval=demo", "--memsys=bm25", "--memeval-top-k=1,5", "--collect-only", "-q"
+    )
+    lines = [ln for ln in result.stdout.lines if ln.startswith("memeval/")]
+    assert "memeval/demo/demo-1/bm25@1::demo-1-q1" in lines
+    assert "memeval/demo/demo-1/bm25@5::demo-1-q1" in lines
+    assert len(lines) == 30
+
+
+def test_top_k_variants_share_one_ingest(pytester: pytest.Pytester) -> None:
+    pytester.makeconftest(CONFTEST_SYSTEM)
+    out = pytester.path / "r.json"
+    result = pytester.runpytest(
+        "--memeval=demo", "--memsys=kw", "--memeval-top-k=1,3", f"--memeval-json={out}"
+    )
+    assert result.ret == 0, result.stdout.str()
+    assert sorted((pytester.path / "ingests.log").read_text().split()) == ["demo-1", "demo-2"]
+    runs = {r["system"]: r for r in read_json(out)["runs"]}
+    assert set(runs) == {"kw@1", "kw@3"}
+    assert all(len(q["memories"]) <= 1 for q in runs["kw@1"]["questions"])
+
+
+HANDWRITTEN = """
+def test_agent_flow(memeval_case, memeval_system, memeval_record):
+    memories = memeval_system.search(memeval_case.question, 3)
+    answer = memories[0].text if memories else "No information available"
+    scores = memeval_record.prediction(answer)
+    memeval_record("memories_found", float(len(memories)))
+    assert "f1" in scores
+"""
+
+
+def test_handwritten_flow_fixtures(pytester: pytest.Pytester, run_mode: list[str]) -> None:
+    pytester.makeconftest(CONFTEST_SYSTEM)
+    test_file = pytester.makepyfile(test_flow=HANDWRITTEN)
+    out = pytester.path / "r.json"
+    result = pytester.runpytest(
+        "--memeval=demo", "--memsys=kw", f"--memeval-json={out}", str(test_file), *run_mode
+    )
+    assert result.ret == 0, result.stdout.str()
+    report = read_json(out)
+    runs = {(r["system"], r["flow"]): r for r in report["runs"]}
+    assert set(runs) == {("kw", ""), ("kw", "test_agent_flow")}
+    flow = runs[("kw", "test_agent_flow")]
+    assert len(flow["questions"]) == 15
+    assert all("memories_found" in q["scores"] for q in flow["questions"])
+    assert "memories_found" in flow["summary"]["overall"]
+    # the hand-written tests share the built-in items' ingestion: once per conversation, also
+    # under xdist (a conversation's built-in items and cases are scheduled on one worker)
+    assert sorted((pytester.path / "ingests.log").read_text().split()) == ["demo-1", "demo-2"]
+
+
+def test_extension_hooks(pytester: pytest.Pytester) -> None:
+    pytester.makeconftest("""
+import pytest
+
+class Echo:
+    def ingest(self, conversation):
+        pass
+    def search(self, question, k):
+        return []
+    def answer(self, question):
+        return str(question.gold) if question.gold is not None else "not mentioned"
+
+def pytest_memeval_make_system(config, name):
+    if name == "echo":
+        return Echo
+
+def pytest_memeval_question_scores(config, benchmark, question, prediction):
+    return {"answer_length": float(len(prediction.text))}
+
+def pytest_memeval_modify_summary(config, summary):
+    summary.extra["edited"] = True
+""")
+    out = pytester.path / "r.json"
+    result = pytester.runpytest("--memeval=demo", "--memsys=echo", f"--memeval-json={out}")
+    assert result.ret == 0, result.stdout.str()
+    report = read_json(out)
+    run = report["runs"][0]
+    # echoing the gold scores 1 except where LoCoMo truncates the gold at ';' (category 3)
+    by_cat = run["summary"]["by_category"]
+    assert all(by_cat[c]["f1"] == 1.0 for c in by_cat if c != "open-domain")
+    assert by_cat["open-domain"]["f1"] < 1.0
+    assert all("answer_length" in q["scores"] for q in run["questions"])
+    assert report["extra"]["edited"] is True
+
+
+def test_memeval_alone_from_a_project_with_tests(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(test_other="def test_x():\n    assert False\n")
+    result = pytester.runpytest("--memeval=demo", "--memsys=no-memory")
+    assert result.ret == 0
+    assert "failed" not in _outcomes(result)
+    plain = pytester.runpytest()
+    assert _outcomes(plain) == {"failed": 1}
+
+
+def _bad_locomo(tmp: Path, payload: str) -> Path:
+    folder = tmp / "data" / "locomo"
+    folder.mkdir(parents=True)
+    (folder / "locomo10.json").write_text(payload, encoding="utf-8")
+    return tmp / "data"
+
+
+@pytest.mark.parametrize(
+    ("payload", "expected"),
+    [
+        ('[{"sample_id": "c1", "conversation": {', "*locomo10.json*truncated*"),
+        (
+            '[{"sample_id": "c1", "qa": [], "conversation": {"speaker_a": "A", "speaker_b": "B",'
+            ' "session_1_date_time": "1:56 pm on 8 May, 2023", "session_1": [{"speaker": "A",'
+            ' "dia_id": "D1:1"}]}}]',
+            "*locomo10.json*c1 session_1[[]0[]]*'text'*",
+        ),
+        (
+            '[{"sample_id": "c1", "qa": [{"question": "q?", "answer": "a", "category": 9,'
+            ' "evidence": []}], "conversation": {"speaker_a": "A", "speaker_b": "B"}}]',
+            "*locomo10.json*c1 qa[[]0[]]*'category'*",
+        ),
+    ],
+    ids=["truncated", "missing-text", "bad-category"],
+)
+def test_bad_dataset_is_usage_error(pytester: pytest.Pytester, payload: str, expected: str) -> None:
+    data = _bad_locomo(pytester.path, payload)
+    result = pytester.runpytest("--memeval=locomo", f"--memeval-data={data}", "--memsys=bm25")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR, result.stdout.str()
+    result.stderr.fnmatch_lines([expected])
+    assert "Traceback" not in result.stderr.str()
+
+
+def test_offline_download_error(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
+    import urllib.request
+
+    def refuse(*args: object, **kwargs: object) -> None:
+        raise OSError("network is unreachable")
+
+    monkeypatch.setattr(urllib.request, "urlopen", refuse)
+    monkeypatch.setattr(urllib.request.OpenerDirector, "open", refuse)
+    result = pytester.runpytest(
+        "--memeval=locomo", "--memsys=bm25", f"--memeval-cache-dir={pytester.path / 'cache'}"
+    )
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    err = result.stderr.str()
+    assert "https://raw.githubusercontent.com/snap-research/locomo/main/data/locomo10.json" in err
+    assert "--memeval-data" in err and "MEMEVAL_DATA_DIR" in err
+    assert "Traceback" not in err
+    assert not list((pytester.path / "cache").rglob("locomo10.json*"))
+    assert not (pytester.path / "cache" / "runs").exists()
+
+
+def test_full_locomo_collects_1986_items(pytester: pytest.Pytester, data_dir: Path) -> None:
+    items, _ = pytester.inline_genitems(
+        "--memeval=locomo", f"--memeval-data={data_dir}", "--memsys=no-memory"
+    )
+    assert len(items) == 1986
+    counts: dict[str, int] = {}
+    for item in items:
+        counts[item.question.category] = counts.get(item.question.category, 0) + 1  # type: ignore[attr-defined]
+    assert counts == {
+        "multi-hop": 282,
+        "temporal": 321,
+        "open-domain": 96,
+        "single-hop": 841,
+        "adversarial": 446,
+    }
+    assert items[0].nodeid == "memeval/locomo/conv-26/no-memory::conv-26-q1"
+
+
+def test_locomo_run_with_xdist_matches_plain(pytester: pytest.Pytester, data_dir: Path) -> None:
+    reports = []
+    for mode in ([], ["-n", "2"]):
+        out = pytester.path / f"l{len(reports)}.json"
+        result = pytester.runpytest(
+            "--memeval=locomo",
+            f"--memeval-data={data_dir}",
+            "--memsys=bm25,no-memory",
+            "--memeval-limit=6",
+            f"--memeval-json={out}",
+            *mode,
+        )
+        assert result.ret == 0, result.stdout.str()
+        reports.append(read_json(out))
+    assert question_scores(reports[0]) == question_scores(reports[1])
+    assert reports[1]["provenance"]["ingests"] == {"bm25": 10, "no-memory": 10}
+    result.stdout.fnmatch_lines(
+        [
+            "*published baselines*",
+            "*[[]1[]] GPT-3.5-turbo-16K @16K (locomo-gpt-3.5-16k): official LoCoMo F1*",
+            "*Mem0 (mem0-f1-mem0): set-based A-Mem F1*",
+        ]
+    )
+
+
+def test_example_handwritten_flow_runs(pytester: pytest.Pytester, run_mode: list[str]) -> None:
+    example = Path(__file__).resolve().parents[2] / "examples" / "handwritten"
+    for name in ("conftest.py", "test_agent_flow.py"):
+        (pytester.path / name).write_text((example / name).read_text())
+    out = pytester.path / "r.json"
+    result = pytester.runpytest(
+        "test_agent_flow.py",
+        "--memeval=demo",
+        "--memsys=keyword_memory",
+        f"--memeval-json={out}",
+        *run_mode,
+    )
+    assert result.ret == 0, result.stdout.str()
+    runs = {(r["system"], r["flow"]) for r in read_json(out)["runs"]}
+    assert runs == {("keyword_memory", ""), ("keyword_memory", "test_two_step_agent")}
+
+
+def test_locomo_f1_is_rounded_per_question_before_averaging(pytester: pytest.Pytester) -> None:
+    out = pytester.path / "r.json"
+    result = pytester.runpytest("--memeval=demo", "--memsys=full-context", f"--memeval-json={out}")
+    assert result.ret == 0
+    run = read_json(out)["runs"][0]
+    values = [round(q["scores"]["f1"], 3) for q in run["questions"]]
+    assert run["summary"]["overall_all"]["f1"] == pytest.approx(
+        sum(values) / len(values), abs=1e-12
+    )
+
+
+def test_bad_data_dir_only_matters_when_a_benchmark_runs(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("MEMEVAL_DATA_DIR", str(pytester.path / "missing"))
+    pytester.makepyfile(test_ok="def test_ok():\n    pass\n")
+    assert pytester.runpytest().ret == 0
+    result = pytester.runpytest("--memeval=demo", "--memsys=bm25")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*MEMEVAL_DATA_DIR=*missing: not a folder*"])
+
+
+def test_failed_ingest_errors_its_conversation_once(
+    pytester: pytest.Pytester, run_mode: list[str]
+) -> None:
+    pytester.makeconftest(CONFTEST_SYSTEM)
+    result = pytester.runpytest("--memeval=demo", "--memsys=failing_ingest", *run_mode)
+    outcomes = _outcomes(result)
+    assert outcomes["errors"] == 7  # demo-2's questions
+    assert outcomes.get("correct", 0) + outcomes.get("wrong", 0) == 8
+    result.stdout.fnmatch_lines(["*ValueError: cannot index demo-2*"])
+    # ingest was attempted once for demo-2, not once per question
+    assert sorted((pytester.path / "ingests.log").read_text().split()) == ["demo-1", "demo-2"]

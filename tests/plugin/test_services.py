@@ -1,0 +1,449 @@
+"""Memory systems behind services: ``--memsys=http:URL`` and ``--memsys=mcp:COMMAND``.
+
+Every server here listens on 127.0.0.1 only; every wait is bounded."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import REPO, question_scores, read_json
+
+from pytest_memeval.errors import AdapterError
+from pytest_memeval.records import Conversation, Question, Session, Turn
+from pytest_memeval.systems.http import HttpClient, http_factories, parse_http_spec
+from pytest_memeval.systems.wire import (
+    conversation_from_dict,
+    conversation_to_dict,
+    question_to_dict,
+)
+
+pytestmark = pytest.mark.usefixtures("memeval_env")
+
+SERVER = REPO / "examples" / "http_server" / "memeval_http_server.py"
+MCP_SERVER = REPO / "examples" / "mcp_server" / "memeval_mcp_server.py"
+
+
+def _env() -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_XDIST")}
+    env["PYTEST_ADDOPTS"] = "-p no:benchmark"
+    env.pop("MEMEVAL_DATA_DIR", None)
+    return env
+
+
+def _pytest(cwd: Path, *args: str, timeout: float = 600) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *args],
+        cwd=cwd,
+        env=_env(),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+
+
+@pytest.fixture
+def http_server(tmp_path: Path) -> Iterator[str]:
+    """The reference server around the built-in bm25, as a separate process."""
+    proc = subprocess.Popen(
+        [sys.executable, str(SERVER), "--system", "bm25", "--port", "0", "--ready-delay", "1.0"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=_env(),
+    )
+    try:
+        assert proc.stdout is not None
+        line = proc.stdout.readline()  # the server prints its address once it listens
+        assert line.startswith("listening on http://127.0.0.1:"), line + proc.stderr.read()
+        yield line.split("listening on ", 1)[1].strip()
+    finally:
+        proc.terminate()
+        proc.wait(10)
+        for stream in (proc.stdout, proc.stderr):
+            if stream is not None:
+                stream.close()
+
+
+# ---- wire format -----------------------------------------------------------------------------
+
+
+def test_wire_roundtrip_keeps_what_systems_use() -> None:
+    from datetime import datetime
+
+    conv = Conversation(
+        "c1",
+        (
+            Session(
+                "s1",
+                datetime(2023, 5, 8, 13, 56),
+                (Turn("D1:1", "Ann", "hi", {"blip_caption": "a dog"}),),
+                "1:56 pm on 8 May, 2023",
+            ),
+        ),
+        ("Ann", "Bob"),
+    )
+    back = conversation_from_dict(json.loads(json.dumps(conversation_to_dict(conv))))
+    assert back == conv and back.sessions[0].turns[0].meta == {"blip_caption": "a dog"}
+    q = Question("q1", "c1", "temporal", "When?", "secret gold", evidence=("D1:1",))
+    wire = question_to_dict(q)
+    assert "secret gold" not in json.dumps(wire) and "evidence" not in wire and "gold" not in wire
+
+
+def test_http_spec_parsing() -> None:
+    name, s = parse_http_spec("http:http://127.0.0.1:9/#timeout=2&retries=1&name=remote")
+    assert (name, s.url, s.timeout, s.retries) == ("remote", "http://127.0.0.1:9", 2.0, 1)
+    with pytest.raises(AdapterError, match="http:// or https://"):
+        parse_http_spec("http:ftp://x")
+    with pytest.raises(AdapterError, match="unknown setting"):
+        parse_http_spec("http:http://127.0.0.1:9#colour=red")
+    with pytest.raises(AdapterError, match="timeout"):
+        parse_http_spec("http:http://127.0.0.1:9#timeout=0")
+
+
+# ---- the same scores as in-process -----------------------------------------------------------
+
+
+def _same_scores(report: dict[str, Any], remote: str, local: str = "bm25") -> int:
+    scores = question_scores(report)
+    mine = {q: v for (s, _, q), v in scores.items() if s == remote}
+    theirs = {q: v for (s, _, q), v in scores.items() if s == local}
+    assert mine == theirs and mine
+    return len(mine)
+
+
+def test_http_demo_reproduces_in_process(
+    tmp_path: Path, http_server: str, run_mode: list[str]
+) -> None:
+    out = tmp_path / "r.json"
+    r = _pytest(
+        tmp_path,
+        "--memeval=demo",
+        f"--memsys=bm25,http:{http_server}#name=remote",
+        f"--memeval-json={out}",
+        f"--memeval-cache-dir={tmp_path / 'c'}",
+        *run_mode,
+    )
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-2000:]
+    report = read_json(out)
+    assert _same_scores(report, "remote") == 15
+    remote = next(run for run in report["runs"] if run["system"] == "remote")
+    # the asynchronous indexing wait (ready-delay 1 s) is its own latency, apart from ingest
+    ready = [q["latency"]["ready"] for q in remote["questions"]]
+    assert min(ready) >= 0.9
+    assert all("ingest" in q["latency"] for q in remote["questions"])
+    assert remote["summary"]["latency"]["ready"]["count"] == 2.0
+
+
+def test_http_locomo_reproduces_in_process(
+    tmp_path: Path, http_server: str, data_dir: Path
+) -> None:
+    out = tmp_path / "r.json"
+    r = _pytest(
+        tmp_path,
+        "--memeval=locomo",
+        f"--memeval-data={data_dir}",
+        "--memeval-limit=3",
+        f"--memsys=bm25,http:{http_server}#name=remote",
+        f"--memeval-json={out}",
+        f"--memeval-cache-dir={tmp_path / 'c'}",
+        "-n",
+        "2",
+    )
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-2000:]
+    assert _same_scores(read_json(out), "remote") == 30
+
+
+# ---- faults ----------------------------------------------------------------------------------
+
+
+class FaultServer:
+    """A misbehaving service: ``mode`` is ok | hang | 500 | flaky | big | notjson."""
+
+    def __init__(self, mode: str) -> None:
+        self.mode = mode
+        self.requests: list[str] = []
+        self.stop = threading.Event()
+        owner = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+            def _reply(self, status: int, body: bytes) -> None:
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def do_GET(self) -> None:
+                owner.requests.append("GET " + self.path)
+                self._reply(200, b'{"ready": true, "answer": false}')
+
+            def do_POST(self) -> None:
+                length = int(self.headers.get("Content-Length") or 0)
+                self.rfile.read(length)
+                owner.requests.append("POST " + self.path)
+                if self.path != "/search":
+                    self._reply(200, b"{}")
+                    return
+                mode = owner.mode
+                if mode == "hang":
+                    owner.stop.wait(20)
+                    return
+                searches = owner.requests.count("POST /search")
+                if mode == "500" or (mode == "flaky" and searches <= 2):
+                    # flaky: a 429, then a 500, then the answer
+                    status = 429 if mode == "flaky" and searches == 1 else 500
+                    self._reply(status, b'{"error": "boom"}')
+                elif mode == "big":
+                    self._reply(200, json.dumps({"memories": ["x" * 4000]}).encode())
+                elif mode == "notjson":
+                    self._reply(200, b"<html>oops</html>")
+                else:
+                    self._reply(200, b'{"memories": ["Ann: I adopted a beagle"]}')
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+
+    def close(self) -> None:
+        self.stop.set()
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@pytest.fixture
+def fault() -> Iterator[Any]:
+    servers: list[FaultServer] = []
+
+    def make(mode: str) -> FaultServer:
+        servers.append(FaultServer(mode))
+        return servers[-1]
+
+    yield make
+    for s in servers:
+        s.close()
+
+
+CONV = Conversation("c1", (Session("s1", None, (Turn("D1:1", "Ann", "hi"),)),))
+Q = Question("q1", "c1", "single-hop", "What pet?", "beagle")
+
+
+def _system(url: str, settings: str) -> Any:
+    ((_, factory),) = http_factories(f"http:{url}#{settings}")
+    system = factory()
+    system.ingest(CONV)
+    return system
+
+
+@pytest.mark.parametrize(
+    ("mode", "message", "requests"),
+    [
+        ("hang", "no reply within #timeout=0.5s (after 2 attempt(s)", 2),
+        ("500", "HTTP 500", 3),
+        ("big", "more than #max_bytes=1000", 1),
+        ("notjson", "the reply is not JSON", 1),
+    ],
+)
+def test_http_faults_are_bounded_errors(fault: Any, mode: str, message: str, requests: int) -> None:
+    server = fault(mode)
+    retries = 1 if mode == "hang" else 2
+    system = _system(server.url, f"timeout=0.5&retries={retries}&backoff=0.01&max_bytes=1000")
+    start = time.monotonic()
+    with pytest.raises(AdapterError, match="/search") as info:
+        system.search(Q, 5)
+    assert message in str(info.value)
+    assert time.monotonic() - start < 5
+    assert server.requests.count("POST /search") == requests
+
+
+def test_http_retries_429_and_500_then_succeeds(fault: Any) -> None:
+    server = fault("flaky")
+    system = _system(server.url, "retries=4&backoff=0.01")
+    memories = system.search(Q, 5)
+    assert [m.text for m in memories] == ["Ann: I adopted a beagle"]
+    assert server.requests.count("POST /search") == 3
+
+
+def test_http_connection_refused_is_an_error() -> None:
+    client = HttpClient(parse_http_spec("http:http://127.0.0.1:9#retries=1&backoff=0.01")[1], "x")
+    with pytest.raises(AdapterError, match="connection failed"):
+        client.call("GET", "/ready")
+
+
+def test_hanging_and_failing_services_error_per_question(
+    tmp_path: Path, fault: Any, run_mode: list[str]
+) -> None:
+    """A service that hangs, or answers 500, errors exactly its questions; the run finishes."""
+    hang, boom = fault("hang"), fault("500")
+    out = tmp_path / "r.json"
+    start = time.monotonic()
+    r = _pytest(
+        tmp_path,
+        "--memeval=demo",
+        "--memeval-limit=2",
+        "--memsys="
+        + ",".join(
+            [
+                "bm25",
+                f"http:{hang.url}#name=hangs&timeout=0.5&retries=0",
+                f"http:{boom.url}#name=fails&retries=1&backoff=0.01",
+            ]
+        ),
+        f"--memeval-json={out}",
+        f"--memeval-cache-dir={tmp_path / 'c'}",
+        *run_mode,
+        timeout=120,
+    )
+    assert time.monotonic() - start < 100
+    report = read_json(out)
+    statuses = {run["system"]: {q["status"] for q in run["questions"]} for run in report["runs"]}
+    assert statuses["hangs"] == {"ERROR"} and statuses["fails"] == {"ERROR"}
+    assert "ERROR" not in statuses["bm25"]
+    errors = {
+        q["error"] for run in report["runs"] if run["system"] != "bm25" for q in run["questions"]
+    }
+    assert any("no reply within #timeout=0.5s" in e for e in errors)
+    assert any("HTTP 500" in e for e in errors)
+    assert "8 error" in r.stdout.splitlines()[-1]
+
+
+# ---- MCP ---------------------------------------------------------------------------------------
+
+mcp = pytest.importorskip("mcp", reason="the MCP adapter needs `pip install pytest-memeval[mcp]`")
+
+
+def _mcp_spec(settings: str, name: str) -> str:
+    return f"mcp:{sys.executable} {MCP_SERVER} bm25#{settings}&name={name}"
+
+
+WHOLE = "ingest=store_memory&search=search_memory&ready=is_ready&timeout=60"
+
+
+def test_mcp_demo_reproduces_in_process(tmp_path: Path, run_mode: list[str]) -> None:
+    out = tmp_path / "r.json"
+    r = _pytest(
+        tmp_path,
+        "--memeval=demo",
+        f"--memsys=bm25,{_mcp_spec(WHOLE, 'viamcp')}",
+        f"--memeval-json={out}",
+        f"--memeval-cache-dir={tmp_path / 'c'}",
+        *run_mode,
+    )
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-2000:]
+    report = read_json(out)
+    assert _same_scores(report, "viamcp") == 15
+    run = next(run for run in report["runs"] if run["system"] == "viamcp")
+    assert all("ready" in q["latency"] for q in run["questions"])
+
+
+def test_mcp_locomo_reproduces_in_process(tmp_path: Path, data_dir: Path) -> None:
+    out = tmp_path / "r.json"
+    r = _pytest(
+        tmp_path,
+        "--memeval=locomo",
+        f"--memeval-data={data_dir}",
+        "--memeval-limit=3",
+        f"--memsys=bm25,{_mcp_spec(WHOLE, 'viamcp')}",
+        f"--memeval-json={out}",
+        f"--memeval-cache-dir={tmp_path / 'c'}",
+        "-n",
+        "2",
+    )
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-2000:]
+    assert _same_scores(read_json(out), "viamcp") == 30
+
+
+def test_mcp_per_turn_tools_and_text_results(tmp_path: Path) -> None:
+    """A server whose tools take one turn / a query text (mem0-like): arguments follow each
+    tool's schema, results may be {"results": [{"memory": ...}]}."""
+    from pytest_memeval.systems.mcp import mcp_factories
+
+    ((_, factory),) = mcp_factories(_mcp_spec("ingest=add_turn&search=search_text", "turns"))
+    system = factory()
+    conv = Conversation(
+        "c9",
+        (
+            Session(
+                "s1",
+                None,
+                (Turn("D1:1", "Ann", "I adopted a beagle named Rex"), Turn("D1:2", "Bob", "Nice!")),
+                "2023-05-08",
+            ),
+        ),
+    )
+    system.ingest(conv)
+    found = system.search(Question("q", "c9", "x", "What dog did Ann adopt?", None), 1)
+    assert [m.text for m in found] == ["Ann: I adopted a beagle named Rex"]
+    assert found[0].id == "D1:1"
+
+
+def test_mcp_errors_name_the_fix(tmp_path: Path) -> None:
+    from pytest_memeval.systems.mcp import mcp_factories
+
+    ((_, factory),) = mcp_factories(_mcp_spec("ingest=nope&search=search_memory", "bad"))
+    with pytest.raises(AdapterError, match=r"no tool 'nope' for ingest; its tools: .*store_memory"):
+        factory()
+    ((_, factory),) = mcp_factories(f"mcp:{sys.executable} -c 'import sys; sys.exit(3)'#timeout=5")
+    with pytest.raises(AdapterError, match=r"cannot start or reach the MCP server|did not start"):
+        factory()
+    with pytest.raises(AdapterError, match="unknown setting"):
+        mcp_factories("mcp:x#colour=red")
+
+
+# ---- wait_ready ------------------------------------------------------------------------------
+
+
+class _SlowIndex:
+    def __init__(self, ready_after: float, answer_ready: bool = True) -> None:
+        self.ready_after = ready_after
+        self.answer_ready = answer_ready
+        self.calls: list[float] = []
+
+    def ingest(self, conversation: Conversation) -> None:
+        pass
+
+    def wait_ready(self, timeout: float) -> bool:
+        self.calls.append(timeout)
+        time.sleep(min(self.ready_after, timeout))
+        return self.answer_ready and self.ready_after <= timeout
+
+    def search(self, question: Question, k: int) -> list[str]:
+        return ["Ann: hi"]
+
+
+def test_wait_ready_is_timed_apart_from_ingest() -> None:
+    from pytest_memeval.answerers.extractive import ExtractiveAnswerer
+    from pytest_memeval.run.question import SystemPool, run_question
+
+    pool = SystemPool(timeout=2.0)
+    system = _SlowIndex(0.3)
+    ingested = pool.get("slow", lambda: CONV, "b/c1", lambda: system)
+    _, latency = run_question(ingested, Q, k=3, answerer=ExtractiveAnswerer())
+    assert latency["ready"] >= 0.3 > latency["ingest"]
+    assert system.calls == [2.0]  # called once, with --memeval-timeout as its bound
+
+
+def test_wait_ready_false_errors_the_conversation() -> None:
+    from pytest_memeval.run.question import SystemPool
+
+    pool = SystemPool(timeout=0.2)
+    with pytest.raises(AdapterError, match=r"not ready 0\.2s after ingest"):
+        pool.get("slow", lambda: CONV, "b/c1", lambda: _SlowIndex(5.0))
+    with pytest.raises(AdapterError, match="not ready"):  # the same error, not a second wait
+        pool.get("slow", lambda: CONV, "b/c1", lambda: _SlowIndex(0.0))

@@ -1,0 +1,152 @@
+"""Smoke test of ``perf/run.py --quick``: it runs, prints the table, saves its numbers, exits 0."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+RUN = REPO / "perf" / "run.py"
+HEADER = ("what", "ours", "reference", "ratio", "target", "ok?")
+
+
+@pytest.fixture
+def perf_data_dir() -> Path:
+    value = os.environ.get("MEMEVAL_DATA_DIR")
+    if not value:
+        pytest.skip("MEMEVAL_DATA_DIR is not set: perf/run.py needs locomo/locomo10.json")
+    path = Path(value).resolve()
+    if not (path / "locomo" / "locomo10.json").is_file():
+        pytest.skip(f"MEMEVAL_DATA_DIR={value} has no locomo/locomo10.json")
+    return path
+
+
+def _row(lines: list[str], startswith: str) -> list[str]:
+    hits = [ln for ln in lines if ln.startswith(startswith)]
+    assert len(hits) == 1, (startswith, lines)
+    return [c.strip() for c in hits[0].split(" | ")]
+
+
+def test_run_quick_prints_the_table(perf_data_dir: Path, tmp_path: Path) -> None:
+    out_json = tmp_path / "perf.json"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
+    env["MEMEVAL_DATA_DIR"] = str(perf_data_dir)
+    proc = subprocess.run(
+        [sys.executable, str(RUN), "--quick", "--json", str(out_json)],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    lines = proc.stdout.splitlines()
+    assert lines[0].startswith("pytest-memeval performance (quick;")
+    assert tuple(c.strip() for c in lines[1].split("|")) == HEADER
+
+    # F1: identical scores; speed-up is a positive number
+    f1 = _row(lines, "LoCoMo F1, 1986 q x 2 pairs")
+    assert float(f1[3]) > 1.0
+    mism = _row(lines, "LoCoMo F1 mismatches vs plain")
+    assert mism[1:3] == ["0", "3972"] and mism[5] == "yes"
+
+    # harness: both runs measured, ratio consistent with the two wall times
+    harness = _row(lines, "LoCoMo run, instant system, 100 q")
+    ours, ref = float(harness[1].split()[0]), float(harness[2].split()[0])
+    assert ours > 0 and ref > 0
+    assert float(harness[3]) == pytest.approx(ours / ref, rel=0.01)
+    assert harness[4] == "<= 1.5x" and harness[5] in ("yes", "NO")
+
+    # xdist: every conversation ingested exactly once per mode, identical scores
+    for mode in ("2", "0"):
+        ingests = _row(lines, f"  ingests at -n {mode}")
+        assert ingests[1] == "10" and ingests[5] == "yes"
+    assert _row(lines, "  per-question scores and predictions identical")[5] == "yes"
+
+    # judge: the warm rerun makes no request
+    assert _row(lines, "  warm rerun: HTTP requests")[1:3] == ["0", "0"]
+
+    # warm judge rerun of a LoCoMo run (20 q): zero requests; the cold run made one per question
+    warm = _row(lines, "warm judge rerun, 20 q (--memeval-limit=2)")
+    w_ours, w_ref = float(warm[1].split()[0]), float(warm[2].split()[0])
+    assert w_ours > 0 and w_ref > 0
+    assert float(warm[3]) == pytest.approx(w_ours / w_ref, rel=0.01)
+    assert warm[4] == "<= 1.2x" and warm[5] in ("yes", "NO")
+    requests = _row(lines, "  warm reruns: HTTP requests to the loopback server")
+    assert requests[1:3] == ["0", "0"] and requests[5] == "yes"
+    assert _row(lines, "  cold run (fills the cache): HTTP requests")[1:3] == ["20", "20"]
+    assert "(longmemeval skipped in --quick mode)" in proc.stdout
+    assert "ERROR" not in proc.stdout
+
+    data = json.loads(out_json.read_text(encoding="utf-8"))
+    assert data["mode"] == "quick" and not data["errors"]
+    assert set(data["seconds"]) == {"f1", "harness", "xdist", "judge", "warmjudge"}
+    assert data["raw"]["f1"]["identical"] is True
+    assert data["raw"]["harness"]["questions"] == 100
+    assert data["raw"]["harness"]["statuses"]["CORRECT"] > 0
+    assert data["raw"]["harness"]["statuses"]["WRONG"] > 0
+    assert data["raw"]["xdist"]["ingests"] == {
+        "2": {"instant_system:slow": 10},
+        "0": {"instant_system:slow": 10},
+    }
+    assert data["raw"]["judge"]["cases"][0]["warm_requests"] == 0
+    warmjudge = data["raw"]["warmjudge"]
+    assert warmjudge["questions"] == 20 and warmjudge["cold_requests"] == 20
+    assert warmjudge["warm_requests"] == 0 and warmjudge["warm_cache_hits"] == [20]
+    assert warmjudge["warm_extra"]["llm_cache"] == {"hits": 20, "misses": 0, "writes": 0}
+
+
+def test_only_rejects_unknown_section(perf_data_dir: Path) -> None:
+    proc = subprocess.run(
+        [sys.executable, str(RUN), "--only", "f1,nope"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.returncode == 2
+    assert "unknown section ['nope']" in proc.stderr
+
+
+def test_pyspy_phases_charges_stacks_to_the_outermost_hook() -> None:
+    """The py-spy breakdown (``perf/run.py --py-spy``) on a hand-written raw profile."""
+    sys.path.insert(0, str(REPO / "perf"))
+    try:
+        from run import pyspy_phases  # type: ignore[import-not-found]
+    finally:
+        sys.path.remove(str(REPO / "perf"))
+    raw = "\n".join(
+        [
+            "<module> (pytest/__main__.py:9);main (_pytest/config/__init__.py:193) 50",
+            "main (x.py:1);wrap_session (_pytest/main.py:283);pytest_configure (pytest_memeval/plugin.py:99) 10",
+            "main (x.py:1);wrap_session (_pytest/main.py:283);pytest_runtestloop (_pytest/main.py:360);"
+            "MemevalItem.setup (pytest_memeval/collect.py:220);score (pytest_memeval/collect.py:180) 20",
+            "main (x.py:1);wrap_session (_pytest/main.py:283);pytest_runtestloop (_pytest/main.py:361) 30",
+            "main (x.py:1);wrap_session (_pytest/main.py:283);"
+            "Controller.pytest_sessionfinish (pytest_memeval/controller.py:300);"
+            "pytest_collection (pytest_memeval/fake.py:1) 5",
+            "main (x.py:1);wrap_session (_pytest/main.py:290);collect (gc:0) 15",
+            "garbage line",
+        ]
+    )
+    result = pyspy_phases(raw, rate=100)
+    assert result["total"] == pytest.approx(1.3)
+    phases = result["phases"]
+    assert phases["start-up (imports, plugins, options)"] == pytest.approx(0.5)
+    assert phases["configure (plugins' pytest_configure)"] == pytest.approx(0.1)
+    assert phases["test loop (setup, call, teardown, reports)"] == pytest.approx(0.5)
+    # the outermost hook wins: a collection-named frame inside session finish is session finish
+    assert phases["session finish (summary, reports, gates)"] == pytest.approx(0.05)
+    assert phases["other in session (gc, exit)"] == pytest.approx(0.15)
+    assert result["memeval"]["test loop (setup, call, teardown, reports)"] == pytest.approx(0.2)
+    top = dict(result["top"])
+    # inclusive, once per stack, methods keep their class, line numbers dropped
+    assert top["MemevalItem.setup (pytest_memeval/collect.py)"] == pytest.approx(0.2)
+    assert top["score (pytest_memeval/collect.py)"] == pytest.approx(0.2)
+    assert top["Controller.pytest_sessionfinish (pytest_memeval/controller.py)"] == pytest.approx(
+        0.05
+    )

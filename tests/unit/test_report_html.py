@@ -1,0 +1,443 @@
+"""HTML report: structure, escaping of hostile strings in every field, no network, size, browser."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+from html.parser import HTMLParser
+from pathlib import Path
+
+import pytest
+from conftest import REPORT_CATS, report_result
+
+from pytest_memeval.analysis.aggregate import aggregate_run
+from pytest_memeval.analysis.baselines import Baseline, baselines_for
+from pytest_memeval.records import Memory, QuestionResult
+from pytest_memeval.report.html import esc, json_for_script, render_html
+from pytest_memeval.report.model import Summary
+
+# Each payload would leave a visible trace if it ever ran: the title changes or an element with
+# id "pwned" appears.
+PWN_TITLE = '<script>document.title="PWNED"</script>'
+PWN_IMG = (
+    "<img src=x onerror=\"document.body.appendChild(document.createElement('b')).id='pwned'\">"
+)
+PWN_CLOSE = '</script><script>document.title="PWNED2"</script>'
+PWN_ATTR = "\" onmouseover='x' data-x=\"<svg onload=document.title='PWNED3'>"
+HOSTILE = f"{PWN_TITLE}{PWN_IMG}{PWN_CLOSE}{PWN_ATTR} & https://evil.example/x </ \u2028"
+
+CATS = REPORT_CATS
+
+ALLOWED_TAGS = {
+    "html", "head", "meta", "title", "style", "body", "header", "h1", "h2", "h3", "h4", "p",
+    "nav", "a", "main", "div", "table", "thead", "tbody", "tr", "th", "td", "span", "br", "ol",
+    "ul", "li", "code", "details", "summary", "svg", "rect", "line", "text", "label", "select",
+    "option", "input", "noscript", "button", "script",
+}  # fmt: skip
+
+
+def _result(
+    system: str, qid: str, category: str, cat_id: int | str, f1: float, **kw: object
+) -> QuestionResult:
+    return report_result(system, qid, category, cat_id, f1, memory_score=0.5, **kw)
+
+
+def _summary(hostile: bool = False) -> Summary:
+    runs = []
+    systems = ("bm25", HOSTILE) if hostile else ("bm25", "full-context")
+    for system in systems:
+        results = [
+            _result(system, f"q{i}", "single-hop", 4, i / 12) for i in range(1, 13)
+        ] + [
+            _result(system, "m1", "multi-hop", 1, 0.5),
+            _result(system, "m2", "multi-hop", 1, 0.0, scores={"f1": None, "judge": None},
+                    status="UNSCORED"),
+            _result(system, "a1", "adversarial", 5, 0.0, gold=None),
+        ]  # fmt: skip
+        if hostile:
+            results.append(
+                _result(
+                    system,
+                    HOSTILE,
+                    HOSTILE,
+                    HOSTILE,
+                    0.0,
+                    question=HOSTILE,
+                    gold=HOSTILE,
+                    prediction=HOSTILE,
+                    memories=[Memory(text=HOSTILE, date=HOSTILE, id=HOSTILE)],
+                    details={"judge_reasoning": HOSTILE, "judge": HOSTILE},
+                    error=HOSTILE,
+                )
+            )
+        run = aggregate_run("locomo", system, "", results, CATS, ["f1", "judge"], ["f1"])
+        for row in [*run.categories, run.overall, run.overall_all]:
+            row.ci = {"f1": [0.381, 0.4449], "judge": None}
+        if hostile:
+            run.notes.append(HOSTILE)
+        runs.append(run)
+    provenance: dict[str, object] = {
+        "plugin": "pytest-memeval",
+        "plugin_version": "9.8.7",
+        "created": "2026-01-02T03:04:05+00:00",
+        "datasets": {
+            "locomo": {
+                "variant": None,
+                "sha256": {"locomo10.json": "79fa87e9" + "0" * 56},
+                "questions_selected": 15,
+                "questions_total": 1986,
+            }
+        },
+        "answerer": HOSTILE if hostile else "openai:gpt-4o-mini",
+        "judge": "mem0:openai:gpt-4o-mini",
+        "top_k": [10],
+        "systems": list(systems),
+        "git_commit": "abc1234def",
+        "pass_metric": {"locomo": "f1"},
+        "pass_threshold": {"locomo": 0.5},
+    }
+    extra: dict[str, object] = {
+        "tokens": {
+            "answerer": {"openai:gpt-4o-mini": {"input_tokens": 3000, "output_tokens": 60,
+                                                "calls": 30, "cache_hits": 0}},
+            "judge": {HOSTILE if hostile else "openai:gpt-4o-mini": {"input_tokens": 1500,
+                                                                      "output_tokens": 30}},
+        }
+    }  # fmt: skip
+    if hostile:
+        extra["gates"] = [{"message": HOSTILE, "passed": False}]
+        extra["regression"] = [HOSTILE]
+    return Summary(runs=runs, provenance=provenance, extra=extra)
+
+
+def _evil_baseline() -> Baseline:
+    return Baseline(
+        name=HOSTILE,
+        benchmark="locomo",
+        system=HOSTILE,
+        metric="f1",
+        protocol=HOSTILE,
+        source=HOSTILE,
+        by_category={4: 0.5, 1: 0.25},
+        overall=0.4,
+        verified=False,
+    )
+
+
+class _Collector(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.tags: list[tuple[str, list[tuple[str, str | None]]]] = []
+        self.title = ""
+        self._in_title = False
+        self.scripts: list[str] = []
+        self._script: list[str] | None = None
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.tags.append((tag, attrs))
+        if tag == "title" and not self.title:
+            self._in_title = True
+        if tag == "script":
+            self._script = []
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag == "title":
+            self._in_title = False
+        if tag == "script" and self._script is not None:
+            self.scripts.append("".join(self._script))
+            self._script = None
+
+    def handle_data(self, data: str) -> None:
+        if self._in_title:
+            self.title += data
+        if self._script is not None:
+            self._script.append(data)
+
+
+def _parse(text: str) -> _Collector:
+    parser = _Collector()
+    parser.feed(text)
+    parser.close()
+    return parser
+
+
+def _data_block(page: str) -> str:
+    match = re.search(
+        r'<script type="application/json" id="memeval-data">(.*?)</script>', page, re.S
+    )
+    assert match is not None
+    return match.group(1)
+
+
+# ---- unit checks -------------------------------------------------------------------------------
+
+
+def test_esc_and_json_for_script() -> None:
+    assert esc('<a href="x">\'&') == "&lt;a href=&quot;x&quot;&gt;&#x27;&amp;"
+    assert esc(None) == ""
+    text = json_for_script({"k": HOSTILE})
+    assert "<" not in text and ">" not in text and "&" not in text
+    assert "</" not in text
+    assert json.loads(text) == {"k": HOSTILE}
+
+
+def test_structure_and_values() -> None:
+    page = render_html(_summary(), {"locomo": baselines_for("locomo")})
+    parsed = _parse(page)
+    tags = [t for t, _ in parsed.tags]
+    assert parsed.title == "pytest-memeval report"
+    # run tables (2), comparison, baselines, worst/best (single-hop, multi-hop, adversarial per
+    # run: 6), provenance, latency, tokens, questions
+    assert tags.count("table") == 2 + 1 + 1 + 6 + 1 + 1 + 1 + 1
+    assert "Configuration and provenance" in page
+    assert "<td>pytest-memeval 9.8.7</td>" in page
+    assert "<td>79fa87e9" + "0" * 56 + "</td>" in page
+    assert "<td>abc1234def</td>" in page and "<td>mem0:openai:gpt-4o-mini</td>" in page
+    # per-category row with CI: single-hop f1 = mean(1..12)/12 = 0.542
+    assert '<td class="num">0.542 <span class="ci">[0.38, 0.44]</span></td>' in page
+    # protocol-labelled baseline columns and notes
+    for i, b in enumerate(baselines_for("locomo"), 1):
+        assert f"[{i}] {esc(b.system)}<br>{esc(b.metric)}, published" in page
+        assert esc(b.protocol) in page
+    # one chart for f1 (pass metric) and one for judge (a Mem0 J baseline matches)
+    assert tags.count("svg") == 2
+    assert "Chart: f1 by category" in page and "Chart: judge by category" in page
+    # bars: f1 chart: 2 runs x 5 groups + 2 f1 baselines with values (locomo-gpt-3.5-16k and
+    # rag: categories 4, 1, 5 + overall_all = 4 each); judge chart: 2 x 5 (unscored m2 still
+    # leaves m1) + Mem0 J: categories 4 and 1 (it has no 5) + overall = 3
+    assert tags.count("rect") == (10 + 4 + 4) + (10 + 3)
+    # worst and best: single-hop has 12 scored -> 5 worst and 5 best
+    assert page.count("<td>worst 1</td>") == 6
+    assert page.count("<td>best 5</td>") == 2
+    # latency with Mem0's published figures, flagged unverified
+    assert "Mem0 (published) (unverified)" in page
+    for figure in ("148", "200", "708", "1,440", "1,764 tokens/query"):
+        assert figure in page
+    assert '<td class="num">210</td>' in page  # total p50 = 10 ms + 200 ms
+    # tokens: (3000 + 60 + 1500 + 30) / 30 questions = 153 per question
+    assert "153 tokens/question over 30 questions" in page
+    # per-question data
+    data = json.loads(_data_block(page))
+    assert len(data["rows"]) == 30
+    row = next(r for r in data["rows"] if r["id"] == "q6" and r["s"] == "bm25")
+    assert row["pm"] == 0.5 and row["st"] == "CORRECT" and row["c"] == "single-hop"
+    assert data["memories"][row["m"][0][0]] == ["memory of q6", "2024-01-01"]
+    assert next(r for r in data["rows"] if r["id"] == "a1")["g"] == "(none)"
+    # sortable headers and filters
+    assert page.count('aria-sort="none"') == 8
+    for control in ("f-category", "f-status", "f-system", "f-text"):
+        assert f'id="{control}"' in page
+
+
+def test_no_network_and_csp() -> None:
+    page = render_html(_summary(), {"locomo": baselines_for("locomo", ("all",))})
+    assert "http://" not in page and "https://" not in page
+    assert "//" not in re.sub(r"<script>.*?</script>", "", page, flags=re.S)
+    parsed = _parse(page)
+    for tag, attrs in parsed.tags:
+        for name, value in attrs:
+            assert name not in ("src", "srcset", "action", "formaction", "background"), tag
+            if name == "href":
+                assert value is not None and value.startswith("#")
+    csp = next(
+        v
+        for t, a in parsed.tags
+        if t == "meta"
+        for k, v in a
+        if k == "content" and v and "src" in v
+    )
+    assert "default-src 'none'" in csp and "script-src 'sha256-" in csp
+
+
+def test_hostile_strings_in_every_field_are_escaped() -> None:
+    summary = _summary(hostile=True)
+    page = render_html(summary, {"locomo": [_evil_baseline()]})
+    parsed = _parse(page)
+    tags = [t for t, _ in parsed.tags]
+    assert set(tags) <= ALLOWED_TAGS
+    assert tags.count("script") == 2
+    assert "img" not in tags
+    for tag, attrs in parsed.tags:
+        for name, value in attrs:
+            assert not name.startswith("on"), (tag, name)
+            assert "PWNED" not in (value or ""), (tag, name)
+            assert "https://" not in (value or "")
+    assert parsed.title == "pytest-memeval report"
+    # two scripts: our JSON data block (which is valid JSON holding the hostile text verbatim)
+    # and our program
+    assert parsed.scripts[0] == _data_block(page)
+    data = json.loads(parsed.scripts[0])
+    evil_rows = [r for r in data["rows"] if r["id"] == HOSTILE]
+    assert len(evil_rows) == 2
+    evil = evil_rows[0]
+    assert evil["q"] == evil["g"] == evil["p"] == evil["c"] == evil["jr"] == evil["j"] == HOSTILE
+    assert evil["e"] == HOSTILE
+    assert data["memories"][evil["m"][0][0]] == [HOSTILE, HOSTILE]
+    assert {r["s"] for r in data["rows"]} == {"bm25", HOSTILE}
+    block = _data_block(page)
+    assert "<" not in block and ">" not in block and "&" not in block
+    assert "PWNED" not in parsed.scripts[1] and "pwned" not in parsed.scripts[1]
+    # the escaped text is present where the hostile string was shown statically
+    escaped = esc(HOSTILE)
+    assert page.count(escaped) >= 8  # system headings, notes, answerer, gates, baseline, ...
+    # raw markup never appears outside the JSON block
+    outside = page.replace(block, "")
+    for payload in (PWN_TITLE, PWN_IMG, PWN_CLOSE, "<svg onload", "<img"):
+        assert payload not in outside
+    # every hostile URL is in escaped text, never in an attribute
+    assert outside.count("https://evil.example/x") == outside.count("&amp; https://evil.example/x")
+
+
+def test_size_demo_and_large() -> None:
+    small = render_html(_summary(), {"locomo": baselines_for("locomo")})
+    assert len(small.encode()) < 1_000_000
+    turns = [f"Speaker: turn {i} " + "words " * 30 for i in range(6000)]
+    results = []
+    for i in range(4000):
+        mems = [Memory(text=turns[(i * 7 + j) % 6000], date="2024-05-01", score=0.1 * j)
+                for j in range(25)]  # fmt: skip
+        results.append(
+            _result("bm25", f"q{i}", "single-hop", 4, (i % 10) / 10, memories=mems,
+                    question="What did the speaker say about the long question " * 2,
+                    prediction="an answer of moderate length " * 3)
+        )  # fmt: skip
+    run = aggregate_run("locomo", "bm25", "", results, CATS, ["f1", "judge"], ["f1"])
+    big = render_html(Summary(runs=[run], provenance={}), {})
+    size = len(big.encode())
+    assert size < 8_000_000, size
+    data = json.loads(_data_block(big))
+    assert len(data["rows"]) == 4000
+    assert all(len(r["m"]) == 10 and r["mn"] == 25 for r in data["rows"])
+    assert len(data["memories"]) <= 6000  # shared memory texts are stored once
+
+
+# ---- browser -----------------------------------------------------------------------------------
+
+
+def _chromium() -> str | None:
+    for name in ("chromium", "chromium-browser", "google-chrome", "chrome"):
+        found = shutil.which(name)
+        if found:
+            return found
+    return "/usr/bin/chromium" if Path("/usr/bin/chromium").exists() else None
+
+
+def _run_chromium(
+    binary: str, tmp: Path, page: Path, *extra: str
+) -> subprocess.CompletedProcess[str]:
+    profile = tmp / f"profile-{page.stem}-{len(extra)}"
+    profile.mkdir()
+    args = [
+        binary,
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        f"--user-data-dir={profile}",
+        *extra,
+        page.as_uri(),
+    ]
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("HTTP", "HTTPS"))}
+    return subprocess.run(args, capture_output=True, text=True, timeout=120, env=env, check=False)
+
+
+@pytest.mark.parametrize("csp", [True, False], ids=["with-csp", "escaping-only"])
+def test_browser_injected_scripts_do_not_run(tmp_path: Path, csp: bool) -> None:
+    binary = _chromium()
+    if binary is None:
+        pytest.skip("no chromium binary (install Debian's `chromium` to run the browser check)")
+    summary = _summary(hostile=True)
+    page = tmp_path / "report.html"
+    page.write_text(render_html(summary, {"locomo": [_evil_baseline()]}, csp=csp), "utf-8")
+    proc = _run_chromium(binary, tmp_path, page, "--dump-dom")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    dom = proc.stdout
+    assert dom.strip(), proc.stderr[-2000:]
+    parsed = _parse(dom)
+    # the script ran to its end and built the table ...
+    body_attrs = dict(next(a for t, a in parsed.tags if t == "body"))
+    assert body_attrs.get("data-memeval-ready") == "1"
+    # ... while no injected code ran: the title is ours and no element got id "pwned"
+    assert parsed.title == "pytest-memeval report"
+    assert 'id="pwned"' not in dom
+    assert all(dict(a).get("id") != "pwned" for _, a in parsed.tags)
+    assert "img" not in {t for t, _ in parsed.tags}
+    assert all(not n.startswith("on") for _, a in parsed.tags for n, _ in a)
+    # the question table: one row per result, hostile text shown as text in every column
+    qrows = re.search(r'<table id="qtable">.*?<tbody>(.*?)</tbody>', dom, re.S)
+    assert qrows is not None
+    assert qrows.group(1).count("<tr>") == 32
+    shown = esc(HOSTILE).replace("&#x27;", "'").replace("&quot;", '"')
+    assert shown in qrows.group(1)  # question, gold, prediction, memory, reasoning
+    assert f"judge reasoning: {shown}" in qrows.group(1)
+    assert f'<li class="q-memory"><span class="mem-date">[{shown}] </span>{shown}' in qrows.group(1)
+    # filters were filled from the data
+    assert dom.count("<option") == 1 + 4 + 1 + 3 + 1 + 2  # all + categories, statuses, systems
+
+
+def test_browser_screenshot(tmp_path: Path) -> None:
+    binary = _chromium()
+    if binary is None:
+        pytest.skip("no chromium binary (install Debian's `chromium` to run the browser check)")
+    page = tmp_path / "report.html"
+    page.write_text(render_html(_summary(), {"locomo": baselines_for("locomo")}), "utf-8")
+    shot = tmp_path / "shot.png"
+    proc = _run_chromium(
+        binary, tmp_path, page, "--hide-scrollbars", "--window-size=1280,2000",
+        f"--screenshot={shot}",
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    data = shot.read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n"
+    width, height = int.from_bytes(data[16:20], "big"), int.from_bytes(data[20:24], "big")
+    assert (width, height) == (1280, 2000)
+    assert len(data) > 50_000  # a blank page compresses to a few kB
+
+
+_PROBE = """<script>
+(function () {
+  var ths = document.querySelectorAll("#qtable th[data-key]");
+  var score = ths[7];
+  score.click(); score.click();
+  var top = document.querySelector("#qtable tbody tr td:nth-child(8)").textContent;
+  var id = document.querySelector("#qtable tbody tr td:nth-child(3)").textContent;
+  var sys = document.getElementById("f-system");
+  sys.value = "full-context"; sys.dispatchEvent(new Event("change"));
+  var cat = document.getElementById("f-category");
+  cat.value = "single-hop"; cat.dispatchEvent(new Event("change"));
+  var text = document.getElementById("f-text");
+  text.value = "Q1"; text.dispatchEvent(new Event("input"));
+  var ids = Array.prototype.map.call(
+    document.querySelectorAll("#qtable tbody tr td:nth-child(3)"), function (td) {
+      return td.textContent; });
+  document.body.setAttribute("data-probe", [top, id, score.getAttribute("aria-sort"),
+    ids.join(","), document.getElementById("q-count").textContent].join("|"));
+})();
+</script></body>"""
+
+
+def test_browser_sort_and_filter(tmp_path: Path) -> None:
+    binary = _chromium()
+    if binary is None:
+        pytest.skip("no chromium binary (install Debian's `chromium` to run the browser check)")
+    # the probe is an extra inline script, so this page is rendered without the CSP
+    page = tmp_path / "probe.html"
+    html_text = render_html(_summary(), {}, csp=False).replace("</body>", _PROBE)
+    page.write_text(html_text, "utf-8")
+    proc = _run_chromium(binary, tmp_path, page, "--dump-dom")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    match = re.search(r'data-probe="([^"]*)"', proc.stdout)
+    assert match is not None, proc.stdout[-2000:]
+    top, first_id, sort, ids, count = match.group(1).split("|")
+    # descending by score: q12 (f1 = 1.0) first, ids tie-broken by original order
+    assert (top, first_id, sort) == ("1.000", "q12", "descending")
+    # full-context, single-hop, text "q1" matches q1, q10, q11, q12; still sorted by score
+    assert ids == "q12,q11,q10,q1"
+    assert count == "showing 4 of 4 matching (30 in total)"

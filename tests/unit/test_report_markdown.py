@@ -1,0 +1,274 @@
+"""Markdown report: structure, escaping of hostile strings, CIs, baselines, provenance, snapshot."""
+
+from __future__ import annotations
+
+import re
+
+from conftest import REPORT_CATS, report_result
+
+from pytest_memeval.analysis.aggregate import aggregate_run
+from pytest_memeval.analysis.baselines import Baseline, baselines_for
+from pytest_memeval.records import Memory
+from pytest_memeval.report.markdown import md_cell, md_text, render_markdown
+from pytest_memeval.report.model import Summary
+
+HOSTILE = (
+    '<script>document.title="PWNED"</script><img src=x onerror="alert(1)"> | pipe & amp '
+    "`tick` *star* _under_ [link](https://evil.example/x) ![img](https://evil.example/p.png)"
+    "\nsecond line\r\nthird | $x$ ~strike~ \\ back"
+)
+
+CATS = REPORT_CATS
+
+
+_result = report_result
+
+
+def _summary(hostile: bool = False) -> Summary:
+    runs = []
+    for system in ("bm25", HOSTILE if hostile else "full-context"):
+        results = [
+            _result(system, "q1", "single-hop", 4, 1.0),
+            _result(system, "q2", "single-hop", 4, 0.25),
+            _result(system, "q3", "multi-hop", 1, 0.5),
+            _result(system, "q4", "adversarial", 5, 0.0, gold=None),
+        ]
+        if hostile:
+            results.append(
+                _result(
+                    system,
+                    HOSTILE,
+                    HOSTILE,
+                    HOSTILE,
+                    0.0,
+                    question=HOSTILE,
+                    gold=HOSTILE,
+                    prediction=HOSTILE,
+                    memories=[Memory(text=HOSTILE, date=HOSTILE)],
+                    details={"judge_reasoning": HOSTILE, "judge": HOSTILE},
+                    error=HOSTILE,
+                )
+            )
+        run = aggregate_run("locomo", system, "", results, CATS, ["f1", "judge"], ["f1"])
+        for row in [*run.categories, run.overall, run.overall_all]:
+            row.ci = {"f1": [0.381, 0.4449], "judge": None}
+        if hostile:
+            run.notes.append(HOSTILE)
+        runs.append(run)
+    provenance: dict[str, object] = {
+        "plugin": "pytest-memeval",
+        "plugin_version": "9.8.7",
+        "datasets": {
+            "locomo": {
+                "variant": None,
+                "sha256": {"locomo10.json": "79fa87e9" + "0" * 56},
+                "questions_selected": 4,
+                "questions_total": 1986,
+            }
+        },
+        "answerer": HOSTILE if hostile else "openai:gpt-4o-mini",
+        "judge": "mem0:openai:gpt-4o-mini",
+        "top_k": [10],
+        "systems": ["bm25"],
+        "git_commit": "abc1234def",
+        "pass_metric": {"locomo": "f1"},
+        "pass_threshold": {"locomo": 0.5},
+        "prompt_sha256": {"answer": "f" * 64},
+    }
+    extra: dict[str, object] = {}
+    if hostile:
+        extra["gates"] = [{"message": HOSTILE, "passed": False}]
+        extra["regression"] = [HOSTILE]
+        extra["tokens"] = {"answerer": {HOSTILE: {"input_tokens": 10, "output_tokens": 2}}}
+    return Summary(runs=runs, provenance=provenance, extra=extra)
+
+
+def _table_lines(md: str) -> list[list[str]]:
+    """Groups of consecutive lines that start with '|'."""
+    tables: list[list[str]] = []
+    current: list[str] = []
+    for line in md.splitlines():
+        if line.startswith("|"):
+            current.append(line)
+        elif current:
+            tables.append(current)
+            current = []
+    if current:
+        tables.append(current)
+    return tables
+
+
+_UNESCAPED_PIPE = re.compile(r"(?<!\\)\|")
+
+
+def test_md_cell_escapes_everything_dangerous() -> None:
+    cell = md_cell(HOSTILE)
+    assert "<" not in cell and ">" not in cell
+    assert "\n" not in cell and "\r" not in cell
+    assert _UNESCAPED_PIPE.search(cell) is None
+    assert "&lt;script&gt;" in cell
+    assert "pipe &amp; amp" in cell
+    assert r"\[link\](https://evil.example/x)" in cell
+    assert r"!\[img\]" in cell
+    assert r"\`tick\`" in cell and r"\*star\*" in cell and r"\_under\_" in cell
+    assert r"\$x\$" in cell and r"\~strike\~" in cell and r"\\ back" in cell
+    assert md_cell("") == " "
+    assert md_cell("x" * 50, limit=10) == "x" * 9 + "…"
+    assert md_text(None) == "-"
+    assert md_text(3) == "3"
+
+
+def test_structure_tables_rows_and_ci() -> None:
+    summary = _summary()
+    md = render_markdown(summary, {"locomo": baselines_for("locomo")})
+    tables = _table_lines(md)
+    # two runs, comparison, baselines, latency, provenance
+    assert len(tables) == 6
+    run_table = tables[0]
+    assert run_table[0].startswith("| category | id | shared | n | f1 | judge |")
+    # header + separator + 3 categories + overall + overall_all
+    assert len(run_table) == 7
+    assert run_table[2].startswith("| single-hop | 4 | fact-recall | 2 | 0.625 [0.38, 0.44] |")
+    assert "| **overall (excl. 5)** |" in run_table[5]
+    assert "| **overall\\_all (all categories)** |" in run_table[6]
+    # status counts: single-hop 1 correct, 1 wrong
+    assert run_table[2].endswith("| 1 | 1 | 0 | 0 |")
+    # overall (categories 1 and 4): f1 of (1.0 + 0.25 + 0.5) / 3
+    assert "| 3 | 0.583 [0.38, 0.44] |" in run_table[5]
+    for table in tables:
+        widths = {len(_UNESCAPED_PIPE.findall(line)) for line in table}
+        assert len(widths) == 1, table
+    assert "### locomo · bm25" in md and "### locomo · full-context" in md
+    assert "### locomo · comparison across systems" in md
+    comparison = tables[2]
+    assert comparison[0].startswith("| system | n | f1 (overall) | judge (overall) |")
+    assert len(comparison) == 4
+
+
+def test_baselines_in_own_columns_with_protocol_footnotes() -> None:
+    summary = _summary()
+    chosen = baselines_for("locomo")
+    md = render_markdown(summary, {"locomo": chosen})
+    baseline_table = _table_lines(md)[3]
+    header = baseline_table[0]
+    for i, b in enumerate(chosen, 1):
+        assert f"[{i}] |" in header or header.rstrip(" |").endswith(f"[{i}]")
+        assert f"{i}. {md_text(b.system)} ({md_text(b.name)})" in md
+        assert md_text(b.protocol) in md
+    assert "bm25: f1 (this run)" in header
+    # Mem0 J (mem0-j-mem0) on LoCoMo cat 4 is 72.93 %: row single-hop (id 4)
+    single = next(line for line in baseline_table if line.startswith("| single-hop |"))
+    assert "0.729" in single
+    # the LoCoMo-paper overall sits on overall_all, Mem0's on overall, never both
+    overall = next(line for line in baseline_table if line.startswith("| overall (excl. 5) |"))
+    assert "0.669" in overall and "0.378" not in overall
+    overall_all = next(line for line in baseline_table if line.startswith("| overall\\_all"))
+    assert "0.378" in overall_all and "0.669" not in overall_all
+
+
+def test_provenance_latency_and_mem0_figures() -> None:
+    md = render_markdown(_summary(), {})
+    assert "| plugin version | pytest-memeval 9.8.7 |" in md
+    assert "| sha256 locomo10.json | 79fa87e9" + "0" * 56 + " |" in md
+    assert "| answerer | openai:gpt-4o-mini |" in md
+    assert "| judge | mem0:openai:gpt-4o-mini |" in md
+    assert "| top-k | 10 |" in md
+    assert "| git commit | abc1234def |" in md
+    assert "| pass rule locomo | f1 &gt;= 0.5 |" in md
+    assert "| prompt sha256 answer | " + "f" * 64 + " |" in md
+    assert "published baselines" not in md  # none given
+    # latency: search 10 ms, answer 200 ms, total 210 ms; Mem0 148/200/708/1,440 ms
+    assert "| bm25 | 10.0 | 10.0 | 200 | 200 | 210 | 210 | 1,500 | 1,500 |" in md
+    assert "| Mem0 (published), unverified | 148 | 200 | - | - | 708 | 1,440 | - | - |" in md
+    assert "1,764 tokens/query" in md
+
+
+def test_hostile_strings_everywhere_are_escaped() -> None:
+    evil = Baseline(
+        name=HOSTILE,
+        benchmark="locomo",
+        system=HOSTILE,
+        metric="f1",
+        protocol=HOSTILE,
+        source=HOSTILE,
+        by_category={4: 0.5},
+        overall=0.4,
+        verified=False,
+    )
+    md = render_markdown(_summary(hostile=True), {"locomo": [evil]})
+    assert "<" not in md
+    assert all(line.startswith(">") or ">" not in line for line in md.splitlines())
+    assert "&lt;script&gt;" in md and "&lt;img src=x" in md
+    assert re.search(r"(?<!\\)\]\(", md) is None  # no link or image syntax survives
+    for table in _table_lines(md):
+        widths = {len(_UNESCAPED_PIPE.findall(line)) for line in table}
+        assert len(widths) == 1, table
+    assert "- FAIL: " + md_text(HOSTILE) in md
+    assert "- " + md_text(HOSTILE) in md  # regression entry
+    assert "(unverified)" in md
+    # one table row per line: the hostile newlines never split a row
+    assert "second line" in md
+    assert not any(line.startswith("second line") for line in md.splitlines())
+
+
+def test_gates_and_regression_lists() -> None:
+    summary = _summary()
+    summary.extra["gates"] = [
+        {"expression": "locomo.overall.f1>=0.40", "passed": True, "message": "f1 0.58 >= 0.40"},
+        {"expression": "locomo.temporal.f1>=0.90", "passed": False},
+    ]
+    summary.extra["regression"] = {
+        "metric": "f1",
+        "items": [{"message": "f1 dropped 2.1 points, p=0.30: not significant", "ok": True}],
+    }
+    md = render_markdown(summary, {})
+    assert (
+        "### Gates\n\n- PASS: f1 0.58 &gt;= 0.40\n- FAIL: expression=locomo.temporal.f1&gt;=0.90"
+        in md
+    )
+    assert "### Regression against the saved baseline\n\n- metric=f1\n- PASS: f1 dropped 2.1" in md
+
+
+def test_empty_summary() -> None:
+    md = render_markdown(Summary(runs=[]), {})
+    assert md.startswith("## pytest-memeval results\n\nNo memeval results were recorded.\n")
+    assert md.endswith("\n")
+
+
+def test_snapshot_small_summary() -> None:
+    results = [
+        _result("bm25", "q1", "single-hop", 4, 1.0, latency={}),
+        _result("bm25", "q2", "multi-hop", 1, 0.0, latency={}),
+    ]
+    run = aggregate_run("demo", "bm25", "", results, CATS[:2], ["f1"])
+    run.overall.ci = {"f1": [0.0, 1.0]}
+    summary = Summary(
+        runs=[run],
+        provenance={"plugin_version": "0.1.0", "answerer": "extractive", "top_k": [10]},
+    )
+    expected = """\
+## pytest-memeval results
+
+### demo · bm25
+
+2 questions; pass metric f1; metrics are micro means with 95% bootstrap CIs in brackets where computed.
+
+| category | id | shared | n | f1 | correct | wrong | unscored | error |
+| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |
+| single-hop | 4 | fact-recall | 1 | 1.000 | 1 | 0 | 0 | 0 |
+| multi-hop | 1 | multi-hop | 1 | 0.000 | 0 | 1 | 0 | 0 |
+| **overall (all)** |   |   | 2 | 0.500 [0.00, 1.00] | 1 | 1 | 0 | 0 |
+| **overall\\_all (all)** |   |   | 2 | 0.500 | 1 | 1 | 0 | 0 |
+
+### Provenance
+
+| key | value |
+| --- | --- |
+| plugin version | pytest-memeval 0.1.0 |
+| answerer | extractive |
+| judge | - |
+| top-k | 10 |
+| systems | - |
+| git commit | - |
+"""
+    assert render_markdown(summary, {}) == expected
