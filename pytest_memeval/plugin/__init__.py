@@ -14,14 +14,13 @@ from ..benchmarks import LoadRequest, get_benchmark
 from ..errors import MSG_UNKNOWN_SYSTEM, MemevalError, UnknownSystemError
 from ..records import (
     STATUS_CORRECT,
-    STATUS_ERROR,
     STATUS_UNSCORED,
     STATUS_WRONG,
     Prediction,
     QuestionResult,
     ResultKey,
 )
-from ..run.question import clean_scores, decide_status, select_questions
+from ..run.question import clean_scores, decide, evaluate, select_questions
 from . import hookspecs
 from .controller import PROPERTY_NAME, Controller, flat_properties, worker_output
 from .items import (
@@ -32,8 +31,8 @@ from .items import (
     SystemRef,
     conversation_key,
     ingested_system,
+    question_run,
     result_skeleton,
-    score_prediction,
 )
 from .keys import CONTROLLER_KEY, RECORDER_KEY, RESULT_KEY, STATE_KEY
 from .options import addoptions, read_settings
@@ -387,6 +386,7 @@ class Recorder:
         self.item = item
         self.case = case
         self.scores: dict[str, float | None] = {}
+        self.details: dict[str, Any] = {}
         self.text: str | None = None
 
     def __call__(self, metric: str, value: float | None) -> None:
@@ -395,13 +395,15 @@ class Recorder:
         self.scores.update(clean_scores({metric: value}))
 
     def prediction(self, text: str) -> dict[str, float | None]:
+        """Score ``text`` as this case's answer, exactly as a built-in item scores its prediction
+        (the benchmark's metrics, plugins' extra scores, every configured judge)."""
         config = self.item.config
         state = config.stash[STATE_KEY]
         self.text = text
-        scores = score_prediction(
-            config, state, self.case.benchmark, self.case.question, Prediction(text=text)
-        )
+        run = question_run(config, state, self.case.benchmark)
+        scores, details = evaluate(run, self.case.question, Prediction(text=text))
         self.scores.update(scores)
+        self.details.update(details)
         return scores
 
 
@@ -484,20 +486,17 @@ def _result_for(item: pytest.Item, call: pytest.CallInfo[None]) -> QuestionResul
     recorder = item.stash.get(RECORDER_KEY, None)
     if recorder is not None:
         result.scores = dict(recorder.scores)
+        result.details.update(recorder.details)
         result.prediction = recorder.text
-    state = item.config.stash[STATE_KEY]
+    run = question_run(item.config, item.config.stash[STATE_KEY], bench)
     if call.excinfo is None:
-        pass_metric = state.benchmarks[bench].pass_metric
-        if pass_metric in result.scores:
-            result.status = decide_status(result.scores, pass_metric, state.threshold(bench))
-        else:
-            result.status = STATUS_CORRECT
+        outcome = "passed"
     elif call.excinfo.errisinstance(AssertionError):
-        result.status = STATUS_WRONG
+        outcome = "failed"
     else:
-        result.status = STATUS_ERROR
+        outcome = "error"
         result.error = _error_line(call.excinfo)
-    return result
+    return decide(run, result, outcome=outcome)
 
 
 def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> None:

@@ -33,11 +33,11 @@ from ..records import (
 from ..report.terminal import describe_result
 from ..run.question import (
     IngestedSystem,
+    QuestionRun,
     SystemPool,
-    clean_scores,
+    answer_question,
     clean_text,
-    decide_status,
-    run_question,
+    new_result,
 )
 from ..systems.builtin import MissingReplayAnswer
 from .keys import RESULT_KEY, STATE_KEY
@@ -271,47 +271,41 @@ class MemevalCase:
 def result_skeleton(
     benchmark: str, system: SystemRef, question: Question, nodeid: str, flow: str = ""
 ) -> QuestionResult:
-    return QuestionResult(
-        benchmark=benchmark,
-        system=system.label,
-        question_id=question.id,
-        conversation_id=question.conversation_id,
-        category=question.category,
-        category_id=question.category_id,
-        question=question.question,
-        gold=question.gold,
-        prediction=None,
-        status=STATUS_ERROR,
-        flow=flow,
-        details={"index": question.index, "k": system.k}
-        | ({"abstention": True} if question.abstention else {}),
-        nodeid=nodeid,
+    return new_result(benchmark, system.label, system.k, question, nodeid, flow)
+
+
+def question_run(config: pytest.Config, state: RunState, bench: str) -> QuestionRun:
+    """What the one question path (``run.question``) needs for a question of ``bench``."""
+
+    def score(question: Question, prediction: Prediction) -> dict[str, float | None]:
+        merged: dict[str, float | None] = {}
+        for extra in config.hook.pytest_memeval_question_scores(
+            config=config, benchmark=bench, question=question, prediction=prediction
+        ):
+            if extra:
+                merged.update(extra)
+        wanted = state.settings.metrics
+        if wanted:
+            keep = set(wanted) | {state.benchmarks[bench].pass_metric}
+            merged = {k: v for k, v in merged.items() if k in keep}
+        return merged
+
+    llm = state.llm
+    judge = None
+    if llm is not None and llm.judges:
+
+        def judge(question: Question, text: str) -> tuple[dict[str, float | None], dict[str, Any]]:
+            return llm.judge(bench, question, text)
+
+    return QuestionRun(
+        benchmark=bench,
+        pass_metric=state.benchmarks[bench].pass_metric,
+        threshold=state.threshold(bench),
+        score=score,
+        judge=judge,
+        answerer=state.answerer,
+        timeout=state.settings.timeout,
     )
-
-
-def judge_pass_metric(scores: dict[str, float | None], default: str) -> str:
-    """With a judge, the judge's verdict decides (BEAM: the nugget score); a question the judge
-    does not score (LoCoMo category 5 under the Mem0 protocol) keeps the offline rule."""
-    for key in ("judge", "nugget"):
-        if key in scores:
-            return key
-    return default
-
-
-def score_prediction(
-    config: pytest.Config, state: RunState, bench: str, question: Question, prediction: Prediction
-) -> dict[str, float | None]:
-    merged: dict[str, float | None] = {}
-    for extra in config.hook.pytest_memeval_question_scores(
-        config=config, benchmark=bench, question=question, prediction=prediction
-    ):
-        if extra:
-            merged.update(extra)
-    wanted = state.settings.metrics
-    if wanted:
-        keep = set(wanted) | {state.benchmarks[bench].pass_metric}
-        merged = {k: v for k, v in merged.items() if k in keep}
-    return clean_scores(merged)
 
 
 def obtain_system(request: pytest.FixtureRequest, ref: SystemRef) -> object:
@@ -385,52 +379,26 @@ class MemevalItem(pytest.Function):
         super().setup()
         __tracebackhide__ = True
         state = self.state
+        run = question_run(self.config, state, self.benchmark)
         result = result_skeleton(self.benchmark, self.system, self.question, self.nodeid)
+        prediction = None
+        ingested = None
         if state.settings.rejudge:
             prediction = self._stored_prediction(result)
         elif state.settings.reanswer:
             prediction = self._reanswered_prediction(result)
-        else:
-            try:
-                prediction = self._predict(result)
-            except MissingReplayAnswer as exc:
-                pytest.skip(str(exc))
-        result.prediction = prediction.text
-        # every retrieved memory up to k (what --memeval-reanswer answers from); reports show
-        # the top REPORT_MEMORIES
-        result.memories = list(prediction.memories[: self.system.k])
-        result.details["answered_by"] = prediction.answered_by
-        result.scores = score_prediction(
-            self.config, state, self.benchmark, self.question, prediction
-        )
-        pass_metric = state.benchmarks[self.benchmark].pass_metric
-        if state.llm is not None and state.llm.judges:
-            judged, details = state.llm.judge(self.benchmark, self.question, prediction.text)
-            result.scores.update(clean_scores(judged))
-            result.details.update(details)
-            pass_metric = judge_pass_metric(result.scores, pass_metric)
-        result.details["pass_metric"] = pass_metric
-        result.status = decide_status(result.scores, pass_metric, state.threshold(self.benchmark))
+        try:
+            if prediction is None:
+                request = self.funcargs["request"]
+                assert isinstance(request, pytest.FixtureRequest)
+                ingested = ingested_system(
+                    request, state, self.benchmark, self.question, self.system
+                )
+            answer_question(run, self.question, result, ingested=ingested, prediction=prediction)
+        except MissingReplayAnswer as exc:
+            pytest.skip(str(exc))
         self.config.hook.pytest_memeval_result(config=self.config, result=result)
         self.stash[RESULT_KEY] = result
-
-    def _predict(self, result: QuestionResult) -> Prediction:
-        __tracebackhide__ = True
-        state = self.state
-        request = self.funcargs["request"]
-        assert isinstance(request, pytest.FixtureRequest)
-        ingested = ingested_system(request, state, self.benchmark, self.question, self.system)
-        assert state.answerer is not None
-        prediction, latency = run_question(
-            ingested,
-            self.question,
-            k=self.system.k,
-            answerer=state.answerer,
-            timeout=state.settings.timeout,
-            details=result.details,
-        )
-        result.latency = latency
-        return prediction
 
     def _stored_prediction(self, result: QuestionResult) -> Prediction:
         state = self.state

@@ -1,4 +1,11 @@
-"""Run level, pytest-free: ingest once per conversation, answer a question, decide its status."""
+"""Run level, pytest-free: the one path of a question, from a ready memory system to a verdict.
+
+:func:`answer_question` is the whole path of a built-in question (search -> answer -> score ->
+judge -> status); :func:`evaluate` (score + judge a prediction) and :func:`decide` (the verdict
+rule) are the steps hand-written ``memeval_case`` tests share with it. The pytest glue
+(``plugin/items.py``, ``plugin/__init__.py``) only supplies a :class:`QuestionRun` and records the
+result; nothing here imports pytest. The verdict rule lives in :func:`decide` and nowhere else.
+"""
 
 from __future__ import annotations
 
@@ -14,12 +21,14 @@ from ..answerers.extractive import Answerer
 from ..errors import AdapterError
 from ..records import (
     STATUS_CORRECT,
+    STATUS_ERROR,
     STATUS_UNSCORED,
     STATUS_WRONG,
     Conversation,
     Memory,
     Prediction,
     Question,
+    QuestionResult,
     score_float,
 )
 from ..systems.base import MemorySystem
@@ -29,8 +38,13 @@ from ..systems.resolve import ensure_memory_system
 __all__ = [
     "Answerer",
     "IngestedSystem",
+    "QuestionRun",
     "SystemPool",
+    "answer_question",
+    "decide",
     "decide_status",
+    "evaluate",
+    "new_result",
     "run_question",
     "select_questions",
 ]
@@ -291,3 +305,124 @@ def select_questions(
                 keep_idx.update(random.Random(f"{seed}:{category}").sample(idx, sample))
         chosen = [q for i, q in enumerate(chosen) if i in keep_idx]
     return list(chosen)
+
+
+#: ``score(question, prediction)``: the benchmark's metrics and any plugin's extra scores
+Scorer = Callable[[Question, Prediction], Mapping[str, float | None]]
+#: ``judge(question, prediction_text)``: every configured judge -> (scores, report details)
+JudgeFn = Callable[[Question, str], tuple[Mapping[str, Any], Mapping[str, Any]]]
+
+
+@dataclass(frozen=True)
+class QuestionRun:
+    """What one question of one benchmark needs from the run, pytest-free."""
+
+    benchmark: str
+    #: the benchmark's offline pass metric (a judge's verdict replaces it, see :func:`decide`)
+    pass_metric: str
+    threshold: float
+    score: Scorer
+    judge: JudgeFn | None = None
+    answerer: Answerer | None = None
+    timeout: float | None = None
+
+
+def new_result(
+    benchmark: str, system: str, k: int, question: Question, nodeid: str, flow: str = ""
+) -> QuestionResult:
+    """A question's result before anything ran: ERROR until :func:`decide` says otherwise."""
+    return QuestionResult(
+        benchmark=benchmark,
+        system=system,
+        question_id=question.id,
+        conversation_id=question.conversation_id,
+        category=question.category,
+        category_id=question.category_id,
+        question=question.question,
+        gold=question.gold,
+        prediction=None,
+        status=STATUS_ERROR,
+        flow=flow,
+        details={"index": question.index, "k": k}
+        | ({"abstention": True} if question.abstention else {}),
+        nodeid=nodeid,
+    )
+
+
+def answer_question(
+    run: QuestionRun,
+    question: Question,
+    result: QuestionResult,
+    *,
+    ingested: IngestedSystem | None = None,
+    prediction: Prediction | None = None,
+) -> QuestionResult:
+    """The whole path of one built-in question: search and answer with the ``ingested`` system
+    (or take a stored ``prediction``: ``--memeval-rejudge`` / ``--memeval-reanswer``), score,
+    judge, decide. Fills and returns ``result`` (from :func:`new_result`)."""
+    __tracebackhide__ = True
+    k = int(result.details.get("k", 0))
+    if prediction is None:
+        if ingested is None or run.answerer is None:
+            raise ValueError("answer_question needs an ingested system and an answerer")
+        prediction, result.latency = run_question(
+            ingested,
+            question,
+            k=k,
+            answerer=run.answerer,
+            timeout=run.timeout,
+            details=result.details,
+        )
+    result.prediction = prediction.text
+    # every retrieved memory up to k (what --memeval-reanswer answers from)
+    result.memories = list(prediction.memories[:k])
+    result.details["answered_by"] = prediction.answered_by
+    scores, details = evaluate(run, question, prediction)
+    result.scores = scores
+    result.details.update(details)
+    return decide(run, result, outcome="passed", require_metric=True)
+
+
+def evaluate(
+    run: QuestionRun, question: Question, prediction: Prediction
+) -> tuple[dict[str, float | None], dict[str, Any]]:
+    """Score a prediction with the benchmark's metrics, then every configured judge:
+    (scores, report details)."""
+    scores = clean_scores(run.score(question, prediction))
+    details: dict[str, Any] = {}
+    if run.judge is not None:
+        judged, judge_details = run.judge(question, prediction.text)
+        scores.update(clean_scores(judged))
+        details.update(judge_details)
+    return scores, details
+
+
+def pass_metric_of(run: QuestionRun, scores: Mapping[str, float | None]) -> str:
+    """With a judge, the judge's verdict decides (BEAM: the nugget score); a question the judge
+    does not score (LoCoMo category 5 under the Mem0 protocol) keeps the offline rule."""
+    if run.judge is not None:
+        for key in ("judge", "nugget"):
+            if key in scores:
+                return key
+    return run.pass_metric
+
+
+def decide(
+    run: QuestionRun, result: QuestionResult, *, outcome: str, require_metric: bool = False
+) -> QuestionResult:
+    """The verdict rule, the only one. ``outcome`` is how the code around the question ended:
+    ``passed``, ``failed`` (an assertion of a hand-written test: WRONG) or ``error``. A passed
+    question is CORRECT/WRONG by its pass metric against the threshold, UNSCORED when that metric
+    is missing or NaN; a hand-written test that recorded no pass metric (``require_metric`` False)
+    is CORRECT because it passed."""
+    pass_metric = pass_metric_of(run, result.scores)
+    if outcome == "failed":
+        result.status = STATUS_WRONG
+    elif outcome == "error":
+        result.status = STATUS_ERROR
+    elif require_metric or pass_metric in result.scores:
+        result.details["pass_metric"] = pass_metric
+        result.status = decide_status(result.scores, pass_metric, run.threshold)
+    else:
+        result.status = STATUS_CORRECT
+    return result
