@@ -26,7 +26,7 @@ from ..benchmarks import get_benchmark
 from ..errors import MemevalError
 from ..records import STATUS_ERROR, QuestionResult, ResultKey
 from ..report.json_report import write_json, write_text_atomic
-from ..report.model import Summary
+from ..report.model import LLMUsage, Summary
 from ..report.terminal import render_summary, render_wrong
 from ..run.store import NUMBERS_KEY, RunStore, check_resume_config, find_run
 from .items import RunState
@@ -429,31 +429,36 @@ class Controller:
             runs.append(run)
         order = {name: i for i, name in enumerate(self.state.settings.benchmarks)}
         runs.sort(key=lambda r: (order.get(r.benchmark, 99), r.flow != "", r.flow))
-        summary = Summary(runs=runs, provenance=self.provenance())
-        summary.extra["collect_seconds"] = round(self.state.collect_seconds, 4)
-        summary.extra["load_seconds"] = {k: round(v, 4) for k, v in self.state.load_seconds.items()}
+        summary = Summary(
+            runs=runs,
+            provenance=self.provenance(),
+            collect_seconds=self.state.collect_seconds,
+            load_seconds=dict(self.state.load_seconds),
+        )
         merged = self.merged()
         if self.state.llm is not None:
-            summary.extra["tokens"] = merged["tokens"]
-            summary.extra["llm_cache"] = merged["cache"]
-            if merged["cache_off"]:
-                summary.extra["llm_cache_off"] = merged["cache_off"]
-            summary.extra["judge_warnings"] = merged["judge_warnings"]
-            summary.extra["judge_unscored"] = merged["judge_unscored"]
+            usage = LLMUsage(
+                tokens=merged["tokens"],
+                cache=merged["cache"],
+                cache_off=list(merged["cache_off"]),
+                judge_warnings=merged["judge_warnings"],
+                judge_unscored=merged["judge_unscored"],
+            )
             if self.state.settings.prices is not None:
                 from ..llm import TokenAccounting
 
                 tokens = TokenAccounting.from_dict(merged["tokens"])
                 prices = self.state.settings.prices
-                summary.extra["cost_usd"] = {
+                usage.cost_usd = {
                     "total": tokens.cost(prices),
                     "by_role": tokens.cost_by_role(prices),
                 }
             keys = [spec.key for spec in self.state.llm.judges]
             if len(keys) > 1:
-                summary.extra["judge_agreement"] = judge_agreement(
+                usage.judge_agreement = judge_agreement(
                     [r.scores for r in self.results.values()], keys
                 )
+            summary.llm = usage
         return summary
 
     def baselines(self, summary: Summary) -> dict[str, list[Baseline]]:
@@ -474,47 +479,11 @@ class Controller:
         self._record_unfinished()
         if not self.results:
             return
-        from ..analysis.gates import check_gates
-        from ..analysis.regression import compare, load_baseline
+        from ..analysis.checks import check_summary
 
         settings = self.state.settings
         summary = self.build_summary()
-        failed = False
-        if settings.gates:
-            gate_results = check_gates(list(settings.gates), summary)
-            summary.extra["gates"] = [
-                {"gate": g.gate.text, "passed": g.passed, "actual": g.actual, "message": g.message}
-                for g in gate_results
-            ]
-            failed |= any(not g.passed for g in gate_results)
-        if settings.baseline is not None:
-            try:
-                base = load_baseline(settings.baseline)
-            except MemevalError as exc:
-                summary.extra["regression_error"] = str(exc)
-                failed = True
-            else:
-                comparisons = []
-                for metric, points in settings.max_drops or (("correct", 0.0),):
-                    for c in compare(
-                        summary, base, metric, points, settings.alpha, seed=settings.seed
-                    ):
-                        comparisons.append(c)
-                summary.extra["regression"] = [
-                    {
-                        "label": c.label,
-                        "metric": c.metric,
-                        "failed": c.failed,
-                        "message": c.message,
-                        "details": list(c.details),
-                        "delta": c.delta,
-                        "ci": list(c.ci) if c.ci else None,
-                        "p_value": c.p_value,
-                    }
-                    for c in comparisons
-                ]
-                if settings.max_drops:
-                    failed |= any(c.failed for c in comparisons)
+        failed = check_summary(summary, settings)
         self.config.hook.pytest_memeval_modify_summary(config=self.config, summary=summary)
         self.summary = summary
         self.report_errors = write_reports(summary, self.baselines(summary), settings)
@@ -552,45 +521,43 @@ class Controller:
         )
         ingests = ", ".join(f"{k} {v}" for k, v in sorted(self.ingest_counts().items()))
         llm_line = []
-        extra = self.summary.extra if self.summary is not None else {}
+        llm = self.summary.llm if self.summary is not None else None
         if s.judges:
             llm_line.append(
                 f"  judges: {', '.join(s.judges)} (style {s.judge_style or 'per benchmark'}); "
-                f"unscored {extra.get('judge_unscored', 0)}, warnings "
-                f"{extra.get('judge_warnings', 0)}"
+                f"unscored {llm.judge_unscored if llm else 0}, warnings "
+                f"{llm.judge_warnings if llm else 0}"
             )
-        if "llm_cache" in extra:
-            cache = extra["llm_cache"]
-            tokens = extra.get("tokens", {})
+        if llm is not None:
             per_role = []
-            for role, models in sorted(tokens.items()):
+            for role, models in sorted(llm.tokens.items()):
                 tin = sum(int(m.get("input_tokens", 0)) for m in models.values())
                 tout = sum(int(m.get("output_tokens", 0)) for m in models.values())
                 calls = sum(int(m.get("calls", 0)) for m in models.values())
                 per_role.append(f"{role} {calls} calls {tin} in / {tout} out tokens")
             llm_line.append(
-                f"  llm cache: {cache.get('hits', 0)} hits, {cache.get('misses', 0)} misses; "
-                + ("; ".join(per_role) or "no calls")
+                f"  llm cache: {llm.cache.get('hits', 0)} hits, {llm.cache.get('misses', 0)} "
+                "misses; " + ("; ".join(per_role) or "no calls")
             )
-            for off in extra.get("llm_cache_off", []):
+            for off in llm.cache_off:
                 llm_line.append(
                     f"  llm cache OFF in a process ({off}): its calls were not cached; delete "
                     "the file or fix the folder, or run with --memeval-no-cache"
                 )
-        if "cost_usd" in extra:
-            total = extra["cost_usd"]["total"]
-            llm_line.append(
-                "  cost: "
-                + ("unknown (a model has no price)" if total is None else f"${total:.4f}")
-            )
-        if "judge_agreement" in extra:
-            llm_line.append(
-                "  judge agreement (Cohen's kappa): "
-                + ", ".join(
-                    f"{k} = {'-' if v is None else f'{v:.3f}'}"
-                    for k, v in extra["judge_agreement"].items()
+            if llm.cost_usd is not None:
+                total = llm.cost_usd["total"]
+                llm_line.append(
+                    "  cost: "
+                    + ("unknown (a model has no price)" if total is None else f"${total:.4f}")
                 )
-            )
+            if llm.judge_agreement is not None:
+                llm_line.append(
+                    "  judge agreement (Cohen's kappa): "
+                    + ", ".join(
+                        f"{k} = {'-' if v is None else f'{v:.3f}'}"
+                        for k, v in llm.judge_agreement.items()
+                    )
+                )
         lines = [
             "configuration: " + "; ".join(parts),
             f"  systems: {', '.join(s.systems)}; top-k: {', '.join(map(str, s.top_k))}; "
@@ -620,14 +587,14 @@ class Controller:
             tr.write_sep("-", "WRONG answers")
             for line in wrong:
                 tr.write_line(line)
-        for reg in summary.extra.get("regression", []):
+        for reg in summary.regression:
             tr.write_line(
-                ("memeval regression FAILED: " if reg["failed"] else "memeval: ") + reg["message"]
+                ("memeval regression FAILED: " if reg.failed else "memeval: ") + reg.message
             )
-            for line in reg["details"]:
+            for line in reg.details:
                 tr.write_line("    " + line)
-        if "regression_error" in summary.extra:
-            tr.write_line(f"memeval regression FAILED: {summary.extra['regression_error']}")
+        if summary.regression_error is not None:
+            tr.write_line(f"memeval regression FAILED: {summary.regression_error}")
         if self.lost:
             crashed = sum(1 for x in self.lost if x["crashed"])
             tr.write_line(
@@ -644,9 +611,9 @@ class Controller:
                 f"(benchmark, system, flow, question): {shown}; the later one is kept",
                 yellow=True,
             )
-        for gate in summary.extra.get("gates", []):
-            if not gate["passed"]:
-                tr.write_line(gate["message"], red=True)
+        for gate in summary.gates:
+            if not gate.passed:
+                tr.write_line(gate.message, red=True)
         failed_paths = {path for path, _ in self.report_errors}
         for label, path in _report_targets(settings):
             if path is not None and path not in failed_paths:

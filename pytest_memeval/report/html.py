@@ -26,31 +26,26 @@ from typing import Any
 
 from ..analysis.baselines import Baseline
 from ..records import QuestionResult, finite_float
-from .markdown import (
-    LATENCY_COLUMNS,
-    MEM0_LATENCY,
-    baseline_grid,
-    check_items,
-    ci_text,
-    describe_item,
-    fmt_ms,
-    fmt_num,
-    latency_figures,
-    mem0_latency_figures,
-    provenance_items,
-    row_label,
-    token_rows,
-)
 from .model import (
-    STATUS_COLUMNS,
-    CategoryRow,
     RunSummary,
     Summary,
     baseline_value,
-    comparison_columns,
     overall_scopes,
     pass_metric,
     runs_by_benchmark,
+)
+from .tables import (
+    Table,
+    baselines_table,
+    check_lines,
+    comparison_table,
+    fmt_num,
+    latency_table,
+    provenance_table,
+    row_label,
+    run_table,
+    tokens_note,
+    tokens_table,
 )
 
 __all__ = ["esc", "json_for_script", "render_html", "summary_tables"]
@@ -304,111 +299,44 @@ def _csp(script: str) -> str:
 # ---- tables ------------------------------------------------------------------------------------
 
 
-def _table(
-    header: Sequence[tuple[str, bool]],
-    rows: Sequence[tuple[str, Sequence[tuple[str, bool]]]],
-    table_id: str = "",
-) -> str:
-    """``header``: (escaped text, numeric); ``rows``: (row class, [(escaped html, numeric)])."""
+def render_table(table: Table, table_id: str = "") -> str:
+    """A table as HTML: cells escaped, numeric cells right-aligned, intervals in a muted span
+    after their value, a row class per kind (``total``, ``extra``, ``published``), numbered notes
+    and the caption below."""
     id_attr = f' id="{esc(table_id)}"' if table_id else ""
     out = [f'<div class="scroll"><table{id_attr}><thead><tr>']
-    for text, numeric in header:
-        out.append(f'<th class="num">{text}</th>' if numeric else f"<th>{text}</th>")
+    for cell in table.header:
+        text = esc(cell.text)
+        out.append(f'<th class="num">{text}</th>' if cell.numeric else f"<th>{text}</th>")
     out.append("</tr></thead><tbody>")
-    for cls, cells in rows:
-        out.append(f'<tr class="{esc(cls)}">' if cls else "<tr>")
-        for content, numeric in cells:
-            out.append(f'<td class="num">{content}</td>' if numeric else f"<td>{content}</td>")
+    for row in table.rows:
+        out.append(f'<tr class="{esc(row.kind)}">' if row.kind else "<tr>")
+        for cell in row.cells:
+            content = esc(cell.text)
+            if cell.ci is not None:
+                content = f'{content} <span class="ci">{esc(cell.ci)}</span>'
+            out.append(f'<td class="num">{content}</td>' if cell.numeric else f"<td>{content}</td>")
         out.append("</tr>")
     out.append("</tbody></table></div>")
+    if table.notes:
+        out.append('<ol class="notes">')
+        out.extend(f"<li>{esc(note)}</li>" for note in table.notes)
+        out.append("</ol>")
+    if table.caption:
+        out.append(f'<p class="note">{esc(table.caption)}</p>')
     return "".join(out)
 
 
-def _metric_cell(row: CategoryRow, metric: str) -> str:
-    text = esc(fmt_num(row.metrics.get(metric)))
-    ci = ci_text(row, metric)
-    return f'{text} <span class="ci">{ci}</span>' if ci is not None else text
-
-
-def _run_table(run: RunSummary) -> str:
-    scopes = overall_scopes(run)
-    header = [
-        ("category", False),
-        ("id", False),
-        ("shared", False),
-        ("n", True),
-        *((esc(m), True) for m in run.metrics),
-        *((label, True) for _, label in STATUS_COLUMNS),
-    ]
-    rows = []
-    for row in [*run.categories, run.overall, run.overall_all]:
-        total = row is run.overall or row is run.overall_all
-        cells = [
-            (esc(row_label(row, scopes)), False),
-            (esc("" if row.category_id is None else row.category_id), False),
-            (esc(row.shared), False),
-            (str(row.count), True),
-            *((_metric_cell(row, m), True) for m in run.metrics),
-            *((str(row.statuses.get(s, 0)), True) for s, _ in STATUS_COLUMNS),
-        ]
-        rows.append(("total" if total else "", cells))
-    return _table(header, rows)
-
-
 def _baselines_section(runs: Sequence[RunSummary], baselines: Sequence[Baseline]) -> str:
-    if not baselines or not runs:
+    table = baselines_table(runs, baselines)
+    if table is None:
         return ""
-    run_cols, grid = baseline_grid(runs, baselines)
-    header = [
-        ("category", False),
-        *((f"{esc(run.label)}<br>{esc(m)} (this run)", True) for run, m in run_cols),
-        *(
-            (f"[{i + 1}] {esc(b.system)}<br>{esc(b.metric)}, published", True)
-            for i, b in enumerate(baselines)
-        ),
-    ]
-    first = runs[0]
-    scopes = overall_scopes(first)
-    rows = []
-    for row, values in grid:
-        cells = [(esc(row_label(row, scopes)), False)]
-        cells.extend((esc(fmt_num(v)), True) for v in values)
-        total = row is first.overall or row is first.overall_all
-        rows.append(("total" if total else "", cells))
-    notes = "".join(
-        f"<li>{esc(b.system)} <code>{esc(b.name)}</code>"
-        f"{'' if b.verified else ' (unverified)'}: {esc(b.protocol)}; overall covers "
-        f"{esc(b.overall_scope)}. Source: {esc(b.source)}.</li>"
-        for b in baselines
-    )
     return (
         "<h3>Published baselines</h3>"
         '<p class="note">Each published figure has a column of its own, labelled with its '
         "protocol (numbered notes); protocols differ from this run's, so never read two columns "
-        "as one measurement.</p>" + _table(header, rows) + f'<ol class="notes">{notes}</ol>'
+        "as one measurement.</p>" + render_table(table)
     )
-
-
-def _comparison(summary: Summary, runs: Sequence[RunSummary]) -> str:
-    metrics, main = comparison_columns(summary, runs)
-    header = [
-        ("system", False),
-        ("n", True),
-        *((f"{esc(m)} (overall)", True) for m in metrics),
-        *([(f"{esc(main)} (overall_all)", True)] if main else []),
-        *((label, True) for _, label in STATUS_COLUMNS),
-    ]
-    rows = []
-    for run in runs:
-        cells = [
-            (esc(run.label), False),
-            (str(run.overall_all.count), True),
-            *((_metric_cell(run.overall, m), True) for m in metrics),
-            *([(_metric_cell(run.overall_all, main), True)] if main else []),
-            *((str(run.overall_all.statuses.get(s, 0)), True) for s, _ in STATUS_COLUMNS),
-        ]
-        rows.append(("", cells))
-    return "<h3>Comparison across systems</h3>" + _table(header, rows)
 
 
 # ---- chart -------------------------------------------------------------------------------------
@@ -511,6 +439,24 @@ def _gold_text(result: QuestionResult, limit: int) -> str:
     return "(none)" if result.gold is None else _short(_plain(result.gold), limit)
 
 
+def _raw_table(
+    header: Sequence[tuple[str, bool]], rows: Sequence[tuple[str, Sequence[tuple[str, bool]]]]
+) -> str:
+    """An HTML-only table (the worst/best questions, with status badges): ``header`` is
+    (escaped text, numeric); ``rows`` (row class, [(escaped html, numeric)])."""
+    out = ['<div class="scroll"><table><thead><tr>']
+    for text, numeric in header:
+        out.append(f'<th class="num">{text}</th>' if numeric else f"<th>{text}</th>")
+    out.append("</tr></thead><tbody>")
+    for cls, cells in rows:
+        out.append(f'<tr class="{esc(cls)}">' if cls else "<tr>")
+        for content, numeric in cells:
+            out.append(f'<td class="num">{content}</td>' if numeric else f"<td>{content}</td>")
+        out.append("</tr>")
+    out.append("</tbody></table></div>")
+    return "".join(out)
+
+
 def _worst_best_section(summary: Summary, run: RunSummary, text_limit: int) -> str:
     metric = pass_metric(summary, run)
     if metric is None:
@@ -549,7 +495,7 @@ def _worst_best_section(summary: Summary, run: RunSummary, text_limit: int) -> s
                         ],
                     )
                 )
-        blocks.append(f"<h4>{esc(row.key)}</h4>" + _table(header, rows))
+        blocks.append(f"<h4>{esc(row.key)}</h4>" + _raw_table(header, rows))
     if not blocks:
         return ""
     return (
@@ -562,86 +508,26 @@ def _worst_best_section(summary: Summary, run: RunSummary, text_limit: int) -> s
 
 
 def _latency_section(summary: Summary) -> str:
-    header = [
-        ("benchmark", False),
-        ("system", False),
-        *((f"{stage} {q} (ms)", True) for stage, q in LATENCY_COLUMNS),
-    ]
-    rows = []
-    for run in summary.runs:
-        cells: list[tuple[str, bool]] = [(esc(run.benchmark), False), (esc(run.label), False)]
-        cells.extend((esc(fmt_ms(v)), True) for v in latency_figures(run))
-        rows.append(("", cells))
-    m = MEM0_LATENCY
-    published = [("published", False), (f"{esc(m['system'])} (unverified)", False)]
-    published.extend((fmt_ms(v), True) for v in mem0_latency_figures())
-    rows.append(("published", published))
-    note = (
-        f'<p class="note">Total is search + answer per question. The Mem0 row is '
-        f"{esc(m['source'])} ({m['tokens_per_query']:,} tokens/query): unverified, measured with "
-        "Mem0's own LLM calls and hardware, so not comparable one to one.</p>"
-    )
-    return _table(header, rows) + note
+    table = latency_table(summary.runs)
+    return render_table(table) if table is not None else ""
 
 
 def _tokens_section(summary: Summary) -> str:
-    tokens = summary.extra.get("tokens")
-    questions = sum(run.overall_all.count for run in summary.runs)
-    mem0 = MEM0_LATENCY["tokens_per_query"]
-    if not isinstance(tokens, Mapping) or not tokens:
-        return (
-            f'<p class="note">No LLM token use recorded for this run. Mem0 published: '
-            f"{mem0:,} tokens/query (unverified).</p>"
+    table = tokens_table(summary)
+    if table is None:
+        return f'<p class="note">{esc(tokens_note(summary))}</p>'
+    return render_table(table)
+
+
+def _checks_section(summary: Summary) -> str:
+    parts = []
+    for title, checks in check_lines(summary):
+        items = "".join(
+            f'<li class="{"pass" if ok else "fail"}">{"PASS" if ok else "FAIL"}: {esc(text)}</li>'
+            for ok, text in checks
         )
-    rows = []
-    total = 0
-    for role, model, counts in token_rows(tokens):
-        if counts is None:
-            rows.append(("", [(esc(role), False), (esc(_plain(model)), False)] + [("", True)] * 4))
-            continue
-        total += counts[0] + counts[1]
-        rows.append(
-            (
-                "",
-                [(esc(role), False), (esc(model), False)] + [(f"{c:,}", True) for c in counts],
-            )
-        )
-    header = [
-        ("role", False),
-        ("model", False),
-        ("input tokens", True),
-        ("output tokens", True),
-        ("calls", True),
-        ("cache hits", True),
-    ]
-    per_q = f"{total / questions:,.0f}" if questions else "-"
-    return _table(header, rows) + (
-        f'<p class="note">{per_q} tokens/question over {questions:,} questions; Mem0 published '
-        f"{mem0:,} tokens/query (unverified).</p>"
-    )
-
-
-def _provenance_section(summary: Summary) -> str:
-    rows: list[tuple[str, Sequence[tuple[str, bool]]]] = []
-    for key, value in provenance_items(summary.provenance, files=True):
-        if isinstance(value, list):
-            value = ", ".join(_plain(v) for v in value)
-        text = "-" if value in (None, "") else _plain(value)
-        rows.append(("", [(esc(key), False), (esc(text), False)]))
-    return _table([("key", False), ("value", False)], rows)
-
-
-def _checks_section(title: str, value: object) -> str:
-    items = check_items(value)
-    if not items:
-        return ""
-    lis = []
-    for item in items:
-        passed, text = describe_item(item)
-        cls = "" if passed is None else (' class="pass"' if passed else ' class="fail"')
-        mark = "" if passed is None else ("PASS: " if passed else "FAIL: ")
-        lis.append(f"<li{cls}>{mark}{esc(text)}</li>")
-    return f'<h3>{esc(title)}</h3><ul class="checks">{"".join(lis)}</ul>'
+        parts.append(f'<h3>{esc(title)}</h3><ul class="checks">{items}</ul>')
+    return "".join(parts)
 
 
 # ---- per-question data -------------------------------------------------------------------------
@@ -766,11 +652,12 @@ def render_html(
                 f"{esc(metric or '-')}; micro means, 95% bootstrap CI in brackets where "
                 "computed.</p>"
             )
-            body.append(_run_table(run))
+            body.append(render_table(run_table(run)))
             for note in run.notes:
                 body.append(f'<p class="note">note: {esc(note)}</p>')
         if len(runs) > 1:
-            body.append(_comparison(summary, runs))
+            body.append("<h3>Comparison across systems</h3>")
+            body.append(render_table(comparison_table(summary, runs)))
         bench_baselines = list(baselines.get(bench, ()))
         body.append(_baselines_section(runs, bench_baselines))
         chart_metrics = [m for m in [pass_metric(summary, runs[0])] if m]
@@ -782,9 +669,7 @@ def render_html(
         body.append("<h3>Worst and best questions</h3>")
         for run in runs:
             body.append(_worst_best_section(summary, run, 300))
-    checks = _checks_section("Gates", summary.extra.get("gates")) + _checks_section(
-        "Regression against the saved baseline", summary.extra.get("regression")
-    )
+    checks = _checks_section(summary)
     if checks:
         nav.append('<a href="#checks">gates</a>')
         body.append(f'<h2 id="checks">Gates and regression</h2>{checks}')
@@ -809,7 +694,7 @@ def render_html(
         f"<header><h1>pytest-memeval report</h1><p>{esc(subtitle)}</p></header>"
         f"<nav>{''.join(nav)}</nav><main>"
         '<h2 id="config">Configuration and provenance</h2>'
-        f"{_provenance_section(summary)}"
+        f"{render_table(provenance_table(summary, files=True))}"
         f"{''.join(body)}</main>\n"
         f'<script type="application/json" id="memeval-data">{data}</script>\n'
         f"<script>{_JS}</script>\n</body></html>\n"
@@ -821,5 +706,5 @@ def summary_tables(summary: Summary) -> str:
     parts = []
     for run in summary.runs:
         parts.append(f"<h3>memeval · {esc(run.benchmark)} · {esc(run.label)}</h3>")
-        parts.append(_run_table(run))
+        parts.append(render_table(run_table(run)))
     return "\n".join(parts)

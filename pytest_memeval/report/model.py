@@ -15,6 +15,9 @@ __all__ = [
     "REPORT_SCHEMA",
     "STATUS_COLUMNS",
     "CategoryRow",
+    "GateOutcome",
+    "LLMUsage",
+    "RegressionOutcome",
     "RunSummary",
     "Summary",
     "baseline_value",
@@ -128,20 +131,119 @@ REPORT_SCHEMA = "pytest-memeval/1"
 
 
 @dataclass
-class Summary:
-    runs: list[RunSummary]
-    provenance: dict[str, Any] = field(default_factory=dict)
-    extra: dict[str, Any] = field(default_factory=dict)
+class GateOutcome:
+    """One ``--memeval-fail-under`` gate, checked."""
+
+    gate: str
+    passed: bool
+    actual: float | None
+    message: str
 
     def to_dict(self) -> dict[str, Any]:
+        return {
+            "gate": self.gate,
+            "passed": self.passed,
+            "actual": self.actual,
+            "message": self.message,
+        }
+
+
+@dataclass
+class RegressionOutcome:
+    """One run compared with the saved baseline (``--memeval-baseline``) on one metric."""
+
+    label: str
+    metric: str
+    failed: bool
+    message: str
+    details: list[str] = field(default_factory=list)
+    delta: float | None = None
+    ci: list[float] | None = None
+    p_value: float | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "label": self.label,
+            "metric": self.metric,
+            "failed": self.failed,
+            "message": self.message,
+            "details": list(self.details),
+            "delta": self.delta,
+            "ci": list(self.ci) if self.ci else None,
+            "p_value": self.p_value,
+        }
+
+
+@dataclass
+class LLMUsage:
+    """What the run's LLM calls cost, merged over every process."""
+
+    #: role -> model -> {input_tokens, output_tokens, calls, cache_hits}
+    tokens: dict[str, Any] = field(default_factory=dict)
+    #: {hits, misses}
+    cache: dict[str, Any] = field(default_factory=dict)
+    #: processes whose cache could not be used (why, per process)
+    cache_off: list[str] = field(default_factory=list)
+    judge_warnings: int = 0
+    judge_unscored: int = 0
+    #: {total, by_role} in USD, with ``--memeval-prices``
+    cost_usd: dict[str, Any] | None = None
+    #: Cohen's kappa between every pair of judges, with several judges
+    judge_agreement: dict[str, float | None] | None = None
+
+
+@dataclass
+class Summary:
+    """Everything a report shows: the runs' tables, the checks and their verdicts, provenance.
+
+    ``extra`` is for third-party plugins only (``pytest_memeval_modify_summary``); the JSON keeps
+    its keys beside the plugin's own, under ``extra``."""
+
+    runs: list[RunSummary]
+    provenance: dict[str, Any] = field(default_factory=dict)
+    collect_seconds: float = 0.0
+    load_seconds: dict[str, float] = field(default_factory=dict)
+    llm: LLMUsage | None = None
+    gates: list[GateOutcome] = field(default_factory=list)
+    regression: list[RegressionOutcome] = field(default_factory=list)
+    #: why the saved baseline could not be compared (a failed check)
+    regression_error: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def extra_dict(self) -> dict[str, Any]:
+        """The JSON report's ``extra`` object (its keys are a stable part of the schema)."""
         out: dict[str, Any] = {
+            "collect_seconds": round(self.collect_seconds, 4),
+            "load_seconds": {k: round(v, 4) for k, v in self.load_seconds.items()},
+        }
+        llm = self.llm
+        if llm is not None:
+            out["tokens"] = llm.tokens
+            out["llm_cache"] = llm.cache
+            if llm.cache_off:
+                out["llm_cache_off"] = list(llm.cache_off)
+            out["judge_warnings"] = llm.judge_warnings
+            out["judge_unscored"] = llm.judge_unscored
+            if llm.cost_usd is not None:
+                out["cost_usd"] = llm.cost_usd
+            if llm.judge_agreement is not None:
+                out["judge_agreement"] = llm.judge_agreement
+        if self.gates:
+            out["gates"] = [g.to_dict() for g in self.gates]
+        if self.regression_error is not None:
+            out["regression_error"] = self.regression_error
+        if self.regression:
+            out["regression"] = [c.to_dict() for c in self.regression]
+        out.update(self.extra)
+        return out
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
             "schema": REPORT_SCHEMA,
             "runs": [run.to_dict() for run in self.runs],
             "provenance": self.provenance,
+            "extra": self.extra_dict(),
         }
-        if self.extra:
-            out["extra"] = self.extra
-        return out
 
 
 def baseline_value(baseline: Baseline, row: CategoryRow) -> float | None:

@@ -8,16 +8,8 @@ from typing import Any
 
 from ..analysis.baselines import Baseline
 from ..records import STATUS_WRONG, QuestionResult
-from .model import (
-    STATUS_COLUMNS,
-    CategoryRow,
-    RunSummary,
-    Summary,
-    baseline_value,
-    comparison_columns,
-    overall_scopes,
-    runs_by_benchmark,
-)
+from .model import Summary, runs_by_benchmark
+from .tables import Table, baselines_table, comparison_table, fmt_num, run_table
 
 __all__ = ["escape_controls", "render_summary", "render_table", "render_wrong"]
 
@@ -32,7 +24,12 @@ def escape_controls(text: str) -> str:
     return _CONTROLS.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
 
 
-def render_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
+def render_table(table: Table) -> list[str]:
+    """A table as aligned plain-text lines (text columns left, numeric right; intervals left out
+    for width); numbered notes below as ``[n] ...``."""
+    header = [c.text for c in table.header]
+    rows = [[c.text for c in row.cells] for row in table.rows]
+    numeric = [c.numeric for c in table.header]
     widths = [len(h) for h in header]
     for row in rows:
         for i, cell in enumerate(row):
@@ -41,90 +38,13 @@ def render_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[s
     def fmt(cells: Sequence[str]) -> str:
         parts = []
         for i, cell in enumerate(cells):
-            parts.append(cell.ljust(widths[i]) if i == 0 else cell.rjust(widths[i]))
+            parts.append(cell.rjust(widths[i]) if numeric[i] else cell.ljust(widths[i]))
         return "  ".join(parts).rstrip()
 
     lines = [fmt(header), "  ".join("-" * w for w in widths)]
     lines.extend(fmt(row) for row in rows)
+    lines.extend(f"  [{i + 1}] {note}" for i, note in enumerate(table.notes))
     return lines
-
-
-def _num(value: float | None, digits: int = 3) -> str:
-    return "-" if value is None else f"{value:.{digits}f}"
-
-
-def _row_label(row: CategoryRow, overall_scope: dict[str, str]) -> str:
-    if row.key in overall_scope:
-        return f"{row.key} ({overall_scope[row.key]})"
-    if row.category_id is not None and str(row.category_id) != row.key:
-        return f"{row.key} [{row.category_id}]"
-    return row.key
-
-
-def _run_table(run: RunSummary) -> list[str]:
-    scopes = overall_scopes(run)
-    header = ["category", "shared", "n", *run.metrics, *(label for _, label in STATUS_COLUMNS)]
-    rows = []
-    extra_rows = [r for r in (run.abstention,) if r is not None]
-    for row in [*run.categories, run.overall, run.overall_all, *extra_rows]:
-        rows.append(
-            [
-                _row_label(row, scopes),
-                row.shared,
-                str(row.count),
-                *(_num(row.metrics.get(m)) for m in run.metrics),
-                *(str(row.statuses.get(status, 0)) for status, _ in STATUS_COLUMNS),
-            ]
-        )
-    if run.macro is not None:
-        rows.append(
-            [
-                f"macro (mean of {run.macro.count} categories)",
-                "",
-                "",
-                *(_num(run.macro.metrics.get(m)) for m in run.metrics),
-                *("" for _ in STATUS_COLUMNS),
-            ]
-        )
-    return render_table(header, rows)
-
-
-def _baseline_table(runs: Sequence[RunSummary], baselines: Sequence[Baseline]) -> list[str]:
-    if not baselines or not runs:
-        return []
-    run = runs[0]
-    header = ["category", *(f"[{i + 1}] {b.metric}" for i, b in enumerate(baselines))]
-    rows = [
-        [_row_label(row, {}), *(_num(baseline_value(b, row)) for b in baselines)]
-        for row in [*run.categories, run.overall, run.overall_all]
-    ]
-    lines = render_table(header, rows)
-    for i, b in enumerate(baselines):
-        lines.append(f"  [{i + 1}] {b.system} ({b.name}): {b.protocol}. Source: {b.source}.")
-    return lines
-
-
-def _comparison(summary: Summary, runs: Sequence[RunSummary]) -> list[str]:
-    metrics, main = comparison_columns(summary, runs)
-    header = [
-        "system",
-        "n",
-        *(f"{m} (overall)" for m in metrics),
-        *([f"{main} (overall_all)"] if main else []),
-        *(label for _, label in STATUS_COLUMNS),
-    ]
-    rows = []
-    for run in runs:
-        rows.append(
-            [
-                run.label,
-                str(run.overall_all.count),
-                *(_num(run.overall.metrics.get(m)) for m in metrics),
-                *([_num(run.overall_all.metrics.get(main))] if main else []),
-                *(str(run.overall_all.statuses.get(s, 0)) for s, _ in STATUS_COLUMNS),
-            ]
-        )
-    return render_table(header, rows)
 
 
 def render_summary(
@@ -138,21 +58,21 @@ def render_summary(
         for run in runs:
             lines.append("")
             lines.append(f"{bench} · {run.label} — {run.overall_all.count} questions")
-            lines.extend(_run_table(run))
+            lines.extend(render_table(run_table(run)))
             for note in run.notes:
                 lines.append(f"  note: {note}")
-        table = _baseline_table(runs, baselines.get(bench, []))
-        if table:
+        table = baselines_table(runs, baselines.get(bench, []))
+        if table is not None:
             lines.append("")
             lines.append(
                 f"{bench} · published baselines (own columns; protocols differ from "
                 "this run's, see notes)"
             )
-            lines.extend(table)
+            lines.extend(render_table(table))
         if len(runs) > 1:
             lines.append("")
             lines.append(f"{bench} · comparison")
-            lines.extend(_comparison(summary, runs))
+            lines.extend(render_table(comparison_table(summary, runs)))
     return [escape_controls(line) for line in lines]
 
 
@@ -166,7 +86,7 @@ def describe_result(result: QuestionResult, memories: int = 3) -> list[str]:
         f"question:   {_short(result.question)}",
         f"gold:       {_short(result.gold)}",
         f"prediction: {_short(result.prediction)}",
-        "scores:     " + ", ".join(f"{k}={_num(v)}" for k, v in result.scores.items()),
+        "scores:     " + ", ".join(f"{k}={fmt_num(v)}" for k, v in result.scores.items()),
     ]
     for i, mem in enumerate(result.memories[:memories]):
         date = f" ({mem.date})" if mem.date else ""

@@ -17,7 +17,7 @@ from pytest_memeval.analysis.aggregate import aggregate_run
 from pytest_memeval.analysis.baselines import Baseline, baselines_for
 from pytest_memeval.records import Memory, QuestionResult
 from pytest_memeval.report.html import esc, json_for_script, render_html
-from pytest_memeval.report.model import Summary
+from pytest_memeval.report.model import GateOutcome, LLMUsage, RegressionOutcome, Summary
 
 # Each payload would leave a visible trace if it ever ran: the title changes or an element with
 # id "pwned" appears.
@@ -99,18 +99,19 @@ def _summary(hostile: bool = False) -> Summary:
         "pass_metric": {"locomo": "f1"},
         "pass_threshold": {"locomo": 0.5},
     }
-    extra: dict[str, object] = {
-        "tokens": {
+    summary = Summary(runs=runs, provenance=provenance)
+    summary.llm = LLMUsage(
+        tokens={
             "answerer": {"openai:gpt-4o-mini": {"input_tokens": 3000, "output_tokens": 60,
                                                 "calls": 30, "cache_hits": 0}},
             "judge": {HOSTILE if hostile else "openai:gpt-4o-mini": {"input_tokens": 1500,
                                                                       "output_tokens": 30}},
         }
-    }  # fmt: skip
+    )  # fmt: skip
     if hostile:
-        extra["gates"] = [{"message": HOSTILE, "passed": False}]
-        extra["regression"] = [HOSTILE]
-    return Summary(runs=runs, provenance=provenance, extra=extra)
+        summary.gates = [GateOutcome(HOSTILE, False, None, HOSTILE)]
+        summary.regression = [RegressionOutcome(HOSTILE, "f1", True, HOSTILE)]
+    return summary
 
 
 def _evil_baseline() -> Baseline:
@@ -200,7 +201,7 @@ def test_structure_and_values() -> None:
     assert '<td class="num">0.542 <span class="ci">[0.38, 0.44]</span></td>' in page
     # protocol-labelled baseline columns and notes
     for i, b in enumerate(baselines_for("locomo"), 1):
-        assert f"[{i}] {esc(b.system)}<br>{esc(b.metric)}, published" in page
+        assert f"[{i}] {esc(b.system)}: {esc(b.metric)}</th>" in page
         assert esc(b.protocol) in page
     # one chart for f1 (pass metric) and one for judge (a Mem0 J baseline matches)
     assert tags.count("svg") == 2

@@ -10,7 +10,7 @@ from pytest_memeval.analysis.aggregate import aggregate_run
 from pytest_memeval.analysis.baselines import Baseline, baselines_for
 from pytest_memeval.records import Memory
 from pytest_memeval.report.markdown import md_cell, md_text, render_markdown
-from pytest_memeval.report.model import Summary
+from pytest_memeval.report.model import GateOutcome, LLMUsage, RegressionOutcome, Summary
 
 HOSTILE = (
     '<script>document.title="PWNED"</script><img src=x onerror="alert(1)"> | pipe & amp '
@@ -75,12 +75,14 @@ def _summary(hostile: bool = False) -> Summary:
         "pass_threshold": {"locomo": 0.5},
         "prompt_sha256": {"answer": "f" * 64},
     }
-    extra: dict[str, object] = {}
+    summary = Summary(runs=runs, provenance=provenance)
     if hostile:
-        extra["gates"] = [{"message": HOSTILE, "passed": False}]
-        extra["regression"] = [HOSTILE]
-        extra["tokens"] = {"answerer": {HOSTILE: {"input_tokens": 10, "output_tokens": 2}}}
-    return Summary(runs=runs, provenance=provenance, extra=extra)
+        summary.gates = [GateOutcome(HOSTILE, False, None, HOSTILE)]
+        summary.regression = [RegressionOutcome(HOSTILE, "f1", True, HOSTILE)]
+        summary.llm = LLMUsage(
+            tokens={"answerer": {HOSTILE: {"input_tokens": 10, "output_tokens": 2}}}
+        )
+    return summary
 
 
 def _table_lines(md: str) -> list[list[str]]:
@@ -126,8 +128,9 @@ def test_structure_tables_rows_and_ci() -> None:
     assert len(tables) == 6
     run_table = tables[0]
     assert run_table[0].startswith("| category | id | shared | n | f1 | judge |")
-    # header + separator + 3 categories + overall + overall_all
-    assert len(run_table) == 7
+    # header + separator + 3 categories + overall + overall_all + macro
+    assert len(run_table) == 8
+    assert run_table[7].startswith("| macro (mean of 3 categories) |")
     assert run_table[2].startswith("| single-hop | 4 | fact-recall | 2 | 0.625 [0.38, 0.44] |")
     assert "| **overall (excl. 5)** |" in run_table[5]
     assert "| **overall\\_all (all categories)** |" in run_table[6]
@@ -152,7 +155,7 @@ def test_baselines_in_own_columns_with_protocol_footnotes() -> None:
     baseline_table = _table_lines(md)[3]
     header = baseline_table[0]
     for i, b in enumerate(chosen, 1):
-        assert f"[{i}] |" in header or header.rstrip(" |").endswith(f"[{i}]")
+        assert f"\\[{i}\\] " in header
         assert f"{i}. {md_text(b.system)} ({md_text(b.name)})" in md
         assert md_text(b.protocol) in md
     assert "bm25: f1 (this run)" in header
@@ -160,9 +163,9 @@ def test_baselines_in_own_columns_with_protocol_footnotes() -> None:
     single = next(line for line in baseline_table if line.startswith("| single-hop |"))
     assert "0.729" in single
     # the LoCoMo-paper overall sits on overall_all, Mem0's on overall, never both
-    overall = next(line for line in baseline_table if line.startswith("| overall (excl. 5) |"))
+    overall = next(line for line in baseline_table if line.startswith("| **overall (excl. 5)** |"))
     assert "0.669" in overall and "0.378" not in overall
-    overall_all = next(line for line in baseline_table if line.startswith("| overall\\_all"))
+    overall_all = next(line for line in baseline_table if line.startswith("| **overall\\_all"))
     assert "0.378" in overall_all and "0.669" not in overall_all
 
 
@@ -179,7 +182,10 @@ def test_provenance_latency_and_mem0_figures() -> None:
     assert "published baselines" not in md  # none given
     # latency: search 10 ms, answer 200 ms, total 210 ms; Mem0 148/200/708/1,440 ms
     assert "| bm25 | 10.0 | 10.0 | 200 | 200 | 210 | 210 | 1,500 | 1,500 |" in md
-    assert "| Mem0 (published), unverified | 148 | 200 | - | - | 708 | 1,440 | - | - |" in md
+    assert (
+        "| published | Mem0 (published) (unverified) | 148 | 200 | - | - | 708 | 1,440 | - | - |"
+        in md
+    )
     assert "1,764 tokens/query" in md
 
 
@@ -203,8 +209,7 @@ def test_hostile_strings_everywhere_are_escaped() -> None:
     for table in _table_lines(md):
         widths = {len(_UNESCAPED_PIPE.findall(line)) for line in table}
         assert len(widths) == 1, table
-    assert "- FAIL: " + md_text(HOSTILE) in md
-    assert "- " + md_text(HOSTILE) in md  # regression entry
+    assert md.count("- FAIL: " + md_text(HOSTILE)) == 2  # the gate and the regression entry
     assert "(unverified)" in md
     # one table row per line: the hostile newlines never split a row
     assert "second line" in md
@@ -213,20 +218,20 @@ def test_hostile_strings_everywhere_are_escaped() -> None:
 
 def test_gates_and_regression_lists() -> None:
     summary = _summary()
-    summary.extra["gates"] = [
-        {"expression": "locomo.overall.f1>=0.40", "passed": True, "message": "f1 0.58 >= 0.40"},
-        {"expression": "locomo.temporal.f1>=0.90", "passed": False},
+    summary.gates = [
+        GateOutcome("locomo.overall.f1>=0.40", True, 0.58, "f1 0.58 >= 0.40"),
+        GateOutcome("locomo.temporal.f1>=0.90", False, 0.2, "temporal f1 0.20 < 0.90"),
     ]
-    summary.extra["regression"] = {
-        "metric": "f1",
-        "items": [{"message": "f1 dropped 2.1 points, p=0.30: not significant", "ok": True}],
-    }
+    summary.regression = [
+        RegressionOutcome("bm25", "f1", False, "f1 dropped 2.1 points, p=0.30: not significant")
+    ]
+    summary.regression_error = None
     md = render_markdown(summary, {})
-    assert (
-        "### Gates\n\n- PASS: f1 0.58 &gt;= 0.40\n- FAIL: expression=locomo.temporal.f1&gt;=0.90"
-        in md
-    )
-    assert "### Regression against the saved baseline\n\n- metric=f1\n- PASS: f1 dropped 2.1" in md
+    assert "### Gates\n\n- PASS: f1 0.58 &gt;= 0.40\n- FAIL: temporal f1 0.20 &lt; 0.90" in md
+    assert "### Regression against the saved baseline\n\n- PASS: f1 dropped 2.1" in md
+    summary.regression_error = "baseline b.json: not a JSON report"
+    md = render_markdown(summary, {})
+    assert "- FAIL: baseline b.json: not a JSON report" in md
 
 
 def test_empty_summary() -> None:
@@ -259,6 +264,7 @@ def test_snapshot_small_summary() -> None:
 | multi-hop | 1 | multi-hop | 1 | 0.000 | 0 | 1 | 0 | 0 |
 | **overall (all)** |   |   | 2 | 0.500 [0.00, 1.00] | 1 | 1 | 0 | 0 |
 | **overall\\_all (all)** |   |   | 2 | 0.500 | 1 | 1 | 0 | 0 |
+| macro (mean of 2 categories) |   |   |   | 0.500 |   |   |   |   |
 
 ### Provenance
 

@@ -1,0 +1,52 @@
+"""The run's checks, pytest-free: ``--memeval-fail-under`` gates and the regression comparison
+with a saved baseline, recorded on the :class:`~pytest_memeval.report.model.Summary` as typed
+outcomes. :func:`check_summary` says whether any check failed (the exit status is the glue's)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ..errors import MemevalError
+from ..report.model import GateOutcome, RegressionOutcome, Summary
+from .gates import check_gates
+from .regression import compare, load_baseline
+
+if TYPE_CHECKING:
+    from ..plugin.options import Settings
+
+__all__ = ["check_summary"]
+
+
+def check_summary(summary: Summary, settings: Settings) -> bool:
+    """Run every configured check on ``summary``, record the outcomes on it; True when one
+    failed (a gate, a regression beyond ``--memeval-max-drop``, or an unreadable baseline)."""
+    failed = False
+    if settings.gates:
+        summary.gates = [
+            GateOutcome(g.gate.text, g.passed, g.actual, g.message)
+            for g in check_gates(list(settings.gates), summary)
+        ]
+        failed |= any(not g.passed for g in summary.gates)
+    if settings.baseline is not None:
+        try:
+            base = load_baseline(settings.baseline)
+        except MemevalError as exc:
+            summary.regression_error = str(exc)
+            return True
+        for metric, points in settings.max_drops or (("correct", 0.0),):
+            for c in compare(summary, base, metric, points, settings.alpha, seed=settings.seed):
+                summary.regression.append(
+                    RegressionOutcome(
+                        label=c.label,
+                        metric=c.metric,
+                        failed=c.failed,
+                        message=c.message,
+                        details=list(c.details),
+                        delta=c.delta,
+                        ci=list(c.ci) if c.ci else None,
+                        p_value=c.p_value,
+                    )
+                )
+        if settings.max_drops:
+            failed |= any(c.failed for c in summary.regression)
+    return failed

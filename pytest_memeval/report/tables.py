@@ -1,0 +1,512 @@
+"""Every table of the reports, built once: the terminal, Markdown and HTML renderers only format.
+
+A :class:`Table` holds plain, unescaped text (each renderer escapes for its medium) and, per
+metric cell, the value's 95% CI apart from the value (the terminal leaves CIs out, Markdown puts
+them in brackets, HTML in a muted span). The figures helpers (number and millisecond formats,
+CI lookup, latency quantiles, token rows, provenance rows, check lines) live here too, so no
+renderer imports another.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..analysis.aggregate import percentile
+from ..analysis.baselines import Baseline
+from .model import (
+    STATUS_COLUMNS,
+    CategoryRow,
+    RunSummary,
+    Summary,
+    baseline_value,
+    comparison_columns,
+    overall_scopes,
+)
+
+__all__ = [
+    "LATENCY_COLUMNS",
+    "MEM0_LATENCY",
+    "Cell",
+    "Row",
+    "Table",
+    "baseline_grid",
+    "baselines_table",
+    "check_lines",
+    "ci_text",
+    "comparison_table",
+    "fmt_ms",
+    "fmt_num",
+    "latency_figures",
+    "latency_table",
+    "plain",
+    "provenance_items",
+    "row_label",
+    "run_table",
+    "tokens_note",
+    "tokens_table",
+]
+
+#: Mem0's published latency and token figures (docs/scoring.md, "Published baselines"; seed
+#: values, not verified).
+MEM0_LATENCY: dict[str, Any] = {
+    "system": "Mem0 (published)",
+    "search_p50": 0.148,
+    "search_p95": 0.200,
+    "total_p50": 0.708,
+    "total_p95": 1.440,
+    "tokens_per_query": 1764,
+    "source": "Mem0 paper (arXiv 2504.19413)",
+    "verified": False,
+}
+
+#: (stage, quantile) of the latency tables' figure columns, in order
+LATENCY_COLUMNS = tuple(
+    (stage, q) for stage in ("search", "answer", "total", "ingest") for q in ("p50", "p95")
+)
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One cell: unescaped ``text``; ``numeric`` right-aligns; ``ci`` is the value's interval
+    text (``[0.38, 0.44]``), shown apart by renderers that show intervals."""
+
+    text: str
+    numeric: bool = False
+    ci: str | None = None
+
+
+@dataclass(frozen=True)
+class Row:
+    cells: tuple[Cell, ...]
+    #: "" (a category), "total" (overall rows), "extra" (macro, abstention), "published"
+    kind: str = ""
+
+
+@dataclass(frozen=True)
+class Table:
+    header: tuple[Cell, ...]
+    rows: tuple[Row, ...]
+    #: numbered notes under the table (the baselines' protocols and sources)
+    notes: tuple[str, ...] = ()
+    #: one sentence under the table
+    caption: str = ""
+    meta: dict[str, Any] = field(default_factory=dict)
+
+
+# ---- figures -----------------------------------------------------------------------------------
+
+
+def fmt_num(value: float | None, digits: int = 3) -> str:
+    if value is None or (isinstance(value, float) and not math.isfinite(value)):
+        return "-"
+    return f"{value:.{digits}f}"
+
+
+def _row_ci(row: CategoryRow, metric: str) -> tuple[float, float] | None:
+    ci = getattr(row, "ci", None) or {}
+    value = ci.get(metric) if isinstance(ci, Mapping) else None
+    if value is None:
+        return None
+    try:
+        lo, hi = (float(v) for v in value)
+    except (TypeError, ValueError):
+        return None
+    if not (math.isfinite(lo) and math.isfinite(hi)):
+        return None
+    return lo, hi
+
+
+def ci_text(row: CategoryRow, metric: str) -> str | None:
+    """``[0.38, 0.44]`` when the row shows a value and has a CI for the metric, else None."""
+    ci = _row_ci(row, metric)
+    if ci is None or fmt_num(row.metrics.get(metric)) == "-":
+        return None
+    return f"[{ci[0]:.2f}, {ci[1]:.2f}]"
+
+
+def metric_cell(row: CategoryRow, metric: str) -> Cell:
+    return Cell(fmt_num(row.metrics.get(metric)), True, ci_text(row, metric))
+
+
+def row_label(row: CategoryRow, scopes: Mapping[str, str]) -> str:
+    if row.key in scopes:
+        return f"{row.key} ({scopes[row.key]})"
+    return row.key
+
+
+def fmt_ms(seconds: float | None) -> str:
+    """Seconds shown as milliseconds with a precision that suits the magnitude."""
+    if seconds is None or not math.isfinite(seconds):
+        return "-"
+    ms = seconds * 1000.0
+    if ms >= 100:
+        return f"{ms:,.0f}"
+    if ms >= 1:
+        return f"{ms:.1f}"
+    return f"{ms:.3f}"
+
+
+def total_latency(run: RunSummary) -> dict[str, float]:
+    """p50/p95 of search + answer per question (what Mem0 calls total latency)."""
+    totals = [
+        r.latency["search"] + r.latency["answer"]
+        for r in run.results
+        if "search" in r.latency and "answer" in r.latency
+    ]
+    if not totals:
+        return {}
+    p50 = percentile(totals, 50)
+    p95 = percentile(totals, 95)
+    return {
+        "count": float(len(totals)),
+        "p50": p50 if p50 is not None else 0.0,
+        "p95": p95 if p95 is not None else 0.0,
+    }
+
+
+def latency_figures(run: RunSummary) -> list[float | None]:
+    """The run's latency figures (seconds) in ``LATENCY_COLUMNS`` order; None where missing."""
+    total = total_latency(run)
+    return [
+        (total if stage == "total" else run.latency.get(stage, {})).get(q)
+        for stage, q in LATENCY_COLUMNS
+    ]
+
+
+def plain(value: object) -> str:
+    """A value as one line of text: None is ``-``, containers are compact JSON."""
+    if value is None:
+        return "-"
+    if isinstance(value, (dict, list, tuple)):
+        return json.dumps(value, ensure_ascii=False, default=str, sort_keys=True)
+    return str(value)
+
+
+# ---- the tables --------------------------------------------------------------------------------
+
+
+def _num(text: str) -> Cell:
+    return Cell(text, True)
+
+
+def run_table(run: RunSummary) -> Table:
+    """Categories x (n, every metric, statuses), then overall, overall_all, and the macro and
+    abstention rows where the benchmark has them."""
+    scopes = overall_scopes(run)
+    header = (
+        Cell("category"),
+        Cell("id"),
+        Cell("shared"),
+        _num("n"),
+        *(_num(m) for m in run.metrics),
+        *(_num(label) for _, label in STATUS_COLUMNS),
+    )
+    rows = []
+    for row in [*run.categories, run.overall, run.overall_all]:
+        total = row is run.overall or row is run.overall_all
+        rows.append(
+            Row(_category_cells(row, run.metrics, row_label(row, scopes)), "total" if total else "")
+        )
+    if run.abstention is not None:
+        rows.append(Row(_category_cells(run.abstention, run.metrics, "abstention"), "extra"))
+    if run.macro is not None:
+        rows.append(
+            Row(
+                (
+                    Cell(f"macro (mean of {run.macro.count} categories)"),
+                    Cell(""),
+                    Cell(""),
+                    _num(""),
+                    *(Cell(fmt_num(run.macro.metrics.get(m)), True) for m in run.metrics),
+                    *(_num("") for _ in STATUS_COLUMNS),
+                ),
+                "extra",
+            )
+        )
+    return Table(header, tuple(rows))
+
+
+def _category_cells(row: CategoryRow, metrics: Sequence[str], label: str) -> tuple[Cell, ...]:
+    return (
+        Cell(label),
+        Cell("" if row.category_id is None else str(row.category_id)),
+        Cell(row.shared),
+        _num(str(row.count)),
+        *(metric_cell(row, m) for m in metrics),
+        *(_num(str(row.statuses.get(status, 0))) for status, _ in STATUS_COLUMNS),
+    )
+
+
+def comparison_table(summary: Summary, runs: Sequence[RunSummary]) -> Table:
+    """One row per system: every metric over ``overall``, the pass metric over ``overall_all``."""
+    metrics, main = comparison_columns(summary, runs)
+    header = (
+        Cell("system"),
+        _num("n"),
+        *(_num(f"{m} (overall)") for m in metrics),
+        *([_num(f"{main} (overall_all)")] if main else []),
+        *(_num(label) for _, label in STATUS_COLUMNS),
+    )
+    rows = tuple(
+        Row(
+            (
+                Cell(run.label),
+                _num(str(run.overall_all.count)),
+                *(metric_cell(run.overall, m) for m in metrics),
+                *([metric_cell(run.overall_all, main)] if main else []),
+                *(_num(str(run.overall_all.statuses.get(s, 0))) for s, _ in STATUS_COLUMNS),
+            )
+        )
+        for run in runs
+    )
+    return Table(header, rows)
+
+
+def baseline_grid(
+    runs: Sequence[RunSummary], baselines: Sequence[Baseline]
+) -> tuple[list[tuple[RunSummary, str]], list[tuple[CategoryRow, list[float | None]]]]:
+    """The published-baselines table's content: the (run, metric) columns of this run (each
+    metric some baseline reports), and for each row of the first run (categories, overall,
+    overall_all) the values of those columns followed by one value per baseline."""
+    families = list(dict.fromkeys(b.metric for b in baselines))
+    run_cols = [(run, m) for m in families for run in runs if m in run.metrics]
+    first = runs[0]
+    grid = []
+    for row in [*first.categories, first.overall, first.overall_all]:
+        values: list[float | None] = []
+        for run, m in run_cols:
+            match = run.row(row.key)
+            values.append(match.metrics.get(m) if match is not None else None)
+        values.extend(baseline_value(b, row) for b in baselines)
+        grid.append((row, values))
+    return run_cols, grid
+
+
+def baselines_table(runs: Sequence[RunSummary], baselines: Sequence[Baseline]) -> Table | None:
+    """Categories x (this run's metric per system, then one column per baseline), with a
+    numbered note per baseline (its protocol and source). None without baselines."""
+    if not baselines or not runs:
+        return None
+    run_cols, grid = baseline_grid(runs, baselines)
+    header = (
+        Cell("category"),
+        Cell("id"),
+        *(_num(f"{run.label}: {m} (this run)") for run, m in run_cols),
+        *(_num(f"[{i + 1}] {b.system}: {b.metric}") for i, b in enumerate(baselines)),
+    )
+    first = runs[0]
+    scopes = overall_scopes(first)
+    rows = tuple(
+        Row(
+            (
+                Cell(row_label(row, scopes)),
+                Cell("" if row.category_id is None else str(row.category_id)),
+                *(_num(fmt_num(v)) for v in values),
+            ),
+            "total" if row is first.overall or row is first.overall_all else "",
+        )
+        for row, values in grid
+    )
+    notes = tuple(
+        f"{b.system} ({b.name}){'' if b.verified else ' (unverified)'}: {b.protocol}; "
+        f"overall covers {b.overall_scope}. Source: {b.source}."
+        for b in baselines
+    )
+    return Table(header, rows, notes=notes)
+
+
+def latency_table(runs: Sequence[RunSummary]) -> Table | None:
+    """search / answer / total / ingest p50 and p95 per run, and Mem0's published row."""
+    if not any(run.latency for run in runs):
+        return None
+    header = (
+        Cell("benchmark"),
+        Cell("system"),
+        *(_num(f"{stage} {q} (ms)") for stage, q in LATENCY_COLUMNS),
+    )
+    rows = [
+        Row(
+            (Cell(run.benchmark), Cell(run.label), *(_num(fmt_ms(v)) for v in latency_figures(run)))
+        )
+        for run in runs
+    ]
+    m = MEM0_LATENCY
+    published = [m.get(f"{stage}_{q}") for stage, q in LATENCY_COLUMNS]
+    rows.append(
+        Row(
+            (
+                Cell("published"),
+                Cell(f"{m['system']} (unverified)"),
+                *(_num(fmt_ms(v)) for v in published),
+            ),
+            "published",
+        )
+    )
+    caption = (
+        f"Total is search + answer per question. The Mem0 row is {m['source']} "
+        f"({m['tokens_per_query']:,} tokens/query): unverified, measured with Mem0's own LLM calls "
+        "and hardware, so not comparable one to one."
+    )
+    return Table(header, tuple(rows), caption=caption)
+
+
+TokenRow = tuple[str, object, "tuple[int, int, int, int] | None"]
+
+
+def _int(value: object) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+        return 0
+    try:
+        return int(value)
+    except (TypeError, ValueError, OverflowError):
+        return 0
+
+
+def token_rows(tokens: Mapping[str, Any]) -> list[TokenRow]:
+    """Token use (role -> model -> usage) as rows ``(role, model, (input, output, calls, cache
+    hits))``; a role whose value is not a mapping gives ``(role, value, None)``."""
+    rows: list[TokenRow] = []
+    for role, models in tokens.items():
+        if not isinstance(models, Mapping):
+            rows.append((str(role), models, None))
+            continue
+        for model, usage in models.items():
+            u = usage if isinstance(usage, Mapping) else {}
+            counts = (
+                _int(u.get("input_tokens")),
+                _int(u.get("output_tokens")),
+                _int(u.get("calls")),
+                _int(u.get("cache_hits")),
+            )
+            rows.append((str(role), model, counts))
+    return rows
+
+
+def tokens_table(summary: Summary) -> Table | None:
+    """Input / output tokens, calls and cache hits per role and model; None without LLM use."""
+    tokens = summary.llm.tokens if summary.llm is not None else None
+    if not tokens:
+        return None
+    header = (
+        Cell("role"),
+        Cell("model"),
+        _num("input tokens"),
+        _num("output tokens"),
+        _num("calls"),
+        _num("cache hits"),
+    )
+    rows = []
+    for role, model, counts in token_rows(tokens):
+        if counts is None:
+            rows.append(Row((Cell(role), Cell(plain(model)), *(_num("") for _ in range(4)))))
+        else:
+            rows.append(Row((Cell(role), Cell(plain(model)), *(_num(f"{c:,}") for c in counts))))
+    return Table(header, tuple(rows), caption=tokens_note(summary))
+
+
+def tokens_note(summary: Summary) -> str:
+    """Tokens per question of this run beside Mem0's published figure."""
+    mem0 = MEM0_LATENCY["tokens_per_query"]
+    tokens = summary.llm.tokens if summary.llm is not None else None
+    if not tokens:
+        return f"No LLM token use recorded for this run. Mem0 published: {mem0:,} tokens/query (unverified)."
+    questions = sum(run.overall_all.count for run in summary.runs)
+    total = sum(c[0] + c[1] for _, _, c in token_rows(tokens) if c is not None)
+    per_q = f"{total / questions:,.0f}" if questions else "-"
+    return (
+        f"{per_q} tokens/question over {questions:,} questions; Mem0 published {mem0:,} "
+        "tokens/query (unverified)."
+    )
+
+
+def provenance_items(prov: Mapping[str, Any], *, files: bool = False) -> list[tuple[str, Any]]:
+    """The provenance as (label, value) rows in display order: plugin, datasets (questions,
+    sha256, optionally files), answerer, judge, top-k, systems, git commit (lists joined, empty
+    as "-"), pass rules, prompt hashes, then every other non-empty key as it is."""
+    rows: list[tuple[str, Any]] = []
+    shown = {
+        "plugin",
+        "plugin_version",
+        "datasets",
+        "prompt_sha256",
+        "pass_metric",
+        "pass_threshold",
+    }
+    rows.append(
+        (
+            "plugin version",
+            f"{prov.get('plugin', 'pytest-memeval')} {prov.get('plugin_version', '?')}",
+        )
+    )
+    datasets = prov.get("datasets")
+    if isinstance(datasets, Mapping):
+        for name, ds in datasets.items():
+            if not isinstance(ds, Mapping):
+                rows.append((f"dataset {name}", ds))
+                continue
+            variant = f" ({ds['variant']})" if ds.get("variant") else ""
+            rows.append(
+                (
+                    f"dataset {name}{variant}",
+                    f"{ds.get('questions_selected', '?')}/{ds.get('questions_total', '?')} questions",
+                )
+            )
+            digests = ds.get("sha256")
+            if isinstance(digests, Mapping):
+                for file, digest in digests.items():
+                    rows.append((f"sha256 {file}", digest))
+            if files and ds.get("files"):
+                rows.append((f"files {name}", ds.get("files")))
+    for key, label in (
+        ("answerer", "answerer"),
+        ("judge", "judge"),
+        ("top_k", "top-k"),
+        ("systems", "systems"),
+        ("git_commit", "git commit"),
+    ):
+        shown.add(key)
+        value = prov.get(key)
+        if isinstance(value, list):
+            value = ", ".join(str(v) for v in value)
+        rows.append((label, "-" if value in (None, "") else value))
+    metrics = prov.get("pass_metric")
+    thresholds = prov.get("pass_threshold")
+    if isinstance(metrics, Mapping):
+        for bench, metric in metrics.items():
+            threshold = thresholds.get(bench) if isinstance(thresholds, Mapping) else None
+            rows.append((f"pass rule {bench}", f"{metric} >= {threshold}"))
+    prompts = prov.get("prompt_sha256")
+    if isinstance(prompts, Mapping):
+        for name, digest in prompts.items():
+            rows.append((f"prompt sha256 {name}", digest))
+    for key, value in prov.items():
+        if key not in shown and value not in (None, "", [], {}):
+            rows.append((key, value))
+    return rows
+
+
+def provenance_table(summary: Summary, *, files: bool = False) -> Table:
+    rows = []
+    for key, value in provenance_items(summary.provenance, files=files):
+        if isinstance(value, list):
+            value = ", ".join(plain(v) for v in value)
+        rows.append(Row((Cell(key), Cell("-" if value in (None, "") else plain(value)))))
+    return Table((Cell("key"), Cell("value")), tuple(rows))
+
+
+def check_lines(summary: Summary) -> list[tuple[str, list[tuple[bool, str]]]]:
+    """(section title, [(passed, sentence)]) for the gates and the regression comparison; a
+    section without entries is left out."""
+    out: list[tuple[str, list[tuple[bool, str]]]] = []
+    if summary.gates:
+        out.append(("Gates", [(g.passed, g.message) for g in summary.gates]))
+    regression = [(not c.failed, c.message) for c in summary.regression]
+    if summary.regression_error is not None:
+        regression.append((False, summary.regression_error))
+    if regression:
+        out.append(("Regression against the saved baseline", regression))
+    return out
