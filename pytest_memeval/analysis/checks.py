@@ -12,7 +12,7 @@ from .gates import check_gates
 from .regression import compare, load_baseline
 
 if TYPE_CHECKING:
-    from ..plugin.options import Settings
+    from ..run.settings import Settings
 
 __all__ = ["check_summary"]
 
@@ -21,20 +21,22 @@ def check_summary(summary: Summary, settings: Settings) -> bool:
     """Run every configured check on ``summary``, record the outcomes on it; True when one
     failed (a gate, a regression beyond ``--memeval-max-drop``, or an unreadable baseline)."""
     failed = False
-    if settings.gates:
+    if settings.checks.gates:
         summary.gates = [
             GateOutcome(g.gate.text, g.passed, g.actual, g.message)
-            for g in check_gates(list(settings.gates), summary)
+            for g in check_gates(list(settings.checks.gates), summary)
         ]
         failed |= any(not g.passed for g in summary.gates)
-    if settings.baseline is not None:
+    if settings.checks.baseline is not None:
         try:
-            base = load_baseline(settings.baseline)
+            base = load_baseline(settings.checks.baseline)
         except MemevalError as exc:
             summary.regression_error = str(exc)
             return True
-        for metric, points in settings.max_drops or (("correct", 0.0),):
-            for c in compare(summary, base, metric, points, settings.alpha, seed=settings.seed):
+        for metric, points in settings.checks.max_drops or (("correct", 0.0),):
+            for c in compare(
+                summary, base, metric, points, settings.checks.alpha, seed=settings.selection.seed
+            ):
                 summary.regression.append(
                     RegressionOutcome(
                         label=c.label,
@@ -47,6 +49,6 @@ def check_summary(summary: Summary, settings: Settings) -> bool:
                         p_value=c.p_value,
                     )
                 )
-        if settings.max_drops:
+        if settings.checks.max_drops:
             failed |= any(c.failed for c in summary.regression)
     return failed

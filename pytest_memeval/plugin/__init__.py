@@ -75,13 +75,13 @@ def pytest_configure(config: pytest.Config) -> None:
     apply_merge_defaults(config)  # --memeval-merge: options default to the shards' own
     settings = read_settings(config)
     state = RunState(settings=settings)
-    state.pool.timeout = settings.timeout
+    state.pool.timeout = settings.run.timeout
     config.stash[STATE_KEY] = state
     config.pluginmanager.register(Builtins(), "memeval-builtins")
     config.addinivalue_line("markers", "memeval: a pytest-memeval benchmark question")
     if not settings.active:
         return
-    for name in settings.benchmarks:
+    for name in settings.selection.benchmarks:
         try:
             bench = get_benchmark(name)
         except MemevalError as exc:
@@ -92,13 +92,14 @@ def pytest_configure(config: pytest.Config) -> None:
             config.addinivalue_line(
                 "markers", f"{cat.name}: {name} category {cat.id} ({cat.shared})"
             )
-    llm_settings = _llm_settings(settings)
+    llm_settings = settings.llm
     if llm_settings.uses_llm:
         from ..errors import JudgeError
         from ..llm import redact
+        from ..run.runtime import check_llm
 
         try:
-            llm_settings.check()
+            check_llm(llm_settings)
         except JudgeError as exc:
             raise pytest.UsageError(redact(str(exc))) from None
     if config.pluginmanager.hasplugin("xdist"):
@@ -110,7 +111,10 @@ def pytest_configure(config: pytest.Config) -> None:
 
         config.pluginmanager.register(PytestHtmlHooks(config), "memeval-pytest-html")
     if not hasattr(config, "workerinput") and (
-        settings.merge or settings.shard or settings.cache_import or settings.cache_export
+        settings.run.merge
+        or settings.selection.shard
+        or settings.run.cache_import
+        or settings.run.cache_export
     ):
         from .scale import ScaleHooks
 
@@ -130,21 +134,28 @@ def _load(config: pytest.Config, state: RunState) -> None:
         start = time.perf_counter()
         try:
             dataset = bench.load(
-                LoadRequest(settings.data_dir, settings.cache_dir, settings.variant)
+                LoadRequest(
+                    settings.selection.data_dir, settings.cache_dir, settings.selection.variant
+                )
             )
         except MemevalError as exc:
             raise pytest.UsageError(f"--memeval={name}: {exc}") from None
         state.load_seconds[name] = time.perf_counter() - start
         state.datasets[name] = dataset
         state.selected[name] = select_questions(
-            dataset.questions, limit=settings.limit, sample=settings.sample, seed=settings.seed
+            dataset.questions,
+            limit=settings.selection.limit,
+            sample=settings.selection.sample,
+            seed=settings.selection.seed,
         )
         loaded.append(name)
-    if settings.shard is not None and loaded:  # the same conversations on every machine/worker
+    if (
+        settings.selection.shard is not None and loaded
+    ):  # the same conversations on every machine/worker
         from ..run.shards import shard_questions
 
         state.selected.update(
-            shard_questions({n: state.selected[n] for n in loaded}, settings.shard)
+            shard_questions({n: state.selected[n] for n in loaded}, settings.selection.shard)
         )
     if state.systems is None:
         state.systems = _resolve_systems(config, state)
@@ -154,14 +165,14 @@ def _load(config: pytest.Config, state: RunState) -> None:
             state.rejudge_run = Path(workerinput["memeval_rejudge_run"])
         if "memeval_resume" in workerinput:
             state.resume_ids = frozenset(ResultKey(*key) for key in workerinput["memeval_resume"])
-    llm_settings = _llm_settings(settings)
+    llm_settings = settings.llm
     if llm_settings.uses_llm and state.llm is None:
         from ..errors import JudgeError
         from ..llm import redact
         from ..run.runtime import LLMRuntime
 
         try:
-            state.llm = LLMRuntime(llm_settings)
+            state.llm = LLMRuntime(llm_settings, settings.cache_dir)
         except JudgeError as exc:
             raise pytest.UsageError(redact(str(exc))) from None
         cache = state.llm.cache
@@ -170,35 +181,13 @@ def _load(config: pytest.Config, state: RunState) -> None:
             if problem is not None:
                 raise pytest.UsageError(problem)
     if state.answerer is None:
-        if settings.answerer == "extractive":
+        if settings.llm.answerer == "extractive":
             from ..answerers.extractive import ExtractiveAnswerer
 
             state.answerer = ExtractiveAnswerer()
         else:
             assert state.llm is not None and state.llm.answerer is not None
             state.answerer = state.llm.answerer
-
-
-def _llm_settings(settings: Any) -> Any:
-    from ..run.runtime import LLMSettings
-
-    return LLMSettings(
-        answerer=settings.answerer,
-        judges=settings.judges,
-        judge_style=settings.judge_style,
-        judge_runs=settings.judge_runs,
-        base_url=settings.base_url,
-        api_key_env=settings.api_key_env,
-        concurrency=settings.llm_concurrency,
-        timeout=settings.llm_timeout,
-        max_retries=settings.llm_retries,
-        backoff=settings.llm_backoff,
-        no_cache=settings.no_cache,
-        cache_dir=settings.cache_dir,
-        answer_prompt=settings.answer_prompt,
-        judge_prompt=settings.judge_prompt,
-        circuit_breaker=settings.llm_circuit_breaker,
-    )
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -211,7 +200,7 @@ def pytest_sessionstart(session: pytest.Session) -> None:
 def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
     """With --memeval and no explicit paths, run the benchmark alone (no test files)."""
     settings = config.stash[STATE_KEY].settings
-    if settings.active and not settings.explicit_paths:
+    if settings.active and not settings.selection.explicit_paths:
         return True
     return None
 
@@ -230,7 +219,7 @@ def _resolve_systems(config: pytest.Config, state: RunState) -> list[SystemRef]:
     available = ", ".join(available_systems())
     refs: list[SystemRef] = []
     origins: dict[str, str] = {}
-    for name in state.settings.systems:
+    for name in state.settings.selection.systems:
         could_be_fixture = name.isidentifier()
         try:
             made = config.hook.pytest_memeval_make_system(config=config, name=name)

@@ -130,7 +130,7 @@ def resumed_exit_status(session: pytest.Session, state: RunState, restored: bool
     """Resuming a finished run deselects every item: pytest would exit 5 (no tests ran), yet the
     stored results are reported. That is a complete run: exit status OK."""
     if (
-        state.settings.resume is not None
+        state.settings.run.resume is not None
         and restored
         and session.exitstatus == pytest.ExitCode.NO_TESTS_COLLECTED
     ):
@@ -140,10 +140,10 @@ def resumed_exit_status(session: pytest.Session, state: RunState, restored: bool
 def _report_targets(settings: Any) -> list[tuple[str, Path | None]]:
     """(label, path) of every report file the settings ask for, as the terminal names them."""
     return [
-        ("JSON report", settings.json_path),
-        ("HTML report", settings.html_path),
-        ("Markdown summary", settings.markdown_path),
-        ("baseline", settings.save_baseline),
+        ("JSON report", settings.reports.json_path),
+        ("HTML report", settings.reports.html_path),
+        ("Markdown summary", settings.reports.markdown_path),
+        ("baseline", settings.checks.save_baseline),
     ]
 
 
@@ -183,18 +183,23 @@ def write_reports(
         with open(path, "a", encoding="utf-8") as fh:
             fh.write(markdown_text() + "\n")
 
-    attempt("JSON report", "--memeval-json", settings.json_path, lambda p: write_json(summary, p))
+    attempt(
+        "JSON report",
+        "--memeval-json",
+        settings.reports.json_path,
+        lambda p: write_json(summary, p),
+    )
     attempt(
         "baseline",
         "--memeval-save-baseline",
-        settings.save_baseline,
+        settings.checks.save_baseline,
         lambda p: write_text_atomic(p, json.dumps(save_baseline(summary), indent=1)),
     )
-    attempt("HTML report", "--memeval-html", settings.html_path, html)
+    attempt("HTML report", "--memeval-html", settings.reports.html_path, html)
     attempt(
         "Markdown summary",
         "--memeval-markdown",
-        settings.markdown_path,
+        settings.reports.markdown_path,
         lambda p: write_text_atomic(p, markdown_text()),
     )
     step = os.environ.get("GITHUB_STEP_SUMMARY")
@@ -228,16 +233,16 @@ class Controller:
         if not settings.active:
             return
         try:
-            if settings.rejudge is not None:
+            if settings.run.rejudge is not None:
                 state.rejudge_run = find_run(
-                    settings.cache_dir, settings.rejudge, option="--memeval-rejudge"
+                    settings.cache_dir, settings.run.rejudge, option="--memeval-rejudge"
                 )
-            if settings.reanswer is not None:  # stored retrievals, answered again
+            if settings.run.reanswer is not None:  # stored retrievals, answered again
                 state.rejudge_run = find_run(
-                    settings.cache_dir, settings.reanswer, option="--memeval-reanswer"
+                    settings.cache_dir, settings.run.reanswer, option="--memeval-reanswer"
                 )
-            if settings.resume is not None:
-                folder = find_run(settings.cache_dir, settings.resume)
+            if settings.run.resume is not None:
+                folder = find_run(settings.cache_dir, settings.run.resume)
                 check_resume_config(folder, settings.numbers())
                 self.store = RunStore(folder)
                 self.store.repair_torn_tail()
@@ -252,7 +257,7 @@ class Controller:
                 self.store = RunStore.create(settings.cache_dir)
                 # the resume check reads NUMBERS_KEY; the merge reads the fingerprint and shard
                 self.store.write_config(run_config(state) | {NUMBERS_KEY: settings.numbers()})
-            if settings.merge:
+            if settings.run.merge:
                 scale = self.config.pluginmanager.get_plugin("memeval-scale")
                 assert scale is not None  # registered with --memeval-merge
                 scale.merge_into(self)
@@ -376,28 +381,28 @@ class Controller:
             "versions": dependency_versions(),
             "created": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
             "datasets": datasets,
-            "systems": list(settings.systems),
-            "top_k": list(settings.top_k),
-            "answerer": state.answerer.label if state.answerer else settings.answerer,
-            "judge": list(settings.judges) or None,
-            "judge_style": settings.judge_style,
-            "judge_runs": settings.judge_runs if settings.judges else None,
-            "rejudge": settings.rejudge,
+            "systems": list(settings.selection.systems),
+            "top_k": list(settings.selection.top_k),
+            "answerer": state.answerer.label if state.answerer else settings.llm.answerer,
+            "judge": list(settings.llm.judges) or None,
+            "judge_style": settings.llm.judge_style,
+            "judge_runs": settings.llm.judge_runs if settings.llm.judges else None,
+            "rejudge": settings.run.rejudge,
             "prompt_sha256": (
                 state.llm.prompt_hashes(list(state.benchmarks)) if state.llm is not None else {}
             ),
             "pass_threshold": {b: state.threshold(b) for b in state.benchmarks},
             "pass_metric": {b: state.benchmarks[b].pass_metric for b in state.benchmarks},
-            "limit": settings.limit,
-            "sample": settings.sample,
-            "seed": settings.seed,
-            "metrics": list(settings.metrics) if settings.metrics else None,
+            "limit": settings.selection.limit,
+            "sample": settings.selection.sample,
+            "seed": settings.selection.seed,
+            "metrics": list(settings.selection.metrics) if settings.selection.metrics else None,
             "git_commit": _git_commit(self.config.rootpath),
             "ingests": self.ingest_counts(),
             "duplicate_results": [list(key) for key in self.duplicates],
             "lost": list(self.lost),
             "run_id": self.store.run_id if self.store is not None else None,
-            "resumed": settings.resume is not None,
+            "resumed": settings.run.resume is not None,
         }
 
     def build_summary(self) -> Summary:
@@ -420,14 +425,16 @@ class Controller:
                 ]
                 metrics = list(bench.metrics)
                 round3 = tuple(getattr(bench, "round3_metrics", ()))
-            if self.state.settings.metrics:
-                metrics = [m for m in self.state.settings.metrics]
+            if self.state.settings.selection.metrics:
+                metrics = [m for m in self.state.settings.selection.metrics]
             metrics = metric_union(results, metrics)
             run = aggregate_run(bench_name, system, flow, results, metas, metrics, round3)
-            add_confidence_intervals(run, metrics, seed=self.state.settings.seed, round3=round3)
+            add_confidence_intervals(
+                run, metrics, seed=self.state.settings.selection.seed, round3=round3
+            )
             add_pooled_judge_std(run)
             runs.append(run)
-        order = {name: i for i, name in enumerate(self.state.settings.benchmarks)}
+        order = {name: i for i, name in enumerate(self.state.settings.selection.benchmarks)}
         runs.sort(key=lambda r: (order.get(r.benchmark, 99), r.flow != "", r.flow))
         summary = Summary(
             runs=runs,
@@ -444,11 +451,11 @@ class Controller:
                 judge_warnings=merged["judge_warnings"],
                 judge_unscored=merged["judge_unscored"],
             )
-            if self.state.settings.prices is not None:
+            if self.state.settings.llm.prices is not None:
                 from ..llm import TokenAccounting
 
                 tokens = TokenAccounting.from_dict(merged["tokens"])
-                prices = self.state.settings.prices
+                prices = self.state.settings.llm.prices
                 usage.cost_usd = {
                     "total": tokens.cost(prices),
                     "by_role": tokens.cost_by_role(prices),
@@ -468,7 +475,7 @@ class Controller:
                 dataset = self.state.datasets.get(run.benchmark)
                 chosen[run.benchmark] = baselines_for(
                     run.benchmark,
-                    self.state.settings.baselines,
+                    self.state.settings.reports.baselines,
                     None,
                     dataset.variant if dataset is not None else None,
                 )
@@ -511,10 +518,10 @@ class Controller:
                 f"questions, sha256 {digest}…"
             )
         selection = []
-        if s.limit:
-            selection.append(f"limit {s.limit}/conversation")
-        if s.sample:
-            selection.append(f"sample {s.sample}/category seed {s.seed}")
+        if s.selection.limit:
+            selection.append(f"limit {s.selection.limit}/conversation")
+        if s.selection.sample:
+            selection.append(f"sample {s.selection.sample}/category seed {s.selection.seed}")
         rules = ", ".join(
             f"{b}: {bench.pass_metric} >= {state.threshold(b)}"
             for b, bench in state.benchmarks.items()
@@ -522,9 +529,9 @@ class Controller:
         ingests = ", ".join(f"{k} {v}" for k, v in sorted(self.ingest_counts().items()))
         llm_line = []
         llm = self.summary.llm if self.summary is not None else None
-        if s.judges:
+        if s.llm.judges:
             llm_line.append(
-                f"  judges: {', '.join(s.judges)} (style {s.judge_style or 'per benchmark'}); "
+                f"  judges: {', '.join(s.llm.judges)} (style {s.llm.judge_style or 'per benchmark'}); "
                 f"unscored {llm.judge_unscored if llm else 0}, warnings "
                 f"{llm.judge_warnings if llm else 0}"
             )
@@ -560,9 +567,9 @@ class Controller:
                 )
         lines = [
             "configuration: " + "; ".join(parts),
-            f"  systems: {', '.join(s.systems)}; top-k: {', '.join(map(str, s.top_k))}; "
-            f"answerer: {state.answerer.label if state.answerer else s.answerer}",
-            f"  pass rule: {rules}{'; strict' if s.strict else ''}"
+            f"  systems: {', '.join(s.selection.systems)}; top-k: {', '.join(map(str, s.selection.top_k))}; "
+            f"answerer: {state.answerer.label if state.answerer else s.llm.answerer}",
+            f"  pass rule: {rules}{'; strict' if s.run.strict else ''}"
             + (f"; selection: {', '.join(selection)}" if selection else ""),
             f"  ingests: {ingests or 'none'}; collection {state.collect_seconds:.2f}s",
             *llm_line,
@@ -581,7 +588,7 @@ class Controller:
         settings = self.state.settings
         for line in render_summary(summary, self.baselines(summary), self._config_lines()):
             tr.write_line(line)
-        wrong_limit = None if config.get_verbosity() > 0 else settings.show_wrong
+        wrong_limit = None if config.get_verbosity() > 0 else settings.run.show_wrong
         wrong = render_wrong([r for run in summary.runs for r in run.results], wrong_limit)
         if wrong and (wrong_limit is None or wrong_limit > 0):
             tr.write_sep("-", "WRONG answers")

@@ -45,7 +45,7 @@ from .keys import RESULT_KEY, STATE_KEY
 if TYPE_CHECKING:
     from ..answerers.extractive import Answerer
     from ..run.runtime import LLMRuntime
-    from .options import Settings
+    from ..run.settings import Settings
 
 __all__ = [
     "BenchmarkNode",
@@ -110,8 +110,8 @@ class RunState:
         return self._stored
 
     def threshold(self, bench: str) -> float:
-        if self.settings.pass_threshold is not None:
-            return self.settings.pass_threshold
+        if self.settings.run.pass_threshold is not None:
+            return self.settings.run.pass_threshold
         return float(getattr(self.benchmarks[bench], "default_threshold", 0.5))
 
 
@@ -284,7 +284,7 @@ def question_run(config: pytest.Config, state: RunState, bench: str) -> Question
         ):
             if extra:
                 merged.update(extra)
-        wanted = state.settings.metrics
+        wanted = state.settings.selection.metrics
         if wanted:
             keep = set(wanted) | {state.benchmarks[bench].pass_metric}
             merged = {k: v for k, v in merged.items() if k in keep}
@@ -304,7 +304,7 @@ def question_run(config: pytest.Config, state: RunState, bench: str) -> Question
         score=score,
         judge=judge,
         answerer=state.answerer,
-        timeout=state.settings.timeout,
+        timeout=state.settings.run.timeout,
     )
 
 
@@ -383,9 +383,9 @@ class MemevalItem(pytest.Function):
         result = result_skeleton(self.benchmark, self.system, self.question, self.nodeid)
         prediction = None
         ingested = None
-        if state.settings.rejudge:
+        if state.settings.run.rejudge:
             prediction = self._stored_prediction(result)
-        elif state.settings.reanswer:
+        elif state.settings.run.reanswer:
             prediction = self._reanswered_prediction(result)
         try:
             if prediction is None:
@@ -455,7 +455,7 @@ class MemevalItem(pytest.Function):
 
     def runtest(self) -> None:
         result = self.stash.get(RESULT_KEY, None)
-        if result is not None and result.status == STATUS_WRONG and self.state.settings.strict:
+        if result is not None and result.status == STATUS_WRONG and self.state.settings.run.strict:
             raise WrongAnswer(result)
 
     def repr_failure(  # type: ignore[override]  # same signature as pytest.Function

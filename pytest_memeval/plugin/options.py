@@ -1,4 +1,5 @@
-"""Command-line options and their resolution into one immutable ``Settings`` value (pytest glue).
+"""Command-line options, declared once (``OPTIONS``), read once into the grouped
+``run.settings.Settings`` (pytest glue).
 
 Every option is also settable in the ini file as ``memeval_<name>``; precedence is
 command line > environment (where one is documented) > ini > default. Validation errors are
@@ -9,13 +10,22 @@ from __future__ import annotations
 
 import math
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-__all__ = ["OPTIONS", "Settings", "addoptions", "read_settings"]
+from ..run.settings import (
+    CheckSettings,
+    LLMSettings,
+    ReportSettings,
+    RunSettings,
+    Selection,
+    Settings,
+)
+
+__all__ = ["OPTIONS", "addoptions", "read_settings"]
 
 
 @dataclass(frozen=True)
@@ -260,88 +270,6 @@ OPTIONS: tuple[_Opt, ...] = (
         metavar="NAME[,NAME]",
     ),
 )
-
-
-@dataclass(frozen=True)
-class Settings:
-    benchmarks: tuple[str, ...]
-    systems: tuple[str, ...]
-    data_dir: Path | None
-    variant: str | None
-    limit: int | None
-    sample: int | None
-    seed: int
-    metrics: tuple[str, ...] | None
-    answerer: str
-    top_k: tuple[int, ...]
-    pass_threshold: float | None
-    cache_dir: Path
-    json_path: Path | None
-    strict: bool
-    show_wrong: int
-    baselines: tuple[str, ...] | None
-    judges: tuple[str, ...] = ()
-    judge_style: str | None = None
-    judge_runs: int = 10
-    judge_prompt: str | None = None
-    answer_prompt: str | None = None
-    base_url: str | None = None
-    api_key_env: str | None = None
-    llm_concurrency: int = 8
-    llm_timeout: float = 60.0
-    llm_retries: int = 6
-    llm_backoff: float = 0.5
-    llm_circuit_breaker: int = 5
-    no_cache: bool = False
-    rejudge: str | None = None
-    prices: dict[str, dict[str, float]] | None = None
-    html_path: Path | None = None
-    markdown_path: Path | None = None
-    gates: tuple[Any, ...] = ()
-    save_baseline: Path | None = None
-    baseline: Path | None = None
-    max_drops: tuple[tuple[str, float], ...] = ()
-    alpha: float = 0.05
-    timeout: float | None = None
-    resume: str | None = None
-    explicit_paths: bool = False
-    raw: dict[str, Any] = field(default_factory=dict)
-    shard: Any = None  # shards.Shard (--memeval-shard)
-    merge: tuple[Path, ...] = ()
-    reanswer: str | None = None
-    cache_import: tuple[Path, ...] = ()
-    cache_export: Path | None = None
-
-    @property
-    def active(self) -> bool:
-        return bool(self.benchmarks)
-
-    def numbers(self) -> dict[str, Any]:
-        """The settings that change a run's numbers, by option name (stored in the run folder;
-        ``--memeval-resume`` refuses a run whose stored values differ)."""
-        return {
-            "--memeval": list(self.benchmarks),
-            "--memsys": list(self.systems),
-            "--memeval-variant": self.variant,
-            "--memeval-limit": self.limit,
-            "--memeval-sample": self.sample,
-            "--memeval-seed": self.seed if self.sample is not None else None,
-            "--memeval-metrics": list(self.metrics) if self.metrics else None,
-            "--memeval-answerer": self.answerer,
-            "--memeval-answer-prompt": self.answer_prompt,
-            "--memeval-judge": list(self.judges),
-            "--memeval-judge-style": self.judge_style,
-            "--memeval-judge-runs": self.judge_runs if self.judges else None,
-            "--memeval-judge-prompt": self.judge_prompt,
-            "--memeval-top-k": list(self.top_k),
-            "--memeval-pass-threshold": self.pass_threshold,
-        }
-
-    def system_labels(self, system: str) -> list[tuple[str, int]]:
-        """(label, k) per top-k variant: ``bm25`` for one k, ``bm25@10`` ... for several."""
-        if len(self.top_k) == 1:
-            return [(system, self.top_k[0])]
-        return [(f"{system}@{k}", k) for k in self.top_k]
 
 
 def addoptions(parser: pytest.Parser) -> None:
@@ -656,51 +584,67 @@ def read_settings(config: pytest.Config) -> Settings:
     )
 
     return Settings(
-        benchmarks=benchmarks,
-        systems=systems,
-        data_dir=data_dir,
-        variant=str(val("memeval_variant")) if val("memeval_variant") else None,
-        limit=_int(limit, src("memeval_limit"), minimum=1) if limit is not None else None,
-        sample=_int(sample, src("memeval_sample"), minimum=1) if sample is not None else None,
-        seed=_int(val("memeval_seed"), src("memeval_seed"), minimum=0),
-        metrics=metrics,
-        answerer=answerer,
-        top_k=top_k,
-        pass_threshold=threshold,
+        selection=Selection(
+            benchmarks=benchmarks,
+            systems=systems,
+            data_dir=data_dir,
+            variant=str(val("memeval_variant")) if val("memeval_variant") else None,
+            limit=_int(limit, src("memeval_limit"), minimum=1) if limit is not None else None,
+            sample=_int(sample, src("memeval_sample"), minimum=1) if sample is not None else None,
+            seed=_int(val("memeval_seed"), src("memeval_seed"), minimum=0),
+            metrics=metrics,
+            top_k=top_k,
+            shard=scale.shard,
+            explicit_paths=explicit,
+        ),
+        run=RunSettings(
+            pass_threshold=threshold,
+            strict=strict,
+            show_wrong=_int(val("memeval_show_wrong"), src("memeval_show_wrong"), minimum=0),
+            timeout=item_timeout,
+            resume=str(val("memeval_resume")) if val("memeval_resume") else None,
+            rejudge=str(val("memeval_rejudge")) if val("memeval_rejudge") else None,
+            reanswer=scale.reanswer,
+            merge=scale.merge,
+            cache_import=scale.cache_import,
+            cache_export=scale.cache_export,
+        ),
+        llm=LLMSettings(
+            answerer=answerer,
+            judges=judges,
+            judge_style=str(style) if style else None,
+            judge_runs=_int(val("memeval_judge_runs"), src("memeval_judge_runs"), minimum=1),
+            judge_prompt=str(val("memeval_judge_prompt")) if val("memeval_judge_prompt") else None,
+            answer_prompt=(
+                str(val("memeval_answer_prompt")) if val("memeval_answer_prompt") else None
+            ),
+            base_url=str(val("memeval_base_url")) if val("memeval_base_url") else None,
+            api_key_env=str(val("memeval_api_key_env")) if val("memeval_api_key_env") else None,
+            concurrency=_int(
+                val("memeval_llm_concurrency"), src("memeval_llm_concurrency"), minimum=1
+            ),
+            timeout=timeout,
+            max_retries=_int(val("memeval_llm_retries"), src("memeval_llm_retries"), minimum=0),
+            backoff=_seconds(val("memeval_llm_backoff"), src("memeval_llm_backoff"), zero=True),
+            circuit_breaker=_int(
+                val("memeval_llm_circuit_breaker"), src("memeval_llm_circuit_breaker"), minimum=0
+            ),
+            no_cache=flag("memeval_no_cache"),
+            prices=_prices(val("memeval_prices"), src("memeval_prices")),
+        ),
+        reports=ReportSettings(
+            json_path=report_path("memeval_json"),
+            html_path=report_path("memeval_html"),
+            markdown_path=report_path("memeval_markdown"),
+            baselines=baselines,
+        ),
+        checks=CheckSettings(
+            gates=tuple(gates),
+            save_baseline=report_path("memeval_save_baseline"),
+            baseline=path("memeval_baseline"),
+            max_drops=tuple(max_drops),
+            alpha=alpha,
+        ),
         cache_dir=cache_dir,
-        json_path=report_path("memeval_json"),
-        strict=strict,
-        show_wrong=_int(val("memeval_show_wrong"), src("memeval_show_wrong"), minimum=0),
-        baselines=baselines,
-        judges=judges,
-        judge_style=str(style) if style else None,
-        judge_runs=_int(val("memeval_judge_runs"), src("memeval_judge_runs"), minimum=1),
-        judge_prompt=str(val("memeval_judge_prompt")) if val("memeval_judge_prompt") else None,
-        answer_prompt=str(val("memeval_answer_prompt")) if val("memeval_answer_prompt") else None,
-        base_url=str(val("memeval_base_url")) if val("memeval_base_url") else None,
-        api_key_env=str(val("memeval_api_key_env")) if val("memeval_api_key_env") else None,
-        llm_concurrency=_int(
-            val("memeval_llm_concurrency"), src("memeval_llm_concurrency"), minimum=1
-        ),
-        llm_timeout=timeout,
-        llm_retries=_int(val("memeval_llm_retries"), src("memeval_llm_retries"), minimum=0),
-        llm_backoff=_seconds(val("memeval_llm_backoff"), src("memeval_llm_backoff"), zero=True),
-        llm_circuit_breaker=_int(
-            val("memeval_llm_circuit_breaker"), src("memeval_llm_circuit_breaker"), minimum=0
-        ),
-        no_cache=flag("memeval_no_cache"),
-        rejudge=str(val("memeval_rejudge")) if val("memeval_rejudge") else None,
-        prices=_prices(val("memeval_prices"), src("memeval_prices")),
-        html_path=report_path("memeval_html"),
-        markdown_path=report_path("memeval_markdown"),
-        gates=tuple(gates),
-        save_baseline=report_path("memeval_save_baseline"),
-        baseline=path("memeval_baseline"),
-        max_drops=tuple(max_drops),
-        alpha=alpha,
-        timeout=item_timeout,
-        resume=str(val("memeval_resume")) if val("memeval_resume") else None,
-        explicit_paths=explicit,
         raw={k: v[0] for k, v in raw.items()},
-        **scale,
     )

@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -26,6 +27,7 @@ from .. import __version__
 from ..errors import AdapterError, MemevalError
 
 if TYPE_CHECKING:
+    from ..run.shards import Shard
     from .controller import Controller
     from .items import RunState
 
@@ -70,8 +72,8 @@ def scale_settings(
     *,
     rejudge: Any,
     resume: Any,
-) -> dict[str, Any]:
-    """The ``Settings`` fields of these options, validated (``pytest.UsageError`` with the fix)."""
+) -> ScaleSettings:
+    """These options, validated (``pytest.UsageError`` with the fix)."""
     from ..run.shards import parse_shard
 
     parsed = None
@@ -106,13 +108,24 @@ def scale_settings(
             "--memeval-reanswer with --memeval-resume: reanswer makes a new run from a stored "
             "one; give one of them"
         )
-    return {
-        "shard": parsed,
-        "merge": folders,
-        "reanswer": str(reanswer) if reanswer else None,
-        "cache_import": tuple(Path(p).expanduser() for p in _split(cache_import)),
-        "cache_export": Path(str(cache_export)).expanduser() if cache_export else None,
-    }
+    return ScaleSettings(
+        shard=parsed,
+        merge=folders,
+        reanswer=str(reanswer) if reanswer else None,
+        cache_import=tuple(Path(p).expanduser() for p in _split(cache_import)),
+        cache_export=Path(str(cache_export)).expanduser() if cache_export else None,
+    )
+
+
+@dataclass(frozen=True)
+class ScaleSettings:
+    """The scale options, validated (read_settings puts them in their groups)."""
+
+    shard: Shard | None
+    merge: tuple[Path, ...]
+    reanswer: str | None
+    cache_import: tuple[Path, ...]
+    cache_export: Path | None
 
 
 def apply_merge_defaults(config: pytest.Config) -> None:
@@ -152,27 +165,27 @@ def run_fingerprint(state: RunState) -> dict[str, Any]:
     s = state.settings
     return {
         "plugin_version": __version__,
-        "benchmarks": list(s.benchmarks),
+        "benchmarks": list(s.selection.benchmarks),
         "datasets": {
             name: {"variant": ds.variant, "sha256": sorted(ds.sha256.values())}
             for name, ds in state.datasets.items()
         },
-        "memsys": list(s.systems),
+        "memsys": list(s.selection.systems),
         "systems": [ref.label for ref in state.systems or ()],
-        "top_k": list(s.top_k),
-        "limit": s.limit,
-        "sample": s.sample,
-        "seed": s.seed,
-        "metrics": list(s.metrics) if s.metrics else None,
-        "answerer": s.answerer,
-        "judges": list(s.judges),
-        "judge_style": s.judge_style,
-        "judge_runs": s.judge_runs if s.judges else None,
+        "top_k": list(s.selection.top_k),
+        "limit": s.selection.limit,
+        "sample": s.selection.sample,
+        "seed": s.selection.seed,
+        "metrics": list(s.selection.metrics) if s.selection.metrics else None,
+        "answerer": s.llm.answerer,
+        "judges": list(s.llm.judges),
+        "judge_style": s.llm.judge_style,
+        "judge_runs": s.llm.judge_runs if s.llm.judges else None,
         "prompt_sha256": (
             state.llm.prompt_hashes(list(state.benchmarks)) if state.llm is not None else {}
         ),
-        "pass_threshold": s.pass_threshold,
-        "strict": s.strict,
+        "pass_threshold": s.run.pass_threshold,
+        "strict": s.run.strict,
     }
 
 
@@ -184,8 +197,8 @@ def run_config(state: RunState) -> dict[str, Any]:
         "plugin": __version__,
         "fingerprint": run_fingerprint(state),
         "system_bases": _system_bases(state),
-        "shard": s.shard.to_dict() if s.shard is not None else None,
-        "merged_from": [str(p) for p in s.merge] or None,
+        "shard": s.selection.shard.to_dict() if s.selection.shard is not None else None,
+        "merged_from": [str(p) for p in s.run.merge] or None,
     }
 
 
@@ -232,11 +245,11 @@ class ScaleHooks:
     def pytest_memeval_make_system(self, config: pytest.Config, name: str) -> Any:
         """A merge never runs a system: each ``--memsys`` value stands for the system names the
         shards recorded, so a merge machine needs none of them installed."""
-        if not self.settings.merge:
+        if not self.settings.run.merge:
             return None
         from ..run.shards import _read_json
 
-        stored = _read_json(Path(self.settings.merge[0]) / "config.json", "run configuration")
+        stored = _read_json(Path(self.settings.run.merge[0]) / "config.json", "run configuration")
         bases = (stored.get("system_bases") or {}).get(name) if isinstance(stored, dict) else None
         if not bases:
             return None
@@ -247,7 +260,7 @@ class ScaleHooks:
         from ..run.shards import fingerprint_difference, load_shards
 
         state = controller.state
-        shards = load_shards(self.settings.merge)
+        shards = load_shards(self.settings.run.merge)
         mine = run_fingerprint(state)
         diffs = fingerprint_difference(shards.fingerprint, mine)
         if diffs:
@@ -267,7 +280,7 @@ class ScaleHooks:
     def pytest_collection_modifyitems(
         self, session: pytest.Session, config: pytest.Config, items: list[pytest.Item]
     ) -> None:
-        if not self.settings.merge:
+        if not self.settings.run.merge:
             return
         from . import result_key
         from .items import MemevalItem
@@ -297,7 +310,7 @@ class ScaleHooks:
             reporter = self.config.pluginmanager.get_plugin("terminalreporter")
             if reporter is not None:
                 reporter.write_line(
-                    f"memeval: shard {self.settings.shard} has no conversation to run "
+                    f"memeval: shard {self.settings.selection.shard} has no conversation to run "
                     "(more shards than conversations)"
                 )
         controller = self.config.stash.get(CONTROLLER_KEY, None)
@@ -312,12 +325,12 @@ class ScaleHooks:
     @pytest.hookimpl
     def pytest_sessionstart(self, session: pytest.Session) -> None:
         settings = self.settings
-        if not settings.active or not settings.cache_import:
+        if not settings.active or not settings.run.cache_import:
             return
         from ..llm.cache import CACHE_FILENAME
         from ..llm.transfer import import_cache
 
-        for path in settings.cache_import:
+        for path in settings.run.cache_import:
             try:
                 import_cache(Path(settings.cache_dir) / "llm" / CACHE_FILENAME, path)
             except MemevalError as exc:
@@ -328,15 +341,15 @@ class ScaleHooks:
         settings = self.settings
         if self.merged_ok and session.exitstatus == pytest.ExitCode.NO_TESTS_COLLECTED:
             session.exitstatus = pytest.ExitCode.OK  # nothing to run is what a merge means
-        if settings.shard is not None:
+        if settings.selection.shard is not None:
             self._finish_shard(session)
-        if settings.active and settings.cache_export is not None:
+        if settings.active and settings.run.cache_export is not None:
             from ..llm.cache import CACHE_FILENAME
             from ..llm.transfer import export_cache
 
             try:
                 export_cache(
-                    Path(settings.cache_dir) / "llm" / CACHE_FILENAME, settings.cache_export
+                    Path(settings.cache_dir) / "llm" / CACHE_FILENAME, settings.run.cache_export
                 )
             except MemevalError as exc:
                 reporter = session.config.pluginmanager.get_plugin("terminalreporter")

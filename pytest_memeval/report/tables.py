@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from ..analysis.aggregate import percentile
@@ -94,7 +94,9 @@ class Table:
     notes: tuple[str, ...] = ()
     #: one sentence under the table
     caption: str = ""
-    meta: dict[str, Any] = field(default_factory=dict)
+    #: the column of category ids, which a narrow renderer may fold into the label column
+    #: (``single-hop [4]``)
+    id_column: int | None = None
 
 
 # ---- figures -----------------------------------------------------------------------------------
@@ -227,7 +229,7 @@ def run_table(run: RunSummary) -> Table:
                 "extra",
             )
         )
-    return Table(header, tuple(rows))
+    return Table(header, tuple(rows), id_column=1)
 
 
 def _category_cells(row: CategoryRow, metrics: Sequence[str], label: str) -> tuple[Cell, ...]:
@@ -316,7 +318,7 @@ def baselines_table(runs: Sequence[RunSummary], baselines: Sequence[Baseline]) -
         f"overall covers {b.overall_scope}. Source: {b.source}."
         for b in baselines
     )
-    return Table(header, rows, notes=notes)
+    return Table(header, rows, notes=notes, id_column=1)
 
 
 def latency_table(runs: Sequence[RunSummary]) -> Table | None:

@@ -9,7 +9,7 @@ from typing import Any
 from ..analysis.baselines import Baseline
 from ..records import STATUS_WRONG, QuestionResult
 from .model import Summary, runs_by_benchmark
-from .tables import Table, baselines_table, comparison_table, fmt_num, run_table
+from .tables import Cell, Table, baselines_table, comparison_table, fmt_num, run_table
 
 __all__ = ["escape_controls", "render_summary", "render_table", "render_wrong"]
 
@@ -26,10 +26,21 @@ def escape_controls(text: str) -> str:
 
 def render_table(table: Table) -> list[str]:
     """A table as aligned plain-text lines (text columns left, numeric right; intervals left out
-    for width); numbered notes below as ``[n] ...``."""
-    header = [c.text for c in table.header]
-    rows = [[c.text for c in row.cells] for row in table.rows]
-    numeric = [c.numeric for c in table.header]
+    and category ids folded into the label, ``single-hop [4]``, for width); numbered notes below
+    as ``[n] ...``."""
+    fold = table.id_column
+
+    def cells(row: Sequence[Cell]) -> list[str]:
+        out = [c.text for c in row]
+        if fold is not None:
+            ident = out.pop(fold)
+            if ident and ident != out[0]:
+                out[0] = f"{out[0]} [{ident}]"
+        return out
+
+    header = cells(table.header)
+    rows = [cells(row.cells) for row in table.rows]
+    numeric = [c.numeric for i, c in enumerate(table.header) if i != fold]
     widths = [len(h) for h in header]
     for row in rows:
         for i, cell in enumerate(row):

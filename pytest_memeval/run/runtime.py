@@ -30,42 +30,21 @@ from ..llm import (
 from ..llm.client import CircuitOpenError
 from ..llm.retry import CircuitBreaker
 from ..records import Question
+from .settings import LLMSettings
 
 if TYPE_CHECKING:
     from ..answerers.llm import LLMAnswerer
 
-__all__ = ["JudgeSpec", "LLMRuntime", "LLMSettings", "judge_agreement"]
+__all__ = ["JudgeSpec", "LLMRuntime", "LLMSettings", "check_llm", "judge_agreement"]
 
 
-@dataclass(frozen=True)
-class LLMSettings:
-    answerer: str  # "extractive" or PROVIDER:MODEL
-    judges: tuple[str, ...]
-    judge_style: str | None
-    judge_runs: int
-    base_url: str | None
-    api_key_env: str | None
-    concurrency: int
-    timeout: float
-    max_retries: int
-    backoff: float
-    no_cache: bool
-    cache_dir: Path
-    answer_prompt: str | None
-    judge_prompt: str | None
-    circuit_breaker: int = 5  # connection failures in a row before no more calls (0: never)
-
-    @property
-    def uses_llm(self) -> bool:
-        return bool(self.judges) or self.answerer != "extractive"
-
-    def check(self) -> None:
-        """Fail before collection: bad spec, missing key (names the variable)."""
-        specs = list(self.judges)
-        if self.answerer != "extractive":
-            specs.append(self.answerer)
-        for spec in specs:
-            check_credentials(spec, base_url=self.base_url, api_key_env=self.api_key_env)
+def check_llm(settings: LLMSettings) -> None:
+    """Fail before collection: bad spec, missing key (names the variable)."""
+    specs = list(settings.judges)
+    if settings.answerer != "extractive":
+        specs.append(settings.answerer)
+    for spec in specs:
+        check_credentials(spec, base_url=settings.base_url, api_key_env=settings.api_key_env)
 
 
 @dataclass
@@ -77,13 +56,13 @@ class JudgeSpec:
 
 
 class LLMRuntime:
-    def __init__(self, settings: LLMSettings) -> None:
+    def __init__(self, settings: LLMSettings, cache_dir: Path) -> None:
         self.settings = settings
         self.accounting = TokenAccounting()
         self.semaphore = make_semaphore(settings.concurrency)
         self.cache: LLMCache | None = None
         if not settings.no_cache:
-            self.cache = LLMCache(settings.cache_dir / "llm")
+            self.cache = LLMCache(cache_dir / "llm")
         self._lock = threading.Lock()
         self.breaker = CircuitBreaker(settings.circuit_breaker)
         self.answerer_client: ProviderClient | None = None
