@@ -2,7 +2,7 @@
 
 The public API: the records a memory system sees (``Conversation``, ``Session``, ``Turn``,
 ``Question``) and returns (``Memory``), the ``MemorySystem`` protocol, the results
-(``QuestionResult``, ``Prediction``, ``Score``) and the benchmark protocol for third-party
+(``QuestionResult``, ``Prediction``) and the benchmark protocol for third-party
 benchmarks (``Benchmark``, ``CategoryInfo``, ``Dataset``, ``LoadRequest``). Metrics live in
 ``pytest_memeval.metrics``; everything pytest-specific in ``pytest_memeval.plugin``.
 """
@@ -17,13 +17,29 @@ from .records import (
     Prediction,
     Question,
     QuestionResult,
-    Score,
     Session,
     Turn,
 )
 from .systems.base import MemorySystem
 
 __version__ = "0.1.0"
+
+
+def __getattr__(name: str) -> object:
+    if name == "Score":  # never produced or consumed by the plugin; kept importable for now
+        import warnings
+
+        from . import records
+
+        warnings.warn(
+            "pytest_memeval.Score is deprecated and unused (scores are plain floats in "
+            "QuestionResult.scores); it will be removed",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return records.Score
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = [
     "AdapterError",
@@ -40,7 +56,6 @@ __all__ = [
     "Prediction",
     "Question",
     "QuestionResult",
-    "Score",
     "Session",
     "Turn",
     "__version__",

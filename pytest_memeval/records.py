@@ -160,7 +160,8 @@ class Prediction:
 
 @dataclass(frozen=True)
 class Score:
-    """One score value; ``unscored`` marks a judge reply that could not be parsed (value is NaN)."""
+    """Deprecated and unused: scores are plain floats in ``QuestionResult.scores`` (None when
+    unscored). Kept importable for code written against 0.1; ``pytest_memeval.Score`` warns."""
 
     value: float
     unscored: bool = False

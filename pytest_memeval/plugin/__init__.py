@@ -29,9 +29,12 @@ from .items import (
     MemevalItem,
     RunState,
     SystemRef,
+    case_flow,
+    case_of,
     conversation_key,
     ingested_system,
     question_run,
+    result_key,
     result_skeleton,
 )
 from .keys import CONTROLLER_KEY, RECORDER_KEY, RESULT_KEY, STATE_KEY
@@ -296,21 +299,6 @@ def pytest_collection_modifyitems(
     state.collect_seconds += time.perf_counter() - start
 
 
-def result_key(item: pytest.Item) -> ResultKey | None:
-    """The key of the result ``item`` records: (benchmark, system, flow, question id)."""
-    if isinstance(item, MemevalItem):
-        return ResultKey(item.benchmark, item.system.label, "", item.question.id)
-    case = _case_of(item)
-    if case is None:
-        return None
-    return ResultKey(case.benchmark, case.system.label, _flow(item), case.question.id)
-
-
-def _flow(item: pytest.Item) -> str:
-    """A hand-written test's flow name: its function name without parameters."""
-    return str(getattr(item, "originalname", None) or item.name.partition("[")[0])
-
-
 def pytest_collection_finish(session: pytest.Session) -> None:
     """Move everything alive after collection (datasets, items, libraries) out of the garbage
     collector's reach: pytest's and Python's collections then only walk objects made per item."""
@@ -340,7 +328,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 def _conversation_key(item: pytest.Item) -> tuple[str, str] | None:
     if isinstance(item, MemevalItem):
         return (item.benchmark, item.question.conversation_id)
-    case = _case_of(item)
+    case = case_of(item)
     return (case.benchmark, case.question.conversation_id) if case is not None else None
 
 
@@ -357,14 +345,6 @@ def group_items(items: list[pytest.Item]) -> list[pytest.Item]:
         else:
             groups.setdefault(key, []).append(item)
     return others + [item for group in groups.values() for item in group]
-
-
-def _case_of(item: pytest.Item) -> MemevalCase | None:
-    callspec = getattr(item, "callspec", None)
-    if callspec is None:
-        return None
-    case = callspec.params.get("memeval_case")
-    return case if isinstance(case, MemevalCase) else None
 
 
 class Recorder:
@@ -438,7 +418,7 @@ def pytest_runtest_makereport(
     if (
         call.excinfo is not None
         and isinstance(call.excinfo.value, MemevalError)
-        and (isinstance(item, MemevalItem) or _case_of(item) is not None)
+        and (isinstance(item, MemevalItem) or case_of(item) is not None)
     ):
         # the plugin's own errors (judge, dataset, adapter contract, timeout) say what to fix in
         # one line; their tracebacks would only show plugin internals
@@ -456,11 +436,11 @@ def _result_for(item: pytest.Item, call: pytest.CallInfo[None]) -> QuestionResul
     if isinstance(item, MemevalItem):
         bench, ref, question, flow = item.benchmark, item.system, item.question, ""
     else:
-        case = _case_of(item)
+        case = case_of(item)
         if case is None:
             return None
         bench, ref, question = case.benchmark, case.system, case.question
-        flow = _flow(item)
+        flow = case_flow(item)
     if call.excinfo is not None and call.excinfo.errisinstance(pytest.skip.Exception):
         return None
     if call.when == "setup" and call.excinfo is not None:

@@ -478,3 +478,26 @@ def group_by_conversation(questions: list[Question]) -> Iterator[tuple[str, list
     for q in questions:
         groups.setdefault(q.conversation_id, []).append(q)
     yield from groups.items()
+
+
+def result_key(item: pytest.Item) -> ResultKey | None:
+    """The key of the result ``item`` records: (benchmark, system, flow, question id)."""
+    if isinstance(item, MemevalItem):
+        return ResultKey(item.benchmark, item.system.label, "", item.question.id)
+    case = case_of(item)
+    if case is None:
+        return None
+    return ResultKey(case.benchmark, case.system.label, case_flow(item), case.question.id)
+
+
+def case_flow(item: pytest.Item) -> str:
+    """A hand-written test's flow name: its function name without parameters."""
+    return str(getattr(item, "originalname", None) or item.name.partition("[")[0])
+
+
+def case_of(item: pytest.Item) -> MemevalCase | None:
+    callspec = getattr(item, "callspec", None)
+    if callspec is None:
+        return None
+    case = callspec.params.get("memeval_case")
+    return case if isinstance(case, MemevalCase) else None

@@ -10,11 +10,17 @@ from __future__ import annotations
 
 import math
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
+
+from ..errors import MemevalError
+
+if TYPE_CHECKING:
+    from ..run.shards import Shard
 
 from ..run.settings import (
     CheckSettings,
@@ -520,7 +526,6 @@ def read_settings(config: pytest.Config) -> Settings:
     timeout = _seconds(val("memeval_llm_timeout"), src("memeval_llm_timeout"), example="60")
     from ..analysis.gates import parse_gate
     from ..analysis.regression import parse_max_drop
-    from ..errors import MemevalError
 
     def many(dest: str) -> list[str]:
         value = val(dest)
@@ -571,8 +576,6 @@ def read_settings(config: pytest.Config) -> Settings:
         item_timeout = _seconds(val("memeval_timeout"), src("memeval_timeout"), example="30")
 
     explicit = config.args_source == pytest.Config.ArgsSource.ARGS
-    from .scale import scale_settings
-
     scale = scale_settings(
         val("memeval_shard"),
         many("memeval_merge"),
@@ -648,3 +651,73 @@ def read_settings(config: pytest.Config) -> Settings:
         cache_dir=cache_dir,
         raw={k: v[0] for k, v in raw.items()},
     )
+
+
+def split_values(values: Sequence[str]) -> list[str]:
+    """Comma lists and repeated options, flattened."""
+    return [part.strip() for v in values for part in str(v).split(",") if part.strip()]
+
+
+def scale_settings(
+    shard: Any,
+    merge: Sequence[str],
+    reanswer: Any,
+    cache_import: Sequence[str],
+    cache_export: Any,
+    *,
+    rejudge: Any,
+    resume: Any,
+) -> ScaleSettings:
+    """These options, validated (``pytest.UsageError`` with the fix)."""
+    from ..run.shards import parse_shard
+
+    parsed = None
+    if shard not in (None, ""):
+        try:
+            parsed = parse_shard(str(shard))
+        except MemevalError as exc:
+            raise pytest.UsageError(str(exc)) from None
+    folders = tuple(Path(p).expanduser() for p in split_values(merge))
+    if folders:
+        clash = [
+            name
+            for name, value in (
+                ("--memeval-shard", parsed),
+                ("--memeval-resume", resume),
+                ("--memeval-rejudge", rejudge),
+                ("--memeval-reanswer", reanswer),
+            )
+            if value
+        ]
+        if clash:
+            raise pytest.UsageError(
+                f"--memeval-merge runs nothing, so it cannot be combined with {clash[0]}; merge "
+                "first, then rejudge or reanswer the merged run"
+            )
+    if reanswer and rejudge:
+        raise pytest.UsageError(
+            "--memeval-reanswer already judges the new answers again: drop --memeval-rejudge"
+        )
+    if reanswer and resume:
+        raise pytest.UsageError(
+            "--memeval-reanswer with --memeval-resume: reanswer makes a new run from a stored "
+            "one; give one of them"
+        )
+    return ScaleSettings(
+        shard=parsed,
+        merge=folders,
+        reanswer=str(reanswer) if reanswer else None,
+        cache_import=tuple(Path(p).expanduser() for p in split_values(cache_import)),
+        cache_export=Path(str(cache_export)).expanduser() if cache_export else None,
+    )
+
+
+@dataclass(frozen=True)
+class ScaleSettings:
+    """The scale options, validated (read_settings puts them in their groups)."""
+
+    shard: Shard | None
+    merge: tuple[Path, ...]
+    reanswer: str | None
+    cache_import: tuple[Path, ...]
+    cache_export: Path | None

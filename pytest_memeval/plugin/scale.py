@@ -16,8 +16,6 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -25,13 +23,13 @@ import pytest
 
 from .. import __version__
 from ..errors import AdapterError, MemevalError
+from .options import OPTIONS, split_values
 
 if TYPE_CHECKING:
-    from ..run.shards import Shard
     from .controller import Controller
     from .items import RunState
 
-__all__ = ["ScaleHooks", "apply_merge_defaults", "run_config", "scale_settings"]
+__all__ = ["ScaleHooks", "apply_merge_defaults", "run_config"]
 
 #: options a merge never takes from the shards (where to read and write, gates, this session)
 _LOCAL_OPTIONS = frozenset(
@@ -59,85 +57,15 @@ _LOCAL_OPTIONS = frozenset(
 )
 
 
-def _split(values: Sequence[str]) -> list[str]:
-    return [part.strip() for v in values for part in str(v).split(",") if part.strip()]
-
-
-def scale_settings(
-    shard: Any,
-    merge: Sequence[str],
-    reanswer: Any,
-    cache_import: Sequence[str],
-    cache_export: Any,
-    *,
-    rejudge: Any,
-    resume: Any,
-) -> ScaleSettings:
-    """These options, validated (``pytest.UsageError`` with the fix)."""
-    from ..run.shards import parse_shard
-
-    parsed = None
-    if shard not in (None, ""):
-        try:
-            parsed = parse_shard(str(shard))
-        except MemevalError as exc:
-            raise pytest.UsageError(str(exc)) from None
-    folders = tuple(Path(p).expanduser() for p in _split(merge))
-    if folders:
-        clash = [
-            name
-            for name, value in (
-                ("--memeval-shard", parsed),
-                ("--memeval-resume", resume),
-                ("--memeval-rejudge", rejudge),
-                ("--memeval-reanswer", reanswer),
-            )
-            if value
-        ]
-        if clash:
-            raise pytest.UsageError(
-                f"--memeval-merge runs nothing, so it cannot be combined with {clash[0]}; merge "
-                "first, then rejudge or reanswer the merged run"
-            )
-    if reanswer and rejudge:
-        raise pytest.UsageError(
-            "--memeval-reanswer already judges the new answers again: drop --memeval-rejudge"
-        )
-    if reanswer and resume:
-        raise pytest.UsageError(
-            "--memeval-reanswer with --memeval-resume: reanswer makes a new run from a stored "
-            "one; give one of them"
-        )
-    return ScaleSettings(
-        shard=parsed,
-        merge=folders,
-        reanswer=str(reanswer) if reanswer else None,
-        cache_import=tuple(Path(p).expanduser() for p in _split(cache_import)),
-        cache_export=Path(str(cache_export)).expanduser() if cache_export else None,
-    )
-
-
-@dataclass(frozen=True)
-class ScaleSettings:
-    """The scale options, validated (read_settings puts them in their groups)."""
-
-    shard: Shard | None
-    merge: tuple[Path, ...]
-    reanswer: str | None
-    cache_import: tuple[Path, ...]
-    cache_export: Path | None
-
-
 def apply_merge_defaults(config: pytest.Config) -> None:
     """With ``--memeval-merge``, every option not given here takes the first shard's value, so
     ``pytest --memeval-merge=DIR,...`` needs nothing else (a value given here still wins, and a
     differing one is refused by the fingerprint check)."""
     raw = config.getoption("memeval_merge", None)
-    folders = _split(raw or [])
+    folders = split_values(raw or [])
     if not folders:
         return
     from ..run.shards import _read_json
-    from .options import OPTIONS
 
     path = Path(folders[0]).expanduser() / "config.json"
     try:
@@ -282,8 +210,7 @@ class ScaleHooks:
     ) -> None:
         if not self.settings.run.merge:
             return
-        from . import result_key
-        from .items import MemevalItem
+        from .items import MemevalItem, result_key
         from .keys import CONTROLLER_KEY
 
         controller = config.stash.get(CONTROLLER_KEY, None)

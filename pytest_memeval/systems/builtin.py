@@ -11,16 +11,16 @@ import json
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import replace
-from datetime import datetime
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
 from ..errors import AdapterError
 from ..files import FileTooLarge, NotAFile, read_bounded
-from ..records import Conversation, Memory, Question, Session, Turn
+from ..records import Conversation, Memory, Question
 from ._text import content_tokens
 from .base import MemorySystem
+from .memories import conversation_memories, turn_memory, turn_text
 
 __all__ = [
     "BUILTIN_SYSTEMS",
@@ -40,41 +40,6 @@ __all__ = [
 REPLAY_PREFIX = "replay:"
 #: replay files larger than this are refused (they are answer maps, not datasets)
 REPLAY_MAX_BYTES = 256 * 1024 * 1024
-
-
-# --------------------------------------------------------------------------------------------
-# turns -> memories
-
-
-def turn_text(turn: Turn) -> str:
-    """``"<speaker>: <text>"``, plus ``" [shares: <caption>]"`` when the turn shared an image."""
-    text = f"{turn.speaker}: {turn.text}"
-    caption = turn.meta.get("blip_caption") if turn.meta else None
-    if caption:
-        text += f" [shares: {caption}]"
-    return text
-
-
-def _session_date(session: Session) -> datetime | str | None:
-    if session.date is not None:
-        return session.date
-    return session.date_raw or None
-
-
-def turn_memory(session: Session, turn: Turn) -> Memory:
-    """The Memory for one turn: text per :func:`turn_text`, the session's date (a ``datetime`` when
-    parsed, else the raw string), id = turn id, ``source_ids = (turn.id, session.id)``."""
-    return Memory(
-        text=turn_text(turn),
-        id=turn.id,
-        date=_session_date(session),
-        source_ids=(turn.id, session.id),
-    )
-
-
-def conversation_memories(conversation: Conversation) -> list[Memory]:
-    """One Memory per turn, sessions in date order (``conversation.sessions_by_date()``)."""
-    return [turn_memory(s, t) for s in conversation.sessions_by_date() for t in s.turns]
 
 
 # --------------------------------------------------------------------------------------------
@@ -341,7 +306,7 @@ def replay_factories(spec: str) -> list[tuple[str, Callable[[], MemorySystem]]]:
 #: built-in name -> factory (each class is its own zero-argument factory)
 def _embedding_system() -> MemorySystem:
     """``embedding``: dense retrieval (optional extra ``pytest-memeval[embedding]``)."""
-    from .embedding import EmbeddingSystem  # lazy: builtin <-> embedding import cycle
+    from .embedding import EmbeddingSystem  # lazy: its heavy libraries load on first use
 
     return EmbeddingSystem()
 

@@ -25,7 +25,7 @@ import numpy.typing as npt
 
 from ..errors import AdapterError
 from ..records import Conversation, Memory, Question
-from .builtin import conversation_memories
+from .memories import conversation_memories
 
 __all__ = [
     "EXTRA_HINT",
