@@ -1,4 +1,4 @@
-"""Unit tests for ``pytest_memeval.gates``: parsing good and bad gate expressions, and checking them
+"""Unit tests for ``pytest_memeval.analysis.gates``: parsing good and bad gate expressions, and checking them
 against constructed summaries with known means and latencies."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Unit tests for ``pytest_memeval.regression`` on constructed result sets with known answers:
+"""Unit tests for ``pytest_memeval.analysis.regression`` on constructed result sets with known answers:
 100 questions with 10 flips (McNemar p = 2 * 0.5**10, significant) or 3 flips (p = 0.25, not),
 continuous drops through the paired bootstrap, one-sided questions, baseline files."""
 

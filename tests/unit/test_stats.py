@@ -1,4 +1,4 @@
-"""Unit tests for ``pytest_memeval.stats``: bootstrap CIs, McNemar, paired bootstrap, pooled std.
+"""Unit tests for ``pytest_memeval.analysis.stats``: bootstrap CIs, McNemar, paired bootstrap, pooled std.
 
 Known answers are computed by hand (binomial sums, pooled variance) or from normal theory."""
 
