@@ -89,7 +89,7 @@ def section_warmjudge(ctx: Context) -> list[Row]:
         ctx,
         1 if ctx.quick else 3,
         "openai",
-        "_pytest.python, pytest_memeval.plugin, pytest_memeval.metrics, pytest_memeval.judging",
+        "_pytest.python, pytest_memeval.plugin, pytest_memeval.metrics, pytest_memeval.run.runtime",
     )
     ctx.raw["warmjudge"] = {
         "questions": n,
