@@ -6,7 +6,7 @@ twice: its gold against itself, and against a deterministic pseudo-prediction (a
 question's answer plus a few words, sometimes an abstention phrase). Both implementations must
 give identical floats; the table shows the two timings side by side from the same run.
 
-The plain implementation below is written from SCORING.md 1.4-1.6 the straightforward way
+The plain implementation below is written from docs/scoring.md#locomo the straightforward way
 (the shape of the official ``evaluation.py``): a fresh ``PorterStemmer.stem`` call for every
 token, no caching, the normaliser re-run for every comparison. The differential tests import it.
 """
@@ -43,7 +43,7 @@ __all__ = [
 ]
 
 # ---------------------------------------------------------------------------------------------
-# Plain reference implementation (SCORING 1.4-1.6), deliberately unoptimised.
+# Plain reference implementation (docs/scoring.md#locomo), deliberately unoptimised.
 # ---------------------------------------------------------------------------------------------
 
 _plain_stemmer = PorterStemmer()

@@ -4,11 +4,12 @@
     python perf/gen_longmemeval.py --out /tmp/small.json --size 20 --questions 50
     python perf/gen_longmemeval.py --measure /tmp/lme_s.json        # peak RSS vs file size
 
-The generated items follow SCORING.md 2.1: question_id (8 hex chars or ``gpt4_`` + 8, 30 of 500
-ending in ``_abs``), the six question types in the official proportions, ``question_date`` like
-``2023/05/30 (Tue) 23:40``, parallel ``haystack_session_ids`` / ``haystack_dates`` /
-``haystack_sessions`` (40-60 sessions, chronological, user/assistant turns with ``has_answer`` on
-the evidence turns), ``answer_session_ids`` (ids containing ``answer``). Text is synthetic.
+The generated items follow docs/scoring.md#longmemeval-records: question_id (8 hex chars or
+``gpt4_`` + 8, 30 of 500 ending in ``_abs``), the six question types in the official proportions,
+``question_date`` like ``2023/05/30 (Tue) 23:40``, parallel ``haystack_session_ids`` /
+``haystack_dates`` / ``haystack_sessions`` (40-60 sessions, chronological, user/assistant turns with
+``has_answer`` on the evidence turns), ``answer_session_ids`` (ids containing ``answer``). Text is
+synthetic.
 
 ``--measure`` loads the file in a fresh subprocess with the real loader, rebuilds a few
 conversations through ``Dataset.conversation_loader``, and prints peak RSS (``resource.getrusage``)

@@ -1,6 +1,6 @@
 """Aggregation, pytest-free: per-category tables with micro means, named overall figures.
 
-Rules (SCORING.md "Decisions", 1.7): a metric listed in ``round3`` is rounded per question to 3
+Rules (docs/scoring.md#aggregation): a metric listed in ``round3`` is rounded per question to 3
 decimals before averaging (LoCoMo's official pipeline); every mean is a micro mean over the questions
 that have a value for that metric; ``overall`` covers the categories marked ``in_overall`` (LoCoMo 1-4,
 the Mem0 protocol) and ``overall_all`` every category (the LoCoMo paper protocol). ERROR items have no

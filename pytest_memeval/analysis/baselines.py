@@ -1,4 +1,5 @@
-"""Published baselines, each with the protocol that produced it (SCORING.md section 6).
+"""Published baselines, each with the protocol that produced it
+(docs/scoring.md#published-baselines).
 
 Values are keyed by the benchmark's numeric category id, never by name: the Mem0 paper labels its
 columns with a different id->name mapping than LoCoMo's (its "single-hop" is LoCoMo category 1).
@@ -56,7 +57,7 @@ _PAPER_ROWS: dict[str, tuple[str, tuple[float, float, float, float, float, float
 }
 
 # Mem0 paper columns use Mem0's mapping: single = cat 1, multi = cat 3, temporal = cat 2,
-# open = cat 4 (SCORING.md 1.3 / 6.2). Stored here by LoCoMo id.
+# open = cat 4 (docs/scoring.md#published-baselines). Stored here by LoCoMo id.
 _MEM0_J_ROWS: dict[str, tuple[str, tuple[float, float, float, float], float]] = {
     # name: (system, (cat1, cat2, cat3, cat4), overall)
     "mem0-j-mem0": ("Mem0", (67.13, 55.51, 51.15, 72.93), 66.88),

@@ -198,8 +198,8 @@ def paired_bootstrap(
 def pooled_std(groups: Sequence[tuple[float, int]]) -> float | None:
     """Pooled sample std from per-group ``(std, n)`` pairs: ``sqrt(sum((n-1) s^2) / sum(n-1))``.
 
-    Groups with ``n < 2`` carry no degrees of freedom and are skipped (SCORING.md 4.3 (d)); ``None``
-    when no group has any, or a std that is not finite is given."""
+    Groups with ``n < 2`` carry no degrees of freedom and are skipped (docs/scoring.md#aggregation);
+    ``None`` when no group has any, or a std that is not finite is given."""
     num: list[float] = []
     dof = 0
     for std, n in groups:

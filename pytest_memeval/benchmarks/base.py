@@ -126,7 +126,7 @@ def named_categories(
 @dataclass(frozen=True)
 class LoadRequest:
     """Where to find the benchmark's files. ``data_dir`` is the folder holding one sub-folder per
-    benchmark (the layout of shared/data: ``DIR/locomo/locomo10.json``); when it is None the
+    benchmark (``DIR/locomo/locomo10.json``, ``DIR/usermem/...``); when it is None the
     benchmark downloads its official files into ``cache_dir``."""
 
     data_dir: Path | None

@@ -1,6 +1,6 @@
 """BEAM (ICLR 2026): probing questions over very long chats, one item per probing question.
 
-Layouts read (SCORING.md 3.1-3.3), all under ``DATA/beam/``:
+Layouts read (docs/scoring.md#beam-records), all under ``DATA/beam/``:
 
 - GitHub layout, sizes 100K / 500K / 1M: ``<size>/<n>/chat.json`` (a list of batches
   ``{batch_number, turns: [[message, ...], ...], time_anchor}``) and
@@ -67,7 +67,7 @@ NAME = "beam"
 SIZES = ("100K", "500K", "1M", "10M")
 DEFAULT_SIZE = "100K"
 
-#: ability -> (gold field, description), in the official file order (SCORING.md 3.3)
+#: ability -> (gold field, description), in the official file order (docs/scoring.md#beam-records)
 ABILITIES: Mapping[str, tuple[str, str]] = {
     "abstention": ("ideal_response", "say the chat does not contain the answer"),
     "contradiction_resolution": ("ideal_answer", "notice and resolve contradicting statements"),
@@ -315,7 +315,7 @@ def _question(
         "fields": extra,
     }
     if ability == "event_ordering":
-        # the rubric items are the bare event labels in gold order (SCORING.md 3.3)
+        # the rubric items are the bare event labels in gold order (docs/scoring.md#beam-records)
         meta["ordering_reference"] = tuple(rubric)
     return Question(
         id=qid,
@@ -533,7 +533,7 @@ class Beam:
     """The BEAM benchmark (``--memeval=beam --memeval-variant=100K|500K|1M|10M``).
 
     ``pass_metric`` is ``f1`` until the nugget judge is available (the official pass rule is the
-    rubric-nugget score >= 0.5, SCORING.md 3.4-3.6).
+    rubric-nugget score >= 0.5, docs/scoring.md#rubric-nuggets).
     """
 
     name: str = NAME

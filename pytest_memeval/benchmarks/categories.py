@@ -51,14 +51,14 @@ SHARED_CATEGORY: Mapping[tuple[str, str], str] = MappingProxyType(
     {
         **{("locomo", name): shared for name, shared in _LOCOMO.items()},
         **{("demo", name): shared for name, shared in _LOCOMO.items()},
-        # LongMemEval question types (SCORING.md 2.1)
+        # LongMemEval question types (docs/scoring.md#longmemeval-records)
         ("longmemeval", "single-session-user"): "fact-recall",
         ("longmemeval", "single-session-assistant"): "fact-recall",
         ("longmemeval", "single-session-preference"): "preference",
         ("longmemeval", "multi-session"): "multi-hop",
         ("longmemeval", "temporal-reasoning"): "temporal",
         ("longmemeval", "knowledge-update"): "knowledge-update",
-        # BEAM abilities (SCORING.md 3.3)
+        # BEAM abilities (docs/scoring.md#beam-records)
         ("beam", "abstention"): "abstention",
         ("beam", "contradiction_resolution"): "contradiction",
         ("beam", "event_ordering"): "ordering",
@@ -69,7 +69,7 @@ SHARED_CATEGORY: Mapping[tuple[str, str], str] = MappingProxyType(
         ("beam", "preference_following"): "preference",
         ("beam", "summarization"): "summarization",
         ("beam", "temporal_reasoning"): "temporal",
-        # user-memory suite layers (data/usermem/NOTES.md)
+        # user-memory suite layers (docs/scoring.md#user-memory-suite)
         ("usermem", "layer1"): "fact-recall",  # exact factual recall from one session
         ("usermem", "layer2"): "multi-hop",  # disambiguate; retrieve every relevant item
         ("usermem", "layer3"): "synthesis",  # cross-session synthesis and proactive help

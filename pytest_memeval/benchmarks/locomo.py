@@ -1,8 +1,8 @@
 """LoCoMo (ACL 2024): ``locomo10.json`` -> Conversation / Question records, and its offline scores.
 
-Schema and quirks: SCORING.md sections 1.1-1.3. Scoring: 1.4-1.6 (official per-category F1) plus
-the A-Mem/Mem0 lexical metrics (section 5) for categories 1-4 and evidence recall (1.8) when the
-retrieved memories name their sources. The demo benchmark uses the same schema and this parser.
+Schema, quirks and scoring rules: docs/scoring.md#locomo (official per-category F1, plus the
+A-Mem/Mem0 lexical metrics for categories 1-4 and evidence recall when the retrieved memories name
+their sources). The demo benchmark uses the same schema and this parser.
 """
 
 from __future__ import annotations
@@ -453,7 +453,8 @@ class LocomoBenchmark:
     categories: Mapping[int | str, CategoryInfo] = field(default_factory=lambda: CATEGORIES)
     metrics: Sequence[str] = METRICS
     pass_metric: str = "f1"
-    #: the official pipeline rounds each question's F1 to 3 decimals before averaging (SCORING 1.7)
+    #: the official pipeline rounds each question's F1 to 3 decimals before averaging
+    #: (docs/scoring.md#locomo-aggregation)
     round3_metrics: tuple[str, ...] = ("f1",)
     url: str = LOCOMO_URL
     sha256: str = LOCOMO_SHA256

@@ -8,8 +8,8 @@ Peak memory is therefore one item plus the read buffer, not a multiple of the fi
 
 Scoring here is offline only: ``f1`` is a LoCoMo-style token F1 between prediction and
 ``str(answer)`` -- an offline *proxy*, not the official LongMemEval metric (the official one is the
-per-type yes/no judge, SCORING.md 2.2-2.4, run by the judge layer). Retrieval metrics follow
-SCORING.md 2.5 at session level when the memories carry ``source_ids``.
+per-type yes/no judge, docs/scoring.md#longmemeval-judge, run by the judge layer). Retrieval metrics
+follow docs/scoring.md#retrieval-metrics at session level when the memories carry ``source_ids``.
 """
 
 from __future__ import annotations
@@ -349,7 +349,8 @@ def _question_from_item(item: object, path: str, position: int) -> Question:
     correct: list[str] = []
     for sid, sess in zip(session_ids, sessions, strict=True):
         turns = _check_session(sess, sid, ctx)
-        # SCORING.md 2.5: an 'answer' session with no user turn marked has_answer counts as 'noans'
+        # docs/scoring.md#longmemeval-records: an 'answer' session with no user turn marked
+        # has_answer counts as 'noans'
         if "answer" in sid and any(t.get("role") == "user" and t.get("has_answer") for t in turns):
             correct.append(sid)
     return Question(
@@ -514,7 +515,8 @@ class LongMemEval:
     """The LongMemEval benchmark (``--memeval=longmemeval --memeval-variant=oracle|s|m|FILE.json``).
 
     ``pass_metric`` is ``f1`` for now: the official pass rule is the per-type yes/no ``judge``
-    (SCORING.md 2.2-2.3); until a judge runs, the offline token-F1 proxy decides CORRECT / WRONG.
+    (docs/scoring.md#longmemeval-judge); until a judge runs, the offline token-F1 proxy decides
+    CORRECT / WRONG.
     """
 
     name: str = NAME
@@ -554,7 +556,8 @@ class LongMemEval:
     def score(self, question: Question, prediction: Prediction) -> dict[str, float]:
         """Offline metrics: ``f1`` (LoCoMo-style token F1 vs ``str(answer)``, an offline proxy for
         the official judge) and, when memories carry ``source_ids`` and the item is not an
-        abstention item, session-level recall_all@k / ndcg_any@k for k = 5, 10 (SCORING.md 2.5)."""
+        abstention item, session-level recall_all@k / ndcg_any@k for k = 5, 10
+        (docs/scoring.md#longmemeval-offline-scores)."""
         from ..metrics import ndcg_any_at_k, recall_all_at_k, token_f1
 
         scores: dict[str, float] = {"f1": float(token_f1(prediction.text, str(question.gold)))}

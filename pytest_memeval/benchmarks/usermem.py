@@ -9,8 +9,8 @@ Each case is its own conversation (id = ``test_id``): one Session per conversati
 (id = its ``conversation_id``, dated by its ``timestamp``). The question is the case's
 ``user_question``; the gold is ``expected_behavior`` when present, else ``evaluation_criteria``.
 
-Offline scoring: ``keyword_recall`` against the case's gold facts (SCORING.md 5.4); cases without
-gold facts get no ``keyword_recall`` key (they are skipped, not scored 0).
+Offline scoring: ``keyword_recall`` against the case's gold facts (docs/scoring.md#keyword-recall);
+cases without gold facts get no ``keyword_recall`` key (they are skipped, not scored 0).
 """
 
 from __future__ import annotations
@@ -401,7 +401,7 @@ def _hash(data: bytes) -> str:
 @dataclass(frozen=True)
 class UserMemory:
     """The three-layer user-memory suite (``--memeval=usermem``). Pass metric ``keyword_recall``;
-    the threshold is the plugin's (default 0.6, SCORING.md 5.4)."""
+    the threshold is the plugin's (default 0.6, docs/scoring.md#keyword-recall)."""
 
     name: str = NAME
     categories: Mapping[int | str, CategoryInfo] = field(
@@ -409,7 +409,7 @@ class UserMemory:
     )
     metrics: Sequence[str] = METRICS
     pass_metric: str = "keyword_recall"
-    #: reward >= 0.6 passes (SCORING.md 5.4; --memeval-pass-threshold overrides)
+    #: reward >= 0.6 passes (docs/scoring.md#keyword-recall; --memeval-pass-threshold overrides)
     default_threshold: float = 0.6
 
     def load(self, request: LoadRequest) -> Dataset:

@@ -1,7 +1,7 @@
 """LLM judges: the judge protocol, the five styles, the registry and judge agreement.
 
-Styles (SCORING.md): ``mem0`` (binary, 4.1), ``graded`` (0-100 x N runs, 4.3), ``longmemeval``
-(five rule sets, strict yes/no, 2.2-2.3), ``beam-nugget`` (rubric items, 3.4-3.5) and ``usermem``
+Styles (rules in docs/scoring.md#judges): ``mem0`` (binary), ``graded`` (0-100 x N runs),
+``longmemeval`` (five rule sets, strict yes/no), ``beam-nugget`` (rubric items) and ``usermem``
 (reward in [0, 1]). Every prompt is our own text in ``pytest_memeval/templates/`` and can be
 replaced by a user file; each judge exposes the sha256 of the templates it uses.
 """

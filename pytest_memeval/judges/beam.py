@@ -1,4 +1,5 @@
-"""BEAM rubric-nugget judge (SCORING 3.4-3.5): one call per rubric item, each 0 / 0.5 / 1.
+"""BEAM rubric-nugget judge (docs/scoring.md#rubric-nuggets): one call per rubric item, each 0 / 0.5
+/ 1.
 
 Two values are stored:
 

@@ -1,4 +1,7 @@
-"""The graded judge (SCORING 4.3): a 0-100 score, N runs at temperature 0.5, mean and sample std."""
+"""The graded judge: a 0-100 score, N runs at temperature 0.5, mean and sample std.
+
+Rules: docs/scoring.md#graded-judge.
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,6 @@
-"""LongMemEval's five judge rule sets (SCORING 2.2-2.3) with strict yes/no parsing.
+"""LongMemEval's five judge rule sets with strict yes/no parsing.
+
+Rules: docs/scoring.md#longmemeval-judge.
 
 The template is chosen like upstream: abstention when ``_abs`` occurs in the question id (or the
 record says ``abstention``), otherwise by question type. The verdict is read strictly: the last

@@ -1,4 +1,7 @@
-"""The Mem0 binary judge (SCORING 4.1): CORRECT / WRONG with generous rules, ``judge`` in {0, 1}."""
+"""The Mem0 binary judge: CORRECT / WRONG with generous rules, ``judge`` in {0, 1}.
+
+Rules: docs/scoring.md#mem0-judge.
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The user-memory suite's LLM-judge reward (data/usermem/NOTES.md, "LLM-judge reward").
+"""The user-memory suite's LLM-judge reward (docs/scoring.md#usermem-judge).
 
 One temperature-0 call per case; the judge returns JSON with a ``reward`` in [0, 1] (``score`` is
 accepted instead), found in a ```json fence, a plain ``` fence or the raw text; the reward is

@@ -1,8 +1,9 @@
 """Pure metric maths: answer normalisation, F1 variants, BLEU-1, keyword recall, event ordering,
 rubric aggregation and retrieval recall / nDCG. No pytest, no I/O, no LLM calls.
 
-Every function reproduces the published scorer named in its docstring (see SCORING.md); the
-golden vectors in ``shared/vectors`` are checked in ``tests/unit/test_metrics.py``.
+Every function reproduces the published scorer named in its docstring (rules and edge cases:
+docs/scoring.md); golden vectors computed by running the upstream scorers are checked in
+``tests/unit/test_metrics.py``.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Lexical answer metrics: LoCoMo's official F1, A-Mem/Mem0 set-F1, EM and BLEU-1, keyword recall.
 
-Rules and golden vectors: SCORING.md sections 1.4-1.6 (LoCoMo), 5.1-5.2 (A-Mem/Mem0), 5.4 and
-``usermem/NOTES.md`` (keyword recall). All functions are pure and return Python floats.
+Rules and edge cases: docs/scoring.md#locomo (LoCoMo, A-Mem/Mem0) and
+docs/scoring.md#keyword-recall. All functions are pure and return Python floats.
 """
 
 from __future__ import annotations
@@ -42,7 +42,8 @@ def round3(x: float) -> float:
 
 
 def token_f1(prediction: str, gold: str) -> float:
-    """LoCoMo's official ``f1_score``: multiset F1 over stemmed, normalised tokens (SCORING 1.5).
+    """LoCoMo's official ``f1_score``: multiset F1 over stemmed, normalised tokens
+    (docs/scoring.md#token-f1).
 
     Returns 0.0 whenever no token is shared, including when both sides are empty after
     normalisation ("the the the" vs "the" is 0, not 1).
@@ -75,7 +76,8 @@ def _multi_answer_f1(prediction: str, gold: str) -> float:
 
 
 def locomo_f1(prediction: str, gold: Answer, category: int) -> float:
-    """LoCoMo's official per-question score for one answer (SCORING 1.6), unrounded.
+    """LoCoMo's official per-question score for one answer, unrounded
+    (docs/scoring.md#locomo-per-category-score).
 
     - category 1 (multi-hop): comma-split mean-of-max F1;
     - category 2 (temporal) and 4 (single-hop): ``token_f1``;
@@ -109,7 +111,8 @@ def _amem_pair(prediction: Answer, gold: Answer) -> tuple[str, str] | None:
 
 
 def exact_match(prediction: Answer, gold: Answer) -> float:
-    """A-Mem/Mem0 exact match: 1.0 iff the stripped, lower-cased strings are equal (SCORING 5.1)."""
+    """A-Mem/Mem0 exact match: 1.0 iff the stripped, lower-cased strings are equal
+    (docs/scoring.md#set-f1-exact-match-and-bleu-1)."""
     pair = _amem_pair(prediction, gold)
     if pair is None:
         return 0.0
@@ -117,7 +120,8 @@ def exact_match(prediction: Answer, gold: Answer) -> float:
 
 
 def set_f1(prediction: Answer, gold: Answer) -> float:
-    """A-Mem/Mem0 token F1 over *sets* of ``simple_tokenize`` tokens (SCORING 5.1).
+    """A-Mem/Mem0 token F1 over *sets* of ``simple_tokenize`` tokens
+    (docs/scoring.md#set-f1-exact-match-and-bleu-1).
 
     No stemming and no article removal; duplicates collapse. 0.0 when either side is falsy
     (empty string, None, 0), either token set is empty, or nothing overlaps.
@@ -138,8 +142,9 @@ def set_f1(prediction: Answer, gold: Answer) -> float:
 
 
 def bleu1(prediction: Answer, gold: Answer) -> float:
-    """A-Mem/Mem0 BLEU-1 (SCORING 5.2): nltk ``sentence_bleu`` with weights (1, 0, 0, 0) and
-    ``SmoothingFunction().method1`` over ``NLTKWordTokenizer`` tokens of the lower-cased text.
+    """A-Mem/Mem0 BLEU-1 (docs/scoring.md#set-f1-exact-match-and-bleu-1): nltk ``sentence_bleu``
+    with weights (1, 0, 0, 0) and ``SmoothingFunction().method1`` over ``NLTKWordTokenizer`` tokens
+    of the lower-cased text.
 
     No Punkt sentence splitting (it would need downloaded data), so a ``.`` ending an inner
     sentence stays attached to its word; otherwise identical to ``nltk.word_tokenize``.
@@ -183,7 +188,7 @@ def _keyword_normalize(text: str) -> str:
 
 
 def keyword_recall(answer: str, facts: Sequence[str | Sequence[str]]) -> float | None:
-    """Offline keyword recall of the user-memory suite (SCORING 5.4, usermem NOTES.md).
+    """Offline keyword recall of the user-memory suite (docs/scoring.md#keyword-recall).
 
     Each fact is a string or a sequence of acceptable variants; it is recalled when any variant,
     lower-cased with whitespace runs collapsed, is a plain substring of the answer normalised the

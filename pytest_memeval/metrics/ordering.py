@@ -1,9 +1,9 @@
 """BEAM scoring maths: event ordering (tau-b x F1) and rubric-nugget aggregation.
 
-Rules and vectors: SCORING.md 3.4-3.5 (BEAM ``compute_metrics.py`` / ``report_results.py``).
-The LLM that decides whether two event descriptions are the same is replaced by the
-``equivalent`` callable; the default (case-insensitive equality) is the fake used to compute the
-official vectors. Judges elsewhere pass an LLM-backed callable.
+Rules: docs/scoring.md#event-ordering and docs/scoring.md#rubric-nuggets (BEAM
+``compute_metrics.py`` / ``report_results.py``). The LLM that decides whether two event descriptions
+are the same is replaced by the ``equivalent`` callable; the default (case-insensitive equality) is
+the fake used to compute the official vectors. Judges elsewhere pass an LLM-backed callable.
 """
 
 from __future__ import annotations
@@ -113,8 +113,8 @@ def ordering_score(
     gold: Sequence[str],
     equivalent: Callable[[str, str], bool] | None = None,
 ) -> OrderingResult:
-    """BEAM's ``event_ordering_score`` (SCORING 3.4) for system lines ``predicted`` against the
-    reference event list ``gold``.
+    """BEAM's ``event_ordering_score`` (docs/scoring.md#event-ordering) for system lines
+    ``predicted`` against the reference event list ``gold``.
 
     1. align ``predicted`` to ``gold`` with ``equivalent`` (default: case-insensitive equality);
     2. tp = |set(gold) & set(aligned)|, fp = aligned entries (with repeats) not in gold,

@@ -1,9 +1,10 @@
 """Retrieval metrics: LoCoMo evidence recall and LongMemEval recall@k / nDCG@k.
 
-Rules and vectors: SCORING.md 1.8 (LoCoMo ``eval_question_answering`` recall) and 2.5
-(LongMemEval ``src/retrieval/eval_utils.py``). ``evaluate_retrieval`` and
-``evaluate_retrieval_turn2session`` take upstream's inputs (rankings as corpus indices) and give
-upstream's numbers; the ``*_at_k`` functions take ranked ids, the shape memory systems produce.
+Rules: docs/scoring.md#evidence-recall (LoCoMo ``eval_question_answering`` recall) and
+docs/scoring.md#retrieval-metrics (LongMemEval ``src/retrieval/eval_utils.py``).
+``evaluate_retrieval`` and ``evaluate_retrieval_turn2session`` take upstream's inputs (rankings as
+corpus indices) and give upstream's numbers; the ``*_at_k`` functions take ranked ids, the shape
+memory systems produce.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ __all__ = [
 
 
 def evidence_recall(retrieved_ids: Sequence[str] | None, evidence_ids: Sequence[str]) -> float:
-    """LoCoMo's per-question evidence recall (SCORING 1.8).
+    """LoCoMo's per-question evidence recall (docs/scoring.md#evidence-recall).
 
     - ``retrieved_ids`` None (no retrieval context recorded) or empty ``evidence_ids`` -> 1.0.
     - If the first retrieved id starts with ``S`` (session-summary retrieval, ids ``S<n>``): an
@@ -89,7 +90,7 @@ def ndcg_any_at_k(
     k: int,
     corpus_ids: Sequence[str] | None = None,
 ) -> float:
-    """LongMemEval's ``ndcg_any@k`` over ranked ids (SCORING 2.5).
+    """LongMemEval's ``ndcg_any@k`` over ranked ids (docs/scoring.md#retrieval-metrics).
 
     Relevance of an entry is 1 when its id is correct (duplicates each count). The ideal DCG is
     that of all relevances of ``corpus_ids`` sorted descending, exactly as upstream; without
@@ -141,7 +142,7 @@ def evaluate_retrieval_turn2session(
     corpus_ids: Sequence[str],
     k: int = 10,
 ) -> dict[str, float]:
-    """LongMemEval's turn-level ranking scored at session level (SCORING 2.5).
+    """LongMemEval's turn-level ranking scored at session level (docs/scoring.md#retrieval-metrics).
 
     The last ``_<k>`` is stripped from every id; the cut-off grows from ``k`` until the top
     entries hold ``k`` distinct sessions (or it passes the corpus size); then

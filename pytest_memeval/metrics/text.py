@@ -29,7 +29,8 @@ __all__ = [
 _DELETE_PUNCT = str.maketrans("", "", string.punctuation)
 
 #: LoCoMo removes these whole words after punctuation has been deleted. The third-party ``regex``
-#: module is used on purpose: it differs from ``re`` on decomposed Unicode (SCORING 1.4).
+#: module is used on purpose: it differs from ``re`` on decomposed Unicode
+#: (docs/scoring.md#locomo-normaliser).
 _ARTICLES = regex.compile(r"\b(a|an|the|and)\b")
 
 #: Characters A-Mem's ``simple_tokenize`` replaces with a space.
@@ -53,7 +54,8 @@ def stem(word: str) -> str:
 
 
 def normalize_answer(s: str) -> str:
-    """LoCoMo's official answer normaliser (SCORING 1.4), steps in the official order.
+    """LoCoMo's official answer normaliser, steps in the official order
+    (docs/scoring.md#locomo-normaliser).
 
     1. delete ASCII commas; 2. lower-case; 3. delete ``string.punctuation``; 4. replace the whole
     words ``a``, ``an``, ``the``, ``and`` with a space (``regex`` module); 5. collapse whitespace.

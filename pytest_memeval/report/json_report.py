@@ -1,4 +1,4 @@
-"""JSON report (DESIGN.md section 7, fixed keys), written atomically."""
+"""JSON report (fixed keys: docs/design.md#the-json-report), written atomically."""
 
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
-"""Aggregation rules (SCORING.md Decisions and 1.7): per-question rounding, micro means, overall
-over the in-overall categories, overall_all over all, errors and unscored counted apart."""
+"""Aggregation rules (docs/scoring.md#aggregation, docs/scoring.md#locomo-aggregation):
+per-question rounding, micro means, overall over the in-overall categories, overall_all over all,
+errors and unscored counted apart."""
 
 from __future__ import annotations
 
@@ -87,7 +88,8 @@ def test_percentile_matches_numpy_linear() -> None:
 
 
 def test_macro_and_abstention_rows_longmemeval_style() -> None:
-    # SCORING.md 2.4 example: labels SSU {1,0,1abs}, SSP {1}, SSA {0,0}, MS {1,1,0,0abs}, TR {1},
+    # LongMemEval's per-type accuracy example: labels SSU {1,0,1abs}, SSP {1}, SSA {0,0},
+    # MS {1,1,0,0abs}, TR {1},
     # KU {1,1abs} -> task-averaged 0.6944, overall 8/13, abstention 2/3
     types = ["ssu", "ssp", "ssa", "ms", "tr", "ku"]
     cats = [CategoryMeta(t, t, "") for t in types]

@@ -1,4 +1,5 @@
-"""Published baselines: keyed by category id, each with a protocol; checks from SCORING.md 6."""
+"""Published baselines: keyed by category id, each with a protocol; checks from
+docs/scoring.md#published-baselines."""
 
 from __future__ import annotations
 
@@ -22,7 +23,8 @@ def test_names_unique_and_protocols_stated() -> None:
 
 @pytest.mark.parametrize("name", [b.name for b in BASELINES if b.name.startswith("mem0-j-")])
 def test_mem0_judge_overall_is_the_1540_weighted_mean(name: str) -> None:
-    # SCORING.md 1.3: the Mem0 paper's overall J equals the weighted mean only under Mem0's
+    # docs/scoring.md#published-baselines: the Mem0 paper's overall J equals the weighted mean only
+    # under Mem0's
     # id mapping, which is how the columns are stored here (by LoCoMo id)
     b = _by_name(name)
     weighted = sum(b.by_category[k] * n for k, n in COUNTS.items()) / 1540

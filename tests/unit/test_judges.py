@@ -1,5 +1,5 @@
-"""Judges: parsers on canned replies (SCORING.md edge cases), the judge flow through a scripted
-fake LLM client, templates, the registry and Cohen's kappa. No HTTP."""
+"""Judges: parsers on canned replies (edge cases of docs/scoring.md#judges), the judge flow through
+a scripted fake LLM client, templates, the registry and Cohen's kappa. No HTTP."""
 
 from __future__ import annotations
 
@@ -299,7 +299,7 @@ def test_graded_judge_ten_runs() -> None:
 
 
 def test_graded_two_failures_no_warning() -> None:
-    # SCORING 9 item 7: 8 of 10 successes is not "fewer than half"
+    # docs/scoring.md#graded-judge: 8 of 10 successes is not "fewer than half"
     result = GradedJudge(runs=10).judge(q(), "x", _graded_client([80] * 8 + [None, None]))
     assert result.scores["judge_runs"] == 8
     assert result.scores["judge"] == pytest.approx(0.8)
@@ -486,7 +486,8 @@ def test_scores_beyond_float_range_are_unscored() -> None:
     assert parse_usermem_reward('{"reward": ' + huge + "}")[0] is None
 
 
-#: the rubric-aggregation vectors of SCORING 3.4 (shared/vectors/retrieval_and_beam_vectors.json,
+#: the rubric-aggregation vectors (docs/scoring.md#rubric-nuggets;
+#: shared/vectors/retrieval_and_beam_vectors.json,
 #: "beam" entries with a judge_json): (case, rubric length, judge reply, official score or None
 #: where upstream raised ValueError)
 BEAM_RUBRIC_VECTORS = [

@@ -337,7 +337,7 @@ def _eo_question(tmp_path: Path, reference: list[str]) -> Any:
 
 @pytest.mark.parametrize(
     ("reference", "lines", "tau_norm", "final"),
-    [  # SCORING.md 3.4 event-ordering vectors
+    [  # event-ordering vectors (docs/scoring.md#event-ordering)
         (["a", "b", "c", "d"], ["a", "b", "c", "d"], 1.0, 1.0),
         (["a", "b", "c", "d"], ["d", "c", "b", "a"], 0.0, 0.0),
         (["a", "b", "c", "d"], ["b", "a", "c", "d"], 0.833333, 0.833333),
@@ -410,7 +410,7 @@ def test_real_100k() -> None:
         assert len(turn_ids) == len(set(turn_ids))
         assert all(s.date is not None for s in c.sessions)
         n_messages += len(turn_ids)
-    assert math.isclose(n_messages / 20, 286.6, abs_tol=0.05)  # SCORING.md 3.2 mean
+    assert math.isclose(n_messages / 20, 286.6, abs_tol=0.05)  # mean messages per 100K chat
     for q in ds.questions:
         if q.evidence:
             known = {t.id for s in ds.conversation(q.conversation_id).sessions for t in s.turns}

@@ -438,7 +438,8 @@ def _q(category: int, gold: object, evidence: tuple[str, ...] = ("D1:1", "D2:3")
 def test_score_categories_1_to_4() -> None:
     s = LOCOMO.score(_q(4, "Oslo"), Prediction("Oslo"))
     assert s == {"f1": 1.0, "set_f1": 1.0, "bleu1": 1.0}
-    # category 1 splits on commas; extra predicted parts are not penalised (SCORING 1.5)
+    # category 1 splits on commas; extra predicted parts are not penalised
+    # (docs/scoring.md#locomo-per-category-score)
     s = LOCOMO.score(_q(1, "Pixel, Comet"), Prediction("Comet, Pixel, Rex"))
     assert s["f1"] == 1.0
     assert s["set_f1"] == pytest.approx(0.8)

@@ -111,7 +111,8 @@ def test_records_from_a_small_file(tmp_path: Path) -> None:
     assert q1.question_date == datetime(2023, 5, 30, 23, 40)
     assert q1.question_date_raw == "2023/05/30 (Tue) 23:40"
     assert q1.evidence == ("answer_x1", "answer_x2")
-    # answer_x2 has no user turn marked has_answer -> not a retrieval target (SCORING 2.5)
+    # answer_x2 has no user turn marked has_answer -> not a retrieval target
+    # (docs/scoring.md#longmemeval-records)
     assert q1.meta["retrieval_correct_ids"] == ("answer_x1",)
     assert not q1.abstention and q2.abstention
     assert q2.gold == "3"  # str(answer)

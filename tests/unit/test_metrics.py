@@ -1,6 +1,7 @@
-"""Golden-vector and example tests for ``pytest_memeval.metrics`` (SCORING.md 1.4-1.8, 2.5, 3.4,
-5.1-5.4, 7, 8). Vectors come from ``shared/vectors`` (computed by running the upstream scorers);
-real-data checks read ``$MEMEVAL_DATA_DIR`` and are skipped when it is unset."""
+"""Golden-vector and example tests for ``pytest_memeval.metrics`` (rules: docs/scoring.md).
+Vectors (computed by running the upstream scorers; not in the repository) come from a
+``shared/vectors`` folder beside the checkout; real-data checks read ``$MEMEVAL_DATA_DIR`` and are
+skipped when it is unset."""
 
 from __future__ import annotations
 
@@ -108,7 +109,7 @@ def test_public_names() -> None:
         assert hasattr(metrics, name)
 
 
-# --- LoCoMo official F1 (SCORING 7) ---
+# --- LoCoMo official F1 (locomo_f1_vectors.json) ---
 
 LOCOMO = _vectors("locomo_f1_vectors.json")
 
@@ -163,7 +164,7 @@ def test_round3() -> None:
     assert math.isnan(round3(math.nan))
 
 
-# --- normalisation details (SCORING 1.4-1.5) ---
+# --- normalisation details (docs/scoring.md#locomo-normaliser, #token-f1) ---
 
 
 @pytest.mark.parametrize(
@@ -222,14 +223,15 @@ def test_stem_samples(word: str, stemmed: str) -> None:
     assert stem(word) == stemmed
 
 
-# --- A-Mem / Mem0 lexical metrics (SCORING 8) ---
+# --- A-Mem / Mem0 lexical metrics (amem_vectors.json) ---
 
 AMEM = _vectors("amem_vectors.json")
 _TOKENIZER = NLTKWordTokenizer()
 
 
 def _inner_sentence_period(tokens: list[str]) -> bool:
-    """Where Punkt would split: a period-final word token before the end (SCORING 5.2)."""
+    """Where Punkt would split: a period-final word token before the end
+    (docs/scoring.md#stemming-and-the-word-tokenizer)."""
     return any(t.endswith(".") and len(t) > 1 for t in tokens[:-1])
 
 
@@ -253,7 +255,7 @@ def test_amem_vectors(row: dict[str, Any]) -> None:
 def test_amem_vectors_official_bleu_rows_mostly_agree() -> None:
     rows = _load("amem_vectors.json")
     differing = [r for r in rows if r["word_tokenize_pred"] != r["nltkwordtokenizer_pred"]]
-    assert len(differing) == 2  # SCORING 8: rows 21-22 only
+    assert len(differing) == 2  # amem_vectors.json: 2 of the 36 vectors only
     agreeing = [r for r in rows if r not in differing]
     assert all(bleu1(r["pred"], r["gold"]) == pytest.approx(r["bleu1"]) for r in agreeing)
 
@@ -268,7 +270,7 @@ def test_set_f1_and_em_falsy_and_int() -> None:
     assert set_f1("cat cat dog", "cat dog dog") == 1.0
 
 
-# --- keyword recall (SCORING 5.4, usermem NOTES.md) ---
+# --- keyword recall (docs/scoring.md#keyword-recall) ---
 
 
 def test_keyword_recall_rules() -> None:
@@ -314,7 +316,7 @@ def test_keyword_recall_reproduces_usermem_example_scores() -> None:
             assert means == {"layer1": 0.417, "layer2": 0.333, "layer3": 0.125}
 
 
-# --- retrieval (SCORING 1.8, 2.5) ---
+# --- retrieval (docs/scoring.md#evidence-recall, #retrieval-metrics) ---
 
 RECALL = _vectors("retrieval_and_beam_vectors.json", "locomo_recall")
 LME = _vectors("retrieval_and_beam_vectors.json", "longmemeval_retrieval")
@@ -364,7 +366,7 @@ def test_ndcg_without_corpus_counts_unretrieved_correct_ids() -> None:
         recall_any_at_k(["a"], {"a"}, 0)
 
 
-# --- BEAM (SCORING 3.4) ---
+# --- BEAM (docs/scoring.md#event-ordering, #rubric-nuggets) ---
 
 BEAM = _vectors("retrieval_and_beam_vectors.json", "beam")
 ORDERING = [r for r in BEAM if "reference" in r]

@@ -3,7 +3,7 @@
 - Hypothesis: no metric raises on any text (surrogates and control characters included), every
   value lies in [0, 1], F1 variants and exact match are symmetric, normalisation is idempotent.
 - Differential: ``locomo_f1`` equals the plain reference implementation in ``perf/bench_f1.py``
-  (written from SCORING.md without caching) on 2,000 seeded random inputs and on
+  (written from docs/scoring.md without caching) on 2,000 seeded random inputs and on
   Hypothesis-generated ones.
 """
 

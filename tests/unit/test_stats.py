@@ -195,7 +195,8 @@ def test_pooled_std_hand_computed() -> None:
 
 
 def test_pooled_std_seed_example_single_question() -> None:
-    scores = [70, 72, 68, 71, 73, 69, 70, 72, 71, 70]  # SCORING.md 4.3: sample std 1.5055
+    # docs/scoring.md#graded-judge: sample std 1.5055
+    scores = [70, 72, 68, 71, 73, 69, 70, 72, 71, 70]
     std = float(np.std(scores, ddof=1))
     assert pooled_std([(std, 10)]) == pytest.approx(1.5055, abs=1e-4)
 
