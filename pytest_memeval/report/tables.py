@@ -50,8 +50,8 @@ __all__ = [
     "tokens_table",
 ]
 
-#: Mem0's published latency and token figures (docs/scoring.md, "Published baselines"; seed
-#: values, not verified).
+#: Mem0's published latency and token figures (docs/scoring.md#published-baselines; seed values,
+#: not verified).
 MEM0_LATENCY: dict[str, Any] = {
     "system": "Mem0 (published)",
     "search_p50": 0.148,
