@@ -284,8 +284,14 @@ class _Tokenizers:
     sentences: Any  # nltk PunktSentenceTokenizer with the pinned language variables
     words: Any  # nltk NLTKWordTokenizer with the pinned rules
     tables: PunktTables
+    period_context: re.Pattern[str]  # Punkt's potential sentence ends
 
     def __call__(self, text: str) -> list[str]:
+        if self.period_context.search(text) is None:
+            # Punkt breaks only at a match of this pattern (its first step): one sentence, which
+            # it returns right-stripped (and none when that is empty). Same tokens, ~20x faster.
+            sentence = text.rstrip()
+            return self.words.tokenize(sentence) if sentence else []
         return [tok for sent in self.sentences.tokenize(text) for tok in self.words.tokenize(sent)]
 
 
@@ -365,10 +371,12 @@ def _tokenizers() -> _Tokenizers:
     with _lock:
         punkt, destructive = _nltk.load_punkt()
         tables = load_punkt_tables()
+        sentences = _pinned_punkt(punkt, tables)
         return _Tokenizers(
-            sentences=_pinned_punkt(punkt, tables),
+            sentences=sentences,
             words=_pinned_word_tokenizer(destructive.NLTKWordTokenizer),
             tables=tables,
+            period_context=sentences._lang_vars.period_context_re(),
         )
 
 
