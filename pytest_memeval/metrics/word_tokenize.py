@@ -21,7 +21,10 @@ with one fixed behaviour whatever nltk is installed (SCORING 5.2).
   evaluation, 2025) used nltk 3.9.1, so :data:`BEHAVIOUR` is nltk 3.9.1's: the installed nltk's
   rule tables are taken and brought back to 3.9.1's (leading-quote rule as before 3.10.1, no
   dash rule, no curly quotes in Punkt's realignment and word-character classes) and every pattern
-  is compiled with the standard ``re`` module. The result is recorded in the report's provenance
+  is compiled with the standard ``re`` module. Every pattern and substitution of the result is
+  hashed (:func:`rules_fingerprint`): each nltk release from 3.9.1 to 3.10.4 gives the same set,
+  :data:`KNOWN_RULES`; any other set (a future nltk) is used with an
+  :class:`UncheckedNltkWarning`. The result is recorded in the report's provenance
   (:func:`provenance`).
 
 What is still the installed nltk's: the order of the rules and the Punkt decision procedure
@@ -36,6 +39,7 @@ import ast
 import hashlib
 import re
 import threading
+import warnings
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -48,13 +52,16 @@ from . import _nltk
 
 __all__ = [
     "BEHAVIOUR",
+    "KNOWN_RULES",
     "PUNKT_PACKAGE",
     "TABLES",
     "PunktTables",
     "PunktUnavailableError",
+    "UncheckedNltkWarning",
     "WordTokenize",
     "load_punkt_tables",
     "provenance",
+    "rules_fingerprint",
     "word_tokenize",
     "word_tokenizer",
 ]
@@ -242,6 +249,13 @@ def _stdlib(compiled: _Pattern, edit: Callable[[str], str] = lambda s: s) -> re.
     return re.compile(edit(compiled.pattern), compiled.flags & _RE_FLAGS)
 
 
+def _greedy(pattern: str) -> str:
+    """nltk 3.10.4 made the sentence-final period rule's quote/bracket/space run possessive
+    (``]*+``) against quadratic backtracking; what follows the run (``\\s*$``) can never take
+    back one of its characters, so the matches are the same: the 3.9.1 form is kept."""
+    return pattern.replace("]*+)\\s*$", "]*)\\s*$")
+
+
 def _is_new_leading_quote(pattern: str) -> bool:
     return pattern.startswith("(?i)(?<!\\w)(\\')")
 
@@ -265,7 +279,7 @@ def _pin_rules(rules: Sequence[tuple[_Pattern, str]], *, where: str) -> list[Rul
         if _is_new_leading_quote(compiled.pattern):
             pinned.append(_OLD_LEADING_QUOTE)  # changed in nltk 3.10.1
             continue
-        pinned.append((_stdlib(compiled), substitution))
+        pinned.append((_stdlib(compiled, _greedy), substitution))
     if where == "STARTING_QUOTES" and not any(_is_old_leading_quote(p.pattern) for p, _ in pinned):
         raise PunktUnavailableError(
             "the installed nltk's NLTKWordTokenizer has no leading-quote rule this plugin "
@@ -285,6 +299,7 @@ class _Tokenizers:
     words: Any  # nltk NLTKWordTokenizer with the pinned rules
     tables: PunktTables
     period_context: re.Pattern[str]  # Punkt's potential sentence ends
+    rules: str  # which checked rule set (KNOWN_RULES), or "unchecked: ..."
 
     def __call__(self, text: str) -> list[str]:
         if self.period_context.search(text) is None:
@@ -293,6 +308,48 @@ class _Tokenizers:
             sentence = text.rstrip()
             return self.words.tokenize(sentence) if sentence else []
         return [tok for sent in self.sentences.tokenize(text) for tok in self.words.tokenize(sent)]
+
+
+_BANG_QUERY, _QUERY_BANG = "!\\?", "\\?!"
+
+
+def rules_fingerprint(words: Any, sentences: Any) -> str:
+    """sha256 of every pattern (text and flags) and substitution the pinned tokenizers run:
+    the word tokenizer's rule tables and Punkt's language variables and token patterns."""
+    lines: list[str] = []
+    for name in ("STARTING_QUOTES", "PUNCTUATION", "ENDING_QUOTES"):
+        lines += [f"{name}\t{p.pattern}\t{p.flags}\t{sub}" for p, sub in getattr(words, name)]
+    for name in ("PARENS_BRACKETS", "DOUBLE_DASHES"):
+        p, sub = getattr(words, name)
+        lines.append(f"{name}\t{p.pattern}\t{p.flags}\t{sub}")
+    for name in ("CONTRACTIONS2", "CONTRACTIONS3"):
+        lines += [f"{name}\t{p.pattern}\t{p.flags}" for p in getattr(words, name)]
+    lang_vars, token = sentences._lang_vars, sentences._Token
+    for p in (
+        lang_vars.re_boundary_realignment,
+        lang_vars._word_tokenizer_re(),
+        lang_vars.period_context_re(),
+        token._RE_ELLIPSIS,
+        token._RE_NUMERIC,
+        token._RE_INITIAL,
+        token._RE_ALPHA,
+    ):
+        # nltk joins a set of "?" and "!" into two of these patterns: either order, same pattern
+        pattern = p.pattern.replace(_BANG_QUERY, _QUERY_BANG)
+        lines.append(f"punkt\t{pattern}\t{p.flags}")
+    return hashlib.sha256("\n".join(lines).encode("utf-8")).hexdigest()
+
+
+#: :func:`rules_fingerprint` of the pinned tokenizers built from each nltk release checked; the
+#: tests compare the tokens with nltk 3.9.1's own where the installed nltk is that release.
+KNOWN_RULES: dict[str, str] = {
+    # every release from 3.9.1 to 3.10.4 gives this one set once pinned (checked on each wheel)
+    "2230b8e74da924b38a899d5577f2e4f079ad049cc4283324276f92c9e1d35e2d": "nltk 3.9.1 rules",
+}
+
+
+class UncheckedNltkWarning(UserWarning):
+    """The installed nltk's rules, brought back to 3.9.1's, are not a set this plugin checked."""
 
 
 def _pinned_word_tokenizer(cls: type[Any]) -> Any:
@@ -372,12 +429,32 @@ def _tokenizers() -> _Tokenizers:
         punkt, destructive = _nltk.load_punkt()
         tables = load_punkt_tables()
         sentences = _pinned_punkt(punkt, tables)
+        words = _pinned_word_tokenizer(destructive.NLTKWordTokenizer)
+        fingerprint = rules_fingerprint(words, sentences)
+        if fingerprint not in KNOWN_RULES:
+            warnings.warn(
+                UncheckedNltkWarning(
+                    f"BLEU-1: the installed nltk {_nltk_version()}'s tokenizer rules, brought back "
+                    f"to {BEHAVIOUR}'s, are not a set this plugin has checked (rules sha256 "
+                    f"{fingerprint}); BLEU-1 may differ from the published runs' on some "
+                    "answers. Fix: pip install 'nltk>=3.9.1,<=3.10.4'"
+                ),
+                stacklevel=2,
+            )
         return _Tokenizers(
             sentences=sentences,
-            words=_pinned_word_tokenizer(destructive.NLTKWordTokenizer),
+            words=words,
             tables=tables,
             period_context=sentences._lang_vars.period_context_re(),
+            rules=KNOWN_RULES.get(fingerprint, f"unchecked: sha256 {fingerprint}"),
         )
+
+
+def _nltk_version() -> str:
+    try:
+        return metadata.version("nltk")
+    except metadata.PackageNotFoundError:
+        return "?"
 
 
 def word_tokenizer() -> WordTokenize:
@@ -398,6 +475,7 @@ def provenance() -> dict[str, Any]:
     _tokenizers()
     return {
         "word_tokenize": f"{BEHAVIOUR} rules (whatever nltk is installed), Punkt English split",
+        "rules": _tokenizers().rules,
         "punkt_model": f"{PUNKT_PACKAGE}:{PUNKT_MODEL_FILE}",
         "punkt_tables_sorted_sha256": {file: sha for file, _, _, sha in TABLES.values()},
     }

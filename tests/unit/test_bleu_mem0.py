@@ -330,3 +330,24 @@ def test_nothing_is_downloaded_or_read_from_nltk_data(tmp_path: Path) -> None:
         "sent_starters.txt",
         "ortho_context.tab",
     }
+
+
+def test_installed_nltk_gives_the_checked_rule_set() -> None:
+    """Pinned from whichever nltk is installed, the rules are one known set (the same for every
+    release from 3.9.1 to 3.10.4, checked on each wheel when the set was pinned)."""
+    tokenizers = wt._tokenizers()
+    assert wt.rules_fingerprint(tokenizers.words, tokenizers.sentences) in wt.KNOWN_RULES
+    assert wt.provenance()["rules"] == "nltk 3.9.1 rules"
+
+
+def test_an_unchecked_rule_set_warns(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(wt, "KNOWN_RULES", {})
+    wt._tokenizers.cache_clear()
+    try:
+        with pytest.warns(wt.UncheckedNltkWarning, match=r"not a set this plugin has checked"):
+            tokenizers = wt._tokenizers()
+        assert tokenizers.rules.startswith("unchecked: sha256 ")
+    finally:
+        monkeypatch.undo()
+        wt._tokenizers.cache_clear()
+    assert wt._tokenizers().rules == "nltk 3.9.1 rules"
