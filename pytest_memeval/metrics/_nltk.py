@@ -29,7 +29,7 @@ import threading
 import types
 from typing import Protocol
 
-__all__ = ["Stemmer", "WordTokenizer", "load", "loaded_lightly"]
+__all__ = ["Stemmer", "WordTokenizer", "load", "load_punkt", "loaded_lightly"]
 
 
 class Stemmer(Protocol):
@@ -43,6 +43,7 @@ class WordTokenizer(Protocol):
 #: The parent packages the two modules sit in, replaced by placeholders during the light import.
 _PACKAGES = ("nltk", "nltk.stem", "nltk.tokenize")
 _MODULES = ("nltk.stem.porter", "nltk.tokenize.destructive")
+_PUNKT_MODULES = ("nltk.tokenize.punkt", "nltk.tokenize.destructive")
 
 _lock = threading.Lock()
 _light = False
@@ -71,7 +72,26 @@ def load() -> tuple[Stemmer, WordTokenizer]:
     return PorterStemmer(), NLTKWordTokenizer()
 
 
-def _import_without_package_init() -> tuple[types.ModuleType, types.ModuleType]:
+def load_punkt() -> tuple[types.ModuleType, types.ModuleType]:
+    """nltk's ``nltk.tokenize.punkt`` and ``nltk.tokenize.destructive`` modules (for BLEU-1's
+    ``word_tokenize``; see ``word_tokenize.py``), imported the same light way when nltk is not
+    imported yet."""
+    with _lock:
+        if "nltk" not in sys.modules:
+            try:
+                return _import_without_package_init(_PUNKT_MODULES)
+            except Exception:
+                pass  # fall back to the ordinary import below
+    import nltk.tokenize.destructive
+    import nltk.tokenize.punkt
+
+    return nltk.tokenize.punkt, nltk.tokenize.destructive
+
+
+def _import_without_package_init(
+    modules: tuple[str, str] | None = None,
+) -> tuple[types.ModuleType, types.ModuleType]:
+    modules = modules or _MODULES
     spec = importlib.util.find_spec("nltk")  # locates the package; does not execute it
     if spec is None or not spec.submodule_search_locations:
         raise ImportError("nltk is not installed")
@@ -82,9 +102,9 @@ def _import_without_package_init() -> tuple[types.ModuleType, types.ModuleType]:
             placeholder = types.ModuleType(name)
             placeholder.__path__ = [os.path.join(root, *name.split(".")[1:])]
             sys.modules[name] = placeholder
-        porter, destructive = (importlib.import_module(m) for m in _MODULES)
+        first, second = (importlib.import_module(m) for m in modules)
     finally:
         for name in set(sys.modules) - before:
             if name == "nltk" or name.startswith("nltk."):
                 del sys.modules[name]
-    return porter, destructive
+    return first, second

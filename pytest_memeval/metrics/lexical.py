@@ -13,7 +13,8 @@ from functools import lru_cache
 
 import numpy as np
 
-from .text import WORD_TOKENIZER, _stemmed_counts, simple_tokenize
+from .text import _stemmed_counts, simple_tokenize
+from .word_tokenize import word_tokenizer
 
 __all__ = [
     "CATEGORY5_KEYWORDS",
@@ -142,17 +143,17 @@ def set_f1(prediction: Answer, gold: Answer) -> float:
 
 
 def bleu1(prediction: Answer, gold: Answer) -> float:
-    """A-Mem/Mem0 BLEU-1 (docs/scoring.md#set-f1-exact-match-and-bleu-1): nltk ``sentence_bleu``
-    with weights (1, 0, 0, 0) and ``SmoothingFunction().method1`` over ``NLTKWordTokenizer`` tokens
-    of the lower-cased text.
+    """A-Mem/Mem0 BLEU-1 (docs/scoring.md#set-f1-exact-match-and-bleu-1): nltk ``sentence_bleu`` with weights (1, 0, 0, 0) and
+    ``SmoothingFunction().method1`` over ``nltk.word_tokenize`` tokens of the lower-cased text,
+    Punkt English sentence split included, as nltk 3.9.1 tokenises (``word_tokenize.py``).
 
-    No Punkt sentence splitting (it would need downloaded data), so a ``.`` ending an inner
-    sentence stays attached to its word; otherwise identical to ``nltk.word_tokenize``.
-    Falsy inputs and any exception give 0.0, as upstream.
+    Falsy inputs and any exception while scoring give 0.0, as upstream; a missing Punkt model
+    (``PunktUnavailableError``) is raised, never scored 0.
     """
     pair = _amem_pair(prediction, gold)
     if pair is None:
         return 0.0
+    word_tokenizer()  # builds (or fails loudly) outside the upstream catch-all below
     try:
         return bleu1_tokens(_bleu_tokens(pair[0]), _bleu_tokens(pair[1]))
     except Exception:
@@ -161,7 +162,7 @@ def bleu1(prediction: Answer, gold: Answer) -> float:
 
 @lru_cache(maxsize=1 << 14)
 def _bleu_tokens(text: str) -> tuple[str, ...]:
-    return tuple(WORD_TOKENIZER.tokenize(text.lower()))
+    return tuple(word_tokenizer()(text.lower()))
 
 
 def bleu1_tokens(hypothesis: Sequence[str], reference: Sequence[str]) -> float:

@@ -308,7 +308,21 @@ def pytest_collection_finish(session: pytest.Session) -> None:
             # the scorers (nltk's stemmer and tokenizer, numpy) are imported on the first item
             # otherwise, after the freeze, and every collection would then walk their objects
             import pytest_memeval.metrics  # noqa: F401
+
+            if "locomo" in state.benchmarks:
+                _load_bleu_tokenizer()
         gc.freeze()
+
+
+def _load_bleu_tokenizer() -> None:
+    """BLEU-1's Punkt English model, read and checked once in the main thread (before any judge
+    or answerer thread); a missing or altered model stops the run with its fix."""
+    from pytest_memeval.metrics.word_tokenize import PunktUnavailableError, word_tokenizer
+
+    try:
+        word_tokenizer()
+    except PunktUnavailableError as exc:
+        raise pytest.UsageError(f"--memeval=locomo: {exc}") from None
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:

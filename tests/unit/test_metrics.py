@@ -39,6 +39,7 @@ from pytest_memeval.metrics import (
     stem,
     token_f1,
 )
+from pytest_memeval.metrics.word_tokenize import word_tokenize
 
 REPO = Path(__file__).resolve().parents[2]
 VECTORS = REPO.parent / "shared" / "vectors"
@@ -229,35 +230,31 @@ AMEM = _vectors("amem_vectors.json")
 _TOKENIZER = NLTKWordTokenizer()
 
 
-def _inner_sentence_period(tokens: list[str]) -> bool:
-    """Where Punkt would split: a period-final word token before the end
-    (docs/scoring.md#stemming-and-the-word-tokenizer)."""
-    return any(t.endswith(".") and len(t) > 1 for t in tokens[:-1])
-
-
 @pytest.mark.parametrize("row", AMEM, ids=_ids(AMEM))
 def test_amem_vectors(row: dict[str, Any]) -> None:
+    """Every A-Mem/Mem0 vector, BLEU-1 included: the upstream scorer's value with the real
+    ``nltk.word_tokenize`` (Punkt split), on every row."""
     pred, gold = row["pred"], row["gold"]
     assert exact_match(pred, gold) == row["exact_match"]
     assert set_f1(pred, gold) == pytest.approx(row["f1"], abs=1e-9)
-    assert bleu1(pred, gold) == pytest.approx(row["bleu1_nltkwordtokenizer_no_punkt"], abs=1e-9)
-    ours = _TOKENIZER.tokenize(str(pred).strip().lower())
-    assert ours == row["nltkwordtokenizer_pred"]
-    gold_tokens = _TOKENIZER.tokenize(str(gold).strip().lower())
-    if row["word_tokenize_pred"] == row["nltkwordtokenizer_pred"] and not _inner_sentence_period(
-        gold_tokens
-    ):
-        assert bleu1(pred, gold) == pytest.approx(row["bleu1"], abs=1e-9)
-    else:
-        assert bleu1(pred, gold) != pytest.approx(row["bleu1"], abs=1e-9)
+    assert bleu1(pred, gold) == pytest.approx(row["bleu1"], abs=1e-9)
+    assert word_tokenize(str(pred).strip().lower()) == row["word_tokenize_pred"]
+    # the data-free tokenizer (no Punkt) is still what nltk's class gives on its own
+    assert _TOKENIZER.tokenize(str(pred).strip().lower()) == row["nltkwordtokenizer_pred"]
 
 
-def test_amem_vectors_official_bleu_rows_mostly_agree() -> None:
+def test_amem_vectors_punkt_rows_differ_from_the_data_free_tokenizer() -> None:
+    """Rows 21-22 are where Punkt matters: BLEU-1 is now the word_tokenize value
+    there, not the no-Punkt one."""
     rows = _load("amem_vectors.json")
     differing = [r for r in rows if r["word_tokenize_pred"] != r["nltkwordtokenizer_pred"]]
-    assert len(differing) == 2  # amem_vectors.json: 2 of the 36 vectors only
-    agreeing = [r for r in rows if r not in differing]
-    assert all(bleu1(r["pred"], r["gold"]) == pytest.approx(r["bleu1"]) for r in agreeing)
+    assert [r["pred"] for r in differing] == [
+        "He likes hiking. He also likes camping.",
+        "I went home. Then I slept",
+    ]
+    for r in differing:
+        assert r["bleu1"] != pytest.approx(r["bleu1_nltkwordtokenizer_no_punkt"])
+        assert bleu1(r["pred"], r["gold"]) == pytest.approx(r["bleu1"], abs=1e-9)
 
 
 def test_set_f1_and_em_falsy_and_int() -> None:
