@@ -243,6 +243,15 @@ def _rows_with_results(run: RunSummary) -> list[tuple[CategoryRow, list[Question
     return pairs
 
 
+def _values_and_clusters(
+    results: Sequence[QuestionResult], metric: str, round3: tuple[str, ...]
+) -> tuple[list[float], list[str]]:
+    """``row_values`` with the cluster of each value beside it."""
+    kept = [r for r in results if r.scores.get(metric) is not None]
+    kept = [r for r in kept if not math.isnan(r.scores[metric] or 0.0)]
+    return row_values(kept, metric, round3), [r.cluster_id for r in kept]
+
+
 def add_confidence_intervals(
     run: RunSummary,
     metrics: Sequence[str],
@@ -254,11 +263,17 @@ def add_confidence_intervals(
 ) -> None:
     """Fill ``row.ci[metric]`` (``[low, high]`` or ``None``) for every category row, ``overall`` and
     ``overall_all`` of ``run``, from the same per-question values the row means are taken over, so
-    each interval contains its mean. Same seed for every row: the run is reproducible."""
+    each interval contains its mean. Same seed for every row: the run is reproducible.
+
+    The bootstrap resamples clusters (each result's ``cluster_id``: a LoCoMo conversation, a
+    LongMemEval question), never questions inside a cluster; a row whose values come from one
+    cluster has no interval. When every cluster is one question this is the question bootstrap."""
+    from .clusters import cluster_bootstrap_cis
+
     round3 = tuple(round3)
     for row, results in _rows_with_results(run):
-        cis = bootstrap_cis(
-            [row_values(results, metric, round3) for metric in metrics],
+        cis = cluster_bootstrap_cis(
+            [_values_and_clusters(results, metric, round3) for metric in metrics],
             confidence=confidence,
             resamples=resamples,
             seed=seed,

@@ -282,6 +282,7 @@ def _parse_questions(source: str, sample_id: str, raw: object) -> list[Question]
                 abstention=cat == 5,
                 index=i + 1,
                 meta=meta,
+                cluster=sample_id,  # questions about one conversation are not independent
             )
         )
     return questions
@@ -455,6 +456,8 @@ class LocomoBenchmark:
     pass_metric: str = "f1"
     #: the official pipeline rounds each question's F1 to 3 decimals before averaging (SCORING 1.7)
     round3_metrics: tuple[str, ...] = ("f1",)
+    #: statistics resample conversations: its questions share one (issue 15)
+    cluster_unit: str = "conversation"
     url: str = LOCOMO_URL
     sha256: str = LOCOMO_SHA256
     timeout: float = 30.0
