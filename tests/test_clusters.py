@@ -337,7 +337,7 @@ def test_many_conversations_use_the_cluster_bootstrap() -> None:
 
 
 def test_baseline_file_keeps_the_cluster(tmp_path: Path) -> None:
-    current, baseline = _locomo_shaped({0: 1})
+    _, baseline = _locomo_shaped({0: 1})
     path = tmp_path / "b.json"
     path.write_text(json.dumps(baseline), encoding="utf-8")
     loaded = load_baseline(path)
