@@ -120,6 +120,20 @@ def project(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> tuple
     return data, base
 
 
+def _subprocess(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """A pytest run in its own process (shards and merges: as the recipes run them)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_XDIST")}
+    env["PYTEST_ADDOPTS"] = "-p no:benchmark"
+    return subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *args],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+
+
 def _regression(report: Path) -> dict[str, Any]:
     [reg] = read_json(report)["extra"]["regression"]
     assert isinstance(reg, dict)
@@ -223,36 +237,22 @@ def test_cluster_survives_resume_and_merge(
     assert (reg["test"], reg["failed"], reg["question_failed"]) == ("sign-flip", False, True)
 
     # two shards, merged: the merge reads the stored lines back
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_XDIST")}
-    env["PYTEST_ADDOPTS"] = "-p no:benchmark"
     dirs = []
     for i in (1, 2):
         shard_cache = pytester.path / f"shard{i}"
-        proc = subprocess.run(
-            [sys.executable, "-m", "pytest", "-p", "no:cacheprovider"]
-            + _args(data, f"--memeval-shard={i}/2", f"--memeval-cache-dir={shard_cache}"),
-            cwd=pytester.path,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=600,
+        proc = _subprocess(
+            pytester.path,
+            *_args(data, f"--memeval-shard={i}/2", f"--memeval-cache-dir={shard_cache}"),
         )
         assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
         dirs += [str(p) for p in (shard_cache / "runs").iterdir()]
     merged = pytester.path / "merged.json"
-    proc = subprocess.run(
-        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider"]
-        + [
-            f"--memeval-merge={','.join(dirs)}",
-            f"--memeval-cache-dir={pytester.path / 'mcache'}",
-            f"--memeval-json={merged}",
-            *gate,
-        ],
-        cwd=pytester.path,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=600,
+    proc = _subprocess(
+        pytester.path,
+        f"--memeval-merge={','.join(dirs)}",
+        f"--memeval-cache-dir={pytester.path / 'mcache'}",
+        f"--memeval-json={merged}",
+        *gate,
     )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
     reg = _regression(merged)
