@@ -36,7 +36,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 
 from pytest_memeval.analysis.clusters import paired_cluster_test
-from pytest_memeval.stats import mcnemar_exact
+from pytest_memeval.analysis.stats import mcnemar_exact
 
 
 @dataclass(frozen=True)
@@ -195,7 +195,9 @@ def main(argv: list[str] | None = None) -> int:
         seed=args.seed,
         resamples=args.resamples,
     )
-    what = "false-positive rate" if f.effect == 0 else f"rejection rate (power) at effect {f.effect}"
+    what = (
+        "false-positive rate" if f.effect == 0 else f"rejection rate (power) at effect {f.effect}"
+    )
     print(
         f"cluster gate simulation: {f.replicates} replicates, {f.clusters} clusters x "
         f"{f.per_cluster} questions, ICC {f.icc} (observed {f.observed_icc:.3f}), accuracy "
