@@ -16,7 +16,9 @@ positive. Both tests of the gate run on every replicate, the pure functions the 
 
 A rejection is ``p < alpha`` with a drop (current below baseline): the gate's significance half
 with a margin of 0 points. The null is symmetric, so the two-sided rejection rate is also printed.
-``--effect D`` lowers the current system's mean accuracy by D to estimate power instead. The
+``--effect D`` lowers the current system's mean accuracy by D to estimate power instead (the
+median power-line figure is printed too: run again with ``--effect`` at that value to see how
+close to 80% the power is). The
 Monte-Carlo error of a rate r over R replicates is ``sqrt(r (1 - r) / R)``; the gate "stays
 within alpha" when its two-sided rate is at most ``alpha + 2 * sqrt(alpha (1 - alpha) / R)``.
 
@@ -60,6 +62,7 @@ class Figures:
     question_within: bool
     observed_icc: float  # mean within-conversation correlation of one system's outcomes
     sign_flip_share: float  # replicates where the exact sign-flip test was used
+    detectable_median: float | None  # median power-line figure (smallest drop at 80% power)
     seconds: float
 
 
@@ -117,6 +120,7 @@ def simulate(
     labels = np.repeat(np.arange(clusters), per_cluster).tolist()
     q_rej = c_rej = q_drop = c_drop = exact = 0
     iccs: list[float] = []
+    detectable: list[float] = []
     for r in range(replicates):
         before, after = _outcomes(
             rng, per_cluster, (accuracy, accuracy - effect), icc, system_correlation, clusters
@@ -131,6 +135,8 @@ def simulate(
             deltas.tolist(), labels, alpha=alpha, resamples=resamples, seed=seed + r
         )
         exact += test.test == "sign-flip"
+        if test.detectable is not None:
+            detectable.append(test.detectable)
         q_rej += p_q < alpha
         c_rej += test.p_value < alpha
         q_drop += p_q < alpha and drop
@@ -157,6 +163,7 @@ def simulate(
         question_within=q_rej / replicates <= limit,
         observed_icc=float(np.mean(iccs)),
         sign_flip_share=exact / replicates,
+        detectable_median=float(np.median(detectable)) if detectable else None,
         seconds=time.perf_counter() - started,
     )
 
@@ -213,6 +220,11 @@ def main(argv: list[str] | None = None) -> int:
     print("rejections that are drops (what fails the gate at a margin of 0):")
     print(f"  question-level : {_rate(f.question_drop_rate, f.replicates)}")
     print(f"  cluster        : {_rate(f.cluster_drop_rate, f.replicates)}")
+    if f.detectable_median is not None:
+        print(
+            f"power line (smallest drop detected with 80% power), median over replicates: "
+            f"{f.detectable_median:.4f}"
+        )
     if f.effect == 0:
         print(
             f"alpha + 2 x Monte-Carlo error = {f.alpha} + 2 x {f.mc_error:.4f} = {f.limit:.4f}: "
