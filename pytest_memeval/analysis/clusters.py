@@ -39,6 +39,7 @@ __all__ = [
     "cluster_bootstrap_ci",
     "cluster_bootstrap_cis",
     "cluster_bootstrap_means",
+    "cluster_bootstrap_means_many",
     "cluster_sums",
     "detectable_difference",
     "paired_cluster_test",
@@ -96,11 +97,12 @@ def _check(confidence: float, resamples: int) -> None:
         raise ValueError(f"resamples must be at least 1, got {resamples}")
 
 
-def _resampled_means(
+def cluster_bootstrap_means_many(
     groups: Sequence[ClusterSums], resamples: int, seed: int
 ) -> list[npt.NDArray[np.float64]]:
     """Cluster-bootstrap means of each group (all with the same number of clusters), drawing the
-    cluster indices once for all of them."""
+    cluster indices once for all of them. Groups of one value per cluster are the question-level
+    bootstrap (``stats.bootstrap_means_many`` is this with singleton clusters)."""
     k = groups[0].k
     rng = np.random.default_rng(seed)
     out = [np.empty(resamples, dtype=np.float64) for _ in groups]
@@ -129,7 +131,7 @@ def cluster_bootstrap_means(
         raise ValueError("cluster_bootstrap_means needs at least one value")
     if resamples < 1:
         raise ValueError(f"resamples must be at least 1, got {resamples}")
-    return _resampled_means([cluster_sums(values, clusters)], resamples, seed)[0]
+    return cluster_bootstrap_means_many([cluster_sums(values, clusters)], resamples, seed)[0]
 
 
 def _interval(
@@ -163,7 +165,7 @@ def cluster_bootstrap_cis(
         centre = math.fsum(float(v) for v in values) / len(values)
         by_k.setdefault(grouped.k, []).append((i, grouped, centre))
     for entries in by_k.values():
-        means = _resampled_means([g for _, g, _ in entries], resamples, seed)
+        means = cluster_bootstrap_means_many([g for _, g, _ in entries], resamples, seed)
         for (i, _, centre), m in zip(entries, means, strict=True):
             out[i] = _interval(m, confidence, centre)
     return out
@@ -294,7 +296,7 @@ def paired_cluster_test(
     ci: tuple[float, float] | None = None
     boot: npt.NDArray[np.float64] | None = None
     if k >= 2:
-        boot = _resampled_means([g], resamples, seed)[0]
+        boot = cluster_bootstrap_means_many([g], resamples, seed)[0]
         ci = _interval(boot, confidence, mean)
     exact = nonzero <= max_exact or boot is None
     if exact:
