@@ -189,6 +189,7 @@ def test_correlated_drop_fails_per_question_but_not_per_conversation(
     text = md.read_text(encoding="utf-8")
     assert "95% bootstrap CIs over 10 conversations" in text
     assert "would have FAILED it" in text
+    assert "10 conversations. (power: this run detects a true drop of " in text
 
 
 @pytest.mark.parametrize("mode", list(MODES), ids=list(MODES))
