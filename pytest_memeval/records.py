@@ -104,6 +104,9 @@ class Question:
     abstention: bool = False
     index: int = 0
     meta: Mapping[str, Any] = field(default_factory=dict, compare=False, hash=False)
+    #: the unit this question is not independent within, set by the loader (the benchmark's
+    #: ``cluster_unit``: LoCoMo/BEAM the conversation, LongMemEval the question); "" = conversation
+    cluster: str = ""
 
 
 @dataclass(frozen=True)
@@ -225,6 +228,12 @@ class QuestionResult:
     flow: str = ""  # "" for built-in items; the test function name for hand-written tests
     details: dict[str, Any] = field(default_factory=dict)
     nodeid: str = ""
+    cluster: str = ""  # the question's cluster (Question.cluster); "" = its conversation
+
+    @property
+    def cluster_id(self) -> str:
+        """The cluster the statistics resample and the regression gate pairs by."""
+        return self.cluster or self.conversation_id
 
     @property
     def run_key(self) -> tuple[str, str, str]:
@@ -241,6 +250,7 @@ class QuestionResult:
             "system": self.system,
             "flow": self.flow,
             "conversation": self.conversation_id,
+            "cluster": self.cluster_id,
             "category": self.category,
             "category_id": self.category_id,
             "question": self.question,
@@ -276,4 +286,5 @@ class QuestionResult:
             flow=str(data.get("flow", "")),
             details=dict(data.get("details") or {}),
             nodeid=str(data.get("nodeid", "")),
+            cluster=str(data.get("cluster") or ""),
         )

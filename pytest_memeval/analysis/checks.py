@@ -47,6 +47,12 @@ def check_summary(summary: Summary, settings: Settings) -> bool:
                         delta=c.delta,
                         ci=list(c.ci) if c.ci else None,
                         p_value=c.p_value,
+                        test=c.test,
+                        clusters={"unit": c.cluster_unit, "count": c.clusters},
+                        question_test=c.question_test,
+                        question_p_value=c.question_p_value,
+                        question_failed=c.question_failed,
+                        detectable=c.detectable,
                     )
                 )
         if settings.checks.max_drops:

@@ -3,10 +3,15 @@
 A baseline (``--memeval-save-baseline``) holds, per run (benchmark, system, flow), every question's
 status and scores plus the run summary. ``compare`` pairs the questions that have a value for the
 metric on both sides and fails a run only when the metric dropped by more than the allowed margin
-AND the drop is significant on the paired questions: the exact McNemar test for binary outcomes
-(every paired value 0 or 1, e.g. the Mem0 judge, or the pseudo metric ``correct``), the paired
-bootstrap for continuous scores. Questions on one side only, or without a value on one side, are
-listed, never silently dropped.
+AND the drop is significant. Questions that share a cluster (a LoCoMo or BEAM conversation) are
+not independent, so the test is on per-cluster paired differences (``analysis.clusters``): the
+exact sign-flip permutation test when at most 16 clusters changed, a cluster bootstrap otherwise.
+When every cluster is one question (LongMemEval, the user-memory cases) the question-level test
+is the cluster test: the exact McNemar test for binary outcomes (every paired value 0 or 1, e.g.
+the Mem0 judge, or the pseudo metric ``correct``), the paired bootstrap for continuous scores. The
+question-level verdict is reported beside the cluster one, and a pass without significance says
+the smallest drop the run could detect (alpha, 80% power). Questions on one side only, or without
+a value on one side, are listed, never silently dropped.
 """
 
 from __future__ import annotations
@@ -24,7 +29,14 @@ from typing import Any
 from ..errors import MemevalError
 from ..files import FileTooLarge, NotAFile, read_bounded
 from ..records import STATUS_CORRECT, STATUS_ERROR, STATUS_WRONG, QuestionResult, finite_float
-from ..report.model import REPORT_SCHEMA, Summary
+from ..report.model import REPORT_SCHEMA, Summary, unit_count
+from .clusters import (
+    TEST_SIGN_FLIP,
+    ClusterTest,
+    cluster_sums,
+    detectable_difference,
+    paired_cluster_test,
+)
 from .stats import mcnemar_exact, paired_bootstrap
 
 __all__ = [
@@ -45,6 +57,8 @@ CORRECT_METRIC = "correct"
 _LIST_LIMIT = 20  # ids shown per detail line
 _DROP_TOLERANCE = 1e-9  # a drop equal to the margin up to float rounding is not "more than"
 _METRIC_RE = re.compile(r"[\w@][\w@-]*")
+#: the power line: the smallest drop detected with this probability at the gate's alpha
+POWER = 0.8
 
 RunKey = tuple[str, str, str]
 
@@ -66,6 +80,7 @@ def save_baseline(summary: Summary) -> dict[str, Any]:
             questions[r.question_id] = {
                 "status": r.status,
                 "category": r.category,
+                "cluster": r.cluster_id,
                 "scores": {str(k): finite_float(v) for k, v in r.scores.items()},
             }
         runs.append(
@@ -105,6 +120,7 @@ def _questions_from_report(
             {
                 "status": q.get("status"),
                 "category": q.get("category", ""),
+                "cluster": q.get("cluster") or q.get("conversation") or "",
                 "scores": q.get("scores") or {},
             },
         )
@@ -166,6 +182,7 @@ def _validate(path: str | os.PathLike[str], data: object) -> dict[str, Any]:
             clean_q[str(qid)] = {
                 "status": status,
                 "category": str(q.get("category", "")),
+                "cluster": str(q.get("cluster") or q.get("conversation") or ""),
                 "scores": clean_scores,
             }
         summary = run.get("summary", {})
@@ -261,9 +278,14 @@ class Comparison:
     """One run (benchmark, system, flow) compared with its baseline on one metric.
 
     ``delta`` = current mean - baseline mean over the ``paired`` questions (negative: a drop), with
-    its ``ci`` (paired bootstrap percentile interval); ``test`` is ``"mcnemar"`` (binary outcomes),
-    ``"paired-bootstrap"`` (continuous) or ``""`` when nothing could be compared. ``failed`` iff the
-    drop exceeds ``max_drop`` (0-1 scale) and ``p_value < alpha``."""
+    its ``ci`` (cluster-bootstrap percentile interval; the paired bootstrap when the clusters are the
+    questions); ``test`` is ``"sign-flip"`` or ``"cluster-bootstrap"`` (per-cluster differences,
+    ``clusters`` of them, each a ``cluster_unit``), ``"mcnemar"`` (binary outcomes) or
+    ``"paired-bootstrap"`` (continuous) when every cluster is one question, or ``""`` when nothing
+    could be compared. ``failed`` iff the drop exceeds ``max_drop`` (0-1 scale) and
+    ``p_value < alpha``. ``question_test`` / ``question_p_value`` / ``question_failed``: the
+    question-level test (which treats questions as independent) and its verdict; ``detectable``:
+    the smallest drop this run could detect at ``alpha`` with 80% power (``inf``: none)."""
 
     benchmark: str
     system: str
@@ -286,6 +308,12 @@ class Comparison:
     flipped_to_wrong: tuple[str, ...] = ()  # binary: 1 in the baseline, 0 now
     flipped_to_correct: tuple[str, ...] = ()  # binary: 0 in the baseline, 1 now
     largest_drops: tuple[tuple[str, float], ...] = ()  # continuous: (id, delta), worst first
+    cluster_unit: str = "conversation"
+    clusters: int = 0
+    question_test: str = ""
+    question_p_value: float | None = None
+    question_failed: bool = False
+    detectable: float | None = None
     message: str = ""
     details: tuple[str, ...] = field(default=())
 
@@ -340,9 +368,10 @@ def _compare_run(
     round3: bool,
     seed: int,
     resamples: int,
+    unit: str = "conversation",
 ) -> Comparison:
     benchmark, system, flow = key
-    base = Comparison(benchmark, system, flow, metric, max_drop, alpha)
+    base = Comparison(benchmark, system, flow, metric, max_drop, alpha, cluster_unit=unit)
     if baseline is None:
         return _replace(
             base,
@@ -364,6 +393,7 @@ def _compare_run(
     only_current = tuple(q for q in cur if q not in baseline)
     only_baseline = tuple(q for q in baseline if q not in cur)
     ids: list[str] = []
+    clusters: list[str] = []
     before: list[float] = []
     after: list[float] = []
     no_value: list[str] = []
@@ -379,6 +409,7 @@ def _compare_run(
         if round3:
             a, b = round(a, 3), round(b, 3)
         ids.append(qid)
+        clusters.append(r.cluster_id)
         before.append(b)
         after.append(a)
     base = _replace(
@@ -419,15 +450,37 @@ def _compare_run(
         largest = tuple(drops[:_LIST_LIMIT])
     drop = -delta
     too_large = drop > max_drop + _DROP_TOLERANCE
+    question_test, question_p, question_floor = test, p, floor
+    question_name = "exact McNemar" if binary else "paired bootstrap"
+    test_name = question_name
+    ci = boot.ci
+    grouped = cluster_sums(deltas, clusters)
+    cluster_test: ClusterTest | None = None
+    if grouped.singletons:  # the clusters are the questions: the question-level test is exact
+        detectable = detectable_difference(deltas, clusters, alpha=alpha, power=POWER)
+    else:
+        cluster_test = paired_cluster_test(
+            deltas, clusters, alpha=alpha, power=POWER, resamples=resamples, seed=seed
+        )
+        p, test, ci = cluster_test.p_value, cluster_test.test, cluster_test.ci
+        floor = None if test == TEST_SIGN_FLIP else cluster_test.p_floor
+        detectable = cluster_test.detectable
+        over = unit_count(grouped.k, unit)
+        test_name = (
+            f"exact sign-flip test over {over}"
+            if test == TEST_SIGN_FLIP
+            else f"cluster bootstrap over {over}"
+        )
     significant = p < alpha
     failed = too_large and significant
+    question_failed = too_large and question_p < alpha
     result = _replace(
         base,
         paired=n,
         baseline_mean=baseline_mean,
         current_mean=current_mean,
         delta=delta,
-        ci=boot.ci,
+        ci=ci,
         p_value=p,
         test=test,
         binary=binary,
@@ -435,9 +488,14 @@ def _compare_run(
         flipped_to_wrong=to_wrong,
         flipped_to_correct=to_correct,
         largest_drops=largest,
+        cluster_unit=unit,
+        clusters=grouped.k,
+        question_test=question_test,
+        question_p_value=question_p,
+        question_failed=question_failed,
+        detectable=detectable,
     )
-    ci_text = f"95% CI [{boot.ci[0]:+.3f}, {boot.ci[1]:+.3f}]" if boot.ci else "no CI"
-    test_name = "exact McNemar" if binary else "paired bootstrap"
+    ci_text = f"95% CI [{ci[0]:+.3f}, {ci[1]:+.3f}]" if ci else "no CI"
     figures = (
         f"({baseline_mean:.3f} -> {current_mean:.3f}, delta {delta:+.3f}, {ci_text}, "
         f"{test_name} {_p_text(p, floor)}, {n} paired questions)"
@@ -461,8 +519,48 @@ def _compare_run(
     else:
         verdict = f"dropped {_pts(delta)} points {figures}: within the allowed {margin}"
         outcome = "passed"
+    extra: list[str] = []
+    if cluster_test is not None:
+        q_text = f"question-level {question_name} {_p_text(question_p, question_floor)}"
+        if question_failed and not failed:
+            verdict += (
+                f"; the {q_text} would have FAILED it, treating the {n} questions as "
+                f"independent although they come from {unit_count(grouped.k, unit)}"
+            )
+        elif failed and not question_failed:
+            verdict += f"; the {q_text} would have passed it"
+        extra.append(
+            f"question-level test (questions as independent): {question_name} over {n} "
+            f"questions, {_p_text(question_p, question_floor)}: "
+            + ("would fail" if question_failed else "would pass")
+            + (" (same verdict)" if question_failed == failed else " (verdicts DIFFER)")
+        )
+    if not failed and not significant:
+        extra.append(_power_line(detectable, alpha, grouped.k, unit, cluster_test))
     message = f"memeval regression {outcome}: {result.label} {metric} {verdict}."
-    return _replace(result, message=message, details=_details(result, metric))
+    return _replace(result, message=message, details=tuple(extra) + _details(result, metric))
+
+
+def _power_line(
+    detectable: float | None, alpha: float, k: int, unit: str, test: ClusterTest | None
+) -> str:
+    over = unit_count(k, unit)
+    if detectable is None:
+        return (
+            f"power: not computed (the paired differences do not vary between the {over}, or "
+            "there are fewer than two)"
+        )
+    if math.isinf(detectable):
+        return (
+            f"power: no drop can be significant at alpha {alpha:g}: the exact sign-flip test "
+            f"over {over} cannot give p below {2.0 / 2.0**k:.3g}; run more {unit}s"
+        )
+    basis = "cluster-robust spread" if test is not None else "spread"
+    return (
+        f"power: this run detects a true drop of {_pts(detectable)} points or more with "
+        f"{POWER:.0%} power at alpha {alpha:g} (from the observed {basis} of the paired "
+        f"differences over {over})"
+    )
 
 
 def _details(c: Comparison, metric: str) -> tuple[str, ...]:
@@ -524,9 +622,11 @@ def compare(
         key = (str(run["benchmark"]), str(run["system"]), str(run.get("flow", "")))
         base_runs.setdefault(key, run.get("questions") or {})
     cur_runs: dict[RunKey, list[QuestionResult]] = {}
+    units: dict[RunKey, str] = {}
     for summary_run in current.runs:
         key = (summary_run.benchmark, summary_run.system, summary_run.flow)
         cur_runs.setdefault(key, []).extend(summary_run.results)
+        units.setdefault(key, summary_run.cluster_unit)
     keys = list(cur_runs) + [k for k in base_runs if k not in cur_runs]
     return [
         _compare_run(
@@ -539,6 +639,7 @@ def compare(
             rounding,
             seed,
             resamples,
+            units.get(key, "conversation"),
         )
         for key in keys
     ]

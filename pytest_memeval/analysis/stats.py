@@ -3,7 +3,9 @@
 Every random procedure takes a seed and uses ``numpy.random.default_rng(seed)``, so a report is
 reproducible: the same values and seed give the same interval on every machine and every run.
 Bootstrap resampling is vectorised in bounded chunks (about a million indices at a time), so 2,000
-resamples of 2,000 values take a few milliseconds and memory stays small for large runs.
+resamples of 2,000 values take a few milliseconds and memory stays small for large runs. The
+question-level bootstrap is ``clusters.cluster_bootstrap_means_many`` with one value per cluster;
+the row intervals of a run resample its clusters (``clusters``).
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import numpy.typing as npt
 from ..records import QuestionResult
 from ..report.model import CategoryRow, RunSummary
 from .aggregate import row_values
+from .clusters import ClusterSums, cluster_bootstrap_cis, cluster_bootstrap_means_many
 
 __all__ = [
     "PairedResult",
@@ -33,8 +36,6 @@ __all__ = [
     "pooled_std",
     "row_values",
 ]
-
-_CHUNK_ELEMENTS = 1 << 20  # resample indices drawn per chunk
 
 
 def _check_confidence(confidence: float) -> None:
@@ -67,15 +68,10 @@ def bootstrap_means_many(
         raise ValueError("bootstrap_means_many needs columns of one length")
     if resamples < 1:
         raise ValueError(f"resamples must be at least 1, got {resamples}")
-    rng = np.random.default_rng(seed)
-    sums = [np.empty(resamples, dtype=np.float64) for _ in xs]
-    chunk = max(1, _CHUNK_ELEMENTS // n)
-    for start in range(0, resamples, chunk):
-        stop = min(resamples, start + chunk)
-        idx = rng.integers(0, n, size=(stop - start, n), dtype=np.intp)
-        for x, out in zip(xs, sums, strict=True):
-            out[start:stop] = x[idx].sum(axis=1)
-    return [out / n for out in sums]
+    # every value its own cluster: the cluster bootstrap is the question-level bootstrap
+    labels, ones = tuple(range(n)), np.ones(n, dtype=np.float64)
+    groups = [ClusterSums(labels, x, ones) for x in xs]
+    return cluster_bootstrap_means_many(groups, resamples=resamples, seed=seed)
 
 
 def _mean(values: Sequence[float]) -> float:
@@ -243,6 +239,15 @@ def _rows_with_results(run: RunSummary) -> list[tuple[CategoryRow, list[Question
     return pairs
 
 
+def _values_and_clusters(
+    results: Sequence[QuestionResult], metric: str, round3: tuple[str, ...]
+) -> tuple[list[float], list[str]]:
+    """``row_values`` with the cluster of each value beside it."""
+    kept = [r for r in results if r.scores.get(metric) is not None]
+    kept = [r for r in kept if not math.isnan(r.scores[metric] or 0.0)]
+    return row_values(kept, metric, round3), [r.cluster_id for r in kept]
+
+
 def add_confidence_intervals(
     run: RunSummary,
     metrics: Sequence[str],
@@ -254,11 +259,15 @@ def add_confidence_intervals(
 ) -> None:
     """Fill ``row.ci[metric]`` (``[low, high]`` or ``None``) for every category row, ``overall`` and
     ``overall_all`` of ``run``, from the same per-question values the row means are taken over, so
-    each interval contains its mean. Same seed for every row: the run is reproducible."""
+    each interval contains its mean. Same seed for every row: the run is reproducible.
+
+    The bootstrap resamples clusters (each result's ``cluster_id``: a LoCoMo conversation, a
+    LongMemEval question), never questions inside a cluster; a row whose values come from one
+    cluster has no interval. When every cluster is one question this is the question bootstrap."""
     round3 = tuple(round3)
     for row, results in _rows_with_results(run):
-        cis = bootstrap_cis(
-            [row_values(results, metric, round3) for metric in metrics],
+        cis = cluster_bootstrap_cis(
+            [_values_and_clusters(results, metric, round3) for metric in metrics],
             confidence=confidence,
             resamples=resamples,
             seed=seed,

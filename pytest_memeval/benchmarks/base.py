@@ -189,6 +189,9 @@ class Benchmark(Protocol):
     # Optional attributes, read with getattr by the plugin:
     #   round3_metrics: tuple[str, ...]  metrics rounded to 3 decimals per question before averaging
     #   default_threshold: float         pass threshold when --memeval-pass-threshold is not given
+    #   cluster_unit: str                what questions are clustered in ("conversation" when
+    #                                    absent): bootstrap intervals and the regression gate
+    #                                    treat each cluster (Question.cluster) as one unit
 
     def load(self, request: LoadRequest) -> Dataset:
         """Read (or download, then read) the files. Raises DatasetError naming file, record, field."""

@@ -327,6 +327,7 @@ def _question(
         evidence=tuple(_flatten_ids(item.get("source_chat_ids"))),
         abstention=ability == "abstention",
         meta=meta,
+        cluster=conversation_id,  # the probing questions of one chat are not independent
     )
 
 
@@ -544,6 +545,8 @@ class Beam:
     )
     metrics: Sequence[str] = METRICS
     pass_metric: str = "f1"
+    #: statistics resample conversations (a chat and its probing questions)
+    cluster_unit: str = "conversation"
 
     def load(self, request: LoadRequest) -> Dataset:
         size = _size(request.variant)

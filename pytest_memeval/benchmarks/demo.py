@@ -42,6 +42,7 @@ class DemoBenchmark:
     metrics: Sequence[str] = METRICS
     pass_metric: str = "f1"
     round3_metrics: tuple[str, ...] = ("f1",)  # LoCoMo's rules
+    cluster_unit: str = "conversation"
 
     def load(self, request: LoadRequest) -> Dataset:
         del request  # package data: no download, --memeval-data is ignored

@@ -282,6 +282,7 @@ def _parse_questions(source: str, sample_id: str, raw: object) -> list[Question]
                 abstention=cat == 5,
                 index=i + 1,
                 meta=meta,
+                cluster=sample_id,  # questions about one conversation are not independent
             )
         )
     return questions
@@ -456,6 +457,8 @@ class LocomoBenchmark:
     #: the official pipeline rounds each question's F1 to 3 decimals before averaging
     #: (docs/scoring.md#locomo-aggregation)
     round3_metrics: tuple[str, ...] = ("f1",)
+    #: statistics resample conversations: its questions share one (issue 15)
+    cluster_unit: str = "conversation"
     url: str = LOCOMO_URL
     sha256: str = LOCOMO_SHA256
     timeout: float = 30.0

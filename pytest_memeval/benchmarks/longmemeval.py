@@ -370,6 +370,7 @@ def _question_from_item(item: object, path: str, position: int) -> Question:
             "haystack_session_ids": tuple(session_ids),
             "retrieval_correct_ids": tuple(dict.fromkeys(correct)),
         },
+        cluster=qid,  # each question has its own haystack
     )
 
 
@@ -525,6 +526,8 @@ class LongMemEval:
     )
     metrics: Sequence[str] = METRICS
     pass_metric: str = "f1"
+    #: each question has its own haystack: the questions are the independent units
+    cluster_unit: str = "question"
 
     def load(self, request: LoadRequest) -> Dataset:
         path, variant = _resolve_file(request)

@@ -313,6 +313,7 @@ def case_to_records(
             "facts": tuple(facts),
             "file": path,
         },
+        cluster=test_id,  # a case is its own history and question
     )
     return conversation, question
 
@@ -409,6 +410,8 @@ class UserMemory:
     )
     metrics: Sequence[str] = METRICS
     pass_metric: str = "keyword_recall"
+    #: one case = one history + one question: the cases are the independent units
+    cluster_unit: str = "case"
     #: reward >= 0.6 passes (docs/scoring.md#keyword-recall; --memeval-pass-threshold overrides)
     default_threshold: float = 0.6
 

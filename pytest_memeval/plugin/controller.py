@@ -440,6 +440,7 @@ class Controller:
                 metrics = [m for m in self.state.settings.selection.metrics]
             metrics = metric_union(results, metrics)
             run = aggregate_run(bench_name, system, flow, results, metas, metrics, round3)
+            run.cluster_unit = str(getattr(bench, "cluster_unit", "conversation"))
             add_confidence_intervals(
                 run, metrics, seed=self.state.settings.selection.seed, round3=round3
             )

@@ -30,6 +30,7 @@ from .model import (
     RunSummary,
     Summary,
     baseline_value,
+    ci_note,
     overall_scopes,
     pass_metric,
     runs_by_benchmark,
@@ -649,8 +650,8 @@ def render_html(
             body.append(f"<h3>{esc(run.label)}</h3>")
             body.append(
                 f'<p class="note">{run.overall_all.count} questions; pass metric '
-                f"{esc(metric or '-')}; micro means, 95% bootstrap CI in brackets where "
-                "computed.</p>"
+                f"{esc(metric or '-')}; micro means, {esc(ci_note(run))} (each resampled whole) in "
+                "brackets where computed.</p>"
             )
             body.append(render_table(run_table(run)))
             for note in run.notes:

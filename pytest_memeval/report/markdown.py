@@ -13,7 +13,7 @@ import re
 from collections.abc import Mapping, Sequence
 
 from ..analysis.baselines import Baseline
-from .model import Summary, pass_metric, runs_by_benchmark
+from .model import Summary, ci_note, pass_metric, runs_by_benchmark
 from .tables import (
     Table,
     baselines_table,
@@ -91,7 +91,8 @@ def render_markdown(summary: Summary, baselines: Mapping[str, Sequence[Baseline]
             lines.append("")
             lines.append(
                 f"{run.overall_all.count} questions; pass metric {md_text(main or '-')}; "
-                "metrics are micro means with 95% bootstrap CIs in brackets where computed."
+                f"metrics are micro means with {md_text(ci_note(run))} (each resampled whole) in "
+                "brackets where computed."
             )
             lines.append("")
             lines.extend(render_table(run_table(run)))

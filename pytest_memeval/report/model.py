@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -21,10 +22,12 @@ __all__ = [
     "RunSummary",
     "Summary",
     "baseline_value",
+    "ci_note",
     "comparison_columns",
     "overall_scopes",
     "pass_metric",
     "runs_by_benchmark",
+    "unit_count",
 ]
 
 
@@ -71,6 +74,14 @@ class RunSummary:
     macro: CategoryRow | None = None
     #: questions flagged as abstention (LongMemEval ``_abs`` ids), when they are not a category
     abstention: CategoryRow | None = None
+    #: what the questions cluster in (the benchmark's ``cluster_unit``); intervals and the
+    #: regression gate resample and pair by cluster (``QuestionResult.cluster_id``)
+    cluster_unit: str = "conversation"
+
+    @property
+    def clusters(self) -> int:
+        """How many clusters the run's questions come from."""
+        return len({r.cluster_id for r in self.results})
 
     @property
     def label(self) -> str:
@@ -115,6 +126,7 @@ class RunSummary:
             **({"abstention": self.abstention.to_dict()} if self.abstention is not None else {}),
             "latency": self.latency,
             "notes": list(self.notes),
+            "clusters": {"unit": self.cluster_unit, "count": self.clusters},
         }
 
 
@@ -160,6 +172,16 @@ class RegressionOutcome:
     delta: float | None = None
     ci: list[float] | None = None
     p_value: float | None = None
+    #: the test that decided (``sign-flip``, ``cluster-bootstrap``, ``mcnemar``,
+    #: ``paired-bootstrap``) and what it treated as independent: ``{"unit", "count"}``
+    test: str = ""
+    clusters: dict[str, Any] = field(default_factory=dict)
+    #: the question-level test (questions as independent) and its verdict, shown beside it
+    question_test: str = ""
+    question_p_value: float | None = None
+    question_failed: bool = False
+    #: the smallest drop the run could detect at alpha with 80% power (None: not computed)
+    detectable: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -171,6 +193,12 @@ class RegressionOutcome:
             "delta": self.delta,
             "ci": list(self.ci) if self.ci else None,
             "p_value": self.p_value,
+            "test": self.test,
+            "clusters": dict(self.clusters),
+            "question_test": self.question_test,
+            "question_p_value": self.question_p_value,
+            "question_failed": self.question_failed,
+            "detectable": finite_or_none(self.detectable),
         }
 
 
@@ -244,6 +272,21 @@ class Summary:
             "provenance": self.provenance,
             "extra": self.extra_dict(),
         }
+
+
+def finite_or_none(value: float | None) -> float | None:
+    """JSON has no infinity: ``None`` for it (and for NaN)."""
+    return value if value is not None and math.isfinite(value) else None
+
+
+def unit_count(n: int, unit: str) -> str:
+    """``10 conversations``, ``1 conversation``, ``500 questions``."""
+    return f"{n} {unit}" if n == 1 else f"{n} {unit}s"
+
+
+def ci_note(run: RunSummary) -> str:
+    """What the intervals resample: ``95% bootstrap CIs over 10 conversations``."""
+    return f"95% bootstrap CIs over {unit_count(run.clusters, run.cluster_unit)}"
 
 
 def baseline_value(baseline: Baseline, row: CategoryRow) -> float | None:

@@ -506,7 +506,11 @@ def check_lines(summary: Summary) -> list[tuple[str, list[tuple[bool, str]]]]:
     out: list[tuple[str, list[tuple[bool, str]]]] = []
     if summary.gates:
         out.append(("Gates", [(g.passed, g.message) for g in summary.gates]))
-    regression = [(not c.failed, c.message) for c in summary.regression]
+    regression = [
+        # the power line of a pass without significance goes with the sentence (issue 15)
+        (not c.failed, c.message + "".join(f" ({d})" for d in c.details if d.startswith("power:")))
+        for c in summary.regression
+    ]
     if summary.regression_error is not None:
         regression.append((False, summary.regression_error))
     if regression:

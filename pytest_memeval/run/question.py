@@ -346,6 +346,7 @@ def new_result(
         details={"index": question.index, "k": k}
         | ({"abstention": True} if question.abstention else {}),
         nodeid=nodeid,
+        cluster=question.cluster or question.conversation_id,
     )
 
 

@@ -37,7 +37,7 @@ def _result(qid: str, status: str, scores: dict[str, float | None], system: str)
         benchmark="locomo",
         system=system,
         question_id=qid,
-        conversation_id="conv-1",
+        conversation_id=qid,  # one question per cluster: the question-level tests apply
         category="temporal" if int(qid[1:]) % 2 else "single-hop",
         category_id=None,
         question="q?",
@@ -333,6 +333,7 @@ def test_save_and_load_roundtrip(tmp_path: Path) -> None:
     assert first == {
         "status": "CORRECT",
         "category": "single-hop",
+        "cluster": "q000",
         "scores": {"judge": 1.0, "f1": None},
     }
     assert run["summary"]["overall"]["count"] == 100

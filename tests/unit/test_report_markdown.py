@@ -256,7 +256,7 @@ def test_snapshot_small_summary() -> None:
 
 ### demo · bm25
 
-2 questions; pass metric f1; metrics are micro means with 95% bootstrap CIs in brackets where computed.
+2 questions; pass metric f1; metrics are micro means with 95% bootstrap CIs over 1 conversation (each resampled whole) in brackets where computed.
 
 | category | id | shared | n | f1 | correct | wrong | unscored | error |
 | --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |

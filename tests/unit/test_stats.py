@@ -38,7 +38,7 @@ def _result(qid: str, category: str, scores: dict[str, float | None]) -> Questio
         benchmark="locomo",
         system="bm25",
         question_id=qid,
-        conversation_id="conv-1",
+        conversation_id=qid,  # one question per cluster: the question-level bootstrap
         category=category,
         category_id=None,
         question="q?",
