@@ -176,7 +176,9 @@ class ProviderClient:
 
         try:
             completion = call_with_retry(
-                lambda: self._send(msgs, temperature, max_tokens, json_mode), self.retry, on_retry=on_retry
+                lambda: self._send(msgs, temperature, max_tokens, json_mode),
+                self.retry,
+                on_retry=on_retry,
             )
         except PermanentError as exc:
             self.accounting.record(role, self.label, failures=1)

@@ -385,7 +385,16 @@ class Controller:
             "top_k": list(settings.selection.top_k),
             "answerer": state.answerer.label if state.answerer else settings.llm.answerer,
             "judge": list(settings.llm.judges) or None,
-            "judge_style": settings.llm.judge_style,
+            "judge_style": (
+                state.llm.styles(list(state.benchmarks))
+                if state.llm is not None and settings.llm.judges
+                else None
+            ),
+            "protocol": (
+                state.protocol.provenance(list(settings.llm.judges))
+                if state.protocol is not None
+                else None
+            ),
             "judge_runs": settings.llm.judge_runs if settings.llm.judges else None,
             "rejudge": settings.run.rejudge,
             "prompt_sha256": (
@@ -522,16 +531,28 @@ class Controller:
             selection.append(f"limit {s.selection.limit}/conversation")
         if s.selection.sample:
             selection.append(f"sample {s.selection.sample}/category seed {s.selection.seed}")
-        rules = ", ".join(
-            f"{b}: {bench.pass_metric} >= {state.threshold(b)}"
-            for b, bench in state.benchmarks.items()
-        )
+        styles = state.llm.styles(list(state.benchmarks)) if state.llm is not None else {}
+
+        def rule(b: str, metric: str) -> str:
+            if b not in styles:
+                return f"{b}: {metric} >= {state.threshold(b)}"
+            key = "nugget" if styles[b].startswith("beam") else "judge"
+            return (
+                f"{b}: {key} >= {state.threshold(b)} ({styles[b]} judge decides; "
+                f"{metric} where it does not judge)"
+            )
+
+        rules = ", ".join(rule(b, bench.pass_metric) for b, bench in state.benchmarks.items())
+        if state.protocol is not None:
+            p = state.protocol.profile
+            rules += f"; protocol {p.name} ({p.repo}@{p.commit[:12]})"
         ingests = ", ".join(f"{k} {v}" for k, v in sorted(self.ingest_counts().items()))
         llm_line = []
         llm = self.summary.llm if self.summary is not None else None
         if s.llm.judges:
             llm_line.append(
-                f"  judges: {', '.join(s.llm.judges)} (style {s.llm.judge_style or 'per benchmark'}); "
+                f"  judges: {', '.join(s.llm.judges)} (style "
+                f"{', '.join(sorted(set(styles.values()))) or s.llm.judge_style or 'per benchmark'}); "
                 f"unscored {llm.judge_unscored if llm else 0}, warnings "
                 f"{llm.judge_warnings if llm else 0}"
             )

@@ -212,7 +212,9 @@ class BeamOfficialJudge:
             )
         event_ordering = _is_event_ordering(question)
         replies = parallel_map(
-            lambda item: _ask(client, [ChatMessage("user", self.render(item, prediction))], self.shape),
+            lambda item: _ask(
+                client, [ChatMessage("user", self.render(item, prediction))], self.shape
+            ),
             rubric,
         )
         warnings: list[str] = []
@@ -222,7 +224,7 @@ class BeamOfficialJudge:
             parsed = parse_beam_json(reply)
             raw = parsed.get("score") if isinstance(parsed, dict) else None
             try:
-                value = float(raw) if event_ordering else float(int(raw))  # type: ignore[arg-type, call-overload]
+                value = float(raw) if event_ordering else float(int(raw))  # type: ignore[arg-type]
             except (TypeError, ValueError, OverflowError):
                 value = 0.0
                 warnings.append(
@@ -292,7 +294,11 @@ class LoadedProtocol:
             return Mem0OfficialJudge(t["judge"], p.judge)
         if p.name == "longmemeval":
             return LongMemEvalOfficialJudge(
-                {k: v for k, v in t.items() if k in QUESTION_TYPE_RULES.values() or k == "abstention"},
+                {
+                    k: v
+                    for k, v in t.items()
+                    if k in QUESTION_TYPE_RULES.values() or k == "abstention"
+                },
                 p.judge,
             )
         if p.name == "beam":
@@ -306,12 +312,8 @@ class LoadedProtocol:
         p = self.profile
         return {
             **p.describe(),
-            "files": [
-                {**s.file.to_dict(), "read_from": s.origin} for s in self.sources.values()
-            ],
-            "prompt_sha256": {
-                key: self.templates[key].sha256 for key in sorted(self.templates)
-            },
+            "files": [{**s.file.to_dict(), "read_from": s.origin} for s in self.sources.values()],
+            "prompt_sha256": {key: self.templates[key].sha256 for key in sorted(self.templates)},
             "judge_models": judge_models,
             "notes": list(p.notes),
         }

@@ -223,6 +223,4 @@ def get_profile(name: str) -> ProtocolProfile:
     try:
         return PROFILES[name]
     except KeyError:
-        raise KeyError(
-            f"unknown protocol {name!r}; available: {', '.join(PROFILES)}"
-        ) from None
+        raise KeyError(f"unknown protocol {name!r}; available: {', '.join(PROFILES)}") from None
