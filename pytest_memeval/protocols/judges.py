@@ -312,7 +312,15 @@ class LoadedProtocol:
         p = self.profile
         return {
             **p.describe(),
-            "files": [{**s.file.to_dict(), "read_from": s.origin} for s in self.sources.values()],
+            "files": [
+                {
+                    **s.file.to_dict(),
+                    "read_from": s.origin,
+                    "file_sha256": s.sha256,
+                    "matches_pin": s.matches_pin,
+                }
+                for s in self.sources.values()
+            ],
             "prompt_sha256": {key: self.templates[key].sha256 for key in sorted(self.templates)},
             "judge_models": judge_models,
             "notes": list(p.notes),
