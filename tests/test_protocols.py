@@ -18,6 +18,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+import openai
 import pytest
 from conftest import read_json
 from llm_server import OPENAI_PATH, LLMServer
@@ -342,3 +343,269 @@ def test_bad_judge_prompt_fails_at_configure(pytester: pytest.Pytester, server: 
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*--memeval-judge-prompt*placeholder {nope} is not allowed*"])
     assert server.request_count == 0  # no answerer call was paid for
+
+
+# --------------------------------------------------------------------------- longmemeval
+
+
+def _lme_item(qid: str, qtype: str, answer: object) -> dict[str, Any]:
+    return {
+        "question_id": qid,
+        "question_type": qtype,
+        "question": f"What about {qid}?",
+        "answer": answer,
+        "question_date": "2023/05/30 (Tue) 23:40",
+        "haystack_session_ids": ["s_1", "answer_1"],
+        "haystack_dates": ["2023/05/20 (Sat) 02:21", "2023/05/21 (Sun) 10:00"],
+        "haystack_sessions": [
+            [{"role": "user", "content": "hello there"}, {"role": "assistant", "content": "hi"}],
+            [
+                {
+                    "role": "user",
+                    "content": f"the answer for {qid} is {answer}",
+                    "has_answer": True,
+                },
+                {"role": "assistant", "content": "noted"},
+            ],
+        ],
+        "answer_session_ids": ["answer_1"],
+    }
+
+
+LME_ITEMS = [
+    _lme_item("a1", "single-session-user", "Paris"),
+    _lme_item("a2", "multi-session", 3),
+    _lme_item("a3", "temporal-reasoning", "5 days"),
+    _lme_item("a4", "knowledge-update", "blue"),
+    _lme_item("a5", "single-session-preference", "suggest jazz"),
+    _lme_item("a6_abs", "single-session-user", "never mentioned"),
+]
+
+
+def _lme_reply(messages: list[dict[str, str]], model: str, params: dict[str, Any]) -> str:
+    text = messages[-1]["content"]
+    # substring rule: "Yes." and "no, not yes" both count yes upstream; "" counts no
+    if "TEST STANDARD" in text:
+        return "Yes."
+    if "TEST TEMPORAL" in text:
+        return "no, not yes"
+    if "TEST UPDATE" in text:
+        return ""
+    return "no"
+
+
+def test_longmemeval_protocol_requests_match_upstream(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, xdist_mode: list[str]
+) -> None:
+    data = pytester.path / "lme.json"
+    data.write_text(json.dumps(LME_ITEMS), encoding="utf-8")
+    out = pytester.path / "r.json"
+    with LLMServer(reply=_lme_reply) as srv:
+        monkeypatch.setenv("OPENAI_API_KEY", KEY)
+        monkeypatch.setenv("OPENROUTER_API_KEY", KEY)
+        result = pytester.runpytest(
+            "--memeval=longmemeval",
+            f"--memeval-variant={data}",
+            "--memsys=bm25",
+            f"--memeval-cache-dir={pytester.path / 'cache'}",
+            "--memeval-protocol=longmemeval",
+            f"--memeval-protocol-source={FIXTURES / 'longmemeval'}",
+            "--memeval-judge=openai-compatible:gpt-4o-2024-08-06",
+            f"--memeval-base-url={srv.openai_base_url}",
+            f"--memeval-json={out}",
+            *xdist_mode,
+        )
+        assert result.ret == 0, result.stdout.str()
+        plugin_requests = sorted(_request(b) for b in _chat_bodies(srv))
+        report = read_json(out)
+        questions = {q["id"]: q for q in report["runs"][0]["questions"]}
+        srv.reset()
+        module = _module(
+            FIXTURES / "longmemeval" / "src" / "evaluation" / "evaluate_qa.py", "lme_eval"
+        )
+        client = openai.OpenAI(api_key=KEY, base_url=srv.openai_base_url)
+        labels = {}
+        for item in LME_ITEMS:
+            qid = str(item["question_id"])
+            labels[qid] = module.judge_one(
+                client,
+                "gpt-4o-2024-08-06",
+                item["question_type"],
+                item["question"],
+                item["answer"],
+                questions[qid]["prediction"],
+                qid,
+            )
+        upstream_requests = sorted(_request(b) for b in _chat_bodies(srv))
+        client.close()
+    assert plugin_requests == upstream_requests
+    assert len(plugin_requests) == len(LME_ITEMS)
+    assert json.loads(plugin_requests[0])["max_tokens"] == 10
+    assert {qid: q["scores"]["judge"] for qid, q in questions.items()} == {
+        qid: float(v) for qid, v in labels.items()
+    }
+    assert labels == {
+        "a1": True,
+        "a2": True,
+        "a3": True,  # 'yes' in "no, not yes"
+        "a4": False,  # an empty reply is a 0, never left out
+        "a5": False,
+        "a6_abs": False,
+    }
+    assert questions["a4"]["scores"]["judge_strict"] is None  # the strict parse: a diagnostic
+    overall = report["runs"][0]["summary"]["overall"]["judge"]
+    assert overall == pytest.approx(3 / 6)
+    assert report["provenance"]["judge_style"] == {"longmemeval": "longmemeval-official"}
+    assert "judges with" not in result.stdout.str()  # the protocol's own model: no warning
+
+
+# --------------------------------------------------------------------------- beam
+
+
+def _beam_data(root: Path) -> None:
+    conv = root / "beam" / "100K" / "1"
+    (conv / "probing_questions").mkdir(parents=True)
+    messages = []
+    chat = []
+    mid = 0
+    for b, anchor in enumerate(("March-15-2024", "April-05-2024"), start=1):
+        turns = []
+        for text in ("I started the garden", "then I planted tomatoes"):
+            turns.append(
+                [
+                    {
+                        "role": "user",
+                        "id": mid,
+                        "content": f"{text} in batch {b}",
+                        "question_type": "main_question",
+                        "index": f"{b},1",
+                        **({"time_anchor": anchor} if not turns else {}),
+                    },
+                    {"role": "assistant", "id": mid + 1, "content": "nice"},
+                ]
+            )
+            messages.append(text)
+            mid += 2
+        chat.append({"batch_number": b, "turns": turns, "time_anchor": None})
+    (conv / "chat.json").write_text(json.dumps(chat), encoding="utf-8")
+    gold_fields = {
+        "abstention": "ideal_response",
+        "contradiction_resolution": "ideal_answer",
+        "event_ordering": "answer",
+        "information_extraction": "answer",
+        "instruction_following": "expected_compliance",
+        "knowledge_update": "answer",
+        "multi_session_reasoning": "answer",
+        "preference_following": "expected_compliance",
+        "summarization": "ideal_summary",
+        "temporal_reasoning": "answer",
+    }
+    probing = {
+        ability: [
+            {
+                "question": f"{ability} question {i}?",
+                field: f"gold {ability} {i}",
+                "difficulty": "easy",
+                "rubric": ["started the garden", "planted tomatoes"]
+                if ability == "event_ordering"
+                else [f"mentions garden {i}", f"mentions tomatoes {i}"],
+                "source_chat_ids": [0, 2],
+            }
+            for i in range(2)
+        ]
+        for ability, field in gold_fields.items()
+    }
+    (conv / "probing_questions" / "probing_questions.json").write_text(
+        json.dumps(probing), encoding="utf-8"
+    )
+
+
+def _beam_reply(messages: list[dict[str, str]], model: str, params: dict[str, Any]) -> str:
+    if messages[0]["role"] == "system":  # event equivalence
+        user = messages[-1]["content"]
+        a = user.split("Snippet A: ", 1)[1].split(" \n", 1)[0]
+        b = user.split("Snippet B: ", 1)[1].strip()
+        return "YES" if a.split()[-1] in b else "NO"
+    text = messages[-1]["content"]
+    criterion = text.split("- CRITERION: ", 1)[1].split("\n", 1)[0]
+    return json.dumps({"score": 0.5 if criterion.endswith("0") else 1.0, "reason": "r"})
+
+
+class _RecordingLLM:
+    """Stands in for the LangChain model upstream calls ``invoke`` on; sends nothing, records
+    the messages as the OpenAI chat API would receive them."""
+
+    def __init__(self) -> None:
+        self.sent: list[list[dict[str, str]]] = []
+
+    def invoke(self, prompt: Any) -> Any:
+        messages = (
+            [{"role": "user", "content": prompt}] if isinstance(prompt, str) else list(prompt)
+        )
+        self.sent.append(messages)
+
+        class _Reply:
+            content = _beam_reply(messages, "gpt-4.1-mini", {})
+
+        return _Reply()
+
+
+def test_beam_protocol_requests_match_upstream(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, xdist_mode: list[str]
+) -> None:
+    _beam_data(pytester.path / "data")
+    out = pytester.path / "r.json"
+    with LLMServer(reply=_beam_reply) as srv:
+        monkeypatch.setenv("OPENAI_API_KEY", KEY)
+        monkeypatch.setenv("OPENROUTER_API_KEY", KEY)
+        result = pytester.runpytest(
+            "--memeval=beam",
+            "--memeval-variant=100K",
+            f"--memeval-data={pytester.path / 'data'}",
+            "--memsys=full-context",
+            f"--memeval-cache-dir={pytester.path / 'cache'}",
+            "--memeval-protocol=beam",
+            f"--memeval-protocol-source={FIXTURES / 'beam'}",
+            "--memeval-judge=openai-compatible:gpt-4.1-mini",
+            f"--memeval-base-url={srv.openai_base_url}",
+            "--memeval-no-cache",  # upstream repeats identical calls; count every one
+            f"--memeval-json={out}",
+            *xdist_mode,
+        )
+        assert result.ret == 0, result.stdout.str()
+        bodies = _chat_bodies(srv)
+    report = read_json(out)
+    questions = report["runs"][0]["questions"]
+    assert len(questions) == 20
+    for body in bodies:
+        assert body["model"] == "gpt-4.1-mini" and body["temperature"] == 0.0
+        assert "max_tokens" not in body and "response_format" not in body
+    plugin_messages = sorted(json.dumps(b["messages"]) for b in bodies)
+
+    metrics = _module(FIXTURES / "beam" / "src" / "evaluation" / "compute_metrics.py", "b_cm")
+    prompts = _module(FIXTURES / "beam" / "src" / "prompts.py", "b_prompts")
+    metrics.unified_llm_judge_base_prompt = prompts.unified_llm_judge_base_prompt
+    llm = _RecordingLLM()
+    expected: dict[str, float] = {}
+    for q in questions:
+        rubric = q["details"]["judge"]["details"]["items"]
+        items = [r["rubric"] for r in rubric]
+        ordering = q["category"] == "event_ordering"
+        score = metrics.evaluate_rubric(items, q["prediction"], llm, event_ordering=ordering)
+        if ordering:
+            metrics.align_with_llm(items, q["prediction"].split("\n"), llm)
+        else:
+            expected[q["id"]] = score
+    upstream_messages = sorted(json.dumps(m) for m in llm.sent)
+    assert plugin_messages == upstream_messages
+    # <question> is never filled, as upstream
+    assert all("- QUESTION: <question>" in m for m in plugin_messages if "CRITERION" in m)
+    # int() truncation: a 0.5 item counts 0 outside event ordering
+    got = {q["id"]: q["scores"]["nugget"] for q in questions if q["category"] != "event_ordering"}
+    assert got == expected
+    assert set(expected.values()) == {0.0, 1.0}  # the 0.5 items of the "...0" rubrics count 0
+    for q in questions:
+        if q["category"] == "event_ordering":
+            assert q["details"]["judge"]["details"]["alignment_calls"] > 0
+            assert "ordering_f1" in q["scores"] and "nugget_llm_judge" in q["scores"]
+    assert report["provenance"]["judge_style"] == {"beam": "beam-official"}

@@ -150,7 +150,8 @@ LONGMEMEVAL = ProtocolProfile(
     commit=LONGMEMEVAL_COMMIT,
     judge_style="longmemeval-official",
     metric="judge",
-    judge=RequestShape("gpt-4o-2024-08-06", temperature=0.0, max_tokens=10),
+    # upstream sends the integer 0 (JSON `0`, not `0.0`)
+    judge=RequestShape("gpt-4o-2024-08-06", temperature=0, max_tokens=10),
     prompts={
         rule: (LONGMEMEVAL_FILE, StringRef("local", "template", _LME_REF, i, expect_count=5))
         for i, rule in enumerate(
