@@ -609,3 +609,59 @@ def test_beam_protocol_requests_match_upstream(
             assert q["details"]["judge"]["details"]["alignment_calls"] > 0
             assert "ordering_f1" in q["scores"] and "nugget_llm_judge" in q["scores"]
     assert report["provenance"]["judge_style"] == {"beam": "beam-official"}
+
+
+# --------------------------------------------------------------------------- baselines
+
+
+def test_baselines_stand_only_beside_like_for_like_numbers() -> None:
+    from pytest_memeval.baselines import RunProtocol, baselines_for, mark_comparability
+
+    chosen = baselines_for("locomo", ("mem0-j-mem0", "mem0-f1-mem0", "locomo-human"))
+    metrics = frozenset({"f1", "set_f1", "judge"})
+    official = RunProtocol(metrics, "mem0", "mem0-official", "gpt-4o-mini")
+    marked = {b.name: b.not_comparable for b in mark_comparability(chosen, official)}
+    assert marked["mem0-j-mem0"] is None and marked["mem0-f1-mem0"] is None
+    assert "published under the locomo protocol" in str(marked["locomo-human"])
+    graded = RunProtocol(metrics, "mem0", "graded", "claude-sonnet-4-6")
+    reason = {b.name: b.not_comparable for b in mark_comparability(chosen, graded)}
+    assert reason["mem0-j-mem0"] == (
+        "judge was published by the mem0-official judge, this run's is graded"
+    )
+    other_model = RunProtocol(metrics, "mem0", "mem0-official", "gpt-4.1")
+    reason = {b.name: b.not_comparable for b in mark_comparability(chosen, other_model)}
+    assert reason["mem0-j-mem0"] == "judged by gpt-4o-mini, this run by gpt-4.1"
+    plain = RunProtocol(metrics)
+    reason = {b.name: b.not_comparable for b in mark_comparability(chosen, plain)}
+    assert "this run used no protocol (run with --memeval-protocol=mem0)" in str(
+        reason["mem0-j-mem0"]
+    )
+    lme = baselines_for("longmemeval", ("lme-gpt-4o-s", "lme-mem0-platform-top50"))
+    run = RunProtocol(
+        frozenset({"judge"}), "longmemeval", "longmemeval-official", "gpt-4o-2024-08-06"
+    )
+    reason = {b.name: b.not_comparable for b in mark_comparability(lme, run)}
+    assert reason["lme-gpt-4o-s"] is None
+    assert "mem0-memory-benchmarks" in str(reason["lme-mem0-platform-top50"])
+
+
+def test_graded_judge_never_judges_locomo_category_5() -> None:
+    from pytest_memeval.judges import GradedJudge
+    from pytest_memeval.records import Question
+
+    class NoCalls:
+        label = "fake:none"
+
+        def complete(self, *args: Any, **kwargs: Any) -> Any:
+            raise AssertionError("category 5 must not be sent to the judge")
+
+    q = Question(
+        id="q5",
+        conversation_id="c",
+        category="adversarial",
+        question="Mel?",
+        gold=None,
+        category_id=5,
+    )
+    result = GradedJudge(runs=3).judge(q, "Mel", NoCalls())
+    assert result.skipped and not result.scores

@@ -21,7 +21,7 @@ import pytest
 
 from .. import __version__
 from ..analysis.aggregate import CategoryMeta, aggregate_run, group_runs, metric_union
-from ..analysis.baselines import Baseline, baselines_for
+from ..analysis.baselines import Baseline, RunProtocol, baselines_for, mark_comparability
 from ..benchmarks import get_benchmark
 from ..errors import MemevalError
 from ..records import STATUS_ERROR, QuestionResult, ResultKey
@@ -482,13 +482,34 @@ class Controller:
         for run in summary.runs:
             if run.benchmark not in chosen:
                 dataset = self.state.datasets.get(run.benchmark)
-                chosen[run.benchmark] = baselines_for(
-                    run.benchmark,
-                    self.state.settings.reports.baselines,
-                    None,
-                    dataset.variant if dataset is not None else None,
+                chosen[run.benchmark] = mark_comparability(
+                    baselines_for(
+                        run.benchmark,
+                        self.state.settings.reports.baselines,
+                        None,
+                        dataset.variant if dataset is not None else None,
+                    ),
+                    self._run_protocol(run.benchmark, summary),
                 )
         return chosen
+
+    def _run_protocol(self, benchmark: str, summary: Summary) -> RunProtocol:
+        state = self.state
+        metrics: set[str] = set()
+        for run in summary.runs:
+            if run.benchmark == benchmark:
+                metrics.update(run.metrics)
+        style = None
+        model = None
+        if state.llm is not None and state.settings.llm.judges:
+            style = state.llm.styles([benchmark]).get(benchmark)
+            model = state.settings.llm.judges[0].partition(":")[2] or None
+        return RunProtocol(
+            metrics=frozenset(metrics),
+            protocol=state.settings.llm.protocol,
+            judge_style=style,
+            judge_model=model,
+        )
 
     @pytest.hookimpl(trylast=True)
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
