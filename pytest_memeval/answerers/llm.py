@@ -2,8 +2,9 @@
 
 It asks for a short answer (a few words) from the retrieved memories, shown oldest first, each
 with its date and never with its retrieval score. The reference ("today") date is the question's
-own date when the benchmark has one, else the date passed by the caller (the conversation's last
-session), else the newest memory date. The prediction is the text after the last ``ANSWER:``
+own date when the benchmark has one (LongMemEval), else the conversation's last session date
+(LoCoMo, BEAM: ``reference_dates``, filled by the plugin from the loaded conversations, so it is
+the same for every question of a conversation), else the newest memory date. The prediction is the text after the last ``ANSWER:``
 marker when the reply has one (or after ``Answer:`` / "the answer is:", which small models write
 instead), first line only, else the whole reply, stripped.
 
@@ -14,13 +15,13 @@ The prompt is our own text in ``templates/answer.txt`` with the placeholders ``{
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 from ..judges.base import PromptTemplate, load_template
 from ..llm.base import ChatMessage, LLMClient
-from ..records import Memory, Prediction, Question
+from ..records import Conversation, Memory, Prediction, Question
 
 __all__ = [
     "ANSWER_MARKER",
@@ -29,6 +30,7 @@ __all__ = [
     "extract_answer",
     "format_date",
     "format_memories",
+    "last_session_dates",
     "order_memories",
 ]
 
@@ -160,6 +162,21 @@ def _reference_date(
     return "unknown"
 
 
+def last_session_dates(conversations: Iterable[Conversation]) -> dict[str, datetime | str]:
+    """conversation id -> its last session's date (the newest parsed date; else the last session's
+    raw date text); conversations without any date are left out."""
+    out: dict[str, datetime | str] = {}
+    for conv in conversations:
+        dated = [s.date for s in conv.sessions if s.date is not None]
+        if dated:
+            out[conv.id] = max(dated, key=lambda d: _parse_date(d) or datetime.min)
+            continue
+        raw = [s.date_raw for s in conv.sessions if s.date_raw]
+        if raw:
+            out[conv.id] = raw[-1]
+    return out
+
+
 @dataclass
 class LLMAnswerer:
     """Answers from memories with one temperature-0 call (role ``"answerer"``)."""
@@ -168,6 +185,8 @@ class LLMAnswerer:
     template_path: str | None = None
     max_tokens: int = 256
     template: PromptTemplate = field(init=False)
+    #: conversation id -> the reference ("today") date of its questions without a date
+    reference_dates: dict[str, datetime | str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.template = load_template(ANSWER_TEMPLATE_FILE, ANSWER_FIELDS, self.template_path)
@@ -188,6 +207,8 @@ class LLMAnswerer:
         reference_date: datetime | str | None = None,
     ) -> str:
         """The prompt text for a question (exposed for tests and ``--collect-only`` previews)."""
+        if reference_date is None:
+            reference_date = self.reference_dates.get(question.conversation_id)
         return self.template.render(
             {
                 "memories": format_memories(memories),

@@ -181,6 +181,13 @@ def _load(config: pytest.Config, state: RunState) -> None:
             state.llm = LLMRuntime(llm_settings, settings.cache_dir, protocol=state.protocol)
         except JudgeError as exc:
             raise pytest.UsageError(redact(str(exc))) from None
+        if state.llm.answerer is not None:  # "today" of undated questions: last session date
+            from ..answerers.llm import last_session_dates
+
+            for dataset in state.datasets.values():
+                state.llm.answerer.reference_dates.update(
+                    last_session_dates(dataset.conversations.values())
+                )
         cache = state.llm.cache
         if cache is not None and not hasattr(config, "workerinput"):
             problem = cache.check_usable()  # before any paid call, not silently later

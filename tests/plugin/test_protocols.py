@@ -34,7 +34,7 @@ from pytest_memeval.protocols import (
 from pytest_memeval.protocols.judges import mem0_official_label
 from pytest_memeval.protocols.source import SourceText, extract, read_upstream
 
-FIXTURES = Path(__file__).resolve().parent / "fixtures" / "protocols"
+FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "protocols"
 KEY = "sk-loopback-protocols"
 XDIST_MODES = {"no-xdist": ["-p", "no:xdist"], "n2": ["-n", "2"]}
 
@@ -615,7 +615,7 @@ def test_beam_protocol_requests_match_upstream(
 
 
 def test_baselines_stand_only_beside_like_for_like_numbers() -> None:
-    from pytest_memeval.baselines import RunProtocol, baselines_for, mark_comparability
+    from pytest_memeval.analysis.baselines import RunProtocol, baselines_for, mark_comparability
 
     chosen = baselines_for("locomo", ("mem0-j-mem0", "mem0-f1-mem0", "locomo-human"))
     metrics = frozenset({"f1", "set_f1", "judge"})
@@ -665,3 +665,28 @@ def test_graded_judge_never_judges_locomo_category_5() -> None:
     )
     result = GradedJudge(runs=3).judge(q, "Mel", NoCalls())
     assert result.skipped and not result.scores
+
+
+def test_llm_answerer_today_is_the_conversations_last_session() -> None:
+    from datetime import datetime
+
+    from pytest_memeval.benchmarks import get_benchmark
+    from pytest_memeval.benchmarks.base import LoadRequest
+    from pytest_memeval.answerers.llm import LLMAnswerer, format_date, last_session_dates
+    from pytest_memeval.records import Memory
+
+    dataset = get_benchmark("demo").load(LoadRequest(None, Path("/nonexistent"), None))
+    dates = last_session_dates(dataset.conversations.values())
+    conv = dataset.conversations["demo-1"]
+    newest = max(s.date for s in conv.sessions if s.date is not None)
+    assert dates["demo-1"] == newest
+
+    class NoCalls:
+        label = "fake:none"
+
+    answerer = LLMAnswerer(NoCalls(), reference_dates=dates)  # type: ignore[arg-type]
+    question = next(q for q in dataset.questions if q.conversation_id == "demo-1")
+    early = [Memory("an old memory", date=datetime(2020, 1, 1))]
+    # the same "today" whatever was retrieved (was: the newest retrieved memory)
+    assert f"{format_date(newest)}" in answerer.render(question, early)
+    assert f"{format_date(newest)}" in answerer.render(question, [])
