@@ -670,9 +670,9 @@ def test_graded_judge_never_judges_locomo_category_5() -> None:
 def test_llm_answerer_today_is_the_conversations_last_session() -> None:
     from datetime import datetime
 
+    from pytest_memeval.answerers.llm import LLMAnswerer, format_date, last_session_dates
     from pytest_memeval.benchmarks import get_benchmark
     from pytest_memeval.benchmarks.base import LoadRequest
-    from pytest_memeval.answerers.llm import LLMAnswerer, format_date, last_session_dates
     from pytest_memeval.records import Memory
 
     dataset = get_benchmark("demo").load(LoadRequest(None, Path("/nonexistent"), None))
