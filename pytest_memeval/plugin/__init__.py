@@ -184,9 +184,12 @@ def _load(config: pytest.Config, state: RunState) -> None:
         if state.llm.answerer is not None:  # "today" of undated questions: last session date
             from ..answerers.llm import last_session_dates
 
-            for dataset in state.datasets.values():
+            for name, dataset in state.datasets.items():
                 state.llm.answerer.reference_dates.update(
                     last_session_dates(dataset.conversations.values())
+                )
+                state.llm.answerer.benchmark_of.update(
+                    (q.conversation_id, name) for q in dataset.questions
                 )
         cache = state.llm.cache
         if cache is not None and not hasattr(config, "workerinput"):

@@ -188,7 +188,7 @@ class LLMRuntime:
             for bench in benchmarks:
                 hashes.update(self.judge_for(spec, bench).prompt_hashes)
         if self.answerer is not None:
-            hashes["answer"] = self.answerer.prompt_sha256
+            hashes.update(self.answerer.prompt_hashes)
         return hashes
 
     def output(self) -> dict[str, Any]:

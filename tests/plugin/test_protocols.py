@@ -690,3 +690,31 @@ def test_llm_answerer_today_is_the_conversations_last_session() -> None:
     # the same "today" whatever was retrieved (was: the newest retrieved memory)
     assert f"{format_date(newest)}" in answerer.render(question, early)
     assert f"{format_date(newest)}" in answerer.render(question, [])
+
+
+def test_llm_answerer_uses_each_benchmarks_prompt() -> None:
+    from pytest_memeval.answerers.llm import LLMAnswerer
+    from pytest_memeval.llm.base import Completion
+    from pytest_memeval.records import Question
+
+    class Echo:
+        label = "fake:echo"
+
+        def complete(self, messages: Any, **kwargs: Any) -> Completion:
+            return Completion("first event\nsecond event\nANSWER: ignored for beam")
+
+    answerer = LLMAnswerer(
+        Echo(),  # type: ignore[arg-type]
+        benchmark_of={"b1": "beam", "l1": "longmemeval", "c1": "locomo"},
+    )
+
+    def q(conv: str) -> Question:
+        return Question(id=f"{conv}-q", conversation_id=conv, category="x", question="Q?", gold="g")
+
+    prompts = {conv: answerer.render(q(conv), []) for conv in ("b1", "l1", "c1")}
+    assert len(set(prompts.values())) == 3
+    assert "ANSWER:" not in prompts["b1"] and "ANSWER:" in prompts["c1"]
+    assert set(answerer.prompt_hashes) == {"answer", "answer:longmemeval", "answer:beam"}
+    # BEAM keeps the whole reply (an ordered list is several lines); the others the marker's line
+    assert answerer.answer(q("b1"), []).text.startswith("first event\nsecond event")
+    assert answerer.answer(q("c1"), []).text == "ignored for beam"
