@@ -455,7 +455,7 @@ def test_shards_share_judge_calls(pytester: pytest.Pytester) -> None:
 
 ANSWER_COUNTER = """
 import os
-from pytest_memeval.answering import ExtractiveAnswerer
+from pytest_memeval.answerers.extractive import ExtractiveAnswerer
 
 _ANSWER = ExtractiveAnswerer.answer
 ANSWERS = os.path.join(os.path.dirname(__file__), "answers.log")
