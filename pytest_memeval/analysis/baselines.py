@@ -9,10 +9,18 @@ puts a baseline in the same column as the run's number when the protocols differ
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
 
-__all__ = ["BASELINES", "DEFAULT_BASELINES", "Baseline", "baselines_for"]
+__all__ = [
+    "BASELINES",
+    "DEFAULT_BASELINES",
+    "Baseline",
+    "RunProtocol",
+    "baselines_for",
+    "mark_comparability",
+    "not_comparable",
+]
 
 
 @dataclass(frozen=True)
@@ -28,6 +36,49 @@ class Baseline:
     overall_scope: str = "overall"  # "overall" (LoCoMo 1-4) or "overall_all" (1-5)
     verified: bool = True
     variant: str | None = None  # LongMemEval oracle/s/m, BEAM 100K/500K/1M/10M
+    #: what a run must use for its number to stand beside this one (None: anything)
+    needs_protocol: str | None = None  # --memeval-protocol
+    needs_judge_style: str | None = None  # the judge style that produced the metric
+    needs_judge_model: str | None = None  # the judge model it was published with
+    #: set when the run differs (the report lists it apart, with this reason)
+    not_comparable: str | None = None
+
+
+@dataclass(frozen=True)
+class RunProtocol:
+    """How one benchmark of a run was scored: what baselines are compared against."""
+
+    metrics: frozenset[str]
+    protocol: str | None = None
+    judge_style: str | None = None
+    judge_model: str | None = None
+
+
+def not_comparable(baseline: Baseline, run: RunProtocol) -> str | None:
+    """Why ``baseline`` must not stand beside the run's number (None: it may)."""
+    if baseline.metric not in run.metrics:
+        return f"this run has no {baseline.metric}"
+    if baseline.needs_protocol is not None and run.protocol != baseline.needs_protocol:
+        return (
+            f"published under the {baseline.needs_protocol} protocol; this run "
+            + (f"used --memeval-protocol={run.protocol}" if run.protocol else "used no protocol")
+            + f" (run with --memeval-protocol={baseline.needs_protocol})"
+        )
+    if baseline.needs_judge_style is not None and run.judge_style != baseline.needs_judge_style:
+        return (
+            f"{baseline.metric} was published by the {baseline.needs_judge_style} judge, this "
+            f"run's is {run.judge_style or 'none'}"
+        )
+    if baseline.needs_judge_model is not None and run.judge_model != baseline.needs_judge_model:
+        return (
+            f"judged by {baseline.needs_judge_model}, this run by {run.judge_model or 'no judge'}"
+        )
+    return None
+
+
+def mark_comparability(baselines: Sequence[Baseline], run: RunProtocol) -> list[Baseline]:
+    """The baselines with ``not_comparable`` set where the run differs from their protocol."""
+    return [replace(b, not_comparable=not_comparable(b, run)) for b in baselines]
 
 
 def _pct(values: Mapping[int | str, float]) -> dict[int | str, float]:
@@ -95,6 +146,7 @@ def _build() -> tuple[Baseline, ...]:
                 metric="f1",
                 protocol=_LOCOMO_PAPER,
                 source="LoCoMo paper (ACL 2024), Table 2",
+                needs_protocol="locomo",
                 overall=overall / 100.0,
                 overall_scope="overall_all",
                 by_category=_pct({4: single, 1: multi, 2: temporal, 3: open_, 5: adv}),
@@ -109,6 +161,9 @@ def _build() -> tuple[Baseline, ...]:
                 metric="judge",
                 protocol=_MEM0_J,
                 source="Mem0 paper (arXiv 2504.19413), Table 1 J",
+                needs_protocol="mem0",
+                needs_judge_style="mem0-official",
+                needs_judge_model="gpt-4o-mini",
                 overall=overall / 100.0,
                 by_category=_pct({1: c1, 2: c2, 3: c3, 4: c4}),
             )
@@ -123,6 +178,7 @@ def _build() -> tuple[Baseline, ...]:
                 metric="set_f1",
                 protocol=_MEM0_F1,
                 source="Mem0 paper (arXiv 2504.19413), Table 1 F1 (overall implied, 1,540-weighted)",
+                needs_protocol="mem0",
                 overall=_weighted_overall(cats),
                 by_category=cats,
             )
@@ -234,6 +290,15 @@ _OVERALL_ONLY: tuple[tuple[str, str, str, str, str, str, float, str], ...] = (
 )
 
 
+def _needs(name: str, bench: str) -> tuple[str, str | None, str | None]:
+    """(protocol, judge style, judge model) a run needs to stand beside the baseline."""
+    if name.startswith("lme-mem0"):  # Mem0's own harness: a protocol we do not run
+        return ("mem0-memory-benchmarks", None, None)
+    if bench == "longmemeval":
+        return ("longmemeval", "longmemeval-official", "gpt-4o-2024-08-06")
+    return ("beam", "beam-official", "gpt-4.1-mini")
+
+
 def _longmemeval_and_beam() -> list[Baseline]:
     return [
         Baseline(
@@ -246,6 +311,9 @@ def _longmemeval_and_beam() -> list[Baseline]:
             overall=overall,
             verified=False,
             variant=variant,
+            needs_protocol=_needs(name, bench)[0],
+            needs_judge_style=_needs(name, bench)[1],
+            needs_judge_model=_needs(name, bench)[2],
         )
         for name, bench, system, metric, protocol, source, overall, variant in _OVERALL_ONLY
     ]

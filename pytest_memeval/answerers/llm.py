@@ -2,25 +2,30 @@
 
 It asks for a short answer (a few words) from the retrieved memories, shown oldest first, each
 with its date and never with its retrieval score. The reference ("today") date is the question's
-own date when the benchmark has one, else the date passed by the caller (the conversation's last
-session), else the newest memory date. The prediction is the text after the last ``ANSWER:``
+own date when the benchmark has one (LongMemEval), else the conversation's last session date
+(LoCoMo, BEAM: ``reference_dates``, filled by the plugin from the loaded conversations, so it is
+the same for every question of a conversation), else the newest memory date. The prediction is the text after the last ``ANSWER:``
 marker when the reply has one (or after ``Answer:`` / "the answer is:", which small models write
 instead), first line only, else the whole reply, stripped.
 
-The prompt is our own text in ``templates/answer.txt`` with the placeholders ``{memories}``,
-``{question}`` and ``{reference_date}``; ``--memeval-answer-prompt=PATH`` replaces it.
+The prompt is our own text, one per benchmark: ``templates/answer.txt`` (LoCoMo, demo and the
+others: a few words), ``answer_longmemeval.txt`` (a chat assistant recalling past sessions: latest
+fact wins, preferences, "I do not know" when the history lacks it) and ``answer_beam.txt`` (a full
+reply, one item per line for ordering questions; the whole reply is the prediction, no marker).
+Placeholders ``{memories}``, ``{question}`` and ``{reference_date}``; ``--memeval-answer-prompt=PATH``
+replaces all of them.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 from ..judges.base import PromptTemplate, load_template
 from ..llm.base import ChatMessage, LLMClient
-from ..records import Memory, Prediction, Question
+from ..records import Conversation, Memory, Prediction, Question
 
 __all__ = [
     "ANSWER_MARKER",
@@ -29,12 +34,17 @@ __all__ = [
     "extract_answer",
     "format_date",
     "format_memories",
+    "last_session_dates",
     "order_memories",
 ]
 
 ANSWER_MARKER = "ANSWER:"
 ANSWER_TEMPLATE_FILE = "answer.txt"
 ANSWER_FIELDS = ("memories", "question", "reference_date")
+#: benchmarks with a prompt of their own (``templates/answer_<name>.txt``)
+BENCHMARK_PROMPTS = ("longmemeval", "beam")
+#: benchmarks whose prediction is the whole reply (long-form answers, ordered lists)
+WHOLE_REPLY = frozenset({"beam"})
 
 _DATE_FORMATS = (
     "%Y/%m/%d %H:%M",
@@ -160,6 +170,21 @@ def _reference_date(
     return "unknown"
 
 
+def last_session_dates(conversations: Iterable[Conversation]) -> dict[str, datetime | str]:
+    """conversation id -> its last session's date (the newest parsed date; else the last session's
+    raw date text); conversations without any date are left out."""
+    out: dict[str, datetime | str] = {}
+    for conv in conversations:
+        dated = [s.date for s in conv.sessions if s.date is not None]
+        if dated:
+            out[conv.id] = max(dated, key=lambda d: _parse_date(d) or datetime.min)
+            continue
+        raw = [s.date_raw for s in conv.sessions if s.date_raw]
+        if raw:
+            out[conv.id] = raw[-1]
+    return out
+
+
 @dataclass
 class LLMAnswerer:
     """Answers from memories with one temperature-0 call (role ``"answerer"``)."""
@@ -168,9 +193,30 @@ class LLMAnswerer:
     template_path: str | None = None
     max_tokens: int = 256
     template: PromptTemplate = field(init=False)
+    #: conversation id -> the reference ("today") date of its questions without a date
+    reference_dates: dict[str, datetime | str] = field(default_factory=dict)
+    #: conversation id -> benchmark name (picks the benchmark's own prompt)
+    benchmark_of: dict[str, str] = field(default_factory=dict)
+    by_benchmark: dict[str, PromptTemplate] = field(init=False, default_factory=dict)
 
     def __post_init__(self) -> None:
         self.template = load_template(ANSWER_TEMPLATE_FILE, ANSWER_FIELDS, self.template_path)
+        if self.template_path is None:  # a user's prompt replaces every benchmark's
+            self.by_benchmark = {
+                bench: load_template(f"answer_{bench}.txt", ANSWER_FIELDS)
+                for bench in BENCHMARK_PROMPTS
+            }
+
+    @property
+    def prompt_hashes(self) -> dict[str, str]:
+        """``answer`` (the default prompt) and ``answer:<benchmark>`` for the others."""
+        out = {"answer": self.template.sha256}
+        out.update({f"answer:{b}": t.sha256 for b, t in self.by_benchmark.items()})
+        return out
+
+    def _template(self, question: Question) -> PromptTemplate:
+        bench = self.benchmark_of.get(question.conversation_id, "")
+        return self.by_benchmark.get(bench, self.template)
 
     @property
     def label(self) -> str:
@@ -188,7 +234,9 @@ class LLMAnswerer:
         reference_date: datetime | str | None = None,
     ) -> str:
         """The prompt text for a question (exposed for tests and ``--collect-only`` previews)."""
-        return self.template.render(
+        if reference_date is None:
+            reference_date = self.reference_dates.get(question.conversation_id)
+        return self._template(question).render(
             {
                 "memories": format_memories(memories),
                 "question": question.question,
@@ -212,6 +260,6 @@ class LLMAnswerer:
             max_tokens=self.max_tokens,
             role="answerer",
         ).text
-        return Prediction(
-            text=extract_answer(reply), memories=tuple(memories), answered_by=self.client.label
-        )
+        whole = self.benchmark_of.get(question.conversation_id) in WHOLE_REPLY
+        text = reply.strip() if whole and self.template_path is None else extract_answer(reply)
+        return Prediction(text=text, memories=tuple(memories), answered_by=self.client.label)

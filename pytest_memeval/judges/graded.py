@@ -22,6 +22,7 @@ from .base import (
     parse_json_object,
     qa_values,
 )
+from .mem0 import is_locomo_adversarial
 
 __all__ = ["GradedJudge", "graded_stats", "parse_graded_score"]
 
@@ -99,6 +100,9 @@ class GradedJudge:
         return {self.template.name: self.template.sha256}
 
     def judge(self, question: Question, prediction: str, client: LLMClient) -> JudgeResult:
+        if is_locomo_adversarial(question):
+            # no gold to grade against; LoCoMo's keyword rule (f1) decides category 5
+            return JudgeResult(skipped=True, details={"reason": "LoCoMo category 5 is not judged"})
         prompt = self.template.render(qa_values(question, prediction))
         messages = [ChatMessage("user", prompt)]
 

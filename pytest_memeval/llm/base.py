@@ -27,7 +27,9 @@ class Completion:
 class LLMClient(Protocol):
     """One configured model (provider + model + base URL). Thread-safe; owns cache, retries and the
     per-process concurrency limit. ``role`` ("answerer" / "judge") is only used for token accounting;
-    ``run_index`` separates the N runs of a graded judgment in the cache key."""
+    ``run_index`` separates the N runs of a graded judgment in the cache key. ``max_tokens=None``
+    sends no limit (an official protocol that sends none); ``json_mode`` asks an OpenAI-style API
+    for a JSON object (``response_format={"type": "json_object"}``; ignored by Anthropic)."""
 
     @property
     def label(self) -> str:
@@ -39,7 +41,8 @@ class LLMClient(Protocol):
         messages: Sequence[ChatMessage],
         *,
         temperature: float = 0.0,
-        max_tokens: int = 256,
+        max_tokens: int | None = 256,
         run_index: int = 0,
         role: str = "judge",
+        json_mode: bool = False,
     ) -> Completion: ...

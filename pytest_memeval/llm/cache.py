@@ -58,19 +58,23 @@ def canonical_request(
     base_url: str | None,
     messages: Sequence[ChatMessage],
     temperature: float,
-    max_tokens: int,
+    max_tokens: int | None,
     run_index: int,
+    json_mode: bool = False,
 ) -> str:
-    """The canonical JSON that is hashed into the cache key (sorted keys, no whitespace)."""
+    """The canonical JSON that is hashed into the cache key (sorted keys, no whitespace).
+    ``json_mode`` is only part of the key when set (keys of earlier runs stay valid)."""
     payload = {
         "provider": provider,
         "model": model,
         "base_url": (base_url or "").rstrip("/"),
         "messages": [[m.role, m.content] for m in messages],
         "temperature": float(temperature),
-        "max_tokens": int(max_tokens),
+        "max_tokens": None if max_tokens is None else int(max_tokens),
         "run_index": int(run_index),
     }
+    if json_mode:
+        payload["json_mode"] = True
     return json.dumps(payload, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
@@ -81,8 +85,9 @@ def cache_key(
     base_url: str | None,
     messages: Sequence[ChatMessage],
     temperature: float,
-    max_tokens: int,
+    max_tokens: int | None,
     run_index: int,
+    json_mode: bool = False,
 ) -> str:
     """sha256 hex digest of :func:`canonical_request`."""
     text = canonical_request(
@@ -93,6 +98,7 @@ def cache_key(
         temperature=temperature,
         max_tokens=max_tokens,
         run_index=run_index,
+        json_mode=json_mode,
     )
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 

@@ -112,12 +112,20 @@ class ProviderClient:
         return completion if text == completion.text else dataclasses.replace(completion, text=text)
 
     def _send(
-        self, messages: Sequence[ChatMessage], temperature: float, max_tokens: int
+        self,
+        messages: Sequence[ChatMessage],
+        temperature: float,
+        max_tokens: int | None,
+        json_mode: bool = False,
     ) -> Completion:
         self.concurrency.acquire()
         try:
             with self._lock:
                 self.requests += 1
+            if json_mode:
+                return self.provider.send(
+                    messages, temperature=temperature, max_tokens=max_tokens, json_mode=True
+                )
             return self.provider.send(messages, temperature=temperature, max_tokens=max_tokens)
         finally:
             self.concurrency.release()
@@ -127,9 +135,10 @@ class ProviderClient:
         messages: Sequence[ChatMessage],
         *,
         temperature: float = 0.0,
-        max_tokens: int = 256,
+        max_tokens: int | None = 256,
         run_index: int = 0,
         role: str = "judge",
+        json_mode: bool = False,
     ) -> Completion:
         msgs = tuple(messages)
         key: str | None = None
@@ -142,6 +151,7 @@ class ProviderClient:
                 temperature=temperature,
                 max_tokens=max_tokens,
                 run_index=run_index,
+                json_mode=json_mode,
             )
             hit = self.cache.get(key)
             if hit is not None:
@@ -166,7 +176,9 @@ class ProviderClient:
 
         try:
             completion = call_with_retry(
-                lambda: self._send(msgs, temperature, max_tokens), self.retry, on_retry=on_retry
+                lambda: self._send(msgs, temperature, max_tokens, json_mode),
+                self.retry,
+                on_retry=on_retry,
             )
         except PermanentError as exc:
             self.accounting.record(role, self.label, failures=1)

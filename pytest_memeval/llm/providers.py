@@ -158,7 +158,12 @@ class Provider(Protocol):
     config: ProviderConfig
 
     def send(
-        self, messages: Sequence[ChatMessage], *, temperature: float, max_tokens: int
+        self,
+        messages: Sequence[ChatMessage],
+        *,
+        temperature: float,
+        max_tokens: int | None,
+        json_mode: bool = False,
     ) -> Completion:
         """One HTTP request; raises TransientError / PermanentError on failure."""
         ...
@@ -305,17 +310,26 @@ class OpenAIProvider:
         return self._sdk.get()
 
     def send(
-        self, messages: Sequence[ChatMessage], *, temperature: float, max_tokens: int
+        self,
+        messages: Sequence[ChatMessage],
+        *,
+        temperature: float,
+        max_tokens: int | None,
+        json_mode: bool = False,
     ) -> Completion:
         _check_messages(messages)
         payload: list[Any] = [{"role": m.role, "content": m.content} for m in messages]
         # OpenAI's own API wants max_completion_tokens (reasoning models reject max_tokens);
         # compatible servers (vLLM, Ollama, older gateways) know max_tokens.
         limit: dict[str, Any] = (
-            {"max_completion_tokens": max_tokens}
+            {}
+            if max_tokens is None
+            else {"max_completion_tokens": max_tokens}
             if self.config.provider == "openai"
             else {"max_tokens": max_tokens}
         )
+        if json_mode:
+            limit["response_format"] = {"type": "json_object"}
         with _sdk_errors(self.config, self.timeout):
             resp = self._client.chat.completions.create(
                 model=self.config.model,
@@ -340,6 +354,10 @@ class OpenAIProvider:
         self._sdk.close()
 
 
+#: the limit sent to Anthropic when the caller sends none (its API requires one)
+ANTHROPIC_DEFAULT_MAX_TOKENS = 4096
+
+
 class AnthropicProvider:
     """Anthropic messages API; system messages are joined into ``system=``."""
 
@@ -353,8 +371,16 @@ class AnthropicProvider:
         return self._sdk.get()
 
     def send(
-        self, messages: Sequence[ChatMessage], *, temperature: float, max_tokens: int
+        self,
+        messages: Sequence[ChatMessage],
+        *,
+        temperature: float,
+        max_tokens: int | None,
+        json_mode: bool = False,
     ) -> Completion:
+        # the messages API requires a limit; JSON mode has no equivalent there
+        if max_tokens is None:
+            max_tokens = ANTHROPIC_DEFAULT_MAX_TOKENS
         _check_messages(messages)
         system = "\n\n".join(m.content for m in messages if m.role == "system")
         turns: list[Any] = [

@@ -95,14 +95,17 @@ def pytest_configure(config: pytest.Config) -> None:
             config.addinivalue_line(
                 "markers", f"{cat.name}: {name} category {cat.id} ({cat.shared})"
             )
+    if settings.llm.protocol is not None:
+        state.protocol = _protocol(config, settings)
     llm_settings = settings.llm
     if llm_settings.uses_llm:
         from ..errors import JudgeError
         from ..llm import redact
-        from ..run.runtime import check_llm
+        from ..run.runtime import check_judges, check_llm
 
         try:
             check_llm(llm_settings)
+            check_judges(llm_settings, list(settings.selection.benchmarks), state.protocol)
         except JudgeError as exc:
             raise pytest.UsageError(redact(str(exc))) from None
     if config.pluginmanager.hasplugin("xdist"):
@@ -175,9 +178,19 @@ def _load(config: pytest.Config, state: RunState) -> None:
         from ..run.runtime import LLMRuntime
 
         try:
-            state.llm = LLMRuntime(llm_settings, settings.cache_dir)
+            state.llm = LLMRuntime(llm_settings, settings.cache_dir, protocol=state.protocol)
         except JudgeError as exc:
             raise pytest.UsageError(redact(str(exc))) from None
+        if state.llm.answerer is not None:  # "today" of undated questions: last session date
+            from ..answerers.llm import last_session_dates
+
+            for name, dataset in state.datasets.items():
+                state.llm.answerer.reference_dates.update(
+                    last_session_dates(dataset.conversations.values())
+                )
+                state.llm.answerer.benchmark_of.update(
+                    (q.conversation_id, name) for q in dataset.questions
+                )
         cache = state.llm.cache
         if cache is not None and not hasattr(config, "workerinput"):
             problem = cache.check_usable()  # before any paid call, not silently later
@@ -191,6 +204,35 @@ def _load(config: pytest.Config, state: RunState) -> None:
         else:
             assert state.llm is not None and state.llm.answerer is not None
             state.answerer = state.llm.answerer
+
+
+def _protocol(config: pytest.Config, settings: Any) -> Any:
+    """Read the official protocol's pinned upstream files (UsageError with the fix when they
+    cannot be read); warn when the judge model is not the protocol's."""
+    from ..protocols.setup import (
+        ProtocolSourceError,
+        ProtocolWarning,
+        judge_model_warnings,
+        pin_warnings,
+        prepare_protocol,
+    )
+
+    try:
+        loaded = prepare_protocol(
+            settings.llm.protocol,
+            benchmarks=settings.selection.benchmarks,
+            source_dir=settings.llm.protocol_source,
+            cache_dir=settings.cache_dir,
+        )
+    except ProtocolSourceError as exc:
+        raise pytest.UsageError(str(exc)) from None
+    if not hasattr(config, "workerinput"):
+        for message in [
+            *pin_warnings(loaded),
+            *judge_model_warnings(settings.llm.protocol, settings.llm.judges),
+        ]:
+            config.issue_config_time_warning(ProtocolWarning(message), stacklevel=2)
+    return loaded
 
 
 @pytest.hookimpl(tryfirst=True)

@@ -21,7 +21,7 @@ import pytest
 
 from .. import __version__
 from ..analysis.aggregate import CategoryMeta, aggregate_run, group_runs, metric_union
-from ..analysis.baselines import Baseline, baselines_for
+from ..analysis.baselines import Baseline, RunProtocol, baselines_for, mark_comparability
 from ..benchmarks import get_benchmark
 from ..errors import MemevalError
 from ..records import STATUS_ERROR, QuestionResult, ResultKey
@@ -395,7 +395,16 @@ class Controller:
             "top_k": list(settings.selection.top_k),
             "answerer": state.answerer.label if state.answerer else settings.llm.answerer,
             "judge": list(settings.llm.judges) or None,
-            "judge_style": settings.llm.judge_style,
+            "judge_style": (
+                state.llm.styles(list(state.benchmarks))
+                if state.llm is not None and settings.llm.judges
+                else None
+            ),
+            "protocol": (
+                state.protocol.provenance(list(settings.llm.judges))
+                if state.protocol is not None
+                else None
+            ),
             "judge_runs": settings.llm.judge_runs if settings.llm.judges else None,
             "rejudge": settings.run.rejudge,
             "prompt_sha256": (
@@ -485,13 +494,34 @@ class Controller:
         for run in summary.runs:
             if run.benchmark not in chosen:
                 dataset = self.state.datasets.get(run.benchmark)
-                chosen[run.benchmark] = baselines_for(
-                    run.benchmark,
-                    self.state.settings.reports.baselines,
-                    None,
-                    dataset.variant if dataset is not None else None,
+                chosen[run.benchmark] = mark_comparability(
+                    baselines_for(
+                        run.benchmark,
+                        self.state.settings.reports.baselines,
+                        None,
+                        dataset.variant if dataset is not None else None,
+                    ),
+                    self._run_protocol(run.benchmark, summary),
                 )
         return chosen
+
+    def _run_protocol(self, benchmark: str, summary: Summary) -> RunProtocol:
+        state = self.state
+        metrics: set[str] = set()
+        for run in summary.runs:
+            if run.benchmark == benchmark:
+                metrics.update(run.metrics)
+        style = None
+        model = None
+        if state.llm is not None and state.settings.llm.judges:
+            style = state.llm.styles([benchmark]).get(benchmark)
+            model = state.settings.llm.judges[0].partition(":")[2] or None
+        return RunProtocol(
+            metrics=frozenset(metrics),
+            protocol=state.settings.llm.protocol,
+            judge_style=style,
+            judge_model=model,
+        )
 
     @pytest.hookimpl(trylast=True)
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
@@ -534,16 +564,28 @@ class Controller:
             selection.append(f"limit {s.selection.limit}/conversation")
         if s.selection.sample:
             selection.append(f"sample {s.selection.sample}/category seed {s.selection.seed}")
-        rules = ", ".join(
-            f"{b}: {bench.pass_metric} >= {state.threshold(b)}"
-            for b, bench in state.benchmarks.items()
-        )
+        styles = state.llm.styles(list(state.benchmarks)) if state.llm is not None else {}
+
+        def rule(b: str, metric: str) -> str:
+            if b not in styles:
+                return f"{b}: {metric} >= {state.threshold(b)}"
+            key = "nugget" if styles[b].startswith("beam") else "judge"
+            return (
+                f"{b}: {key} >= {state.threshold(b)} ({styles[b]} judge decides; "
+                f"{metric} where it does not judge)"
+            )
+
+        rules = ", ".join(rule(b, bench.pass_metric) for b, bench in state.benchmarks.items())
+        if state.protocol is not None:
+            p = state.protocol.profile
+            rules += f"; protocol {p.name} ({p.repo}@{p.commit[:12]})"
         ingests = ", ".join(f"{k} {v}" for k, v in sorted(self.ingest_counts().items()))
         llm_line = []
         llm = self.summary.llm if self.summary is not None else None
         if s.llm.judges:
             llm_line.append(
-                f"  judges: {', '.join(s.llm.judges)} (style {s.llm.judge_style or 'per benchmark'}); "
+                f"  judges: {', '.join(s.llm.judges)} (style "
+                f"{', '.join(sorted(set(styles.values()))) or s.llm.judge_style or 'per benchmark'}); "
                 f"unscored {llm.judge_unscored if llm else 0}, warnings "
                 f"{llm.judge_warnings if llm else 0}"
             )

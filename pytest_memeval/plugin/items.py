@@ -88,6 +88,8 @@ class RunState:
     pool: SystemPool = field(default_factory=SystemPool)
     answerer: Answerer | None = None
     llm: LLMRuntime | None = None
+    #: the official protocol (``--memeval-protocol``): a ``protocols.LoadedProtocol``
+    protocol: Any = None
     #: run folder whose stored predictions --memeval-rejudge re-scores (chosen on the controller)
     rejudge_run: Path | None = None
     _stored: dict[tuple[str, str, str], QuestionResult] | None = None

@@ -153,6 +153,18 @@ OPTIONS: tuple[_Opt, ...] = (
         "memeval-answer-prompt", "answer prompt template file for an LLM answerer", metavar="PATH"
     ),
     _Opt(
+        "memeval-protocol",
+        "official protocol: mem0, longmemeval, beam, locomo (upstream prompts, request "
+        "parameters, parsing and aggregation, read from the pinned upstream source)",
+        metavar="NAME",
+    ),
+    _Opt(
+        "memeval-protocol-source",
+        "local checkout of the protocol's upstream repository (same relative paths) instead "
+        "of downloading the pinned files",
+        metavar="DIR",
+    ),
+    _Opt(
         "memeval-base-url",
         "base URL for openai-compatible endpoints (vLLM, Ollama, ...)",
         metavar="URL",
@@ -509,6 +521,28 @@ def read_settings(config: pytest.Config) -> Settings:
         raise pytest.UsageError(
             f"{src('memeval_judge_style')}={style!r}: expected one of {', '.join(styles)}"
         )
+    protocol = str(val("memeval_protocol")).strip() if val("memeval_protocol") else None
+    from ..protocols.profiles import PROFILES
+
+    if protocol is not None and protocol not in PROFILES:
+        raise pytest.UsageError(
+            f"{src('memeval_protocol')}={protocol!r}: expected one of {', '.join(PROFILES)}"
+        )
+    protocol_source = (
+        config.invocation_params.dir / str(val("memeval_protocol_source"))
+        if val("memeval_protocol_source")
+        else None
+    )
+    if protocol_source is not None and protocol is None:
+        raise pytest.UsageError(
+            f"{src('memeval_protocol_source')} needs --memeval-protocol=NAME "
+            "(mem0, longmemeval, beam, locomo)"
+        )
+    if protocol_source is not None and not protocol_source.is_dir():
+        raise pytest.UsageError(
+            f"{src('memeval_protocol_source')}={protocol_source}: not a folder; give a checkout "
+            "of the protocol's upstream repository"
+        )
     judges = _csv(val("memeval_judge"))
     answerer = str(val("memeval_answerer"))
     specs = [(j, src("memeval_judge")) for j in judges]
@@ -621,6 +655,8 @@ def read_settings(config: pytest.Config) -> Settings:
             answer_prompt=(
                 str(val("memeval_answer_prompt")) if val("memeval_answer_prompt") else None
             ),
+            protocol=protocol,
+            protocol_source=protocol_source,
             base_url=str(val("memeval_base_url")) if val("memeval_base_url") else None,
             api_key_env=str(val("memeval_api_key_env")) if val("memeval_api_key_env") else None,
             concurrency=_int(

@@ -659,8 +659,9 @@ def render_html(
         if len(runs) > 1:
             body.append("<h3>Comparison across systems</h3>")
             body.append(render_table(comparison_table(summary, runs)))
-        bench_baselines = list(baselines.get(bench, ()))
-        body.append(_baselines_section(runs, bench_baselines))
+        body.append(_baselines_section(runs, list(baselines.get(bench, ()))))
+        # charts put bars side by side: only baselines measured like this run
+        bench_baselines = [b for b in baselines.get(bench, ()) if not b.not_comparable]
         chart_metrics = [m for m in [pass_metric(summary, runs[0])] if m]
         for b in bench_baselines:
             if b.metric not in chart_metrics and any(b.metric in r.metrics for r in runs):

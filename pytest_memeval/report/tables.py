@@ -288,11 +288,24 @@ def baseline_grid(
     return run_cols, grid
 
 
-def baselines_table(runs: Sequence[RunSummary], baselines: Sequence[Baseline]) -> Table | None:
-    """Categories x (this run's metric per system, then one column per baseline), with a
-    numbered note per baseline (its protocol and source). None without baselines."""
-    if not baselines or not runs:
+def baselines_table(runs: Sequence[RunSummary], listed: Sequence[Baseline]) -> Table | None:
+    """Categories x (this run's metric per system, then one column per comparable baseline),
+    with a numbered note per baseline (its protocol and source). Baselines measured another way
+    (``not_comparable`` set) are never put beside the run's numbers: they are listed apart in
+    the caption, "not comparable: <why>" (or, when none is comparable, in a table of their
+    own). None without baselines."""
+    if not listed or not runs:
         return None
+    baselines = [b for b in listed if not b.not_comparable]
+    apart = [b for b in listed if b.not_comparable]
+    if not baselines:
+        return Table(
+            (Cell("published baseline"), Cell("not comparable because")),
+            tuple(
+                Row((Cell(f"{b.system} ({b.name})"), Cell(str(b.not_comparable))), "published")
+                for b in apart
+            ),
+        )
     run_cols, grid = baseline_grid(runs, baselines)
     header = (
         Cell("category"),
@@ -318,7 +331,8 @@ def baselines_table(runs: Sequence[RunSummary], baselines: Sequence[Baseline]) -
         f"overall covers {b.overall_scope}. Source: {b.source}."
         for b in baselines
     )
-    return Table(header, rows, notes=notes, id_column=1)
+    caption = "; ".join(f"not comparable: {b.system} ({b.name}): {b.not_comparable}" for b in apart)
+    return Table(header, rows, notes=notes, caption=caption, id_column=1)
 
 
 def latency_table(runs: Sequence[RunSummary]) -> Table | None:

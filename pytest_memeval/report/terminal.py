@@ -55,6 +55,8 @@ def render_table(table: Table) -> list[str]:
     lines = [fmt(header), "  ".join("-" * w for w in widths)]
     lines.extend(fmt(row) for row in rows)
     lines.extend(f"  [{i + 1}] {note}" for i, note in enumerate(table.notes))
+    if table.caption:
+        lines.append(f"  {table.caption}")
     return lines
 
 

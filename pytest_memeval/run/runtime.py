@@ -35,7 +35,7 @@ from .settings import LLMSettings
 if TYPE_CHECKING:
     from ..answerers.llm import LLMAnswerer
 
-__all__ = ["JudgeSpec", "LLMRuntime", "LLMSettings", "check_llm", "judge_agreement"]
+__all__ = ["JudgeSpec", "LLMRuntime", "LLMSettings", "check_judges", "check_llm", "judge_agreement"]
 
 
 def check_llm(settings: LLMSettings) -> None:
@@ -47,6 +47,21 @@ def check_llm(settings: LLMSettings) -> None:
         check_credentials(spec, base_url=settings.base_url, api_key_env=settings.api_key_env)
 
 
+def check_judges(settings: LLMSettings, benchmarks: Sequence[str], protocol: Any = None) -> None:
+    """Build each benchmark's judge once, so a bad ``--memeval-judge-prompt`` (or judge
+    settings) fails at configuration time, before any answerer call is paid for."""
+    if not settings.judges:
+        return
+    if protocol is not None and protocol.judge() is not None:
+        return
+    for bench in benchmarks:
+        style = settings.judge_style or default_style(bench)
+        try:
+            get_judge(style, template_path=settings.judge_prompt, runs=settings.judge_runs)
+        except JudgeError as exc:
+            raise JudgeError(f"--memeval-judge-prompt / {style} judge: {exc}") from None
+
+
 @dataclass
 class JudgeSpec:
     label: str  # PROVIDER:MODEL
@@ -56,7 +71,9 @@ class JudgeSpec:
 
 
 class LLMRuntime:
-    def __init__(self, settings: LLMSettings, cache_dir: Path) -> None:
+    def __init__(self, settings: LLMSettings, cache_dir: Path, *, protocol: Any = None) -> None:
+        #: the official protocol (``protocols.LoadedProtocol``) whose judge replaces the styles
+        self.protocol = protocol
         self.settings = settings
         self.accounting = TokenAccounting()
         self.semaphore = make_semaphore(settings.concurrency)
@@ -97,6 +114,13 @@ class LLMRuntime:
         )
 
     def judge_for(self, spec: JudgeSpec, benchmark: str) -> Judge:
+        protocol = self.protocol
+        if protocol is not None and protocol.judge() is not None:
+            with self._lock:
+                judge = spec.judges.get("protocol")
+                if judge is None:
+                    judge = spec.judges["protocol"] = protocol.judge()
+            return judge
         style = self.settings.judge_style or default_style(benchmark)
         with self._lock:
             judge = spec.judges.get(style)
@@ -106,6 +130,12 @@ class LLMRuntime:
                 )
                 spec.judges[style] = judge
         return judge
+
+    def styles(self, benchmarks: Sequence[str]) -> dict[str, str]:
+        """benchmark -> the judge style that scores it (the protocol's, when one is active)."""
+        if not self.judges:
+            return {}
+        return {b: self.judge_for(self.judges[0], b).name for b in benchmarks}
 
     def judge(
         self, benchmark: str, question: Question, prediction: str
@@ -158,7 +188,7 @@ class LLMRuntime:
             for bench in benchmarks:
                 hashes.update(self.judge_for(spec, bench).prompt_hashes)
         if self.answerer is not None:
-            hashes["answer"] = self.answerer.prompt_sha256
+            hashes.update(self.answerer.prompt_hashes)
         return hashes
 
     def output(self) -> dict[str, Any]:

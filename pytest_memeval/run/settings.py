@@ -72,6 +72,9 @@ class LLMSettings:
     judge_runs: int = 10
     judge_prompt: str | None = None
     answer_prompt: str | None = None
+    #: --memeval-protocol and --memeval-protocol-source (a local checkout of the upstream repo)
+    protocol: str | None = None
+    protocol_source: Path | None = None
     base_url: str | None = None
     api_key_env: str | None = None
     concurrency: int = 8
@@ -143,6 +146,7 @@ class Settings:
             "--memeval-judge-style": llm.judge_style,
             "--memeval-judge-runs": llm.judge_runs if llm.judges else None,
             "--memeval-judge-prompt": llm.judge_prompt,
+            "--memeval-protocol": llm.protocol,
             "--memeval-top-k": list(sel.top_k),
             "--memeval-pass-threshold": self.run.pass_threshold,
         }

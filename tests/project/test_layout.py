@@ -17,7 +17,7 @@ PACKAGE = Path(pytest_memeval.__file__).resolve().parent
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("errors", "files", "records"),
     ("metrics", "llm", "benchmarks", "systems"),
-    ("answerers", "judges"),
+    ("answerers", "judges", "protocols"),  # protocols: official judges over judges/metrics
     ("report", "analysis"),  # report.model is the data analysis fills; renderers read it
     ("run",),
     ("plugin",),

@@ -1,0 +1,30 @@
+"""Official protocols (``--memeval-protocol``): profiles pinned to upstream files, the prompts
+read from those files by parsing them, and the judges that send them as upstream does."""
+
+from __future__ import annotations
+
+from .judges import (
+    BeamOfficialJudge,
+    LoadedProtocol,
+    LongMemEvalOfficialJudge,
+    Mem0OfficialJudge,
+    load_protocol,
+)
+from .profiles import PROFILES, ProtocolProfile, RequestShape, get_profile
+from .source import ProtocolSourceError, StringRef, Template, UpstreamFile
+
+__all__ = [
+    "PROFILES",
+    "BeamOfficialJudge",
+    "LoadedProtocol",
+    "LongMemEvalOfficialJudge",
+    "Mem0OfficialJudge",
+    "ProtocolProfile",
+    "ProtocolSourceError",
+    "RequestShape",
+    "StringRef",
+    "Template",
+    "UpstreamFile",
+    "get_profile",
+    "load_protocol",
+]

@@ -1,0 +1,342 @@
+"""Judges of the official protocols: the upstream prompt, filled and sent as the upstream code
+path sends it, the reply read as upstream reads it.
+
+Each judge implements :class:`pytest_memeval.judges.Judge` (same interface as the built-in
+styles). The prompt text comes from :func:`load_protocol` (pinned upstream files, parsed with
+``ast``); nothing here holds upstream text.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..errors import JudgeError
+from ..judges.base import JudgeResult, extract_json_mem0, gold_text, parallel_map
+from ..judges.beam import parse_beam_json
+from ..judges.longmemeval import QUESTION_TYPE_RULES, strict_yes_no
+from ..judges.mem0 import is_locomo_adversarial
+from ..llm.base import ChatMessage, LLMClient
+from ..metrics.ordering import ordering_score
+from ..records import Question
+from .profiles import ProtocolProfile, RequestShape, get_profile
+from .source import SourceText, Template, extract, read_upstream
+
+__all__ = [
+    "BeamOfficialJudge",
+    "LoadedProtocol",
+    "LongMemEvalOfficialJudge",
+    "Mem0OfficialJudge",
+    "load_protocol",
+    "longmemeval_rule",
+    "mem0_official_label",
+]
+
+
+def _ask(client: LLMClient, messages: list[ChatMessage], shape: RequestShape) -> str:
+    """One call with the protocol's parameters (JSON mode only when the protocol sends it)."""
+    if shape.json_mode:
+        return client.complete(
+            messages,
+            temperature=shape.temperature,
+            max_tokens=shape.max_tokens,
+            role="judge",
+            json_mode=True,
+        ).text
+    return client.complete(
+        messages, temperature=shape.temperature, max_tokens=shape.max_tokens, role="judge"
+    ).text
+
+
+# --------------------------------------------------------------------------- mem0
+
+
+def mem0_official_label(reply: str) -> float | None:
+    """Mem0's reading: ``json.loads(extract_json(reply))["label"] == "CORRECT"`` -> 1, other
+    labels -> 0; ``None`` where upstream raises (not JSON, not an object, no ``label``)."""
+    try:
+        data = json.loads(extract_json_mem0(reply))
+    except (ValueError, RecursionError):
+        return None
+    if not isinstance(data, dict) or "label" not in data:
+        return None
+    return 1.0 if data["label"] == "CORRECT" else 0.0
+
+
+@dataclass
+class Mem0OfficialJudge:
+    """``ACCURACY_PROMPT.format(question=, gold_answer=, generated_answer=)`` as one user message;
+    LoCoMo category 5 is not judged; an unreadable reply counts 0 (J = share of CORRECT)."""
+
+    prompt: Template
+    shape: RequestShape
+    name: str = "mem0-official"
+
+    @property
+    def prompt_hashes(self) -> dict[str, str]:
+        return {"mem0:ACCURACY_PROMPT": self.prompt.sha256}
+
+    def render(self, question: Question, prediction: str) -> str:
+        return self.prompt.text.format(
+            question=question.question,
+            gold_answer=gold_text(question.gold),
+            generated_answer=prediction,
+        )
+
+    def judge(self, question: Question, prediction: str, client: LLMClient) -> JudgeResult:
+        if is_locomo_adversarial(question):
+            return JudgeResult(skipped=True, details={"reason": "LoCoMo category 5 is not judged"})
+        reply = _ask(client, [ChatMessage("user", self.render(question, prediction))], self.shape)
+        value = mem0_official_label(reply)
+        warnings: list[str] = []
+        details: dict[str, Any] = {"protocol": "mem0"}
+        if value is None:
+            warnings.append(
+                "mem0 protocol: the reply has no JSON label (Mem0's script would raise); "
+                "counted as not CORRECT"
+            )
+            details["unscored_counted_as"] = 0.0
+        return JudgeResult(
+            scores={"judge": 0.0 if value is None else value},
+            raw=[reply],
+            warnings=warnings,
+            details=details,
+        )
+
+
+# --------------------------------------------------------------------------- longmemeval
+
+
+def longmemeval_rule(question: Question) -> str:
+    """Upstream's choice: abstention when ``'_abs' in question_id``, else by question type
+    (an unknown type raises, as upstream's ``NotImplementedError``)."""
+    if "_abs" in question.id:
+        return "abstention"
+    for c in (question.meta.get("question_type"), question.category):
+        if isinstance(c, str) and c in QUESTION_TYPE_RULES:
+            return QUESTION_TYPE_RULES[c]
+    raise JudgeError(
+        f"longmemeval protocol: question {question.id!r} has question type "
+        f"{question.category!r}, which the official script does not judge"
+    )
+
+
+@dataclass
+class LongMemEvalOfficialJudge:
+    """``template.format(question, answer, response)`` (positional) as one user message,
+    temperature 0, max tokens 10; label = ``'yes' in reply.strip().lower()``. The strict
+    whole-line parse is kept as the diagnostic ``judge_strict``."""
+
+    templates: Mapping[str, Template]
+    shape: RequestShape
+    name: str = "longmemeval-official"
+
+    @property
+    def prompt_hashes(self) -> dict[str, str]:
+        return {f"longmemeval:{rule}": t.sha256 for rule, t in self.templates.items()}
+
+    def render(self, question: Question, prediction: str) -> str:
+        template = self.templates[longmemeval_rule(question)]
+        return template.text.format(question.question, gold_text(question.gold), prediction)
+
+    def judge(self, question: Question, prediction: str, client: LLMClient) -> JudgeResult:
+        rule = longmemeval_rule(question)
+        reply = _ask(client, [ChatMessage("user", self.render(question, prediction))], self.shape)
+        label = "yes" in reply.strip().lower()
+        strict = strict_yes_no(reply)
+        return JudgeResult(
+            scores={
+                "judge": float(label),
+                "judge_strict": None if strict is None else float(strict),
+            },
+            raw=[reply],
+            details={"protocol": "longmemeval", "rule_set": rule},
+        )
+
+
+# --------------------------------------------------------------------------- beam
+
+
+def _is_event_ordering(question: Question) -> bool:
+    return any(
+        isinstance(c, str) and c.strip().lower().replace("-", "_") == "event_ordering"
+        for c in (question.category, question.category_id, question.meta.get("category"))
+    )
+
+
+@dataclass
+class BeamOfficialJudge:
+    """One call per rubric item: the base prompt with ``<rubric_item>`` and ``<llm_response>``
+    replaced literally (``<question>`` stays as written), sent as one user message; each score
+    read with ``int()`` (``float()`` for event ordering) and summed over the rubric length.
+    Event ordering: the answer's lines are aligned to the rubric with one equivalence call per
+    (line, unused rubric item) pair (system + user message, ``'yes' in reply.lower()``); the
+    category's official value is ``tau_norm``."""
+
+    prompt: Template
+    equivalence_system: Template
+    equivalence_user: Template
+    shape: RequestShape
+    alignment: RequestShape
+    name: str = "beam-official"
+
+    @property
+    def prompt_hashes(self) -> dict[str, str]:
+        return {
+            "beam:unified_llm_judge_base_prompt": self.prompt.sha256,
+            "beam:llm_equivalence.system": self.equivalence_system.sha256,
+            "beam:llm_equivalence.user": self.equivalence_user.sha256,
+        }
+
+    def render(self, rubric_item: str, prediction: str) -> str:
+        return self.prompt.text.replace("<rubric_item>", rubric_item).replace(
+            "<llm_response>", prediction
+        )
+
+    def equivalence_messages(self, first: str, second: str) -> list[ChatMessage]:
+        user = self.equivalence_user.fill({"first_paragraph": first, "second_paragraph": second})
+        return [ChatMessage("system", self.equivalence_system.text), ChatMessage("user", user)]
+
+    def judge(self, question: Question, prediction: str, client: LLMClient) -> JudgeResult:
+        rubric_raw = question.meta.get("rubric") or []
+        rubric = [str(r) for r in rubric_raw] if isinstance(rubric_raw, list | tuple) else []
+        if not rubric:  # upstream divides by len(rubric): ZeroDivisionError
+            return JudgeResult(
+                scores={"nugget": None},
+                unscored=True,
+                warnings=[f"beam protocol: question {question.id!r} has no rubric"],
+            )
+        event_ordering = _is_event_ordering(question)
+        replies = parallel_map(
+            lambda item: _ask(
+                client, [ChatMessage("user", self.render(item, prediction))], self.shape
+            ),
+            rubric,
+        )
+        warnings: list[str] = []
+        total = 0.0
+        items: list[dict[str, Any]] = []
+        for i, reply in enumerate(replies):
+            parsed = parse_beam_json(reply)
+            raw = parsed.get("score") if isinstance(parsed, dict) else None
+            try:
+                value = float(raw) if event_ordering else float(int(raw))  # type: ignore[arg-type]
+            except (TypeError, ValueError, OverflowError):
+                value = 0.0
+                warnings.append(
+                    f"beam protocol, rubric item {i + 1}: score {raw!r} is what BEAM's int()/"
+                    "float() cannot read (its evaluation would abort); counted as 0"
+                )
+            if not math.isfinite(value):
+                value = 0.0
+            total += value
+            items.append({"rubric": rubric[i], "score": value})
+        llm_judge_score = total / len(rubric)
+        scores: dict[str, float | None] = {"nugget": llm_judge_score}
+        details: dict[str, Any] = {"protocol": "beam", "items": items}
+        if event_ordering:
+            calls: list[int] = [0]
+
+            def equivalent(reference_item: str, system_line: str) -> bool:
+                calls[0] += 1
+                reply = _ask(
+                    client, self.equivalence_messages(reference_item, system_line), self.alignment
+                )
+                return "yes" in reply.lower()
+
+            result = ordering_score(prediction.split("\n"), rubric, equivalent)
+            tau = None if math.isnan(result.tau_norm) else result.tau_norm
+            scores = {
+                "nugget": tau,
+                "nugget_llm_judge": llm_judge_score,
+                "ordering_f1": result.f1,
+                "ordering_final": None if math.isnan(result.final_score) else result.final_score,
+            }
+            details["alignment_calls"] = calls[0]
+            if tau is None:
+                warnings.append(
+                    "beam protocol: tau_norm is NaN (one-item union); the official column "
+                    "would be NaN, here the question is left out of the mean"
+                )
+        return JudgeResult(
+            scores=scores,
+            unscored=scores["nugget"] is None,
+            raw=replies,
+            warnings=warnings,
+            details=details,
+        )
+
+
+# --------------------------------------------------------------------------- loading
+
+
+@dataclass
+class LoadedProtocol:
+    """A profile with its prompts read from the pinned upstream files."""
+
+    profile: ProtocolProfile
+    templates: dict[str, Template]
+    sources: dict[str, SourceText] = field(default_factory=dict)
+
+    @property
+    def name(self) -> str:
+        return self.profile.name
+
+    def judge(self) -> Mem0OfficialJudge | LongMemEvalOfficialJudge | BeamOfficialJudge | None:
+        p, t = self.profile, self.templates
+        if p.judge is None:
+            return None
+        if p.name == "mem0":
+            return Mem0OfficialJudge(t["judge"], p.judge)
+        if p.name == "longmemeval":
+            return LongMemEvalOfficialJudge(
+                {
+                    k: v
+                    for k, v in t.items()
+                    if k in QUESTION_TYPE_RULES.values() or k == "abstention"
+                },
+                p.judge,
+            )
+        if p.name == "beam":
+            assert p.alignment is not None
+            return BeamOfficialJudge(
+                t["judge"], t["equivalence_system"], t["equivalence_user"], p.judge, p.alignment
+            )
+        return None
+
+    def provenance(self, judge_models: list[str]) -> dict[str, Any]:
+        p = self.profile
+        return {
+            **p.describe(),
+            "files": [
+                {
+                    **s.file.to_dict(),
+                    "read_from": s.origin,
+                    "file_sha256": s.sha256,
+                    "matches_pin": s.matches_pin,
+                }
+                for s in self.sources.values()
+            ],
+            "prompt_sha256": {key: self.templates[key].sha256 for key in sorted(self.templates)},
+            "judge_models": judge_models,
+            "notes": list(p.notes),
+        }
+
+
+def load_protocol(name: str, *, source_dir: Path | None, cache_dir: Path) -> LoadedProtocol:
+    """Read every pinned file of protocol ``name`` and extract its prompts. Raises
+    :class:`~.source.ProtocolSourceError` (offline, sha256 mismatch, missing string)."""
+    profile = get_profile(name)
+    sources: dict[str, SourceText] = {}
+    templates: dict[str, Template] = {}
+    for key, (file, ref) in profile.prompts.items():
+        source = sources.get(file.path)
+        if source is None:
+            source = read_upstream(file, protocol=name, source_dir=source_dir, cache_dir=cache_dir)
+            sources[file.path] = source
+        templates[key] = extract(source, ref)
+    return LoadedProtocol(profile, templates, sources)

@@ -1,0 +1,227 @@
+"""The official protocol profiles (``--memeval-protocol=NAME``): pins and request shapes only.
+
+A profile fixes, as the upstream code path does: which upstream file holds each prompt (pinned
+repository, commit, path, sha256) and where in it (:class:`~.source.StringRef`), how the prompt is
+filled (``format-keywords``, ``format-positional``, ``replace``, ``f-string``), the message roles,
+the request parameters (model, temperature, max tokens, JSON mode), how a reply is read, how an
+unusable reply counts, truncation, aggregation and which categories are judged.
+
+No upstream text is stored here: only the pins. The text is read at run time (``source.py``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from .source import StringRef, UpstreamFile
+
+__all__ = ["PROFILES", "ProtocolProfile", "RequestShape", "get_profile"]
+
+MEM0_COMMIT = "b3ede5b7c0ac0e847b03786a603c107ac943b3ee"
+LONGMEMEVAL_COMMIT = "9e0b455f4ef0e2ab8f2e582289761153549043fc"
+BEAM_COMMIT = "b2a3ee8ba12d68f83143dda191097dc3e028ddd3"
+LOCOMO_COMMIT = "92286325a40764bee61f77824ddb95233b11c4d6"  # branch `code` (scorer + QA prompts)
+
+MEM0_JUDGE_FILE = UpstreamFile(
+    "mem0ai/mem0",
+    MEM0_COMMIT,
+    "evaluation/metrics/llm_judge.py",
+    "ac2e242f6ea0b817ba1b229ff9e5271f6846b7b8a9aefa8a5a5a81ea58df3b3c",
+)
+MEM0_PROMPTS_FILE = UpstreamFile(
+    "mem0ai/mem0",
+    MEM0_COMMIT,
+    "evaluation/prompts.py",
+    "407bea1c1453dc6832c234bb1ed936d401d796fabcc0b28337a47ba63517d3ba",
+)
+LONGMEMEVAL_FILE = UpstreamFile(
+    "xiaowu0162/LongMemEval",
+    LONGMEMEVAL_COMMIT,
+    "src/evaluation/evaluate_qa.py",
+    "ecce9c4c79dc89d99534ac17b383a5cbb5b9f0c69ee98adaf0684742e3d95251",
+)
+BEAM_PROMPTS_FILE = UpstreamFile(
+    "mohammadtavakoli78/BEAM",
+    BEAM_COMMIT,
+    "src/prompts.py",
+    "2f630cc983ab0c34cfa80b1b4d340f5b51a9b4a3baa5af8aea9503c585eda06a",
+)
+BEAM_METRICS_FILE = UpstreamFile(
+    "mohammadtavakoli78/BEAM",
+    BEAM_COMMIT,
+    "src/evaluation/compute_metrics.py",
+    "0715226375e9d24646c49c504194ba61cfb26d39415da5ebe9bdc4c6dcd3726c",
+)
+LOCOMO_FILE = UpstreamFile(
+    "snap-research/locomo",
+    LOCOMO_COMMIT,
+    "task_eval/evaluate_gpts.py",
+    "e878692fd25919c4069b87ee5c2c5c24d8916e97c55b00500e9bf8b467c065a0",
+)
+
+
+@dataclass(frozen=True)
+class RequestShape:
+    """The parameters of one upstream call (``max_tokens=None``: none sent)."""
+
+    model: str
+    temperature: float = 0.0
+    max_tokens: int | None = None
+    json_mode: bool = False
+
+
+@dataclass(frozen=True)
+class ProtocolProfile:
+    """One official protocol. ``prompts`` maps our prompt key to (file, where in it)."""
+
+    name: str
+    benchmarks: tuple[str, ...]  # the benchmarks it applies to
+    repo: str
+    commit: str
+    judge_style: str  # the judge style (and metric family) it produces
+    metric: str  # the headline metric key written by its judge
+    judge: RequestShape | None
+    prompts: dict[str, tuple[UpstreamFile, StringRef]] = field(default_factory=dict)
+    fill: str = "format-keywords"  # how the judge prompt is filled
+    roles: str = "one user message"
+    parsing: str = ""
+    unscored: str = "counted as 0"  # how a reply that cannot be read counts in the means
+    truncation: str = "none"
+    aggregation: str = ""
+    judged_categories: str = "all"
+    skip_categories: tuple[int, ...] = ()  # LoCoMo category ids not judged
+    alignment: RequestShape | None = None  # BEAM event ordering: the equivalence calls
+    notes: tuple[str, ...] = ()
+
+    @property
+    def files(self) -> list[UpstreamFile]:
+        seen: list[UpstreamFile] = []
+        for file, _ in self.prompts.values():
+            if file not in seen:
+                seen.append(file)
+        return seen
+
+    def describe(self) -> dict[str, object]:
+        """The profile as provenance (no prompt text)."""
+        return {
+            "name": self.name,
+            "repo": self.repo,
+            "commit": self.commit,
+            "judge_style": self.judge_style,
+            "metric": self.metric,
+            "judge_request": None if self.judge is None else vars(self.judge),
+            "fill": self.fill,
+            "roles": self.roles,
+            "parsing": self.parsing,
+            "unscored": self.unscored,
+            "truncation": self.truncation,
+            "aggregation": self.aggregation,
+            "judged_categories": self.judged_categories,
+        }
+
+
+MEM0 = ProtocolProfile(
+    name="mem0",
+    benchmarks=("locomo", "demo"),
+    repo="mem0ai/mem0",
+    commit=MEM0_COMMIT,
+    judge_style="mem0-official",
+    metric="judge",
+    judge=RequestShape("gpt-4o-mini", temperature=0.0, max_tokens=None, json_mode=True),
+    prompts={
+        "judge": (MEM0_JUDGE_FILE, StringRef("constant", "ACCURACY_PROMPT")),
+        "answer": (MEM0_PROMPTS_FILE, StringRef("constant", "ANSWER_PROMPT")),
+    },
+    fill="format-keywords (question, gold_answer, generated_answer)",
+    parsing="extract_json (fence, else first '{' to last '}') -> json.loads -> ['label'] == "
+    "'CORRECT' (case-sensitive)",
+    unscored="counted as 0 (upstream raises on a reply without a JSON label; J is the share "
+    "of CORRECT labels)",
+    aggregation="J = mean of 0/1 labels, micro over questions, per category and overall",
+    judged_categories="LoCoMo categories 1-4 (category 5 is never judged)",
+    skip_categories=(5,),
+)
+
+_LME_REF = "get_anscheck_prompt"
+LONGMEMEVAL = ProtocolProfile(
+    name="longmemeval",
+    benchmarks=("longmemeval",),
+    repo="xiaowu0162/LongMemEval",
+    commit=LONGMEMEVAL_COMMIT,
+    judge_style="longmemeval-official",
+    metric="judge",
+    # upstream sends the integer 0 (JSON `0`, not `0.0`)
+    judge=RequestShape("gpt-4o-2024-08-06", temperature=0, max_tokens=10),
+    prompts={
+        rule: (LONGMEMEVAL_FILE, StringRef("local", "template", _LME_REF, i, expect_count=5))
+        for i, rule in enumerate(
+            ("standard", "temporal", "knowledge-update", "preference", "abstention")
+        )
+    },
+    fill="format-positional (question, answer, response)",
+    parsing="'yes' in reply.strip().lower()",
+    unscored="impossible: every reply is a label (no 'yes' -> 0)",
+    aggregation="per-type accuracy, task-averaged (mean of the six types), overall (micro), "
+    "abstention accuracy (ids with '_abs')",
+)
+
+BEAM = ProtocolProfile(
+    name="beam",
+    benchmarks=("beam",),
+    repo="mohammadtavakoli78/BEAM",
+    commit=BEAM_COMMIT,
+    judge_style="beam-official",
+    metric="nugget",
+    judge=RequestShape("gpt-4.1-mini", temperature=0.0, max_tokens=None),
+    prompts={
+        "judge": (BEAM_PROMPTS_FILE, StringRef("constant", "unified_llm_judge_base_prompt")),
+        "equivalence_system": (
+            BEAM_METRICS_FILE,
+            StringRef("message", "system_msg", "llm_equivalence"),
+        ),
+        "equivalence_user": (
+            BEAM_METRICS_FILE,
+            StringRef("message", "user_msg", "llm_equivalence"),
+        ),
+    },
+    fill="literal replace of <rubric_item> and <llm_response>; <question> stays unfilled",
+    parsing="fenced JSON, json.loads, first {...} span; score read with int() (float() for "
+    "event ordering)",
+    unscored="counted as 0 (upstream raises; the conversation's evaluation would abort)",
+    truncation="int(score): 0.5 -> 0 for every category except event_ordering",
+    aggregation="category = mean over questions of llm_judge_score, event_ordering = mean "
+    "tau_norm after LLM alignment; overall = mean of the category means",
+    alignment=RequestShape("gpt-4.1-mini", temperature=0.0, max_tokens=None),
+    notes=(
+        "the fact-extraction call upstream makes for event ordering is not sent: its result is "
+        "discarded by the upstream code",
+    ),
+)
+
+LOCOMO = ProtocolProfile(
+    name="locomo",
+    benchmarks=("locomo", "demo"),
+    repo="snap-research/locomo",
+    commit=LOCOMO_COMMIT,
+    judge_style="none",
+    metric="f1",
+    judge=None,
+    prompts={
+        "answer": (LOCOMO_FILE, StringRef("constant", "QA_PROMPT")),
+        "answer_cat5": (LOCOMO_FILE, StringRef("constant", "QA_PROMPT_CAT_5")),
+        "conversation_start": (LOCOMO_FILE, StringRef("constant", "CONV_START_PROMPT")),
+    },
+    fill="format-positional",
+    parsing="no judge: official LoCoMo F1 per category (cat 5 keyword rule)",
+    unscored="not applicable",
+    aggregation="per-question F1 rounded to 3 dp, micro mean; overall_all includes category 5",
+)
+
+PROFILES: dict[str, ProtocolProfile] = {p.name: p for p in (MEM0, LONGMEMEVAL, BEAM, LOCOMO)}
+
+
+def get_profile(name: str) -> ProtocolProfile:
+    try:
+        return PROFILES[name]
+    except KeyError:
+        raise KeyError(f"unknown protocol {name!r}; available: {', '.join(PROFILES)}") from None

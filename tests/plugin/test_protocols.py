@@ -1,0 +1,720 @@
+"""Official protocols (``--memeval-protocol``): pinned upstream files, ``ast`` extraction, and
+judge requests identical to what the upstream code path sends.
+
+The upstream files are stood in for by upstream-shaped files we wrote (``tests/fixtures/
+protocols``: same paths, variable names and call shapes, our own wording). The real files are
+checked outside the project. End-to-end runs go through the loopback OpenAI-compatible server
+with the real SDK, without xdist and with ``-n 2``; the requests the plugin sends are compared
+with the requests the fixture's own (upstream-shaped) code sends for the same inputs.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import openai
+import pytest
+from conftest import read_json
+from llm_server import OPENAI_PATH, LLMServer
+
+from pytest_memeval.benchmarks.download import file_sha256
+from pytest_memeval.protocols import (
+    PROFILES,
+    ProtocolSourceError,
+    StringRef,
+    UpstreamFile,
+    load_protocol,
+)
+from pytest_memeval.protocols.judges import mem0_official_label
+from pytest_memeval.protocols.source import SourceText, extract, read_upstream
+
+FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "protocols"
+KEY = "sk-loopback-protocols"
+XDIST_MODES = {"no-xdist": ["-p", "no:xdist"], "n2": ["-n", "2"]}
+
+
+@pytest.fixture(params=list(XDIST_MODES), ids=list(XDIST_MODES))
+def xdist_mode(request: pytest.FixtureRequest) -> list[str]:
+    return list(XDIST_MODES[request.param])
+
+
+def _module(path: Path, name: str) -> ModuleType:
+    """Import one of *our* upstream-shaped fixture files (test code, never the plugin)."""
+    spec = importlib.util.spec_from_file_location(name, path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def _source(text: str, path: str = "x.py") -> SourceText:
+    f = UpstreamFile("o/r", "0" * 40, path, "0" * 64)
+    return SourceText(f, text, "memory", "0" * 64)
+
+
+def _chat_bodies(srv: LLMServer) -> list[dict[str, Any]]:
+    return [r.body for r in srv.requests if r.path == OPENAI_PATH]
+
+
+def _request(body: dict[str, Any]) -> str:
+    """The request fields a protocol fixes, canonical (``n=1`` is the API default)."""
+    fields = {k: v for k, v in body.items() if k != "n" or v != 1}
+    return json.dumps(fields, sort_keys=True, ensure_ascii=False)
+
+
+# --------------------------------------------------------------------------- unit: extraction
+
+
+def test_extracts_constants_locals_messages_and_fstrings() -> None:
+    text = (
+        'A = """one {x}"""\n'
+        "def f(k):\n"
+        "    if k:\n"
+        '        t = "first"\n'
+        "    else:\n"
+        '        t = "second"\n'
+        "    m = {'role': 'user', 'content': f\"p {k} q {k2}\"}\n"
+    )
+    src = _source(text)
+    assert extract(src, StringRef("constant", "A")).text == "one {x}"
+    assert extract(src, StringRef("local", "t", "f", 1, expect_count=2)).text == "second"
+    t = extract(src, StringRef("message", "m", "f"))
+    assert t.fields == ("k", "k2")
+    assert t.fill({"k": "1", "k2": "2"}) == "p 1 q 2"
+    with pytest.raises(ProtocolSourceError, match="expected 3 assignments, found 2"):
+        extract(src, StringRef("local", "t", "f", 0, expect_count=3))
+    with pytest.raises(ProtocolSourceError, match="no constant B"):
+        extract(src, StringRef("constant", "B"))
+    with pytest.raises(ProtocolSourceError, match="cannot parse it as Python"):
+        extract(_source("def (:\n"), StringRef("constant", "A"))
+
+
+def test_extraction_never_executes_the_file(tmp_path: Path) -> None:
+    marker = tmp_path / "ran"
+    text = f'import pathlib\npathlib.Path({str(marker)!r}).write_text("x")\nP = "prompt"\n'
+    assert extract(_source(text), StringRef("constant", "P")).text == "prompt"
+    assert not marker.exists()
+
+
+def test_every_profile_pins_full_commits_and_hashes() -> None:
+    for profile in PROFILES.values():
+        assert len(profile.commit) == 40
+        for file in profile.files:
+            assert len(file.commit) == 40 and len(file.sha256) == 64
+            assert file.url == (
+                f"https://raw.githubusercontent.com/{file.repo}/{file.commit}/{file.path}"
+            )
+
+
+def test_local_checkout_is_checked_against_the_pin(tmp_path: Path) -> None:
+    path = "evaluation/x.py"
+    (tmp_path / "evaluation").mkdir()
+    (tmp_path / path).write_text('P = "p"\n')
+    pinned = UpstreamFile("o/r", "1" * 40, path, file_sha256(tmp_path / path))
+    got = read_upstream(pinned, protocol="mem0", source_dir=tmp_path, cache_dir=tmp_path)
+    assert got.matches_pin and got.text == 'P = "p"\n'
+    other = UpstreamFile("o/r", "1" * 40, path, "f" * 64)
+    assert not read_upstream(
+        other, protocol="mem0", source_dir=tmp_path, cache_dir=tmp_path
+    ).matches_pin
+    with pytest.raises(ProtocolSourceError, match=r"does not exist; give a checkout of o/r"):
+        read_upstream(
+            UpstreamFile("o/r", "1" * 40, "nope.py", "f" * 64),
+            protocol="mem0",
+            source_dir=tmp_path,
+            cache_dir=tmp_path,
+        )
+
+
+def test_download_is_cached_and_sha_checked(tmp_path: Path) -> None:
+    import http.server
+    import threading
+
+    body = b'P = "served"\n'
+    hits: list[str] = []
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            hits.append(self.path)
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        host = f"http://127.0.0.1:{server.server_address[1]}"
+        import hashlib
+
+        good = UpstreamFile("o/r", "2" * 40, "src/p.py", hashlib.sha256(body).hexdigest(), host)
+        got = read_upstream(good, protocol="beam", source_dir=None, cache_dir=tmp_path)
+        assert got.text == body.decode() and got.matches_pin
+        read_upstream(good, protocol="beam", source_dir=None, cache_dir=tmp_path)
+        assert hits == [f"/o/r/{'2' * 40}/src/p.py"]  # the second read is the cached file
+        bad = UpstreamFile("o/r", "3" * 40, "src/p.py", "0" * 64, host)
+        with pytest.raises(ProtocolSourceError, match="sha256 mismatch"):
+            read_upstream(bad, protocol="beam", source_dir=None, cache_dir=tmp_path)
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_offline_message_names_the_url_and_the_option(tmp_path: Path) -> None:
+    file = UpstreamFile("o/r", "4" * 40, "src/p.py", "0" * 64, "http://127.0.0.1:9")
+    with pytest.raises(ProtocolSourceError) as info:
+        read_upstream(file, protocol="mem0", source_dir=None, cache_dir=tmp_path)
+    message = str(info.value)
+    assert "\n" not in message
+    assert file.url in message and "--memeval-protocol-source=DIR" in message
+    assert f"commit {'4' * 40}" in message and "DIR/src/p.py" in message
+
+
+def test_mem0_official_label_reads_like_mem0() -> None:
+    assert mem0_official_label('{"label": "CORRECT"}') == 1.0
+    assert mem0_official_label('```json\n{"label": "WRONG"}\n```') == 0.0
+    assert mem0_official_label('Reason. {"label": "correct"}') == 0.0  # case-sensitive
+    assert mem0_official_label("CORRECT") is None  # upstream raises
+    assert mem0_official_label('{"verdict": "CORRECT"}') is None
+
+
+def test_all_fixture_profiles_load() -> None:
+    for name in PROFILES:
+        loaded = load_protocol(name, source_dir=FIXTURES / name, cache_dir=Path("/nonexistent"))
+        assert set(loaded.templates) == set(PROFILES[name].prompts)
+        assert all(not s.matches_pin for s in loaded.sources.values())
+
+
+# --------------------------------------------------------------------------- end to end
+
+
+def _mem0_reply(messages: list[dict[str, str]], model: str, params: dict[str, Any]) -> str:
+    text = messages[-1]["content"]
+    if "Generated answer: " not in text:
+        return "ANSWER: beagle"
+    generated = text.split("Generated answer: ", 1)[1].split("\n", 1)[0]
+    if not generated.strip():
+        return "I cannot say"  # not JSON: Mem0's parser would raise; counted 0
+    words = set(generated.lower().split())
+    return json.dumps({"label": "CORRECT" if len(words) % 2 else "WRONG"})
+
+
+@pytest.fixture
+def server(monkeypatch: pytest.MonkeyPatch) -> Iterator[LLMServer]:
+    with LLMServer(reply=_mem0_reply) as srv:
+        for key, value in srv.env(KEY).items():
+            monkeypatch.setenv(key, value)
+        yield srv
+
+
+pytestmark = pytest.mark.usefixtures("memeval_env")
+
+
+def test_mem0_protocol_requests_match_mem0s_code_path(
+    pytester: pytest.Pytester, server: LLMServer, xdist_mode: list[str]
+) -> None:
+    out = pytester.path / "r.json"
+    result = pytester.runpytest(
+        "--memeval=demo",
+        "--memsys=bm25",
+        f"--memeval-cache-dir={pytester.path / 'cache'}",
+        "--memeval-protocol=mem0",
+        f"--memeval-protocol-source={FIXTURES / 'mem0'}",
+        "--memeval-judge=openai:gpt-4o-mini",
+        f"--memeval-json={out}",
+        *xdist_mode,
+    )
+    assert result.ret == 0, result.stdout.str()
+    report = read_json(out)
+    questions = report["runs"][0]["questions"]
+    judged = [q for q in questions if q["category"] != "adversarial"]
+    assert len(judged) < len(questions)  # the demo has category-5 questions
+    for q in questions:
+        if q["category"] == "adversarial":
+            assert "judge" not in q["scores"]
+    plugin_requests = sorted(_request(b) for b in _chat_bodies(server))
+    assert len(plugin_requests) == len(judged)  # one call per judged question, none for cat 5
+
+    # what Mem0's (upstream-shaped) evaluate_llm_judge sends for the same inputs
+    server.reset()
+    module = _module(FIXTURES / "mem0" / "evaluation" / "metrics" / "llm_judge.py", "m0_judge")
+    labels = []
+    for q in judged:
+        try:
+            labels.append(module.evaluate_llm_judge(q["question"], q["gold"], q["prediction"]))
+        except json.JSONDecodeError:
+            labels.append(False)  # Mem0's script would stop here; the plugin counts it 0
+    upstream_requests = sorted(_request(b) for b in _chat_bodies(server))
+    assert plugin_requests == upstream_requests
+    body = _chat_bodies(server)[0]
+    assert body["response_format"] == {"type": "json_object"}
+    assert body["temperature"] == 0.0 and body["model"] == "gpt-4o-mini"
+    assert "max_tokens" not in body and "max_completion_tokens" not in body
+    assert [m["role"] for m in body["messages"]] == ["user"]
+
+    # J = fraction of CORRECT labels over the judged questions
+    overall = report["runs"][0]["summary"]["overall"]["judge"]
+    assert overall == pytest.approx(sum(labels) / len(labels))
+    assert {q["id"]: q["scores"]["judge"] for q in judged} == {
+        q["id"]: float(label) for q, label in zip(judged, labels, strict=True)
+    }
+
+    prov = report["provenance"]
+    assert prov["judge_style"] == {"demo": "mem0-official"}
+    protocol = prov["protocol"]
+    assert protocol["name"] == "mem0" and protocol["commit"] == PROFILES["mem0"].commit
+    files = {f["path"]: f for f in protocol["files"]}
+    judge_file = files["evaluation/metrics/llm_judge.py"]
+    assert judge_file["sha256"] == PROFILES["mem0"].prompts["judge"][0].sha256
+    assert judge_file["file_sha256"] == file_sha256(
+        FIXTURES / "mem0" / "evaluation" / "metrics" / "llm_judge.py"
+    )
+    assert judge_file["matches_pin"] is False
+    assert len(protocol["prompt_sha256"]["judge"]) == 64
+    assert protocol["judge_models"] == ["openai:gpt-4o-mini"]
+    result.stdout.fnmatch_lines(["*demo: judge >= * (mem0-official judge decides*"])
+    if "-n" not in xdist_mode:
+        result.stdout.fnmatch_lines(["*ProtocolWarning*not the mem0 protocol's pinned*"])
+
+
+def test_protocol_offline_is_a_usage_error_before_any_call(
+    pytester: pytest.Pytester, server: LLMServer
+) -> None:
+    result = pytester.runpytest(
+        "--memeval=demo",
+        "--memsys=bm25",
+        f"--memeval-cache-dir={pytester.path / 'cache'}",
+        "--memeval-protocol=mem0",
+        f"--memeval-protocol-source={pytester.path}",
+        "--memeval-judge=openai:gpt-4o-mini",
+    )
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*llm_judge.py does not exist; give a checkout of mem0ai/mem0*"])
+    assert server.request_count == 0
+
+
+def test_protocol_for_another_benchmark_and_model_mismatch(
+    pytester: pytest.Pytester, server: LLMServer
+) -> None:
+    result = pytester.runpytest(
+        "--memeval=demo",
+        "--memsys=bm25",
+        "--memeval-protocol=longmemeval",
+        f"--memeval-protocol-source={FIXTURES / 'longmemeval'}",
+    )
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*--memeval-protocol=longmemeval applies to longmemeval*"])
+    result = pytester.runpytest(
+        "--memeval=demo",
+        "--memsys=bm25",
+        f"--memeval-cache-dir={pytester.path / 'cache'}",
+        "--memeval-protocol=mem0",
+        f"--memeval-protocol-source={FIXTURES / 'mem0'}",
+        "--memeval-judge=openai:gpt-4.1",
+        "-p",
+        "no:xdist",
+    )
+    assert result.ret == 0, result.stdout.str()
+    result.stdout.fnmatch_lines(["*judges with gpt-4o-mini; gpt-4.1 gives numbers that are not*"])
+
+
+def test_bad_judge_prompt_fails_at_configure(pytester: pytest.Pytester, server: LLMServer) -> None:
+    bad = pytester.path / "bad.txt"
+    bad.write_text("Judge {question} against {nope}")
+    result = pytester.runpytest(
+        "--memeval=demo",
+        "--memsys=bm25",
+        f"--memeval-cache-dir={pytester.path / 'cache'}",
+        "--memeval-answerer=openai:gpt-4o-mini",
+        "--memeval-judge=openai:gpt-4o-mini",
+        f"--memeval-judge-prompt={bad}",
+    )
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*--memeval-judge-prompt*placeholder {nope} is not allowed*"])
+    assert server.request_count == 0  # no answerer call was paid for
+
+
+# --------------------------------------------------------------------------- longmemeval
+
+
+def _lme_item(qid: str, qtype: str, answer: object) -> dict[str, Any]:
+    return {
+        "question_id": qid,
+        "question_type": qtype,
+        "question": f"What about {qid}?",
+        "answer": answer,
+        "question_date": "2023/05/30 (Tue) 23:40",
+        "haystack_session_ids": ["s_1", "answer_1"],
+        "haystack_dates": ["2023/05/20 (Sat) 02:21", "2023/05/21 (Sun) 10:00"],
+        "haystack_sessions": [
+            [{"role": "user", "content": "hello there"}, {"role": "assistant", "content": "hi"}],
+            [
+                {
+                    "role": "user",
+                    "content": f"the answer for {qid} is {answer}",
+                    "has_answer": True,
+                },
+                {"role": "assistant", "content": "noted"},
+            ],
+        ],
+        "answer_session_ids": ["answer_1"],
+    }
+
+
+LME_ITEMS = [
+    _lme_item("a1", "single-session-user", "Paris"),
+    _lme_item("a2", "multi-session", 3),
+    _lme_item("a3", "temporal-reasoning", "5 days"),
+    _lme_item("a4", "knowledge-update", "blue"),
+    _lme_item("a5", "single-session-preference", "suggest jazz"),
+    _lme_item("a6_abs", "single-session-user", "never mentioned"),
+]
+
+
+def _lme_reply(messages: list[dict[str, str]], model: str, params: dict[str, Any]) -> str:
+    text = messages[-1]["content"]
+    # substring rule: "Yes." and "no, not yes" both count yes upstream; "" counts no
+    if "TEST STANDARD" in text:
+        return "Yes."
+    if "TEST TEMPORAL" in text:
+        return "no, not yes"
+    if "TEST UPDATE" in text:
+        return ""
+    return "no"
+
+
+def test_longmemeval_protocol_requests_match_upstream(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, xdist_mode: list[str]
+) -> None:
+    data = pytester.path / "lme.json"
+    data.write_text(json.dumps(LME_ITEMS), encoding="utf-8")
+    out = pytester.path / "r.json"
+    with LLMServer(reply=_lme_reply) as srv:
+        monkeypatch.setenv("OPENAI_API_KEY", KEY)
+        monkeypatch.setenv("OPENROUTER_API_KEY", KEY)
+        result = pytester.runpytest(
+            "--memeval=longmemeval",
+            f"--memeval-variant={data}",
+            "--memsys=bm25",
+            f"--memeval-cache-dir={pytester.path / 'cache'}",
+            "--memeval-protocol=longmemeval",
+            f"--memeval-protocol-source={FIXTURES / 'longmemeval'}",
+            "--memeval-judge=openai-compatible:gpt-4o-2024-08-06",
+            f"--memeval-base-url={srv.openai_base_url}",
+            f"--memeval-json={out}",
+            *xdist_mode,
+        )
+        assert result.ret == 0, result.stdout.str()
+        plugin_requests = sorted(_request(b) for b in _chat_bodies(srv))
+        report = read_json(out)
+        questions = {q["id"]: q for q in report["runs"][0]["questions"]}
+        srv.reset()
+        module = _module(
+            FIXTURES / "longmemeval" / "src" / "evaluation" / "evaluate_qa.py", "lme_eval"
+        )
+        client = openai.OpenAI(api_key=KEY, base_url=srv.openai_base_url)
+        labels = {}
+        for item in LME_ITEMS:
+            qid = str(item["question_id"])
+            labels[qid] = module.judge_one(
+                client,
+                "gpt-4o-2024-08-06",
+                item["question_type"],
+                item["question"],
+                item["answer"],
+                questions[qid]["prediction"],
+                qid,
+            )
+        upstream_requests = sorted(_request(b) for b in _chat_bodies(srv))
+        client.close()
+    assert plugin_requests == upstream_requests
+    assert len(plugin_requests) == len(LME_ITEMS)
+    assert json.loads(plugin_requests[0])["max_tokens"] == 10
+    assert {qid: q["scores"]["judge"] for qid, q in questions.items()} == {
+        qid: float(v) for qid, v in labels.items()
+    }
+    assert labels == {
+        "a1": True,
+        "a2": True,
+        "a3": True,  # 'yes' in "no, not yes"
+        "a4": False,  # an empty reply is a 0, never left out
+        "a5": False,
+        "a6_abs": False,
+    }
+    assert questions["a4"]["scores"]["judge_strict"] is None  # the strict parse: a diagnostic
+    overall = report["runs"][0]["summary"]["overall"]["judge"]
+    assert overall == pytest.approx(3 / 6)
+    assert report["provenance"]["judge_style"] == {"longmemeval": "longmemeval-official"}
+    assert "judges with" not in result.stdout.str()  # the protocol's own model: no warning
+
+
+# --------------------------------------------------------------------------- beam
+
+
+def _beam_data(root: Path) -> None:
+    conv = root / "beam" / "100K" / "1"
+    (conv / "probing_questions").mkdir(parents=True)
+    messages = []
+    chat = []
+    mid = 0
+    for b, anchor in enumerate(("March-15-2024", "April-05-2024"), start=1):
+        turns = []
+        for text in ("I started the garden", "then I planted tomatoes"):
+            turns.append(
+                [
+                    {
+                        "role": "user",
+                        "id": mid,
+                        "content": f"{text} in batch {b}",
+                        "question_type": "main_question",
+                        "index": f"{b},1",
+                        **({"time_anchor": anchor} if not turns else {}),
+                    },
+                    {"role": "assistant", "id": mid + 1, "content": "nice"},
+                ]
+            )
+            messages.append(text)
+            mid += 2
+        chat.append({"batch_number": b, "turns": turns, "time_anchor": None})
+    (conv / "chat.json").write_text(json.dumps(chat), encoding="utf-8")
+    gold_fields = {
+        "abstention": "ideal_response",
+        "contradiction_resolution": "ideal_answer",
+        "event_ordering": "answer",
+        "information_extraction": "answer",
+        "instruction_following": "expected_compliance",
+        "knowledge_update": "answer",
+        "multi_session_reasoning": "answer",
+        "preference_following": "expected_compliance",
+        "summarization": "ideal_summary",
+        "temporal_reasoning": "answer",
+    }
+    probing = {
+        ability: [
+            {
+                "question": f"{ability} question {i}?",
+                field: f"gold {ability} {i}",
+                "difficulty": "easy",
+                "rubric": ["started the garden", "planted tomatoes"]
+                if ability == "event_ordering"
+                else [f"mentions garden {i}", f"mentions tomatoes {i}"],
+                "source_chat_ids": [0, 2],
+            }
+            for i in range(2)
+        ]
+        for ability, field in gold_fields.items()
+    }
+    (conv / "probing_questions" / "probing_questions.json").write_text(
+        json.dumps(probing), encoding="utf-8"
+    )
+
+
+def _beam_reply(messages: list[dict[str, str]], model: str, params: dict[str, Any]) -> str:
+    if messages[0]["role"] == "system":  # event equivalence
+        user = messages[-1]["content"]
+        a = user.split("Snippet A: ", 1)[1].split(" \n", 1)[0]
+        b = user.split("Snippet B: ", 1)[1].strip()
+        return "YES" if a.split()[-1] in b else "NO"
+    text = messages[-1]["content"]
+    criterion = text.split("- CRITERION: ", 1)[1].split("\n", 1)[0]
+    return json.dumps({"score": 0.5 if criterion.endswith("0") else 1.0, "reason": "r"})
+
+
+class _RecordingLLM:
+    """Stands in for the LangChain model upstream calls ``invoke`` on; sends nothing, records
+    the messages as the OpenAI chat API would receive them."""
+
+    def __init__(self) -> None:
+        self.sent: list[list[dict[str, str]]] = []
+
+    def invoke(self, prompt: Any) -> Any:
+        messages = (
+            [{"role": "user", "content": prompt}] if isinstance(prompt, str) else list(prompt)
+        )
+        self.sent.append(messages)
+
+        class _Reply:
+            content = _beam_reply(messages, "gpt-4.1-mini", {})
+
+        return _Reply()
+
+
+def test_beam_protocol_requests_match_upstream(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, xdist_mode: list[str]
+) -> None:
+    _beam_data(pytester.path / "data")
+    out = pytester.path / "r.json"
+    with LLMServer(reply=_beam_reply) as srv:
+        monkeypatch.setenv("OPENAI_API_KEY", KEY)
+        monkeypatch.setenv("OPENROUTER_API_KEY", KEY)
+        result = pytester.runpytest(
+            "--memeval=beam",
+            "--memeval-variant=100K",
+            f"--memeval-data={pytester.path / 'data'}",
+            "--memsys=full-context",
+            f"--memeval-cache-dir={pytester.path / 'cache'}",
+            "--memeval-protocol=beam",
+            f"--memeval-protocol-source={FIXTURES / 'beam'}",
+            "--memeval-judge=openai-compatible:gpt-4.1-mini",
+            f"--memeval-base-url={srv.openai_base_url}",
+            "--memeval-no-cache",  # upstream repeats identical calls; count every one
+            f"--memeval-json={out}",
+            *xdist_mode,
+        )
+        assert result.ret == 0, result.stdout.str()
+        bodies = _chat_bodies(srv)
+    report = read_json(out)
+    questions = report["runs"][0]["questions"]
+    assert len(questions) == 20
+    for body in bodies:
+        assert body["model"] == "gpt-4.1-mini" and body["temperature"] == 0.0
+        assert "max_tokens" not in body and "response_format" not in body
+    plugin_messages = sorted(json.dumps(b["messages"]) for b in bodies)
+
+    metrics = _module(FIXTURES / "beam" / "src" / "evaluation" / "compute_metrics.py", "b_cm")
+    prompts = _module(FIXTURES / "beam" / "src" / "prompts.py", "b_prompts")
+    metrics.unified_llm_judge_base_prompt = prompts.unified_llm_judge_base_prompt
+    llm = _RecordingLLM()
+    expected: dict[str, float] = {}
+    for q in questions:
+        rubric = q["details"]["judge"]["details"]["items"]
+        items = [r["rubric"] for r in rubric]
+        ordering = q["category"] == "event_ordering"
+        score = metrics.evaluate_rubric(items, q["prediction"], llm, event_ordering=ordering)
+        if ordering:
+            metrics.align_with_llm(items, q["prediction"].split("\n"), llm)
+        else:
+            expected[q["id"]] = score
+    upstream_messages = sorted(json.dumps(m) for m in llm.sent)
+    assert plugin_messages == upstream_messages
+    # <question> is never filled, as upstream
+    assert all("- QUESTION: <question>" in m for m in plugin_messages if "CRITERION" in m)
+    # int() truncation: a 0.5 item counts 0 outside event ordering
+    got = {q["id"]: q["scores"]["nugget"] for q in questions if q["category"] != "event_ordering"}
+    assert got == expected
+    assert set(expected.values()) == {0.0, 1.0}  # the 0.5 items of the "...0" rubrics count 0
+    for q in questions:
+        if q["category"] == "event_ordering":
+            assert q["details"]["judge"]["details"]["alignment_calls"] > 0
+            assert "ordering_f1" in q["scores"] and "nugget_llm_judge" in q["scores"]
+    assert report["provenance"]["judge_style"] == {"beam": "beam-official"}
+
+
+# --------------------------------------------------------------------------- baselines
+
+
+def test_baselines_stand_only_beside_like_for_like_numbers() -> None:
+    from pytest_memeval.analysis.baselines import RunProtocol, baselines_for, mark_comparability
+
+    chosen = baselines_for("locomo", ("mem0-j-mem0", "mem0-f1-mem0", "locomo-human"))
+    metrics = frozenset({"f1", "set_f1", "judge"})
+    official = RunProtocol(metrics, "mem0", "mem0-official", "gpt-4o-mini")
+    marked = {b.name: b.not_comparable for b in mark_comparability(chosen, official)}
+    assert marked["mem0-j-mem0"] is None and marked["mem0-f1-mem0"] is None
+    assert "published under the locomo protocol" in str(marked["locomo-human"])
+    graded = RunProtocol(metrics, "mem0", "graded", "claude-sonnet-4-6")
+    reason = {b.name: b.not_comparable for b in mark_comparability(chosen, graded)}
+    assert reason["mem0-j-mem0"] == (
+        "judge was published by the mem0-official judge, this run's is graded"
+    )
+    other_model = RunProtocol(metrics, "mem0", "mem0-official", "gpt-4.1")
+    reason = {b.name: b.not_comparable for b in mark_comparability(chosen, other_model)}
+    assert reason["mem0-j-mem0"] == "judged by gpt-4o-mini, this run by gpt-4.1"
+    plain = RunProtocol(metrics)
+    reason = {b.name: b.not_comparable for b in mark_comparability(chosen, plain)}
+    assert "this run used no protocol (run with --memeval-protocol=mem0)" in str(
+        reason["mem0-j-mem0"]
+    )
+    lme = baselines_for("longmemeval", ("lme-gpt-4o-s", "lme-mem0-platform-top50"))
+    run = RunProtocol(
+        frozenset({"judge"}), "longmemeval", "longmemeval-official", "gpt-4o-2024-08-06"
+    )
+    reason = {b.name: b.not_comparable for b in mark_comparability(lme, run)}
+    assert reason["lme-gpt-4o-s"] is None
+    assert "mem0-memory-benchmarks" in str(reason["lme-mem0-platform-top50"])
+
+
+def test_graded_judge_never_judges_locomo_category_5() -> None:
+    from pytest_memeval.judges import GradedJudge
+    from pytest_memeval.records import Question
+
+    class NoCalls:
+        label = "fake:none"
+
+        def complete(self, *args: Any, **kwargs: Any) -> Any:
+            raise AssertionError("category 5 must not be sent to the judge")
+
+    q = Question(
+        id="q5",
+        conversation_id="c",
+        category="adversarial",
+        question="Mel?",
+        gold=None,
+        category_id=5,
+    )
+    result = GradedJudge(runs=3).judge(q, "Mel", NoCalls())
+    assert result.skipped and not result.scores
+
+
+def test_llm_answerer_today_is_the_conversations_last_session() -> None:
+    from datetime import datetime
+
+    from pytest_memeval.answerers.llm import LLMAnswerer, format_date, last_session_dates
+    from pytest_memeval.benchmarks import get_benchmark
+    from pytest_memeval.benchmarks.base import LoadRequest
+    from pytest_memeval.records import Memory
+
+    dataset = get_benchmark("demo").load(LoadRequest(None, Path("/nonexistent"), None))
+    dates = last_session_dates(dataset.conversations.values())
+    conv = dataset.conversations["demo-1"]
+    newest = max(s.date for s in conv.sessions if s.date is not None)
+    assert dates["demo-1"] == newest
+
+    class NoCalls:
+        label = "fake:none"
+
+    answerer = LLMAnswerer(NoCalls(), reference_dates=dates)  # type: ignore[arg-type]
+    question = next(q for q in dataset.questions if q.conversation_id == "demo-1")
+    early = [Memory("an old memory", date=datetime(2020, 1, 1))]
+    # the same "today" whatever was retrieved (was: the newest retrieved memory)
+    assert f"{format_date(newest)}" in answerer.render(question, early)
+    assert f"{format_date(newest)}" in answerer.render(question, [])
+
+
+def test_llm_answerer_uses_each_benchmarks_prompt() -> None:
+    from pytest_memeval.answerers.llm import LLMAnswerer
+    from pytest_memeval.llm.base import Completion
+    from pytest_memeval.records import Question
+
+    class Echo:
+        label = "fake:echo"
+
+        def complete(self, messages: Any, **kwargs: Any) -> Completion:
+            return Completion("first event\nsecond event\nANSWER: ignored for beam")
+
+    answerer = LLMAnswerer(
+        Echo(),  # type: ignore[arg-type]
+        benchmark_of={"b1": "beam", "l1": "longmemeval", "c1": "locomo"},
+    )
+
+    def q(conv: str) -> Question:
+        return Question(id=f"{conv}-q", conversation_id=conv, category="x", question="Q?", gold="g")
+
+    prompts = {conv: answerer.render(q(conv), []) for conv in ("b1", "l1", "c1")}
+    assert len(set(prompts.values())) == 3
+    assert "ANSWER:" not in prompts["b1"] and "ANSWER:" in prompts["c1"]
+    assert set(answerer.prompt_hashes) == {"answer", "answer:longmemeval", "answer:beam"}
+    # BEAM keeps the whole reply (an ordered list is several lines); the others the marker's line
+    assert answerer.answer(q("b1"), []).text.startswith("first event\nsecond event")
+    assert answerer.answer(q("c1"), []).text == "ignored for beam"
