@@ -12,27 +12,11 @@ from pathlib import Path
 
 import pytest
 from conftest import read_json
+from fakes import COUNTING_CONFTEST
 
 pytestmark = pytest.mark.usefixtures("memeval_env")
 
-COUNTING = """
-import os, time, pytest
-from pytest_memeval.systems.builtin import BM25System
-
-LOG = os.path.join(os.path.dirname(__file__), "answered.log")
-
-class Counting(BM25System):
-    def search(self, question, k):
-        with open(LOG, "a") as fh:
-            fh.write(question.id + "\\n")
-        if os.environ.get("MEMEVAL_SLOW"):
-            time.sleep(float(os.environ["MEMEVAL_SLOW"]))
-        return super().search(question, k)
-
-@pytest.fixture(scope="session")
-def counting():
-    return Counting()
-"""
+COUNTING = COUNTING_CONFTEST
 
 
 def _answered(path: Path) -> list[str]:

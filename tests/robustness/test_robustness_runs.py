@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 from conftest import read_json
-from test_plugin_resume import COUNTING
+from fakes import COUNTING_CONFTEST as COUNTING
 
 from pytest_memeval.run.store import RESULTS_FILE, RunStore, config_mismatch
 

@@ -9,6 +9,7 @@ import math
 from pathlib import Path
 
 import pytest
+from fakes import make_result
 
 from pytest_memeval.analysis import regression
 from pytest_memeval.analysis.aggregate import CategoryMeta, aggregate_run
@@ -33,19 +34,8 @@ CATS = [CategoryMeta("temporal", 2, "temporal"), CategoryMeta("single-hop", 4, "
 
 
 def _result(qid: str, status: str, scores: dict[str, float | None], system: str) -> QuestionResult:
-    return QuestionResult(
-        benchmark="locomo",
-        system=system,
-        question_id=qid,
-        conversation_id=qid,  # one question per cluster: the question-level tests apply
-        category="temporal" if int(qid[1:]) % 2 else "single-hop",
-        category_id=None,
-        question="q?",
-        gold="g",
-        prediction="p",
-        status=status,
-        scores=scores,
-    )
+    category = "temporal" if int(qid[1:]) % 2 else "single-hop"
+    return make_result(qid, status=status, scores=scores, system=system, category=category)
 
 
 def _binary_run(correct: dict[str, bool], system: str = "bm25") -> RunSummary:

@@ -8,6 +8,7 @@ import math
 
 import numpy as np
 import pytest
+from fakes import make_result
 from scipy.stats import binomtest
 
 from pytest_memeval.analysis.aggregate import CategoryMeta, aggregate_run
@@ -23,7 +24,7 @@ from pytest_memeval.analysis.stats import (
     pooled_std,
     row_values,
 )
-from pytest_memeval.records import STATUS_CORRECT, STATUS_WRONG, QuestionResult
+from pytest_memeval.records import QuestionResult
 
 LOCOMO_CATS = [
     CategoryMeta("multi-hop", 1, "multi-hop"),
@@ -33,20 +34,7 @@ LOCOMO_CATS = [
 
 
 def _result(qid: str, category: str, scores: dict[str, float | None]) -> QuestionResult:
-    status = STATUS_CORRECT if (scores.get("f1") or 0.0) >= 0.5 else STATUS_WRONG
-    return QuestionResult(
-        benchmark="locomo",
-        system="bm25",
-        question_id=qid,
-        conversation_id=qid,  # one question per cluster: the question-level bootstrap
-        category=category,
-        category_id=None,
-        question="q?",
-        gold="g",
-        prediction="p",
-        status=status,
-        scores=scores,
-    )
+    return make_result(qid, category=category, scores=scores)
 
 
 # --- bootstrap_ci ---------------------------------------------------------------------------
