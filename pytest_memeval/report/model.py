@@ -71,6 +71,8 @@ class RunSummary:
     macro: CategoryRow | None = None
     #: questions flagged as abstention (LongMemEval ``_abs`` ids), when they are not a category
     abstention: CategoryRow | None = None
+    #: with --memeval-errata: question id -> erratum dict (None: sound, not listed)
+    errata: dict[str, Any] | None = None
 
     @property
     def label(self) -> str:
@@ -89,7 +91,7 @@ class RunSummary:
             "benchmark": self.benchmark,
             "system": self.system,
             "flow": self.flow,
-            "questions": [_report_question(r) for r in self.results],
+            "questions": [_report_question(r, self.errata) for r in self.results],
             "summary": self.summary_dict(),
         }
 
@@ -300,7 +302,11 @@ def overall_scopes(run: RunSummary) -> dict[str, str]:
 REPORT_MEMORIES = 10
 
 
-def _report_question(result: QuestionResult) -> dict[str, Any]:
+def _report_question(
+    result: QuestionResult, errata: dict[str, Any] | None = None
+) -> dict[str, Any]:
     data = result.to_dict()
     data["memories"] = data["memories"][:REPORT_MEMORIES]
+    if errata is not None:
+        data["erratum"] = errata.get(result.question_id)
     return data

@@ -29,6 +29,7 @@ __all__ = [
     "BM25System",
     "FullContextSystem",
     "NoMemorySystem",
+    "OracleSystem",
     "ReplaySystem",
     "conversation_memories",
     "load_replay",
@@ -67,6 +68,8 @@ class NoMemorySystem:
     """Remembers nothing: ``search`` always returns ``[]`` (a floor for every benchmark)."""
 
     name = "no-memory"
+    #: nothing is retrieved, so no top-k can bypass retrieval (no top-k warning)
+    ignores_top_k = True
 
     def ingest(self, conversation: Conversation) -> None:
         return None
@@ -311,11 +314,14 @@ def _embedding_system() -> MemorySystem:
     return EmbeddingSystem()
 
 
+from .oracle import OracleSystem  # noqa: E402  (it uses turn_memory, defined above, lazily)
+
 BUILTIN_SYSTEMS: Mapping[str, Callable[[], MemorySystem]] = MappingProxyType(
     {
         "full-context": FullContextSystem,
         "bm25": BM25System,
         "embedding": _embedding_system,
         "no-memory": NoMemorySystem,
+        "oracle": OracleSystem,
     }
 )
