@@ -212,34 +212,50 @@ def tradeoff_svg(points: Sequence[Mapping[str, Any]], title: str) -> str:
         return ""
     left, top, plot_w, plot_h, right, bottom = 64, 16, 460, 260, 150, 44
     width, height = left + plot_w + right, top + plot_h + bottom
-    x_max = max(float(p["mean"]) for p in usable) * 1.1 or 1.0
-    y_max = max(1.0, *(float(p["accuracy"]) for p in usable))
+    means = [float(p["mean"]) for p in usable]
+    x_max = max(means) * 1.1 or 1.0
+    positive = [m for m in means if m > 0]
+    # a log axis when the systems' token counts differ by more than 20x (full-context vs top-k)
+    log_x = bool(positive) and max(means) / min(positive) > 20
+    metric_label = " / ".join(dict.fromkeys(str(p.get("metric") or "accuracy") for p in usable))
+    y_max = min(1.0, math.ceil(max(float(p["accuracy"]) for p in usable) * 11) / 10) or 1.0
 
     def sx(v: float) -> float:
+        if log_x:
+            return left + plot_w * math.log10(1 + v) / math.log10(1 + x_max)
         return left + plot_w * v / x_max
 
     def sy(v: float) -> float:
-        return top + plot_h * (1 - v / y_max)
+        return top + plot_h * (1 - min(v, y_max) / y_max)
 
     parts = [
         f'<svg class="tradeoff" width="{width}" height="{height}" viewBox="0 0 {width} {height}" '
         f'role="img" aria-label="{esc(title)}">'
     ]
-    for tick in range(5):
-        xv, yv = x_max * tick / 4, y_max * tick / 4
+    x_ticks = (
+        [0.0, *(10.0**e for e in range(1, int(math.log10(x_max)) + 1))]
+        if log_x
+        else [x_max * t / 4 for t in range(5)]
+    )
+    for xv in x_ticks:
         parts.append(
             f'<line class="grid" x1="{sx(xv):.1f}" y1="{top}" x2="{sx(xv):.1f}" '
             f'y2="{top + plot_h}"/><text x="{sx(xv):.1f}" y="{top + plot_h + 14}" '
             f'text-anchor="middle">{xv:,.0f}</text>'
+        )
+    for tick in range(5):
+        yv = y_max * tick / 4
+        parts.append(
             f'<line class="grid" x1="{left}" y1="{sy(yv):.1f}" x2="{left + plot_w}" '
             f'y2="{sy(yv):.1f}"/><text x="{left - 6}" y="{sy(yv) + 4:.1f}" '
             f'text-anchor="end">{yv:.2f}</text>'
         )
     parts.append(
         f'<text x="{left + plot_w / 2:.1f}" y="{height - 8}" text-anchor="middle">'
-        "mean context tokens per question</text>"
+        f"mean context tokens per question{' (log scale)' if log_x else ''}</text>"
         f'<text x="14" y="{top + plot_h / 2:.1f}" text-anchor="middle" '
-        f'transform="rotate(-90 14 {top + plot_h / 2:.1f})">accuracy (overall)</text>'
+        f'transform="rotate(-90 14 {top + plot_h / 2:.1f})">'
+        f"{esc(metric_label)} (overall)</text>"
     )
     front = sorted((p for p in usable if p.get("pareto")), key=lambda p: float(p["mean"]))
     if len(front) > 1:
@@ -293,7 +309,7 @@ def html_overlays(summary: Summary, bench: str) -> str:
     if rows:
         tokenizer = (summary.extra.get("context") or {}).get("tokenizer", "")
         parts.append(
-            f"<h3>{esc(bench)} · accuracy vs context tokens</h3>"
+            f'<h3 id="tradeoff-{esc(bench)}">{esc(bench)} · accuracy vs context tokens</h3>'
             f'<p class="note">Tokens of the memory texts handed to the answerer per question '
             f"({esc(tokenizer)}). Orange: the Pareto front (no other system is as accurate with "
             "fewer tokens).</p>"
