@@ -13,8 +13,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
-
 from errata_data import errata_entries, locomo_data, write_data
+
 from pytest_memeval.aggregate import CategoryMeta, aggregate_run
 from pytest_memeval.analysis.errata import errata_rows, question_errata
 from pytest_memeval.benchmarks.errata import (
@@ -123,7 +123,7 @@ def test_duplicate_entry_and_missing_path(tmp_path: Path) -> None:
     with pytest.raises(DatasetError, match="not a known errata name"):
         load_errata(str(tmp_path / "nope"), tmp_path, questions, convs)
     (tmp_path / "empty").mkdir()
-    with pytest.raises(DatasetError, match="no errors_conv_<i>.json files"):
+    with pytest.raises(DatasetError, match=r"no errors_conv_<i>\.json files"):
         load_errata(str(tmp_path / "empty"), tmp_path, questions, convs)
     bad = tmp_path / "bad.json"
     bad.write_text("[{", "utf-8")

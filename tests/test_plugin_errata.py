@@ -8,9 +8,9 @@ import json
 from typing import Any
 
 import pytest
-
 from conftest import question_scores, read_json
 from errata_data import write_data
+
 from pytest_memeval.run.budget import count_tokens
 
 pytestmark = pytest.mark.usefixtures("memeval_env")
