@@ -12,8 +12,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..aggregate import percentile
 from ..records import QuestionResult
+from .aggregate import percentile
 
 __all__ = [
     "ConversationSize",

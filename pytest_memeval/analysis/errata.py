@@ -13,10 +13,10 @@ import math
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from ..aggregate import row_values
 from ..benchmarks.errata import Errata
 from ..records import QuestionResult
 from ..report.model import CategoryRow, RunSummary
+from .aggregate import row_values
 
 __all__ = ["errata_rows", "question_errata"]
 

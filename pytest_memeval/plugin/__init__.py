@@ -163,7 +163,7 @@ def _load(config: pytest.Config, state: RunState) -> None:
     if state.systems is None:
         state.systems = _resolve_systems(config, state)
     if settings.reports.errata and state.errata is None and not hasattr(config, "workerinput"):
-        from .run.overlay import load_run_errata
+        from ..run.overlay import load_run_errata
 
         try:
             state.errata = load_run_errata(

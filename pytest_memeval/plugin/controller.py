@@ -444,7 +444,7 @@ class Controller:
             collect_seconds=self.state.collect_seconds,
             load_seconds=dict(self.state.load_seconds),
         )
-        from .run.overlay import add_overlays
+        from ..run.overlay import add_overlays
 
         add_overlays(summary, self.state)
         merged = self.merged()

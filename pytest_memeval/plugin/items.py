@@ -445,7 +445,7 @@ class MemevalItem(pytest.Function):
                 "stored to answer from; use --memeval-rejudge to judge its answers again"
             )
         memories = tuple(memory_from_dict(m.to_dict()) for m in stored.memories)
-        from .run.budget import context_for_answer
+        from ..run.budget import context_for_answer
 
         memories, context = context_for_answer(memories, state.settings.selection.context_budget)
         result.details.update(context)

@@ -31,10 +31,10 @@ from ..records import (
     QuestionResult,
     score_float,
 )
-from .budget import context_for_answer
 from ..systems.base import MemorySystem
 from ..systems.contract import materialise, normalise_answer, normalise_memories
 from ..systems.resolve import ensure_memory_system
+from .budget import context_for_answer
 
 __all__ = [
     "Answerer",
