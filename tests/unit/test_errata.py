@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 from errata_data import errata_entries, locomo_data, write_data
-from pytest_memeval.aggregate import CategoryMeta, aggregate_run
 
+from pytest_memeval.analysis.aggregate import CategoryMeta, aggregate_run
 from pytest_memeval.analysis.errata import errata_rows, question_errata
 from pytest_memeval.benchmarks.errata import (
     LOCOMO_AUDIT,
