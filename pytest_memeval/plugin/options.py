@@ -58,7 +58,8 @@ OPTIONS: tuple[_Opt, ...] = (
     _Opt(
         "memsys",
         "memory system(s) under test: conftest fixture, entry point, built-in "
-        "(full-context, bm25, embedding, no-memory), replay:PATH, or package.module:factory (comma list)",
+        "(full-context, bm25, embedding, no-memory, oracle), replay:PATH, or package.module:factory "
+        "(comma list)",
         metavar="SYS[,SYS]",
     ),
     _Opt(
@@ -452,7 +453,7 @@ def read_settings(config: pytest.Config) -> Settings:
     if benchmarks and not systems:
         raise pytest.UsageError(
             f"--memeval={','.join(benchmarks)} needs a memory system: add --memsys=bm25 "
-            "(built-ins: full-context, bm25, embedding, no-memory, replay:PATH)"
+            "(built-ins: full-context, bm25, embedding, no-memory, oracle, replay:PATH)"
         )
     if len(set(benchmarks)) != len(benchmarks) or len(set(systems)) != len(systems):
         raise pytest.UsageError("--memeval / --memsys: a name is listed twice")
