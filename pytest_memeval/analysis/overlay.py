@@ -60,8 +60,8 @@ def annotate_summary(
     budget: int | None,
     tokenizer: str,
 ) -> None:
-    """Fill ``summary.extra["context"]`` (per run: context-token figures, the headline accuracy,
-    Pareto flag; the top-k warnings) and, with an overlay, ``summary.extra["errata"]``,
+    """Fill ``summary.context`` (per run: context-token figures, the headline accuracy, Pareto
+    flag; the top-k warnings) and, with an overlay, ``summary.errata``,
     ``provenance["errata"]`` and each run's per-question ``erratum``."""
     runs: list[dict[str, Any]] = []
     for run in summary.runs:
@@ -90,7 +90,7 @@ def annotate_summary(
         for bench, bench_sizes in sizes.items()
         for line in top_k_warnings(bench, bench_sizes, systems)
     ]
-    summary.extra["context"] = {
+    summary.context = {
         "tokenizer": tokenizer,
         "counted": "tokens of the memory texts handed to the answerer, per question",
         "budget": budget,
@@ -115,4 +115,4 @@ def annotate_summary(
                 "rows": errata_rows(run, errata, round3.get(run.benchmark, ())),
             }
         )
-    summary.extra["errata"] = {"source": errata.name, "runs": tables}
+    summary.errata = {"source": errata.name, "runs": tables}

@@ -210,6 +210,10 @@ class Summary:
     regression: list[RegressionOutcome] = field(default_factory=list)
     #: why the saved baseline could not be compared (a failed check)
     regression_error: str | None = None
+    #: context tokens per run, the Pareto flags and the top-k warnings (``analysis.overlay``)
+    context: dict[str, Any] | None = None
+    #: the --memeval-errata columns per run (``analysis.overlay``)
+    errata: dict[str, Any] | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
     def extra_dict(self) -> dict[str, Any]:
@@ -236,6 +240,10 @@ class Summary:
             out["regression_error"] = self.regression_error
         if self.regression:
             out["regression"] = [c.to_dict() for c in self.regression]
+        if self.context is not None:
+            out["context"] = self.context
+        if self.errata is not None:
+            out["errata"] = self.errata
         out.update(self.extra)
         return out
 

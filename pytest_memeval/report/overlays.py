@@ -1,6 +1,6 @@
 """Report sections for the overlays: context tokens per system (table, warnings, and in HTML an
 accuracy-vs-tokens chart with its Pareto front) and the errata columns (official, sound-gold,
-ceiling per category). Every renderer reads ``summary.extra["context"]`` / ``["errata"]``
+ceiling per category). Every renderer reads ``summary.context`` / ``summary.errata``
 (``analysis.overlay``); nothing here computes a figure."""
 
 from __future__ import annotations
@@ -10,6 +10,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from .model import Summary
+from .tables import Cell, Row, Table
 
 __all__ = [
     "context_table",
@@ -35,7 +36,7 @@ def _pct(value: object) -> str:
 
 
 def _runs(summary: Summary, bench: str, key: str) -> list[Mapping[str, Any]]:
-    block = summary.extra.get(key)
+    block = summary.context if key == "context" else summary.errata
     if not isinstance(block, Mapping):
         return []
     return [r for r in block.get("runs") or () if r.get("benchmark") == bench]
@@ -44,7 +45,7 @@ def _runs(summary: Summary, bench: str, key: str) -> list[Mapping[str, Any]]:
 def context_table(summary: Summary, bench: str) -> tuple[list[str], list[list[str]]]:
     """(header, rows) of the context-token table of one benchmark ([] rows: nothing counted)."""
     runs = _runs(summary, bench, "context")
-    budget = (summary.extra.get("context") or {}).get("budget")
+    budget = (summary.context or {}).get("budget")
     header = ["system", "questions", "mean tokens", "p50", "p95", "max", "accuracy", "Pareto"]
     if budget is not None:
         header.append(f"cut by budget {budget}")
@@ -69,7 +70,7 @@ def context_table(summary: Summary, bench: str) -> tuple[list[str], list[list[st
 
 
 def context_warnings(summary: Summary, bench: str) -> list[str]:
-    block = summary.extra.get("context")
+    block = summary.context
     if not isinstance(block, Mapping):
         return []
     return [w for w in block.get("warnings") or () if str(w).startswith(f"{bench} · ")]
@@ -77,7 +78,7 @@ def context_warnings(summary: Summary, bench: str) -> list[str]:
 
 def errata_tables(summary: Summary, bench: str) -> list[tuple[str, list[str], list[list[str]]]]:
     """(title, header, rows) per run of ``bench`` under an errata overlay."""
-    block = summary.extra.get("errata")
+    block = summary.errata
     if not isinstance(block, Mapping):
         return []
     source = str(block.get("source"))
@@ -137,20 +138,29 @@ def _errata_source_line(summary: Summary) -> str:
 # ---- terminal ----------------------------------------------------------------------------------
 
 
+def _as_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> Table:
+    """A plain (header, rows) table as ``report.tables.Table``: first column text, the rest
+    numbers (right-aligned)."""
+    return Table(
+        header=tuple(Cell(h, numeric=i > 0) for i, h in enumerate(header)),
+        rows=tuple(Row(tuple(Cell(c, numeric=i > 0) for i, c in enumerate(r))) for r in rows),
+    )
+
+
 def terminal_overlays(summary: Summary, bench: str) -> list[str]:
     from .terminal import render_table
 
     lines: list[str] = []
     for title, header, rows in errata_tables(summary, bench):
         lines.extend(["", title])
-        lines.extend(render_table(header, rows))
+        lines.extend(render_table(_as_table(header, rows)))
     if errata_tables(summary, bench):
         lines.append("  " + _errata_source_line(summary))
     header, rows = context_table(summary, bench)
     if rows:
-        tokenizer = (summary.extra.get("context") or {}).get("tokenizer", "")
+        tokenizer = (summary.context or {}).get("tokenizer", "")
         lines.extend(["", f"{bench} · context tokens handed to the answerer ({tokenizer})"])
-        lines.extend(render_table(header, rows))
+        lines.extend(render_table(_as_table(header, rows)))
     for warning in context_warnings(summary, bench):
         lines.append(f"  WARNING budget: {warning}")
     return lines
@@ -179,7 +189,7 @@ def markdown_overlays(summary: Summary, bench: str) -> list[str]:
         lines.extend([md_text(_errata_source_line(summary)), ""])
     header, rows = context_table(summary, bench)
     if rows:
-        tokenizer = (summary.extra.get("context") or {}).get("tokenizer", "")
+        tokenizer = (summary.context or {}).get("tokenizer", "")
         lines.extend(
             [
                 f"### {md_text(bench)} · context tokens handed to the answerer",
@@ -307,7 +317,7 @@ def html_overlays(summary: Summary, bench: str) -> str:
         parts.append(f'<p class="note">{esc(_errata_source_line(summary))}</p>')
     header, rows = context_table(summary, bench)
     if rows:
-        tokenizer = (summary.extra.get("context") or {}).get("tokenizer", "")
+        tokenizer = (summary.context or {}).get("tokenizer", "")
         parts.append(
             f'<h3 id="tradeoff-{esc(bench)}">{esc(bench)} · accuracy vs context tokens</h3>'
             f'<p class="note">Tokens of the memory texts handed to the answerer per question '

@@ -24,7 +24,7 @@ def _point(label: str, mean: float, acc: float, pareto: bool) -> dict[str, objec
 
 def _summary() -> Summary:
     summary = Summary(runs=[])
-    summary.extra["context"] = {
+    summary.context = {
         "tokenizer": "cl100k_base (test)",
         "budget": None,
         "runs": [
@@ -35,7 +35,7 @@ def _summary() -> Summary:
         ],
         "warnings": ["locomo · bm25: top-k 30 >= the session count of 8 of 10 conversations"],
     }
-    summary.extra["errata"] = {
+    summary.errata = {
         "source": "locomo-audit",
         "runs": [
             {
@@ -86,7 +86,8 @@ def test_tables_and_lines() -> None:
 
 def test_svg_points_front_and_escaping() -> None:
     summary = _summary()
-    points = summary.extra["context"]["runs"][:3]
+    assert summary.context is not None
+    points = summary.context["runs"][:3]
     svg = tradeoff_svg(points, "locomo")
     assert svg.count("<circle") == 3
     assert "(log scale)" in svg  # 20,000 vs 60 tokens
