@@ -105,7 +105,7 @@ def render_markdown(summary: Summary, baselines: Mapping[str, Sequence[Baseline]
             lines.append("")
         from .overlays import markdown_overlays
 
-        lines.extend(markdown_overlays(summary, bench))
+        lines.extend(markdown_overlays(summary, bench, md_cell, md_text))
         table = baselines_table(runs, baselines.get(bench, ()))
         if table is not None:
             lines.extend(

@@ -5,8 +5,9 @@ ceiling per category). Every renderer reads ``summary.context`` / ``summary.erra
 
 from __future__ import annotations
 
+import html
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from .model import Summary
@@ -33,6 +34,11 @@ def _pct(value: object) -> str:
     if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
         return "-"
     return f"{100 * value:.2f}%"
+
+
+def esc(value: object) -> str:
+    """HTML-escape any value, quotes included (as ``report.html.esc``)."""
+    return html.escape(value if isinstance(value, str) else str(value), quote=True)
 
 
 def _runs(summary: Summary, bench: str, key: str) -> list[Mapping[str, Any]]:
@@ -147,9 +153,11 @@ def _as_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> Table:
     )
 
 
-def terminal_overlays(summary: Summary, bench: str) -> list[str]:
-    from .terminal import render_table
-
+def terminal_overlays(
+    summary: Summary, bench: str, render_table: Callable[[Table], list[str]]
+) -> list[str]:
+    """Terminal lines; ``render_table`` is ``report.terminal.render_table`` (passed in: this
+    module sits below the renderers)."""
     lines: list[str] = []
     for title, header, rows in errata_tables(summary, bench):
         lines.extend(["", title])
@@ -169,22 +177,26 @@ def terminal_overlays(summary: Summary, bench: str) -> list[str]:
 # ---- markdown ----------------------------------------------------------------------------------
 
 
-def _md_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
-    from .markdown import md_cell
-
+def _md_table(
+    header: Sequence[str], rows: Sequence[Sequence[str]], md_cell: Callable[[object], str]
+) -> list[str]:
     out = ["| " + " | ".join(md_cell(h) for h in header) + " |"]
     out.append("|" + "|".join("---" if i == 0 else "---:" for i in range(len(header))) + "|")
     out.extend("| " + " | ".join(md_cell(c) for c in row) + " |" for row in rows)
     return out
 
 
-def markdown_overlays(summary: Summary, bench: str) -> list[str]:
-    from .markdown import md_text
-
+def markdown_overlays(
+    summary: Summary,
+    bench: str,
+    md_cell: Callable[[object], str],
+    md_text: Callable[[object], str],
+) -> list[str]:
+    """Markdown lines; ``md_cell`` / ``md_text`` are ``report.markdown``'s escapers."""
     lines: list[str] = []
     tables = errata_tables(summary, bench)
     for title, header, rows in tables:
-        lines.extend([f"### {md_text(title)}", "", *_md_table(header, rows), ""])
+        lines.extend([f"### {md_text(title)}", "", *_md_table(header, rows, md_cell), ""])
     if tables:
         lines.extend([md_text(_errata_source_line(summary)), ""])
     header, rows = context_table(summary, bench)
@@ -196,7 +208,7 @@ def markdown_overlays(summary: Summary, bench: str) -> list[str]:
                 "",
                 f"Tokenizer: {md_text(tokenizer)}.",
                 "",
-                *_md_table(header, rows),
+                *_md_table(header, rows, md_cell),
                 "",
             ]
         )
@@ -211,8 +223,6 @@ def markdown_overlays(summary: Summary, bench: str) -> list[str]:
 def tradeoff_svg(points: Sequence[Mapping[str, Any]], title: str) -> str:
     """Accuracy (y) against mean context tokens (x), one dot per system, the Pareto front drawn
     as a line through its points in token order. ``points``: the ``extra.context.runs`` entries."""
-    from .html import esc
-
     usable = [
         p
         for p in points
@@ -293,8 +303,6 @@ def tradeoff_svg(points: Sequence[Mapping[str, Any]], title: str) -> str:
 
 
 def _html_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
-    from .html import esc
-
     out = ['<div class="scroll"><table><thead><tr>']
     out.extend(f"<th{' class=num' if i else ''}>{esc(h)}</th>" for i, h in enumerate(header))
     out.append("</tr></thead><tbody>")
@@ -307,8 +315,6 @@ def _html_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
 
 
 def html_overlays(summary: Summary, bench: str) -> str:
-    from .html import esc
-
     parts: list[str] = []
     tables = errata_tables(summary, bench)
     for title, header, rows in tables:

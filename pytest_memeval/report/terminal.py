@@ -86,7 +86,7 @@ def render_summary(
             lines.extend(render_table(comparison_table(summary, runs)))
         from .overlays import terminal_overlays
 
-        lines.extend(terminal_overlays(summary, bench))
+        lines.extend(terminal_overlays(summary, bench, render_table))
     return [escape_controls(line) for line in lines]
 
 

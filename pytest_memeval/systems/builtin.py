@@ -21,6 +21,7 @@ from ..records import Conversation, Memory, Question
 from ._text import content_tokens
 from .base import MemorySystem
 from .memories import conversation_memories, turn_memory, turn_text
+from .oracle import OracleSystem
 
 __all__ = [
     "BUILTIN_SYSTEMS",
@@ -313,8 +314,6 @@ def _embedding_system() -> MemorySystem:
 
     return EmbeddingSystem()
 
-
-from .oracle import OracleSystem  # noqa: E402  (it uses turn_memory, defined above, lazily)
 
 BUILTIN_SYSTEMS: Mapping[str, Callable[[], MemorySystem]] = MappingProxyType(
     {

@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 
 from ..records import Conversation, Memory, Question
+from .memories import turn_memory
 
 __all__ = ["OracleSystem"]
 
@@ -34,8 +35,6 @@ class OracleSystem:
         self._marked: dict[str, tuple[str, ...]] = {}
 
     def ingest(self, conversation: Conversation) -> None:
-        from .builtin import turn_memory  # lazy: builtin registers this class
-
         self._order.clear()
         self._turns.clear()
         self._sessions.clear()

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 
+from pytest_memeval.report.markdown import md_cell, md_text
 from pytest_memeval.report.model import Summary
 from pytest_memeval.report.overlays import (
     context_table,
@@ -14,6 +15,7 @@ from pytest_memeval.report.overlays import (
     terminal_overlays,
     tradeoff_svg,
 )
+from pytest_memeval.report.terminal import render_table
 
 
 def _point(label: str, mean: float, acc: float, pareto: bool) -> dict[str, object]:
@@ -74,12 +76,12 @@ def test_tables_and_lines() -> None:
     assert eh[3:5] == ["official f1", "sound-gold f1"]
     assert erows[0] == ["single-hop [4]", "841", "36", "0.160", "0.162", "805", "95.72%"]
     assert erows[1][2] == "not audited" and erows[1][-1] == "-"
-    lines = terminal_overlays(summary, "locomo")
+    lines = terminal_overlays(summary, "locomo", render_table)
     assert any("errata source: locomo-audit — https://github.com/dial481/locomo-audit at "
                "commit 9493fb4b; 156 entries, 99 score-corrupting" in ln for ln in lines)  # fmt: skip
     assert lines[-1].startswith("  WARNING budget: locomo · bm25: top-k 30")
-    assert terminal_overlays(summary, "demo")[-1].startswith("other-bench")
-    md = "\n".join(markdown_overlays(summary, "locomo"))
+    assert terminal_overlays(summary, "demo", render_table)[-1].startswith("other-bench")
+    md = "\n".join(markdown_overlays(summary, "locomo", md_cell, md_text))
     assert "| single-hop \\[4\\] | 841 | 36 | 0.160 | 0.162 | 805 | 95.72% |" in md
     assert "> **budget warning**: locomo · bm25" in md
 
@@ -107,4 +109,7 @@ def test_svg_linear_axis_and_nothing_to_draw() -> None:
     assert "(log scale)" not in svg and svg.count("<circle") == 2
     assert tradeoff_svg([{"label": "x", "mean": None, "accuracy": 0.3}], "t") == ""
     empty = Summary(runs=[])
-    assert terminal_overlays(empty, "locomo") == [] and html_overlays(empty, "locomo") == ""
+    assert (
+        terminal_overlays(empty, "locomo", render_table) == []
+        and html_overlays(empty, "locomo") == ""
+    )
