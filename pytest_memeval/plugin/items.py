@@ -97,6 +97,8 @@ class RunState:
     resume_ids: frozenset[ResultKey] = frozenset()
     collect_seconds: float = 0.0
     load_seconds: dict[str, float] = field(default_factory=dict)
+    #: --memeval-errata overlay (benchmarks.errata.Errata), loaded on the controller only
+    errata: Any = None
 
     def stored_predictions(self) -> dict[tuple[str, str, str], QuestionResult]:
         """(benchmark, system, question id) -> stored result of the run being re-judged (the
@@ -307,6 +309,7 @@ def question_run(config: pytest.Config, state: RunState, bench: str) -> Question
         judge=judge,
         answerer=state.answerer,
         timeout=state.settings.run.timeout,
+        budget=state.settings.selection.context_budget,
     )
 
 
@@ -444,6 +447,10 @@ class MemevalItem(pytest.Function):
                 "stored to answer from; use --memeval-rejudge to judge its answers again"
             )
         memories = tuple(memory_from_dict(m.to_dict()) for m in stored.memories)
+        from ..run.budget import context_for_answer
+
+        memories, context = context_for_answer(memories, state.settings.selection.context_budget)
+        result.details.update(context)
         assert state.answerer is not None
         start = time.perf_counter()
         prediction = state.answerer.answer(self.question, memories)

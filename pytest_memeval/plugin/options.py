@@ -58,7 +58,8 @@ OPTIONS: tuple[_Opt, ...] = (
     _Opt(
         "memsys",
         "memory system(s) under test: conftest fixture, entry point, built-in "
-        "(full-context, bm25, embedding, no-memory), replay:PATH, or package.module:factory (comma list)",
+        "(full-context, bm25, embedding, no-memory, oracle), replay:PATH, or package.module:factory "
+        "(comma list)",
         metavar="SYS[,SYS]",
     ),
     _Opt(
@@ -282,6 +283,18 @@ OPTIONS: tuple[_Opt, ...] = (
         metavar="FILE",
     ),
     _Opt(
+        "memeval-errata",
+        "gold-answer errata overlay: a known name (locomo-audit), or PATH to an audit-shaped "
+        "JSON file or folder; reports add official, sound-gold and ceiling columns",
+        metavar="NAME|PATH",
+    ),
+    _Opt(
+        "memeval-context-budget",
+        "at most N tokens (cl100k_base) of memory text handed to the answerer per question, in "
+        "rank order; what was cut is recorded",
+        metavar="N",
+    ),
+    _Opt(
         "memeval-baselines",
         "published baselines to show next to the run (names from "
         "pytest_memeval.baselines, 'all', or 'none'; default: a representative few)",
@@ -452,7 +465,7 @@ def read_settings(config: pytest.Config) -> Settings:
     if benchmarks and not systems:
         raise pytest.UsageError(
             f"--memeval={','.join(benchmarks)} needs a memory system: add --memsys=bm25 "
-            "(built-ins: full-context, bm25, embedding, no-memory, replay:PATH)"
+            "(built-ins: full-context, bm25, embedding, no-memory, oracle, replay:PATH)"
         )
     if len(set(benchmarks)) != len(benchmarks) or len(set(systems)) != len(systems):
         raise pytest.UsageError("--memeval / --memsys: a name is listed twice")
@@ -631,6 +644,11 @@ def read_settings(config: pytest.Config) -> Settings:
             seed=_int(val("memeval_seed"), src("memeval_seed"), minimum=0),
             metrics=metrics,
             top_k=top_k,
+            context_budget=(
+                _int(val("memeval_context_budget"), src("memeval_context_budget"), minimum=1)
+                if val("memeval_context_budget") is not None
+                else None
+            ),
             shard=scale.shard,
             explicit_paths=explicit,
         ),
@@ -676,6 +694,7 @@ def read_settings(config: pytest.Config) -> Settings:
             html_path=report_path("memeval_html"),
             markdown_path=report_path("memeval_markdown"),
             baselines=baselines,
+            errata=str(val("memeval_errata")) if val("memeval_errata") else None,
         ),
         checks=CheckSettings(
             gates=tuple(gates),

@@ -113,6 +113,11 @@ def run_fingerprint(state: RunState) -> dict[str, Any]:
             state.llm.prompt_hashes(list(state.benchmarks)) if state.llm is not None else {}
         ),
         "pass_threshold": s.run.pass_threshold,
+        **(
+            {"context_budget": s.selection.context_budget}
+            if s.selection.context_budget is not None
+            else {}
+        ),
         "strict": s.run.strict,
     }
 

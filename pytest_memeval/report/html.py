@@ -668,6 +668,9 @@ def render_html(
                 chart_metrics.append(b.metric)
         for metric in chart_metrics:
             body.append(_chart(summary, runs, bench_baselines, metric))
+        from .overlays import html_overlays
+
+        body.append(html_overlays(summary, bench))
         body.append("<h3>Worst and best questions</h3>")
         for run in runs:
             body.append(_worst_best_section(summary, run, 300))

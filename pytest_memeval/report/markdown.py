@@ -104,6 +104,9 @@ def render_markdown(summary: Summary, baselines: Mapping[str, Sequence[Baseline]
             lines.extend([f"### {md_text(bench)} · comparison across systems", ""])
             lines.extend(render_table(comparison_table(summary, runs)))
             lines.append("")
+        from .overlays import markdown_overlays
+
+        lines.extend(markdown_overlays(summary, bench, md_cell, md_text))
         table = baselines_table(runs, baselines.get(bench, ()))
         if table is not None:
             lines.extend(

@@ -77,6 +77,8 @@ class RunSummary:
     #: what the questions cluster in (the benchmark's ``cluster_unit``); intervals and the
     #: regression gate resample and pair by cluster (``QuestionResult.cluster_id``)
     cluster_unit: str = "conversation"
+    #: with --memeval-errata: question id -> erratum dict (None: sound, not listed)
+    errata: dict[str, Any] | None = None
 
     @property
     def clusters(self) -> int:
@@ -100,7 +102,7 @@ class RunSummary:
             "benchmark": self.benchmark,
             "system": self.system,
             "flow": self.flow,
-            "questions": [_report_question(r) for r in self.results],
+            "questions": [_report_question(r, self.errata) for r in self.results],
             "summary": self.summary_dict(),
         }
 
@@ -236,6 +238,10 @@ class Summary:
     regression: list[RegressionOutcome] = field(default_factory=list)
     #: why the saved baseline could not be compared (a failed check)
     regression_error: str | None = None
+    #: context tokens per run, the Pareto flags and the top-k warnings (``analysis.overlay``)
+    context: dict[str, Any] | None = None
+    #: the --memeval-errata columns per run (``analysis.overlay``)
+    errata: dict[str, Any] | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
     def extra_dict(self) -> dict[str, Any]:
@@ -262,6 +268,10 @@ class Summary:
             out["regression_error"] = self.regression_error
         if self.regression:
             out["regression"] = [c.to_dict() for c in self.regression]
+        if self.context is not None:
+            out["context"] = self.context
+        if self.errata is not None:
+            out["errata"] = self.errata
         out.update(self.extra)
         return out
 
@@ -343,7 +353,11 @@ def overall_scopes(run: RunSummary) -> dict[str, str]:
 REPORT_MEMORIES = 10
 
 
-def _report_question(result: QuestionResult) -> dict[str, Any]:
+def _report_question(
+    result: QuestionResult, errata: dict[str, Any] | None = None
+) -> dict[str, Any]:
     data = result.to_dict()
     data["memories"] = data["memories"][:REPORT_MEMORIES]
+    if errata is not None:
+        data["erratum"] = errata.get(result.question_id)
     return data

@@ -86,6 +86,9 @@ def render_summary(
             lines.append("")
             lines.append(f"{bench} · comparison")
             lines.extend(render_table(comparison_table(summary, runs)))
+        from .overlays import terminal_overlays
+
+        lines.extend(terminal_overlays(summary, bench, render_table))
     return [escape_controls(line) for line in lines]
 
 

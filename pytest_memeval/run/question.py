@@ -34,6 +34,7 @@ from ..records import (
 from ..systems.base import MemorySystem
 from ..systems.contract import materialise, normalise_answer, normalise_memories
 from ..systems.resolve import ensure_memory_system
+from .budget import context_for_answer
 
 __all__ = [
     "Answerer",
@@ -198,6 +199,7 @@ def run_question(
     answerer: Answerer,
     timeout: float | None = None,
     details: dict[str, Any] | None = None,
+    budget: int | None = None,
 ) -> tuple[Prediction, dict[str, float]]:
     """Search (unless the system answers itself), answer, and time both stages.
 
@@ -205,7 +207,8 @@ def run_question(
     is consumed inside the timed call, values become plain ``str``/``float``/tuples, and more than
     ``k`` memories are cut to the first ``k`` (rank order) unless the system declares
     ``ignores_top_k = True`` (full-context). ``details``, when given, receives
-    ``memories_returned`` (what ``search`` returned) and ``truncated``."""
+    ``memories_returned`` (what ``search`` returned) and ``truncated``, and the context tokens
+    handed to the answerer (``run.budget.context_for_answer``; ``budget`` cuts them)."""
     __tracebackhide__ = True
     system = ingested.system
     name = ingested.name or type(system).__name__
@@ -230,6 +233,9 @@ def run_question(
             if truncated:
                 details["truncated"] = True
         memories = tuple(_clean_memory(m) for m in memories)
+        memories, context = context_for_answer(memories, budget)
+        if details is not None:
+            details.update(context)
         start = time.perf_counter()
         prediction = answerer.answer(question, memories)
         latency["answer"] = time.perf_counter() - start
@@ -325,6 +331,8 @@ class QuestionRun:
     judge: JudgeFn | None = None
     answerer: Answerer | None = None
     timeout: float | None = None
+    #: --memeval-context-budget: tokens of memory text the answerer may get (None: no limit)
+    budget: int | None = None
 
 
 def new_result(
@@ -373,6 +381,7 @@ def answer_question(
             answerer=run.answerer,
             timeout=run.timeout,
             details=result.details,
+            budget=run.budget,
         )
     result.prediction = prediction.text
     # every retrieved memory up to k (what --memeval-reanswer answers from)

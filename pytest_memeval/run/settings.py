@@ -40,6 +40,8 @@ class Selection:
     seed: int = 0
     metrics: tuple[str, ...] | None = None
     top_k: tuple[int, ...] = (10,)
+    #: --memeval-context-budget: tokens of memory text per question for the answerer
+    context_budget: int | None = None
     shard: Shard | None = None
     #: test paths were given on the command line (then they run beside the benchmark)
     explicit_paths: bool = False
@@ -99,6 +101,8 @@ class ReportSettings:
     markdown_path: Path | None = None
     #: published baselines to show (None: a representative few)
     baselines: tuple[str, ...] | None = None
+    #: --memeval-errata: a known overlay name or a local path (``run.overlay`` resolves it)
+    errata: str | None = None
 
 
 @dataclass(frozen=True)
@@ -149,6 +153,7 @@ class Settings:
             "--memeval-protocol": llm.protocol,
             "--memeval-top-k": list(sel.top_k),
             "--memeval-pass-threshold": self.run.pass_threshold,
+            "--memeval-context-budget": sel.context_budget,
         }
 
     def system_labels(self, system: str) -> list[tuple[str, int]]:

@@ -21,6 +21,7 @@ from ..records import Conversation, Memory, Question
 from ._text import content_tokens
 from .base import MemorySystem
 from .memories import conversation_memories, turn_memory, turn_text
+from .oracle import OracleSystem
 
 __all__ = [
     "BUILTIN_SYSTEMS",
@@ -29,6 +30,7 @@ __all__ = [
     "BM25System",
     "FullContextSystem",
     "NoMemorySystem",
+    "OracleSystem",
     "ReplaySystem",
     "conversation_memories",
     "load_replay",
@@ -67,6 +69,8 @@ class NoMemorySystem:
     """Remembers nothing: ``search`` always returns ``[]`` (a floor for every benchmark)."""
 
     name = "no-memory"
+    #: nothing is retrieved, so no top-k can bypass retrieval (no top-k warning)
+    ignores_top_k = True
 
     def ingest(self, conversation: Conversation) -> None:
         return None
@@ -317,5 +321,6 @@ BUILTIN_SYSTEMS: Mapping[str, Callable[[], MemorySystem]] = MappingProxyType(
         "bm25": BM25System,
         "embedding": _embedding_system,
         "no-memory": NoMemorySystem,
+        "oracle": OracleSystem,
     }
 )

@@ -19,6 +19,7 @@ from pytest_memeval.systems import (
     FullContextSystem,
     MemorySystem,
     NoMemorySystem,
+    OracleSystem,
     ReplaySystem,
     available_systems,
     ensure_memory_system,
@@ -371,12 +372,13 @@ def test_builtins_resolve_to_fresh_instances() -> None:
         ("full-context", FullContextSystem),
         ("bm25", BM25System),
         ("no-memory", NoMemorySystem),
+        ("oracle", OracleSystem),
     ]:
         [(resolved, factory)] = resolve_system(name)
         assert resolved == name
         a, b = factory(), factory()
         assert isinstance(a, cls) and a is not b
-    assert sorted(BUILTIN_SYSTEMS) == ["bm25", "embedding", "full-context", "no-memory"]
+    assert sorted(BUILTIN_SYSTEMS) == ["bm25", "embedding", "full-context", "no-memory", "oracle"]
 
 
 def test_unknown_system_lists_what_is_available() -> None:
@@ -384,12 +386,13 @@ def test_unknown_system_lists_what_is_available() -> None:
         resolve_system("nope")
     msg = str(info.value)
     assert msg.startswith("--memsys: unknown memory system 'nope'. Available: ")
-    assert "bm25, embedding, full-context, no-memory, replay:PATH" in msg
-    assert available_systems()[:5] == [
+    assert "bm25, embedding, full-context, no-memory, oracle, replay:PATH" in msg
+    assert available_systems()[:6] == [
         "bm25",
         "embedding",
         "full-context",
         "no-memory",
+        "oracle",
         "replay:PATH",
     ]
 
