@@ -208,6 +208,8 @@ class Summary:
     regression: list[RegressionOutcome] = field(default_factory=list)
     #: why the saved baseline could not be compared (a failed check)
     regression_error: str | None = None
+    #: --memeval-judge-calibration's block (run.calibration.run_calibration), JSON-ready
+    judge_calibration: dict[str, Any] | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
     def extra_dict(self) -> dict[str, Any]:
@@ -234,6 +236,8 @@ class Summary:
             out["regression_error"] = self.regression_error
         if self.regression:
             out["regression"] = [c.to_dict() for c in self.regression]
+        if self.judge_calibration is not None:
+            out["judge_calibration"] = self.judge_calibration
         out.update(self.extra)
         return out
 
