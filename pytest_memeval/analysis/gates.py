@@ -15,6 +15,10 @@ Grammar::
 
 Examples: ``locomo.temporal.f1>=0.40``, ``locomo.overall.judge>=65%``,
 ``longmemeval[bm25].overall.recall_all@5>=0.8``, ``locomo.overall.latency.search.p95<=500ms``.
+
+Judge calibration figures (``--memeval-judge-calibration``) use the same form with ``[JUDGE]`` in
+place of ``[SYSTEM]``: ``locomo.overall.judge_false_accept<=0.1``,
+``locomo[openai:gpt-4o-mini].temporal.judge_true_accept>=90%`` (see analysis/calibration.py).
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ from dataclasses import dataclass
 
 from ..errors import MemevalError
 from ..report.model import CategoryRow, RunSummary, Summary
+from .calibration import gate_values, is_calibration_metric
 
 __all__ = [
     "GATE_GRAMMAR",
@@ -190,6 +195,8 @@ class Gate:
 
     def check(self, summary: Summary) -> GateResult:
         """Check the gate against every run of its benchmark (and system, when filtered)."""
+        if is_calibration_metric(self.metric):  # judge calibration figures: [SYSTEM] is the judge
+            return self._check_calibration(summary)
         runs = [
             run
             for run in summary.runs
@@ -221,6 +228,35 @@ class Gate:
             tails = [f.message.removeprefix(prefix).lstrip(": ") for f in failed]
             message = f"{prefix} " + "; ".join(tails)
         return GateResult(self, False, worst, message, checked)
+
+    def _check_calibration(self, summary: Summary) -> GateResult:
+        """The gate against every calibrated judge of its benchmark (the worst one decides)."""
+        values, why = gate_values(
+            summary.judge_calibration, self.benchmark, self.system, self.category, self.metric
+        )
+        if why is not None:
+            return GateResult(self, False, None, f"memeval gate failed: {self.name}: {why}")
+        checked = []
+        for judge, value, reason in values:
+            who = f"judge {judge}, calibration"
+            if value is None:
+                message = f"memeval gate failed: {self.name}: {reason} ({who})"
+                checked.append(GateRunResult(judge, "", judge, False, None, message))
+                continue
+            if self.op == ">=":
+                passed = value >= self.threshold - _TOLERANCE
+            else:
+                passed = value <= self.threshold + _TOLERANCE
+            shown, limit = _fmt_pair(value, self.threshold)
+            op = self.op if passed else ("<" if self.op == ">=" else ">")
+            word = "passed" if passed else "failed"
+            message = f"memeval gate {word}: {self.name} = {shown} {op} {limit} ({who})"
+            checked.append(GateRunResult(judge, "", judge, passed, value, message))
+        known = [c.actual for c in checked if c.actual is not None]
+        worst = (min(known) if self.op == ">=" else max(known)) if known else None
+        failed = [c for c in checked if not c.passed]
+        message = "; ".join(c.message for c in (failed or checked))
+        return GateResult(self, not failed, worst, message, tuple(checked))
 
     def _no_run_message(self, summary: Summary) -> str:
         benchmarks = sorted({run.benchmark for run in summary.runs})

@@ -125,6 +125,10 @@ def pytest_configure(config: pytest.Config) -> None:
         from .scale import ScaleHooks
 
         config.pluginmanager.register(ScaleHooks(config), "memeval-scale")
+    if settings.checks.calibration is not None and not hasattr(config, "workerinput"):
+        from .calibration import CalibrationHooks
+
+        config.pluginmanager.register(CalibrationHooks(config), "memeval-calibration")
     if not hasattr(config, "workerinput"):
         controller = Controller(config)
         config.stash[CONTROLLER_KEY] = controller
@@ -347,6 +351,10 @@ def pytest_collection_modifyitems(
         if done:
             items[:] = [item for item in items if result_key(item) not in resume]
             config.hook.pytest_deselected(items=done)
+    if state.settings.checks.calibration is not None:
+        from .calibration import deselect_questions
+
+        deselect_questions(config, items)
     state.collect_seconds += time.perf_counter() - start
 
 

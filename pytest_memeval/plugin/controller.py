@@ -366,7 +366,16 @@ class Controller:
 
     def merged(self) -> dict[str, Any]:
         outputs = list(self.worker_outputs) or [worker_output(self.state)]
+        if self.worker_outputs and self.calibration is not None:
+            # the calibration's judge calls were made here, on the controller
+            outputs.append(worker_output(self.state) | {"ingests": {}})
         return merge_outputs(outputs)
+
+    @property
+    def calibration(self) -> dict[str, Any] | None:
+        from .calibration import calibration_block
+
+        return calibration_block(self.config)
 
     def ingest_counts(self) -> dict[str, int]:
         counts: dict[str, int] = self.merged()["ingests"]
@@ -425,7 +434,15 @@ class Controller:
             "lost": list(self.lost),
             "run_id": self.store.run_id if self.store is not None else None,
             "resumed": settings.run.resume is not None,
+            **self._calibration_provenance(),
         }
+
+    def _calibration_provenance(self) -> dict[str, Any]:
+        if self.calibration is None:
+            return {}
+        from ..run.calibration import provenance
+
+        return {"judge_calibration": provenance(self.calibration)}
 
     def build_summary(self) -> Summary:
         from ..analysis.stats import add_confidence_intervals, add_pooled_judge_std
@@ -464,6 +481,7 @@ class Controller:
             provenance=self.provenance(),
             collect_seconds=self.state.collect_seconds,
             load_seconds=dict(self.state.load_seconds),
+            judge_calibration=self.calibration,
         )
         from ..run.overlay import add_overlays
 
@@ -531,7 +549,7 @@ class Controller:
     @pytest.hookimpl(trylast=True)
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         self._record_unfinished()
-        if not self.results:
+        if not self.results and self.calibration is None:
             return
         from ..analysis.checks import check_summary
 
@@ -549,6 +567,10 @@ class Controller:
             write_outputs(self.store.folder, self.merged())
             self.store.close()
         resumed_exit_status(session, self.state, bool(self.results))
+        only = self.calibration is not None and self.calibration["mode"] == "only"
+        if only and session.exitstatus == pytest.ExitCode.NO_TESTS_COLLECTED:
+            # nothing of the benchmark was meant to run: "no tests ran" is not a failure here
+            session.exitstatus = pytest.ExitCode.OK
         if failed and session.exitstatus == pytest.ExitCode.OK:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
@@ -652,6 +674,12 @@ class Controller:
         if wrong and (wrong_limit is None or wrong_limit > 0):
             tr.write_sep("-", "WRONG answers")
             for line in wrong:
+                tr.write_line(line)
+        if summary.judge_calibration is not None:
+            from ..report.calibration import terminal_lines
+
+            tr.write_sep("-", "judge calibration")
+            for line in terminal_lines(summary.judge_calibration):
                 tr.write_line(line)
         for reg in summary.regression:
             tr.write_line(

@@ -4,7 +4,7 @@ importing one another."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -25,3 +25,5 @@ CONTROLLER_KEY: pytest.StashKey[Controller] = pytest.StashKey()
 RECORDER_KEY: pytest.StashKey[Recorder] = pytest.StashKey()
 #: the xdist scheduler, so the controller can ask it which work it gave up (controller only)
 SCHEDULER_KEY: pytest.StashKey[ConversationScheduling] = pytest.StashKey()
+#: the report's ``judge_calibration`` block, once --memeval-judge-calibration ran (controller only)
+CALIBRATION_KEY: pytest.StashKey[dict[str, Any]] = pytest.StashKey()

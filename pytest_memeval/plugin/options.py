@@ -153,6 +153,25 @@ OPTIONS: tuple[_Opt, ...] = (
     _Opt(
         "memeval-answer-prompt", "answer prompt template file for an LLM answerer", metavar="PATH"
     ),
+    # ---- judge calibration (pytest_memeval/run/calibration.py) ----
+    _Opt(
+        "memeval-judge-calibration",
+        "calibrate the --memeval-judge on the gold answers and on known-wrong answers, per "
+        "category: 'before' runs the calibration first and then the system as usual (the "
+        "default when no value is given); 'only' runs the calibration instead of the system "
+        "(no question of the benchmark runs). Gate with judge_false_accept / judge_true_accept",
+        metavar="before|only",
+        const="before",
+    ),
+    _Opt(
+        "memeval-calibration-wrong",
+        "known-wrong answers for the judge calibration (comma list): perturb (built-in "
+        "wrong-entity, wrong-date and negation answers made from the gold), locomo-audit "
+        "(dial481/locomo-audit ap-baseline v1 and v2, downloaded at a pinned commit), "
+        "locomo-audit-v1, locomo-audit-v2, or PATH of a JSON file of that shape; default "
+        "perturb, plus locomo-audit for --memeval=locomo",
+        metavar="SOURCE[,SOURCE]",
+    ),
     _Opt(
         "memeval-protocol",
         "official protocol: mem0, longmemeval, beam, locomo (upstream prompts, request "
@@ -633,6 +652,27 @@ def read_settings(config: pytest.Config) -> Settings:
         resume=val("memeval_resume"),
     )
 
+    from ..run.calibration import CalibrationError, calibration_settings
+
+    try:
+        calibration = calibration_settings(
+            val("memeval_judge_calibration"),
+            val("memeval_calibration_wrong"),
+            benchmarks=benchmarks,
+            judges=judges,
+        )
+    except CalibrationError as exc:
+        raise pytest.UsageError(str(exc)) from None
+    if calibration is None and benchmarks:
+        from ..analysis.calibration import is_calibration_metric
+
+        for gate in gates:
+            if is_calibration_metric(gate.metric):
+                raise pytest.UsageError(
+                    f"--memeval-fail-under {gate.text!r}: {gate.metric} is a judge calibration "
+                    "figure; add --memeval-judge-calibration=before (or =only)"
+                )
+
     return Settings(
         selection=Selection(
             benchmarks=benchmarks,
@@ -702,6 +742,7 @@ def read_settings(config: pytest.Config) -> Settings:
             baseline=path("memeval_baseline"),
             max_drops=tuple(max_drops),
             alpha=alpha,
+            calibration=calibration,
         ),
         cache_dir=cache_dir,
         raw={k: v[0] for k, v in raw.items()},

@@ -674,6 +674,12 @@ def render_html(
         body.append("<h3>Worst and best questions</h3>")
         for run in runs:
             body.append(_worst_best_section(summary, run, 300))
+    if summary.judge_calibration is not None:
+        from .calibration import html_section
+
+        nav.append('<a href="#calibration">judge calibration</a>')
+        body.append('<h2 id="calibration">Judge calibration</h2>')
+        body.append(html_section(summary.judge_calibration, esc))
     checks = _checks_section(summary)
     if checks:
         nav.append('<a href="#checks">gates</a>')

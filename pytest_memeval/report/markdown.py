@@ -83,7 +83,16 @@ def render_markdown(summary: Summary, baselines: Mapping[str, Sequence[Baseline]
     """The whole report as GitHub-flavoured Markdown (ends with a newline)."""
     lines: list[str] = ["## pytest-memeval results", ""]
     if not summary.runs:
-        lines.extend(["No memeval results were recorded.", ""])
+        calibration = summary.judge_calibration or {}
+        only = calibration.get("mode") == "only"
+        lines.extend(
+            [
+                "Judge calibration only: no question of the system ran."
+                if only
+                else "No memeval results were recorded.",
+                "",
+            ]
+        )
     for bench, runs in runs_by_benchmark(summary).items():
         for run in runs:
             main = pass_metric(summary, run)
@@ -123,6 +132,10 @@ def render_markdown(summary: Summary, baselines: Mapping[str, Sequence[Baseline]
     latency = latency_table(summary.runs)
     if latency is not None:
         lines.extend(["### Latency", "", *render_table(latency), ""])
+    if summary.judge_calibration is not None:
+        from .calibration import markdown_section
+
+        lines.extend([*markdown_section(summary.judge_calibration, md_text), ""])
     tokens = tokens_table(summary)
     if tokens is not None:
         lines.extend(["### Tokens", "", *render_table(tokens), ""])

@@ -242,6 +242,8 @@ class Summary:
     context: dict[str, Any] | None = None
     #: the --memeval-errata columns per run (``analysis.overlay``)
     errata: dict[str, Any] | None = None
+    #: --memeval-judge-calibration's block (run.calibration.run_calibration), JSON-ready
+    judge_calibration: dict[str, Any] | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
     def extra_dict(self) -> dict[str, Any]:
@@ -272,6 +274,8 @@ class Summary:
             out["context"] = self.context
         if self.errata is not None:
             out["errata"] = self.errata
+        if self.judge_calibration is not None:
+            out["judge_calibration"] = self.judge_calibration
         out.update(self.extra)
         return out
 

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from ..analysis.gates import Gate
+    from .calibration import CalibrationSettings
     from .shards import Shard
 
 __all__ = [
@@ -114,6 +115,8 @@ class CheckSettings:
     baseline: Path | None = None
     max_drops: tuple[tuple[str, float], ...] = ()
     alpha: float = 0.05
+    #: --memeval-judge-calibration (None: off); its figures are gate metrics too
+    calibration: CalibrationSettings | None = None
 
 
 @dataclass(frozen=True)
