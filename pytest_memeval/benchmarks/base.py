@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import json
 import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -47,6 +48,27 @@ def json_value_error(exc: ValueError) -> str:
     if "digits" in text:
         return "a number literal has too many digits"
     return " ".join(text.split())[:200]
+
+
+def parse_json(text: str, path: str, fix: str) -> object:
+    """``json.loads(text)`` with every way it fails as one DatasetError naming ``path`` and
+    ending in ``fix`` (what to do, e.g. "fetch the file again"): a syntax error with its line and
+    column (and whether the file looks truncated), nesting too deep, a number literal too long."""
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        where = " (at the end of the file)" if exc.pos >= len(text.rstrip()) else ""
+        raise DatasetError(
+            f"invalid or truncated JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}"
+            f"{where}; {fix}",
+            path=path,
+        ) from None
+    except RecursionError:
+        raise DatasetError(
+            f"invalid JSON: arrays or objects nested too deeply; {fix}", path=path
+        ) from None
+    except ValueError as exc:  # e.g. an integer literal over Python's digit limit
+        raise DatasetError(f"invalid JSON ({json_value_error(exc)}); {fix}", path=path) from None
 
 
 def find_lone_surrogate(value: object) -> tuple[str, str] | None:

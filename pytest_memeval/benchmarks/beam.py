@@ -50,6 +50,7 @@ from .base import (
     file_sha256,
     json_value_error,
     named_categories,
+    parse_json,
 )
 
 __all__ = [
@@ -132,7 +133,7 @@ def parse_python_literal(text: str, *, path: str, record: str, field: str) -> An
 def _read_json(path: Path) -> Any:
     try:
         text = read_bounded(path, MAX_DATA_BYTES).decode("utf-8-sig")
-        data = json.loads(text)
+        data = parse_json(text, str(path), "fetch the file again")
         if ESCAPED_SURROGATE.search(text):
             check_surrogates(data, str(path))
         return data
@@ -143,21 +144,6 @@ def _read_json(path: Path) -> Any:
     except UnicodeDecodeError as exc:
         raise DatasetError(
             f"not UTF-8 ({exc.reason}); fetch the file again", path=str(path)
-        ) from None
-    except json.JSONDecodeError as exc:
-        raise DatasetError(
-            f"invalid or truncated JSON at line {exc.lineno} column {exc.colno} ({exc.msg}); "
-            "fetch the file again",
-            path=str(path),
-        ) from None
-    except RecursionError:
-        raise DatasetError(
-            "invalid JSON: arrays or objects nested too deeply; fetch the file again",
-            path=str(path),
-        ) from None
-    except ValueError as exc:  # e.g. an integer literal over Python's digit limit
-        raise DatasetError(
-            f"invalid JSON ({json_value_error(exc)}); fetch the file again", path=str(path)
         ) from None
 
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import json
 import math
 import re
 from collections.abc import Mapping, Sequence
@@ -28,7 +27,7 @@ from .base import (
     LoadRequest,
     check_surrogates,
     find_lone_surrogate,
-    json_value_error,
+    parse_json,
 )
 from .categories import shared_category
 from .download import download
@@ -297,25 +296,7 @@ def _decode(data: bytes, source: str) -> Any:
             "re-download the official file.",
             path=source,
         ) from None
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise DatasetError(
-            f"invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}"
-            f"{' (the file looks truncated)' if exc.pos >= len(text.rstrip()) else ''}. "
-            "Re-download the file or fix it.",
-            path=source,
-        ) from None
-    except RecursionError:
-        raise DatasetError(
-            "invalid JSON: arrays or objects nested too deeply. Re-download the file or fix it.",
-            path=source,
-        ) from None
-    except ValueError as exc:  # e.g. an integer literal over Python's digit limit
-        raise DatasetError(
-            f"invalid JSON ({json_value_error(exc)}). Re-download the file or fix it.",
-            path=source,
-        ) from None
+    return parse_json(text, source, "re-download the file or fix it")
 
 
 def parse_locomo(data: bytes, source: str) -> ParsedLocomo:

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import datetime as _dt
 import hashlib
-import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
@@ -34,8 +33,8 @@ from .base import (
     Dataset,
     LoadRequest,
     check_surrogates,
-    json_value_error,
     named_categories,
+    parse_json,
 )
 
 __all__ = ["BENCHMARK", "LAYERS", "UserMemory", "parse_gold_facts"]
@@ -437,22 +436,12 @@ class UserMemory:
             sha[str(facts_path.relative_to(root))] = _hash(raw)
             files.append(facts_path)
             try:
-                data = json.loads(raw.decode("utf-8-sig"))
-            except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+                text = raw.decode("utf-8-sig")
+            except UnicodeDecodeError as exc:
                 raise DatasetError(
-                    f"invalid or truncated JSON ({exc}); fix or remove the file",
-                    path=str(facts_path),
+                    f"not UTF-8 ({exc.reason}); fix or remove the file", path=str(facts_path)
                 ) from None
-            except RecursionError:
-                raise DatasetError(
-                    "invalid JSON: arrays or objects nested too deeply; fix or remove the file",
-                    path=str(facts_path),
-                ) from None
-            except ValueError as exc:  # e.g. an integer literal over Python's digit limit
-                raise DatasetError(
-                    f"invalid JSON ({json_value_error(exc)}); fix or remove the file",
-                    path=str(facts_path),
-                ) from None
+            data = parse_json(text, str(facts_path), "fix or remove the file")
             check_surrogates(data, str(facts_path))
             gold = parse_gold_facts(data, str(facts_path))
         questions: list[Question] = []
