@@ -194,7 +194,11 @@ LOCOMO_CASES = [
         _raw_locomo(lambda t: t.replace('"beagle"', BIG_INT)),
         ("locomo10.json", "too many digits"),
     ),
-    Case("empty-file", lambda root: _bytes(root / LOCOMO, b""), ("locomo10.json", "invalid or truncated JSON")),
+    Case(
+        "empty-file",
+        lambda root: _bytes(root / LOCOMO, b""),
+        ("locomo10.json", "invalid or truncated JSON"),
+    ),
     # fine: these load and run
     Case("bom", _raw_locomo(lambda t: b"\xef\xbb\xbf" + t.encode()), None),
     Case("huge-string-5mb", _lc(_set("0.conversation.session_1.1.text", HUGE)), None),

@@ -292,6 +292,7 @@ def _result(worker: int, i: int) -> QuestionResult:
         system=f"sys{worker}",
         question_id=f"q{i:05d}",
         conversation_id="c",
+        cluster="c",  # stored results carry their cluster id explicitly
         category="single-hop",
         category_id=4,
         question="q" * 1000,

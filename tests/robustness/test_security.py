@@ -145,7 +145,14 @@ def test_literal_eval_only_in_the_size_checked_helper() -> None:
                 for node in ast.walk(fn):
                     if isinstance(node, ast.Call) and _dotted(node.func).endswith("literal_eval"):
                         calls.append((f.name, fn.name))
-    assert calls == [("beam.py", "parse_python_literal")]
+    # beam: user data, size-checked before parsing; word_tokenize: the Punkt tables of an
+    # installed package, already parsed by ast.parse, evaluated node by node (no text parse), then
+    # checked against pinned digests
+    assert calls == [
+        ("beam.py", "parse_python_literal"),
+        ("word_tokenize.py", "_literal"),
+        ("word_tokenize.py", "_literal"),
+    ]
 
 
 # --------------------------------------------------------------------------- BEAM literals, pickles

@@ -241,7 +241,7 @@ def test_bad_gold_facts(tmp_path: Path) -> None:
     }
     (root / "usermem" / "fixtures" / "gold_facts.json").write_text('{"a": ')
     with pytest.raises(
-        DatasetError, match="invalid or truncated JSON at line 1, column .*at the end of the file"
+        DatasetError, match=r"invalid or truncated JSON at line 1, column .*at the end of the file"
     ):
         BENCHMARK.load(_req(root))
 
