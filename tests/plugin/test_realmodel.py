@@ -36,12 +36,12 @@ from realmodel_server import (
     unavailable_reason,
 )
 
+import pytest_memeval
+
 pytestmark = [pytest.mark.realmodel, pytest.mark.usefixtures("memeval_env")]
 
 KEY_ENV = "MEMEVAL_REALMODEL_KEY"
 SPEC = f"openai-compatible:{MODEL_ALIAS}"
-#: the answer prompt's last line; tells answerer calls from judge calls in the proxy log
-ANSWER_PROMPT_MARK = "ANSWER: <your short answer>"
 #: calls from both runs of a mode go to one server that answers one request at a time
 LLM_ARGS = ("--memeval-llm-timeout=300", "--memeval-llm-concurrency=2", "--memeval-llm-retries=1")
 #: 3 memories per question keep prompts at a few hundred tokens: on 2 shared cores the 135M model
@@ -175,12 +175,23 @@ def _judged(q: dict[str, Any]) -> bool:
     return isinstance(info, dict) and not info.get("skipped")
 
 
+#: the first line of every answer prompt (one per benchmark), which no judge prompt shares
+ANSWER_PROMPT_OPENINGS = tuple(
+    path.read_text(encoding="utf-8").splitlines()[0]
+    for path in sorted((Path(pytest_memeval.__file__).parent / "templates").glob("answer*.txt"))
+)
+
+
+def _is_answer(call: ProxiedCall) -> bool:
+    return any(opening in call.prompt for opening in ANSWER_PROMPT_OPENINGS)
+
+
 def _answerer_calls(calls: list[ProxiedCall]) -> list[ProxiedCall]:
-    return [c for c in calls if ANSWER_PROMPT_MARK in c.prompt]
+    return [c for c in calls if _is_answer(c)]
 
 
 def _judge_calls(calls: list[ProxiedCall]) -> list[ProxiedCall]:
-    return [c for c in calls if ANSWER_PROMPT_MARK not in c.prompt]
+    return [c for c in calls if not _is_answer(c)]
 
 
 def _usage(report: dict[str, Any], role: str) -> dict[str, int]:
