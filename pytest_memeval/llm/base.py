@@ -6,7 +6,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-__all__ = ["ChatMessage", "Completion", "LLMClient"]
+__all__ = ["MAX_TOKENS_FIELDS", "ChatMessage", "Completion", "LLMClient", "check_request_options"]
+
+#: the names an OpenAI-style API knows for the output limit
+MAX_TOKENS_FIELDS = ("max_tokens", "max_completion_tokens")
 
 
 @dataclass(frozen=True)
@@ -29,7 +32,11 @@ class LLMClient(Protocol):
     per-process concurrency limit. ``role`` ("answerer" / "judge") is only used for token accounting;
     ``run_index`` separates the N runs of a graded judgment in the cache key. ``max_tokens=None``
     sends no limit (an official protocol that sends none); ``json_mode`` asks an OpenAI-style API
-    for a JSON object (``response_format={"type": "json_object"}``; ignored by Anthropic)."""
+    for a JSON object (``response_format={"type": "json_object"}``; ignored by Anthropic).
+    ``n`` (only ``None`` or ``1``: one choice is read) is sent as the ``n`` field when given, and
+    ``max_tokens_field`` names the field the limit is sent in (``"max_tokens"`` or
+    ``"max_completion_tokens"``; ``None``: the provider's default), as an official protocol's request
+    has them; Anthropic's API has neither and ignores both."""
 
     @property
     def label(self) -> str:
@@ -45,4 +52,16 @@ class LLMClient(Protocol):
         run_index: int = 0,
         role: str = "judge",
         json_mode: bool = False,
+        n: int | None = None,
+        max_tokens_field: str | None = None,
     ) -> Completion: ...
+
+
+def check_request_options(n: int | None, max_tokens_field: str | None) -> None:
+    """Raise ValueError for an ``n`` other than ``None``/``1`` or an unknown limit field."""
+    if n is not None and (isinstance(n, bool) or n != 1):
+        raise ValueError(f"n={n!r}: only one choice is read, so n must be 1 or not sent")
+    if max_tokens_field is not None and max_tokens_field not in MAX_TOKENS_FIELDS:
+        raise ValueError(
+            f"max_tokens_field={max_tokens_field!r}: expected one of {', '.join(MAX_TOKENS_FIELDS)}"
+        )

@@ -8,11 +8,11 @@ import logging
 import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from typing import Protocol, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from ..errors import JudgeError
 from .accounting import TokenAccounting
-from .base import ChatMessage, Completion
+from .base import ChatMessage, Completion, check_request_options
 from .cache import LLMCache, cache_key
 from .providers import Provider, ProviderConfig, build_provider, resolve_config
 from .redact import redact
@@ -117,16 +117,24 @@ class ProviderClient:
         temperature: float,
         max_tokens: int | None,
         json_mode: bool = False,
+        n: int | None = None,
+        max_tokens_field: str | None = None,
     ) -> Completion:
+        # only what is set is passed on (providers written before an option existed keep working)
+        options: dict[str, Any] = {}
+        if json_mode:
+            options["json_mode"] = True
+        if n is not None:
+            options["n"] = n
+        if max_tokens_field is not None:
+            options["max_tokens_field"] = max_tokens_field
         self.concurrency.acquire()
         try:
             with self._lock:
                 self.requests += 1
-            if json_mode:
-                return self.provider.send(
-                    messages, temperature=temperature, max_tokens=max_tokens, json_mode=True
-                )
-            return self.provider.send(messages, temperature=temperature, max_tokens=max_tokens)
+            return self.provider.send(
+                messages, temperature=temperature, max_tokens=max_tokens, **options
+            )
         finally:
             self.concurrency.release()
 
@@ -139,7 +147,10 @@ class ProviderClient:
         run_index: int = 0,
         role: str = "judge",
         json_mode: bool = False,
+        n: int | None = None,
+        max_tokens_field: str | None = None,
     ) -> Completion:
+        check_request_options(n, max_tokens_field)
         msgs = tuple(messages)
         key: str | None = None
         if self.cache is not None:
@@ -176,7 +187,7 @@ class ProviderClient:
 
         try:
             completion = call_with_retry(
-                lambda: self._send(msgs, temperature, max_tokens, json_mode),
+                lambda: self._send(msgs, temperature, max_tokens, json_mode, n, max_tokens_field),
                 self.retry,
                 on_retry=on_retry,
             )

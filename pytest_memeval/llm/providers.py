@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from ..errors import JudgeError
-from .base import ChatMessage, Completion
+from .base import ChatMessage, Completion, check_request_options
 from .redact import redact
 from .retry import PermanentError, TransientError, parse_retry_after
 
@@ -164,6 +164,8 @@ class Provider(Protocol):
         temperature: float,
         max_tokens: int | None,
         json_mode: bool = False,
+        n: int | None = None,
+        max_tokens_field: str | None = None,
     ) -> Completion:
         """One HTTP request; raises TransientError / PermanentError on failure."""
         ...
@@ -316,18 +318,21 @@ class OpenAIProvider:
         temperature: float,
         max_tokens: int | None,
         json_mode: bool = False,
+        n: int | None = None,
+        max_tokens_field: str | None = None,
     ) -> Completion:
         _check_messages(messages)
         payload: list[Any] = [{"role": m.role, "content": m.content} for m in messages]
+        check_request_options(n, max_tokens_field)
         # OpenAI's own API wants max_completion_tokens (reasoning models reject max_tokens);
-        # compatible servers (vLLM, Ollama, older gateways) know max_tokens.
-        limit: dict[str, Any] = (
-            {}
-            if max_tokens is None
-            else {"max_completion_tokens": max_tokens}
-            if self.config.provider == "openai"
-            else {"max_tokens": max_tokens}
+        # compatible servers (vLLM, Ollama, older gateways) know max_tokens. An official
+        # protocol names the field its upstream code sends.
+        field = max_tokens_field or (
+            "max_completion_tokens" if self.config.provider == "openai" else "max_tokens"
         )
+        limit: dict[str, Any] = {} if max_tokens is None else {field: max_tokens}
+        if n is not None:
+            limit["n"] = n
         if json_mode:
             limit["response_format"] = {"type": "json_object"}
         with _sdk_errors(self.config, self.timeout):
@@ -377,8 +382,11 @@ class AnthropicProvider:
         temperature: float,
         max_tokens: int | None,
         json_mode: bool = False,
+        n: int | None = None,
+        max_tokens_field: str | None = None,
     ) -> Completion:
-        # the messages API requires a limit; JSON mode has no equivalent there
+        # the messages API requires a limit; JSON mode, n and the field name have no equivalent
+        check_request_options(n, max_tokens_field)
         if max_tokens is None:
             max_tokens = ANTHROPIC_DEFAULT_MAX_TOKENS
         _check_messages(messages)

@@ -38,17 +38,21 @@ __all__ = [
 
 
 def _ask(client: LLMClient, messages: list[ChatMessage], shape: RequestShape) -> str:
-    """One call with the protocol's parameters (JSON mode only when the protocol sends it)."""
+    """One call with the protocol's parameters; JSON mode, ``n`` and the limit's field name are
+    passed only when the protocol sends them."""
+    options: dict[str, Any] = {}
     if shape.json_mode:
-        return client.complete(
-            messages,
-            temperature=shape.temperature,
-            max_tokens=shape.max_tokens,
-            role="judge",
-            json_mode=True,
-        ).text
+        options["json_mode"] = True
+    if shape.n is not None:
+        options["n"] = shape.n
+    if shape.max_tokens_field is not None:
+        options["max_tokens_field"] = shape.max_tokens_field
     return client.complete(
-        messages, temperature=shape.temperature, max_tokens=shape.max_tokens, role="judge"
+        messages,
+        temperature=shape.temperature,
+        max_tokens=shape.max_tokens,
+        role="judge",
+        **options,
     ).text
 
 

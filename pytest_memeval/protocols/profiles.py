@@ -62,12 +62,16 @@ LOCOMO_FILE = UpstreamFile(
 
 @dataclass(frozen=True)
 class RequestShape:
-    """The parameters of one upstream call (``max_tokens=None``: none sent)."""
+    """The parameters of one upstream call (``max_tokens=None``: none sent; ``n=None``: no ``n``
+    field; ``max_tokens_field``: the field upstream sends the limit in, ``None`` for the provider's
+    default)."""
 
     model: str
     temperature: float = 0.0
     max_tokens: int | None = None
     json_mode: bool = False
+    n: int | None = None
+    max_tokens_field: str | None = None
 
 
 @dataclass(frozen=True)
@@ -151,7 +155,9 @@ LONGMEMEVAL = ProtocolProfile(
     judge_style="longmemeval-official",
     metric="judge",
     # upstream sends the integer 0 (JSON `0`, not `0.0`)
-    judge=RequestShape("gpt-4o-2024-08-06", temperature=0, max_tokens=10),
+    judge=RequestShape(
+        "gpt-4o-2024-08-06", temperature=0, max_tokens=10, n=1, max_tokens_field="max_tokens"
+    ),
     prompts={
         rule: (LONGMEMEVAL_FILE, StringRef("local", "template", _LME_REF, i, expect_count=5))
         for i, rule in enumerate(

@@ -64,9 +64,8 @@ def _chat_bodies(srv: LLMServer) -> list[dict[str, Any]]:
 
 
 def _request(body: dict[str, Any]) -> str:
-    """The request fields a protocol fixes, canonical (``n=1`` is the API default)."""
-    fields = {k: v for k, v in body.items() if k != "n" or v != 1}
-    return json.dumps(fields, sort_keys=True, ensure_ascii=False)
+    """The request body, canonical (sorted keys)."""
+    return json.dumps(body, sort_keys=True, ensure_ascii=False)
 
 
 # --------------------------------------------------------------------------- unit: extraction
@@ -441,6 +440,7 @@ def test_longmemeval_protocol_requests_match_upstream(
     assert plugin_requests == upstream_requests
     assert len(plugin_requests) == len(LME_ITEMS)
     assert json.loads(plugin_requests[0])["max_tokens"] == 10
+    assert json.loads(plugin_requests[0])["n"] == 1
     assert {qid: q["scores"]["judge"] for qid, q in questions.items()} == {
         qid: float(v) for qid, v in labels.items()
     }

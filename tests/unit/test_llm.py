@@ -182,6 +182,38 @@ def test_round_trip(provider: str, env: pytest.MonkeyPatch, server: LLMServer) -
     }
 
 
+@pytest.mark.parametrize("provider", list(SPECS))
+def test_protocol_request_options(
+    provider: str, env: pytest.MonkeyPatch, server: LLMServer
+) -> None:
+    """``n`` and ``max_tokens_field`` go out as an official protocol's request has them (OpenAI's own
+    API gets ``max_tokens`` when the protocol says so); Anthropic's API has neither."""
+    with client_for(provider, server) as client:
+        client.complete(MSGS, max_tokens=10, n=1, max_tokens_field="max_tokens")
+        client.complete(MSGS, max_tokens=11, max_tokens_field="max_completion_tokens")
+        client.complete(MSGS, max_tokens=None, n=1)
+    first, second, third = (r.body for r in server.requests)
+    if provider == "anthropic":
+        assert (first["max_tokens"], second["max_tokens"]) == (10, 11)
+        assert all("n" not in b and "max_completion_tokens" not in b for b in (first, second))
+        return
+    assert first["max_tokens"] == 10 and first["n"] == 1
+    assert "max_completion_tokens" not in first
+    assert second["max_completion_tokens"] == 11
+    assert "max_tokens" not in second and "n" not in second
+    assert third["n"] == 1
+    assert "max_tokens" not in third and "max_completion_tokens" not in third
+
+
+def test_request_options_are_checked(env: pytest.MonkeyPatch, server: LLMServer) -> None:
+    with client_for("openai", server) as client:
+        with pytest.raises(ValueError, match="n must be 1"):
+            client.complete(MSGS, n=2)
+        with pytest.raises(ValueError, match="max_tokens_field='limit'"):
+            client.complete(MSGS, max_tokens_field="limit")
+    assert server.requests == []
+
+
 def test_sdk_environment_variables_are_honoured(env: pytest.MonkeyPatch, server: LLMServer) -> None:
     env.setenv("OPENAI_BASE_URL", server.openai_base_url)
     env.setenv("ANTHROPIC_BASE_URL", server.anthropic_base_url)
