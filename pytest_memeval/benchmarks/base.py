@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 from ..errors import DatasetError
+from ..files import MAX_DATA_BYTES, FileTooLarge, NotAFile, read_bounded
 from ..records import Conversation, Prediction, Question
 from .categories import shared_category
 
@@ -21,10 +22,14 @@ __all__ = [
     "Dataset",
     "LoadRequest",
     "check_surrogates",
+    "decode_text",
     "file_sha256",
     "find_lone_surrogate",
     "json_value_error",
     "named_categories",
+    "parse_json",
+    "read_bytes",
+    "read_data",
 ]
 
 #: a JSON escape of a UTF-16 surrogate (``\\ud83d``): only then can a parsed string hold a lone one
@@ -48,6 +53,44 @@ def json_value_error(exc: ValueError) -> str:
     if "digits" in text:
         return "a number literal has too many digits"
     return " ".join(text.split())[:200]
+
+
+def read_bytes(
+    path: str | Path, fix: str, *, limit: int = MAX_DATA_BYTES, missing: str | None = None
+) -> bytes:
+    """The bytes of a data file, read through :func:`~pytest_memeval.files.read_bounded`; every
+    way that fails is one DatasetError naming ``path`` and ending in ``fix``: not a regular file,
+    over ``limit`` bytes, not found (``missing`` replaces the whole sentence then, e.g. where to
+    get the file), unreadable."""
+    source = str(path)
+    try:
+        return read_bounded(source, limit)
+    except (NotAFile, FileTooLarge) as exc:
+        raise DatasetError(f"{exc}; {fix}") from None
+    except FileNotFoundError:
+        raise DatasetError(missing or f"file not found; {fix}", path=source) from None
+    except OSError as exc:
+        raise DatasetError(
+            f"cannot read the file: {exc.strerror or exc}; {fix}", path=source
+        ) from None
+
+
+def decode_text(raw: bytes, source: str, fix: str) -> str:
+    """UTF-8 text (a BOM dropped), or a DatasetError with the byte offset, ending in ``fix``."""
+    try:
+        return raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise DatasetError(
+            f"not valid UTF-8 at byte {exc.start} ({exc.reason}); {fix}", path=source
+        ) from None
+
+
+def read_data(
+    path: str | Path, fix: str, *, limit: int = MAX_DATA_BYTES, missing: str | None = None
+) -> tuple[bytes, str]:
+    """:func:`read_bytes` then :func:`decode_text`: the file's bytes (to hash) and its text."""
+    raw = read_bytes(path, fix, limit=limit, missing=missing)
+    return raw, decode_text(raw, str(path), fix)
 
 
 def parse_json(text: str, path: str, fix: str) -> object:

@@ -39,7 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import DatasetError
-from ..files import MAX_DATA_BYTES, FileTooLarge, NotAFile, not_a_file, read_bounded
+from ..files import not_a_file
 from ..records import Conversation, Prediction, Question, Session, Turn
 from .base import (
     ESCAPED_SURROGATE,
@@ -51,6 +51,7 @@ from .base import (
     json_value_error,
     named_categories,
     parse_json,
+    read_data,
 )
 
 __all__ = [
@@ -131,20 +132,11 @@ def parse_python_literal(text: str, *, path: str, record: str, field: str) -> An
 
 
 def _read_json(path: Path) -> Any:
-    try:
-        text = read_bounded(path, MAX_DATA_BYTES).decode("utf-8-sig")
-        data = parse_json(text, str(path), "fetch the file again")
-        if ESCAPED_SURROGATE.search(text):
-            check_surrogates(data, str(path))
-        return data
-    except FileNotFoundError:
-        raise DatasetError(f"file not found. {_HOW_TO_GET}", path=str(path)) from None
-    except (NotAFile, FileTooLarge) as exc:
-        raise DatasetError(str(exc)) from None
-    except UnicodeDecodeError as exc:
-        raise DatasetError(
-            f"not UTF-8 ({exc.reason}); fetch the file again", path=str(path)
-        ) from None
+    _, text = read_data(path, "fetch the file again", missing=f"file not found. {_HOW_TO_GET}")
+    data = parse_json(text, str(path), "fetch the file again")
+    if ESCAPED_SURROGATE.search(text):
+        check_surrogates(data, str(path))
+    return data
 
 
 def _loads_line(line: str, path: Path, line_number: int) -> object:
@@ -586,12 +578,7 @@ class Beam:
     def _load_rows(self, path: Path, size: str) -> Dataset:
         """Hugging Face rows exported as JSON lines (or a JSON list of rows)."""
         text_rows: list[object]
-        try:
-            raw = read_bounded(path, MAX_DATA_BYTES).decode("utf-8-sig")
-        except (NotAFile, FileTooLarge) as exc:
-            raise DatasetError(str(exc)) from None
-        except UnicodeDecodeError as exc:
-            raise DatasetError(f"not UTF-8 ({exc.reason})", path=str(path)) from None
+        _, raw = read_data(path, "export the rows again")
         if path.suffix == ".jsonl":
             text_rows = [
                 _loads_line(line, path, number)

@@ -21,7 +21,6 @@ overlay for another version of the data file stops the run instead of marking wr
 from __future__ import annotations
 
 import hashlib
-import json
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -30,8 +29,8 @@ from types import MappingProxyType
 from typing import Any
 
 from ..errors import DatasetError
-from ..files import FileTooLarge, NotAFile, read_bounded
 from ..records import Question
+from .base import parse_json, read_data
 from .download import download
 
 __all__ = [
@@ -172,19 +171,8 @@ ERRATA_SOURCES: Mapping[str, ErrataSource] = MappingProxyType({LOCOMO_AUDIT.name
 
 
 def _read_json(path: Path) -> tuple[Any, str]:
-    try:
-        data = read_bounded(str(path), MAX_ERRATA_BYTES)
-    except (NotAFile, FileTooLarge) as exc:
-        raise DatasetError(f"{exc}; expected an errata JSON file", path=str(path)) from None
-    except OSError as exc:
-        raise DatasetError(f"cannot read the file: {exc.strerror or exc}", path=str(path)) from None
-    try:
-        value = json.loads(data.decode("utf-8-sig"))
-    except UnicodeDecodeError as exc:
-        raise DatasetError(f"not valid UTF-8 at byte {exc.start}; {_FIX}", path=str(path)) from None
-    except (ValueError, RecursionError) as exc:
-        raise DatasetError(f"invalid JSON ({exc}); {_FIX}", path=str(path)) from None
-    return value, hashlib.sha256(data).hexdigest()
+    data, text = read_data(path, _FIX, limit=MAX_ERRATA_BYTES)
+    return parse_json(text, str(path), _FIX), hashlib.sha256(data).hexdigest()
 
 
 def _text(value: object) -> str:

@@ -19,15 +19,17 @@ from types import MappingProxyType
 from typing import Any
 
 from ..errors import DatasetError
-from ..files import MAX_DATA_BYTES, FileTooLarge, NotAFile, not_a_file, read_bounded
+from ..files import not_a_file
 from ..records import Conversation, Prediction, Question, Session, Turn
 from .base import (
     CategoryInfo,
     Dataset,
     LoadRequest,
     check_surrogates,
+    decode_text,
     find_lone_surrogate,
     parse_json,
+    read_bytes,
 )
 from .categories import shared_category
 from .download import download
@@ -288,14 +290,7 @@ def _parse_questions(source: str, sample_id: str, raw: object) -> list[Question]
 
 
 def _decode(data: bytes, source: str) -> Any:
-    try:
-        text = data.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        raise DatasetError(
-            f"not valid UTF-8 at byte {exc.start} ({exc.reason}). Save the file as UTF-8 or "
-            "re-download the official file.",
-            path=source,
-        ) from None
+    text = decode_text(data, source, "save the file as UTF-8 or re-download the official file")
     return parse_json(text, source, "re-download the file or fix it")
 
 
@@ -351,13 +346,7 @@ def parse_locomo(data: bytes, source: str) -> ParsedLocomo:
 @functools.lru_cache(maxsize=8)
 def _parse_file_cached(path: str, mtime_ns: int, size: int) -> ParsedLocomo:
     del mtime_ns, size  # cache key only: a changed file is parsed again
-    try:
-        data = read_bounded(path, MAX_DATA_BYTES)
-    except (NotAFile, FileTooLarge) as exc:
-        raise DatasetError(str(exc)) from None
-    except OSError as exc:
-        raise DatasetError(f"cannot read the file: {exc.strerror or exc}", path=path) from None
-    return parse_locomo(data, path)
+    return parse_locomo(read_bytes(path, "pass the LoCoMo JSON file"), path)
 
 
 def load_locomo_file(path: Path) -> ParsedLocomo:

@@ -28,8 +28,8 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import DatasetError
-from ..files import FileTooLarge, NotAFile, read_bounded
 from ..records import Question
+from .base import read_bytes
 from .download import download
 
 __all__ = [
@@ -159,14 +159,7 @@ def parse_audit(data: bytes, source: str) -> tuple[AuditAnswer, ...]:
 
 
 def _read(path: Path, what: str) -> bytes:
-    try:
-        return read_bounded(path, MAX_BYTES)
-    except (NotAFile, FileTooLarge) as exc:
-        raise DatasetError(f"{exc}; expected {what}", path=str(path)) from None
-    except OSError as exc:
-        raise DatasetError(
-            f"cannot read it ({exc.strerror or exc}); expected {what}", path=str(path)
-        ) from None
+    return read_bytes(path, f"expected {what}", limit=MAX_BYTES)
 
 
 def load_wrong_file(path: Path, kind: str) -> WrongAnswerSet:

@@ -26,7 +26,7 @@ from typing import Any
 import yaml
 
 from ..errors import DatasetError
-from ..files import MAX_DATA_BYTES, FileTooLarge, NotAFile, not_a_file, read_bounded
+from ..files import not_a_file
 from ..records import Conversation, Prediction, Question, Session, Turn
 from .base import (
     CategoryInfo,
@@ -35,6 +35,7 @@ from .base import (
     check_surrogates,
     named_categories,
     parse_json,
+    read_data,
 )
 
 __all__ = ["BENCHMARK", "LAYERS", "UserMemory", "parse_gold_facts"]
@@ -318,14 +319,7 @@ def case_to_records(
 
 
 def _read_yaml(path: Path) -> object:
-    try:
-        text = read_bounded(path, MAX_DATA_BYTES).decode("utf-8-sig")
-    except (NotAFile, FileTooLarge) as exc:
-        raise DatasetError(str(exc)) from None
-    except UnicodeDecodeError as exc:
-        raise DatasetError(
-            f"not UTF-8 at byte {exc.start} ({exc.reason}); save the file as UTF-8", path=str(path)
-        ) from None
+    _, text = read_data(path, "save the file as UTF-8 text")
     try:
         _check_depth(text, str(path))
         # the same safe constructor set as yaml.safe_load; libyaml's parser when available (9x)
@@ -429,18 +423,9 @@ class UserMemory:
         if odd is not None:
             raise DatasetError(f"{odd}; expected the gold facts JSON file", path=str(facts_path))
         if facts_path.is_file():
-            try:
-                raw = read_bounded(facts_path, MAX_DATA_BYTES)
-            except (NotAFile, FileTooLarge) as exc:
-                raise DatasetError(str(exc)) from None
+            raw, text = read_data(facts_path, "fix or remove the file")
             sha[str(facts_path.relative_to(root))] = _hash(raw)
             files.append(facts_path)
-            try:
-                text = raw.decode("utf-8-sig")
-            except UnicodeDecodeError as exc:
-                raise DatasetError(
-                    f"not UTF-8 ({exc.reason}); fix or remove the file", path=str(facts_path)
-                ) from None
             data = parse_json(text, str(facts_path), "fix or remove the file")
             check_surrogates(data, str(facts_path))
             gold = parse_gold_facts(data, str(facts_path))

@@ -447,7 +447,7 @@ BEAM_CASES = [
     Case(
         "invalid-utf8",
         _bm(raw=lambda t: t.encode().replace(b"What about", b"What \xfe about", 1)),
-        ("probing_questions.json", "not UTF-8"),
+        ("probing_questions.json", "not valid UTF-8 at byte"),
     ),
     Case(
         "lone-surrogate",
@@ -595,7 +595,7 @@ USERMEM_CASES = [
     Case(
         "invalid-utf8",
         _um(raw=lambda t: t.encode().replace(b"Noted", b"No\xfft")),
-        ("01_case.yaml", "not UTF-8 at byte"),
+        ("01_case.yaml", "not valid UTF-8 at byte"),
     ),
     Case(
         "lone-surrogate",

@@ -127,7 +127,7 @@ def test_duplicate_entry_and_missing_path(tmp_path: Path) -> None:
         load_errata(str(tmp_path / "empty"), tmp_path, questions, convs)
     bad = tmp_path / "bad.json"
     bad.write_text("[{", "utf-8")
-    with pytest.raises(DatasetError, match="invalid JSON"):
+    with pytest.raises(DatasetError, match="invalid or truncated JSON at line 1, column 3"):
         load_errata(str(bad), tmp_path, questions, convs)
 
 
