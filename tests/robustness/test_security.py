@@ -10,14 +10,14 @@ import builtins
 import hashlib
 import io
 import json
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 from conftest import read_json
+from file_server import Reply, serve_files
 from llm_server import LLMServer
 
 import pytest_memeval
@@ -323,41 +323,24 @@ def test_download_refuses_non_https(tmp_path: Path, url: str) -> None:
     assert not dest.parent.exists() or not any(dest.parent.iterdir())
 
 
-class _Redirect(BaseHTTPRequestHandler):
-    target = ""
-
-    def log_message(self, format: str, *args: object) -> None:
-        pass
-
-    def do_GET(self) -> None:
-        if self.path == "/file.json":
-            body = b"[]"
-            self.send_response(200)
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-            return
-        self.send_response(302)
-        self.send_header("Location", self.target)
-        self.send_header("Content-Length", "0")
-        self.end_headers()
+@dataclass
+class _Redirect:
+    target: str = ""  # where every path but /file.json redirects to
 
 
 @pytest.fixture
-def redirector() -> Iterator[tuple[str, type[_Redirect]]]:
-    handler = type("H", (_Redirect,), {})
-    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}", handler
-    finally:
-        server.shutdown()
-        server.server_close()
+def redirector() -> Iterator[tuple[str, _Redirect]]:
+    redirect = _Redirect()
+
+    def to_target(path: str) -> Reply:
+        return Reply(status=302, headers={"Location": redirect.target})
+
+    with serve_files({"/file.json": b"[]"}, fallback=to_target) as srv:
+        yield srv.base, redirect
 
 
 def test_download_refuses_redirect_off_https(
-    tmp_path: Path, redirector: tuple[str, type[_Redirect]]
+    tmp_path: Path, redirector: tuple[str, _Redirect]
 ) -> None:
     base, handler = redirector
     handler.target = "http://192.0.2.1/evil.json"  # TEST-NET: never contacted
@@ -371,7 +354,7 @@ def test_download_refuses_redirect_off_https(
 
 
 def test_download_checks_sha256_and_keeps_old_file(
-    tmp_path: Path, redirector: tuple[str, type[_Redirect]]
+    tmp_path: Path, redirector: tuple[str, _Redirect]
 ) -> None:
     base, _ = redirector
     dest = tmp_path / "f.json"

@@ -4,15 +4,13 @@ audit file reader and the option checks."""
 from __future__ import annotations
 
 import hashlib
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import ClassVar
 
 import pytest
 import scipy.stats
 from calibration_files import audit_doc
+from file_server import FileServer, Reply, serve_files
 
 from pytest_memeval.analysis.calibration import (
     Outcome,
@@ -250,46 +248,23 @@ def test_build_cases_uses_the_file_positions(tmp_path: Path) -> None:
     assert cs.unmatched == {"file-my_answers": 0}
 
 
-class _Files(BaseHTTPRequestHandler):
-    body: ClassVar[bytes] = b""
-    hits: ClassVar[list[str]] = []
-
-    def log_message(self, format: str, *args: object) -> None:
-        pass
-
-    def do_GET(self) -> None:
-        self.hits.append(self.path)
-        self.send_response(200)
-        self.send_header("Content-Length", str(len(self.body)))
-        self.end_headers()
-        self.wfile.write(self.body)
-
-
 @pytest.fixture
-def file_server() -> Iterator[tuple[str, type[_Files]]]:
-    handler = type("Handler", (_Files,), {"hits": [], "body": audit_doc([(0, 0, "q", "a")])})
-    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}", handler
-    finally:
-        server.shutdown()
-        server.server_close()
+def file_server() -> Iterator[FileServer]:
+    body = audit_doc([(0, 0, "q", "a")])
+    with serve_files(fallback=lambda path: Reply(body)) as srv:
+        yield srv
 
 
-def test_audit_set_download_is_pinned(
-    tmp_path: Path, file_server: tuple[str, type[_Files]]
-) -> None:
-    base, handler = file_server
-    sha = hashlib.sha256(handler.body).hexdigest()
+def test_audit_set_download_is_pinned(tmp_path: Path, file_server: FileServer) -> None:
+    base = file_server.base
+    sha = hashlib.sha256(audit_doc([(0, 0, "q", "a")])).hexdigest()
     ws = load_audit_set("audit-v2", None, tmp_path, base_url=base, sha256=sha)
     repo_path = AUDIT_SETS["audit-v2"][0]
-    assert handler.hits == [f"/dial481/locomo-audit/{AUDIT_COMMIT}/{repo_path}"]
+    assert file_server.requests == [f"/dial481/locomo-audit/{AUDIT_COMMIT}/{repo_path}"]
     assert ws.path == tmp_path / "data" / "locomo-audit" / repo_path and len(ws.answers) == 1
     assert ws.provenance()["commit"] == AUDIT_COMMIT and not ws.provenance()["sha256_mismatch"]
     load_audit_set("audit-v2", None, tmp_path, base_url=base, sha256=sha)
-    assert len(handler.hits) == 1  # cached: not downloaded again
+    assert len(file_server.requests) == 1  # cached: not downloaded again
     with pytest.raises(DatasetError, match="sha256"):
         load_audit_set("audit-v1", None, tmp_path, base_url=base, sha256="0" * 64)
 

@@ -4,15 +4,11 @@ from __future__ import annotations
 
 import hashlib
 import socket
-import threading
-import time
-from collections import Counter
 from collections.abc import Iterator
-from dataclasses import dataclass
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
+from file_server import FileServer, Reply, Route, serve_files
 
 from pytest_memeval.benchmarks.download import download, file_sha256
 from pytest_memeval.errors import DatasetError
@@ -23,69 +19,23 @@ WRONG = b"<html>not the file you pinned</html>"
 WRONG_SHA = hashlib.sha256(WRONG).hexdigest()
 
 
-@dataclass
-class Server:
-    base: str
-    hits: Counter[str]
-
-
-class _Handler(BaseHTTPRequestHandler):
-    hits: Counter[str]
-
-    def log_message(self, format: str, *args: object) -> None:  # silence stderr
-        pass
-
-    def do_GET(self) -> None:
-        self.hits[self.path] += 1
-        if self.path == "/good.json":
-            self._send(200, GOOD)
-        elif self.path == "/wrong.json":
-            self._send(200, WRONG)
-        elif self.path == "/truncated.json":
-            self.send_response(200)
-            self.send_header("Content-Length", str(len(GOOD)))
-            self.end_headers()
-            self.wfile.write(GOOD[:1000])
-            self.wfile.flush()
-            self.close_connection = True
-        elif self.path == "/slow.json":
-            time.sleep(1.0)
-            self._send(200, GOOD)
-        else:
-            self._send(404, b"not found")
-
-    def _send(self, code: int, body: bytes) -> None:
-        self.send_response(code)
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-
-class _QuietServer(ThreadingHTTPServer):
-    def handle_error(self, request: object, client_address: object) -> None:
-        pass  # the client hung up on purpose (timeout tests)
-
-
 @pytest.fixture
-def server() -> Iterator[Server]:
-    hits: Counter[str] = Counter()
-    handler = type("Handler", (_Handler,), {"hits": hits})
-    httpd = _QuietServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=httpd.serve_forever, args=(0.02,), daemon=True)
-    thread.start()
-    try:
-        yield Server(f"http://127.0.0.1:{httpd.server_address[1]}", hits)
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
-        thread.join(5)
+def server() -> Iterator[FileServer]:
+    routes: dict[str, Route] = {
+        "/good.json": GOOD,
+        "/wrong.json": WRONG,
+        "/truncated.json": Reply(GOOD, truncate_to=1000),
+        "/slow.json": Reply(GOOD, delay=1.0),
+    }
+    with serve_files(routes) as srv:
+        yield srv
 
 
 def _leftovers(folder: Path) -> list[str]:
     return sorted(p.name for p in folder.iterdir()) if folder.exists() else []
 
 
-def test_downloads_and_checks_sha256(server: Server, tmp_path: Path) -> None:
+def test_downloads_and_checks_sha256(server: FileServer, tmp_path: Path) -> None:
     dest = tmp_path / "cache" / "data" / "locomo" / "locomo10.json"
     assert download(f"{server.base}/good.json", dest, GOOD_SHA) == dest
     assert dest.read_bytes() == GOOD
@@ -94,14 +44,14 @@ def test_downloads_and_checks_sha256(server: Server, tmp_path: Path) -> None:
     assert server.hits["/good.json"] == 1
 
 
-def test_second_call_reuses_the_cache(server: Server, tmp_path: Path) -> None:
+def test_second_call_reuses_the_cache(server: FileServer, tmp_path: Path) -> None:
     dest = tmp_path / "f.json"
     download(f"{server.base}/good.json", dest, GOOD_SHA)
     download(f"{server.base}/good.json", dest, GOOD_SHA.upper())  # hex case does not matter
     assert server.hits["/good.json"] == 1
 
 
-def test_unpinned_existing_file_is_reused(server: Server, tmp_path: Path) -> None:
+def test_unpinned_existing_file_is_reused(server: FileServer, tmp_path: Path) -> None:
     dest = tmp_path / "f.json"
     dest.write_bytes(b"local")
     assert download(f"{server.base}/good.json", dest, None) == dest
@@ -109,7 +59,7 @@ def test_unpinned_existing_file_is_reused(server: Server, tmp_path: Path) -> Non
     assert server.hits["/good.json"] == 0
 
 
-def test_cached_file_with_wrong_sha256_is_replaced(server: Server, tmp_path: Path) -> None:
+def test_cached_file_with_wrong_sha256_is_replaced(server: FileServer, tmp_path: Path) -> None:
     dest = tmp_path / "f.json"
     dest.write_bytes(b"stale partial content")
     download(f"{server.base}/good.json", dest, GOOD_SHA)
@@ -119,7 +69,7 @@ def test_cached_file_with_wrong_sha256_is_replaced(server: Server, tmp_path: Pat
 
 
 def test_checksum_mismatch_names_both_hashes_and_leaves_nothing(
-    server: Server, tmp_path: Path
+    server: FileServer, tmp_path: Path
 ) -> None:
     dest = tmp_path / "d" / "f.json"
     with pytest.raises(DatasetError) as info:
@@ -132,7 +82,7 @@ def test_checksum_mismatch_names_both_hashes_and_leaves_nothing(
 
 
 def test_checksum_mismatch_keeps_an_existing_good_file_untouched(
-    server: Server, tmp_path: Path
+    server: FileServer, tmp_path: Path
 ) -> None:
     dest = tmp_path / "f.json"
     dest.write_bytes(b"old")
@@ -142,7 +92,7 @@ def test_checksum_mismatch_keeps_an_existing_good_file_untouched(
     assert _leftovers(tmp_path) == ["f.json"]
 
 
-def test_http_404_is_an_offline_error(server: Server, tmp_path: Path) -> None:
+def test_http_404_is_an_offline_error(server: FileServer, tmp_path: Path) -> None:
     dest = tmp_path / "locomo" / "locomo10.json"
     url = f"{server.base}/missing.json"
     with pytest.raises(DatasetError) as info:
@@ -156,7 +106,7 @@ def test_http_404_is_an_offline_error(server: Server, tmp_path: Path) -> None:
     assert _leftovers(dest.parent) == []
 
 
-def test_truncated_body_leaves_no_partial_file(server: Server, tmp_path: Path) -> None:
+def test_truncated_body_leaves_no_partial_file(server: FileServer, tmp_path: Path) -> None:
     dest = tmp_path / "f.json"
     with pytest.raises(DatasetError) as info:
         download(f"{server.base}/truncated.json", dest, None)
@@ -165,7 +115,7 @@ def test_truncated_body_leaves_no_partial_file(server: Server, tmp_path: Path) -
     assert _leftovers(tmp_path) == []
 
 
-def test_timeout_is_an_offline_error(server: Server, tmp_path: Path) -> None:
+def test_timeout_is_an_offline_error(server: FileServer, tmp_path: Path) -> None:
     dest = tmp_path / "f.json"
     with pytest.raises(DatasetError) as info:
         download(f"{server.base}/slow.json", dest, GOOD_SHA, timeout=0.2)

@@ -6,14 +6,13 @@ from __future__ import annotations
 import copy
 import hashlib
 import json
-import threading
 from collections import Counter
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
 from errata_data import errata_entries, locomo_data, write_data
+from file_server import serve_files
 
 from pytest_memeval.analysis.aggregate import CategoryMeta, aggregate_run
 from pytest_memeval.analysis.errata import errata_rows, question_errata
@@ -147,29 +146,8 @@ def audit_server(tmp_path: Path) -> Iterator[tuple[str, Counter[str], dict[str, 
         f"/pin/audit/errors_conv_{i}.json": json.dumps(entries).encode()
         for i, entries in enumerate(errata_entries())
     }
-    hits: Counter[str] = Counter()
-
-    class Handler(BaseHTTPRequestHandler):
-        def log_message(self, format: str, *args: object) -> None:
-            pass
-
-        def do_GET(self) -> None:
-            hits[self.path] += 1
-            body = bodies.get(self.path)
-            self.send_response(200 if body is not None else 404)
-            self.send_header("Content-Length", str(len(body or b"")))
-            self.end_headers()
-            self.wfile.write(body or b"")
-
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{httpd.server_address[1]}", hits, bodies
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
-        thread.join(5)
+    with serve_files(bodies) as srv:
+        yield srv.base, srv.hits, bodies
 
 
 def _source(base: str, bodies: dict[str, bytes], *, corrupt: bool = False) -> ErrataSource:

@@ -7,15 +7,14 @@ import dataclasses
 import hashlib
 import json
 import os
-import threading
 import time
 from collections import Counter
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
 import pytest
+from file_server import serve_files
 
 from pytest_memeval.benchmarks import Benchmark, LoadRequest, get_benchmark
 from pytest_memeval.benchmarks.categories import shared_category
@@ -334,28 +333,8 @@ def test_benchmark_protocol_and_categories() -> None:
 @pytest.fixture
 def locomo_server() -> Iterator[tuple[str, Counter[str], bytes]]:
     body = json.dumps(SMALL).encode()
-    hits: Counter[str] = Counter()
-
-    class Handler(BaseHTTPRequestHandler):
-        def log_message(self, format: str, *args: object) -> None:
-            pass
-
-        def do_GET(self) -> None:
-            hits[self.path] += 1
-            self.send_response(200)
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=httpd.serve_forever, args=(0.02,), daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{httpd.server_address[1]}/locomo10.json", hits, body
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
-        thread.join(5)
+    with serve_files({"/locomo10.json": body}) as srv:
+        yield srv.url("/locomo10.json"), srv.hits, body
 
 
 def test_downloads_into_the_cache_when_no_data_dir(
