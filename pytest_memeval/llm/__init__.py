@@ -4,7 +4,7 @@ retries, a per-process concurrency bound and token accounting."""
 from __future__ import annotations
 
 from .accounting import PriceTable, TokenAccounting, Usage
-from .base import ChatMessage, Completion, LLMClient
+from .base import ChatMessage, Completion, LLMClient, Request
 from .cache import CACHE_FILENAME, LLMCache, cache_key, canonical_request
 from .client import (
     DEFAULT_CONCURRENCY,
@@ -40,6 +40,7 @@ __all__ = [
     "PriceTable",
     "ProviderClient",
     "ProviderConfig",
+    "Request",
     "RetryPolicy",
     "SemaphoreLike",
     "TokenAccounting",

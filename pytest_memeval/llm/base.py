@@ -6,7 +6,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-__all__ = ["MAX_TOKENS_FIELDS", "ChatMessage", "Completion", "LLMClient", "check_request_options"]
+__all__ = [
+    "MAX_TOKENS_FIELDS",
+    "ChatMessage",
+    "Completion",
+    "LLMClient",
+    "Request",
+    "check_request_options",
+]
 
 #: the names an OpenAI-style API knows for the output limit
 MAX_TOKENS_FIELDS = ("max_tokens", "max_completion_tokens")
@@ -65,3 +72,20 @@ def check_request_options(n: int | None, max_tokens_field: str | None) -> None:
         raise ValueError(
             f"max_tokens_field={max_tokens_field!r}: expected one of {', '.join(MAX_TOKENS_FIELDS)}"
         )
+
+
+@dataclass(frozen=True)
+class Request:
+    """One chat request as :meth:`LLMClient.complete` was asked for it: what a provider sends and
+    what the cache key is made of (the parameters are those of ``complete``)."""
+
+    messages: tuple[ChatMessage, ...]
+    temperature: float = 0.0
+    max_tokens: int | None = 256
+    run_index: int = 0
+    json_mode: bool = False
+    n: int | None = None
+    max_tokens_field: str | None = None
+
+    def __post_init__(self) -> None:
+        check_request_options(self.n, self.max_tokens_field)

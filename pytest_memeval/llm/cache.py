@@ -33,11 +33,10 @@ import os
 import sqlite3
 import threading
 import time
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from .base import ChatMessage, Completion
+from .base import Completion, Request
 from .redact import redact
 
 __all__ = ["CACHE_FILENAME", "LLMCache", "cache_key", "canonical_request"]
@@ -52,55 +51,26 @@ _SCHEMA = (
 _VALUE_VERSION = 1
 
 
-def canonical_request(
-    *,
-    provider: str,
-    model: str,
-    base_url: str | None,
-    messages: Sequence[ChatMessage],
-    temperature: float,
-    max_tokens: int | None,
-    run_index: int,
-    json_mode: bool = False,
-) -> str:
+def canonical_request(*, provider: str, model: str, base_url: str | None, request: Request) -> str:
     """The canonical JSON that is hashed into the cache key (sorted keys, no whitespace).
     ``json_mode`` is only part of the key when set (keys of earlier runs stay valid)."""
     payload = {
         "provider": provider,
         "model": model,
         "base_url": (base_url or "").rstrip("/"),
-        "messages": [[m.role, m.content] for m in messages],
-        "temperature": float(temperature),
-        "max_tokens": None if max_tokens is None else int(max_tokens),
-        "run_index": int(run_index),
+        "messages": [[m.role, m.content] for m in request.messages],
+        "temperature": float(request.temperature),
+        "max_tokens": None if request.max_tokens is None else int(request.max_tokens),
+        "run_index": int(request.run_index),
     }
-    if json_mode:
+    if request.json_mode:
         payload["json_mode"] = True
     return json.dumps(payload, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
-def cache_key(
-    *,
-    provider: str,
-    model: str,
-    base_url: str | None,
-    messages: Sequence[ChatMessage],
-    temperature: float,
-    max_tokens: int | None,
-    run_index: int,
-    json_mode: bool = False,
-) -> str:
+def cache_key(*, provider: str, model: str, base_url: str | None, request: Request) -> str:
     """sha256 hex digest of :func:`canonical_request`."""
-    text = canonical_request(
-        provider=provider,
-        model=model,
-        base_url=base_url,
-        messages=messages,
-        temperature=temperature,
-        max_tokens=max_tokens,
-        run_index=run_index,
-        json_mode=json_mode,
-    )
+    text = canonical_request(provider=provider, model=model, base_url=base_url, request=request)
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 

@@ -8,11 +8,11 @@ import logging
 import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from typing import Any, Protocol, TypeVar
+from typing import Protocol, TypeVar
 
 from ..errors import JudgeError
 from .accounting import TokenAccounting
-from .base import ChatMessage, Completion, check_request_options
+from .base import ChatMessage, Completion, Request
 from .cache import LLMCache, cache_key
 from .providers import Provider, ProviderConfig, build_provider, resolve_config
 from .redact import redact
@@ -111,30 +111,12 @@ class ProviderClient:
         text = self._redact(completion.text)
         return completion if text == completion.text else dataclasses.replace(completion, text=text)
 
-    def _send(
-        self,
-        messages: Sequence[ChatMessage],
-        temperature: float,
-        max_tokens: int | None,
-        json_mode: bool = False,
-        n: int | None = None,
-        max_tokens_field: str | None = None,
-    ) -> Completion:
-        # only what is set is passed on (providers written before an option existed keep working)
-        options: dict[str, Any] = {}
-        if json_mode:
-            options["json_mode"] = True
-        if n is not None:
-            options["n"] = n
-        if max_tokens_field is not None:
-            options["max_tokens_field"] = max_tokens_field
+    def _send(self, request: Request) -> Completion:
         self.concurrency.acquire()
         try:
             with self._lock:
                 self.requests += 1
-            return self.provider.send(
-                messages, temperature=temperature, max_tokens=max_tokens, **options
-            )
+            return self.provider.send(request)
         finally:
             self.concurrency.release()
 
@@ -150,19 +132,16 @@ class ProviderClient:
         n: int | None = None,
         max_tokens_field: str | None = None,
     ) -> Completion:
-        check_request_options(n, max_tokens_field)
-        msgs = tuple(messages)
+        request = Request(
+            tuple(messages), temperature, max_tokens, run_index, json_mode, n, max_tokens_field
+        )
         key: str | None = None
         if self.cache is not None:
             key = cache_key(
                 provider=self.config.provider,
                 model=self.config.model,
                 base_url=self.config.base_url,
-                messages=msgs,
-                temperature=temperature,
-                max_tokens=max_tokens,
-                run_index=run_index,
-                json_mode=json_mode,
+                request=request,
             )
             hit = self.cache.get(key)
             if hit is not None:
@@ -187,7 +166,7 @@ class ProviderClient:
 
         try:
             completion = call_with_retry(
-                lambda: self._send(msgs, temperature, max_tokens, json_mode, n, max_tokens_field),
+                lambda: self._send(request),
                 self.retry,
                 on_retry=on_retry,
             )

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from ..errors import JudgeError
-from .base import ChatMessage, Completion, check_request_options
+from .base import ChatMessage, Completion, Request
 from .redact import redact
 from .retry import PermanentError, TransientError, parse_retry_after
 
@@ -157,16 +157,7 @@ def check_credentials(
 class Provider(Protocol):
     config: ProviderConfig
 
-    def send(
-        self,
-        messages: Sequence[ChatMessage],
-        *,
-        temperature: float,
-        max_tokens: int | None,
-        json_mode: bool = False,
-        n: int | None = None,
-        max_tokens_field: str | None = None,
-    ) -> Completion:
+    def send(self, request: Request) -> Completion:
         """One HTTP request; raises TransientError / PermanentError on failure."""
         ...
 
@@ -299,47 +290,34 @@ def _sdk_errors(config: ProviderConfig, timeout: float) -> Iterator[None]:
         raise translated from None
 
 
+@dataclass
 class OpenAIProvider:
     """OpenAI chat completions (also used for ``openai-compatible``)."""
 
-    def __init__(self, config: ProviderConfig, *, timeout: float) -> None:
-        self.config = config
-        self.timeout = timeout
-        self._sdk = _LazySDK(config, timeout, "openai", "OpenAI")
+    config: ProviderConfig
+    timeout: float
+    sdk: _LazySDK
 
-    @property
-    def _client(self) -> Any:
-        return self._sdk.get()
-
-    def send(
-        self,
-        messages: Sequence[ChatMessage],
-        *,
-        temperature: float,
-        max_tokens: int | None,
-        json_mode: bool = False,
-        n: int | None = None,
-        max_tokens_field: str | None = None,
-    ) -> Completion:
+    def send(self, request: Request) -> Completion:
+        messages, max_tokens = request.messages, request.max_tokens
         _check_messages(messages)
         payload: list[Any] = [{"role": m.role, "content": m.content} for m in messages]
-        check_request_options(n, max_tokens_field)
         # OpenAI's own API wants max_completion_tokens (reasoning models reject max_tokens);
         # compatible servers (vLLM, Ollama, older gateways) know max_tokens. An official
         # protocol names the field its upstream code sends.
-        field = max_tokens_field or (
+        field = request.max_tokens_field or (
             "max_completion_tokens" if self.config.provider == "openai" else "max_tokens"
         )
         limit: dict[str, Any] = {} if max_tokens is None else {field: max_tokens}
-        if n is not None:
-            limit["n"] = n
-        if json_mode:
+        if request.n is not None:
+            limit["n"] = request.n
+        if request.json_mode:
             limit["response_format"] = {"type": "json_object"}
         with _sdk_errors(self.config, self.timeout):
-            resp = self._client.chat.completions.create(
+            resp = self.sdk.get().chat.completions.create(
                 model=self.config.model,
                 messages=payload,
-                temperature=temperature,
+                temperature=request.temperature,
                 **limit,
             )
             choices = resp.choices
@@ -356,37 +334,24 @@ class OpenAIProvider:
             )
 
     def close(self) -> None:
-        self._sdk.close()
+        self.sdk.close()
 
 
 #: the limit sent to Anthropic when the caller sends none (its API requires one)
 ANTHROPIC_DEFAULT_MAX_TOKENS = 4096
 
 
+@dataclass
 class AnthropicProvider:
     """Anthropic messages API; system messages are joined into ``system=``."""
 
-    def __init__(self, config: ProviderConfig, *, timeout: float) -> None:
-        self.config = config
-        self.timeout = timeout
-        self._sdk = _LazySDK(config, timeout, "anthropic", "Anthropic")
+    config: ProviderConfig
+    timeout: float
+    sdk: _LazySDK
 
-    @property
-    def _client(self) -> Any:
-        return self._sdk.get()
-
-    def send(
-        self,
-        messages: Sequence[ChatMessage],
-        *,
-        temperature: float,
-        max_tokens: int | None,
-        json_mode: bool = False,
-        n: int | None = None,
-        max_tokens_field: str | None = None,
-    ) -> Completion:
+    def send(self, request: Request) -> Completion:
+        messages, max_tokens = request.messages, request.max_tokens
         # the messages API requires a limit; JSON mode, n and the field name have no equivalent
-        check_request_options(n, max_tokens_field)
         if max_tokens is None:
             max_tokens = ANTHROPIC_DEFAULT_MAX_TOKENS
         _check_messages(messages)
@@ -399,11 +364,11 @@ class AnthropicProvider:
         extra: dict[str, Any] = {"system": system} if system else {}
         with _sdk_errors(self.config, self.timeout):
             # This SDK generation no longer types ``temperature``; the API still takes it.
-            resp = self._client.messages.create(
+            resp = self.sdk.get().messages.create(
                 model=self.config.model,
                 messages=turns,
                 max_tokens=max_tokens,
-                extra_body={"temperature": temperature},
+                extra_body={"temperature": request.temperature},
                 **extra,
             )
             text = "".join(
@@ -421,11 +386,13 @@ class AnthropicProvider:
             )
 
     def close(self) -> None:
-        self._sdk.close()
+        self.sdk.close()
 
 
 def build_provider(config: ProviderConfig, *, timeout: float) -> Provider:
     """The SDK-backed provider for ``config`` (raises JudgeError when the key is missing)."""
     if config.provider == "anthropic":
-        return AnthropicProvider(config, timeout=timeout)
-    return OpenAIProvider(config, timeout=timeout)
+        return AnthropicProvider(
+            config, timeout, _LazySDK(config, timeout, "anthropic", "Anthropic")
+        )
+    return OpenAIProvider(config, timeout, _LazySDK(config, timeout, "openai", "OpenAI"))

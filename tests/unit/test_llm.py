@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import logging
 import multiprocessing
@@ -26,6 +27,7 @@ from pytest_memeval.llm import (
     Completion,
     LLMCache,
     LLMClient,
+    Request,
     RetryPolicy,
     TokenAccounting,
     cache_key,
@@ -229,16 +231,9 @@ def test_sdk_environment_variables_are_honoured(env: pytest.MonkeyPatch, server:
 
 
 def test_cache_key_covers_exactly_the_output_inputs() -> None:
-    base: dict[str, Any] = dict(
-        provider="openai",
-        model="m",
-        base_url="http://h/v1",
-        messages=[ChatMessage("user", "q")],
-        temperature=0.0,
-        max_tokens=256,
-        run_index=0,
-    )
-    assert json.loads(canonical_request(**base)) == {
+    where: dict[str, Any] = dict(provider="openai", model="m", base_url="http://h/v1")
+    request = Request((ChatMessage("user", "q"),), temperature=0.0, max_tokens=256, run_index=0)
+    assert json.loads(canonical_request(**where, request=request)) == {
         "provider": "openai",
         "model": "m",
         "base_url": "http://h/v1",
@@ -247,21 +242,29 @@ def test_cache_key_covers_exactly_the_output_inputs() -> None:
         "max_tokens": 256,
         "run_index": 0,
     }
-    k0 = cache_key(**base)
-    assert len(k0) == 64 and k0 == cache_key(
-        **{**base, "temperature": 0, "base_url": "http://h/v1/"}
-    )
-    changes: list[dict[str, Any]] = [
-        {"provider": "openai-compatible"},
-        {"model": "m2"},
-        {"base_url": "http://other/v1"},
-        {"messages": [ChatMessage("user", "q2")]},
-        {"messages": [ChatMessage("system", "q")]},
-        {"temperature": 0.5},
-        {"max_tokens": 10},
-        {"run_index": 1},
+    k0 = cache_key(**where, request=request)
+    same = [
+        ({"base_url": "http://h/v1/"}, {"temperature": 0}),
+        ({}, {"n": 1}),  # only n=1 can be sent: the same output
+        ({}, {"max_tokens_field": "max_tokens"}),  # the same limit under another name
     ]
-    keys = {cache_key(**{**base, **c}) for c in changes}
+    for w, r in same:
+        key = cache_key(**{**where, **w}, request=dataclasses.replace(request, **r))
+        assert key == k0 and len(key) == 64
+    changes: list[tuple[dict[str, Any], dict[str, Any]]] = [
+        ({"provider": "openai-compatible"}, {}),
+        ({"model": "m2"}, {}),
+        ({"base_url": "http://other/v1"}, {}),
+        ({}, {"messages": (ChatMessage("user", "q2"),)}),
+        ({}, {"messages": (ChatMessage("system", "q"),)}),
+        ({}, {"temperature": 0.5}),
+        ({}, {"max_tokens": 10}),
+        ({}, {"run_index": 1}),
+        ({}, {"json_mode": True}),
+    ]
+    keys = {
+        cache_key(**{**where, **w}, request=dataclasses.replace(request, **r)) for w, r in changes
+    }
     assert len(keys) == len(changes) and k0 not in keys
 
 
@@ -310,10 +313,7 @@ def test_corrupt_entry_is_a_miss(
             provider="openai",
             model="gpt-4o-mini",
             base_url=server.openai_base_url,
-            messages=msgs,
-            temperature=0.0,
-            max_tokens=256,
-            run_index=0,
+            request=Request(tuple(msgs)),
         )
         assert cache.get(key) == Completion(first.text, 1, 3, cached=True, model="gpt-4o-mini")
         raw = sqlite3.connect(cache.path)
