@@ -28,7 +28,9 @@ class Baseline:
     name: str  # short unique key, used by --memeval-baselines
     benchmark: str
     system: str
-    metric: str  # the run metric it is closest to: "f1" (official), "set_f1", "judge", ...
+    #: the exact run metric it was published as: "f1" (official LoCoMo), "set_f1",
+    #: "judge_mem0_official", "judge_lme_official", "nugget_official", ...
+    metric: str
     protocol: str  # what makes it (in)comparable, shown beside it
     source: str
     by_category: Mapping[int | str, float] = field(default_factory=dict)  # 0-1 scale
@@ -55,9 +57,10 @@ class RunProtocol:
 
 
 def not_comparable(baseline: Baseline, run: RunProtocol) -> str | None:
-    """Why ``baseline`` must not stand beside the run's number (None: it may)."""
-    if baseline.metric not in run.metrics:
-        return f"this run has no {baseline.metric}"
+    """Why ``baseline`` must not stand beside the run's number (None: it may). The protocol,
+    judge style and judge model are checked first (their reasons say what to change), then the
+    metric: every judge style writes its own metric name, so a run's graded ``judge_graded`` never
+    stands beside a published binary ``judge_mem0_official``."""
     if baseline.needs_protocol is not None and run.protocol != baseline.needs_protocol:
         return (
             f"published under the {baseline.needs_protocol} protocol; this run "
@@ -72,6 +75,11 @@ def not_comparable(baseline: Baseline, run: RunProtocol) -> str | None:
     if baseline.needs_judge_model is not None and run.judge_model != baseline.needs_judge_model:
         return (
             f"judged by {baseline.needs_judge_model}, this run by {run.judge_model or 'no judge'}"
+        )
+    if baseline.metric not in run.metrics:
+        judged = sorted(m for m in run.metrics if m.startswith(("judge_", "nugget")))
+        return f"published as {baseline.metric}; this run has no {baseline.metric}" + (
+            f" (its judge metrics: {', '.join(judged)})" if judged else ""
         )
     return None
 
@@ -158,7 +166,7 @@ def _build() -> tuple[Baseline, ...]:
                 name=name,
                 benchmark="locomo",
                 system=system,
-                metric="judge",
+                metric="judge_mem0_official",
                 protocol=_MEM0_J,
                 source="Mem0 paper (arXiv 2504.19413), Table 1 J",
                 needs_protocol="mem0",
@@ -209,29 +217,39 @@ _OVERALL_ONLY: tuple[tuple[str, str, str, str, str, str, float, str], ...] = (
         "lme-gpt-4o-oracle",
         "longmemeval",
         "GPT-4o (oracle)",
-        "judge",
+        "judge_lme_official",
         _LME,
         _LME_FIG,
         0.870,
         "oracle",
     ),
-    ("lme-gpt-4o-s", "longmemeval", "GPT-4o (s)", "judge", _LME, _LME_FIG, 0.606, "s"),
+    ("lme-gpt-4o-s", "longmemeval", "GPT-4o (s)", "judge_lme_official", _LME, _LME_FIG, 0.606, "s"),
     (
         "lme-llama-3.1-8b-oracle",
         "longmemeval",
         "Llama-3.1-8B (oracle)",
-        "judge",
+        "judge_lme_official",
         _LME,
         _LME_FIG,
         0.744,
         "oracle",
     ),
-    ("lme-llama-3.1-8b-s", "longmemeval", "Llama-3.1-8B (s)", "judge", _LME, _LME_FIG, 0.334, "s"),
+    (
+        "lme-llama-3.1-8b-s",
+        "longmemeval",
+        "Llama-3.1-8B (s)",
+        "judge_lme_official",
+        _LME,
+        _LME_FIG,
+        0.334,
+        "s",
+    ),
     (
         "lme-mem0-platform-top50",
         "longmemeval",
         "Mem0 platform, top-50",
-        "judge",
+        # Mem0's own lenient gpt-5 judge: a metric no judge of this plugin writes
+        "judge_mem0_memory_benchmarks",
         _LME_MEM0,
         "mem0ai/memory-benchmarks README",
         0.948,
@@ -241,7 +259,7 @@ _OVERALL_ONLY: tuple[tuple[str, str, str, str, str, str, float, str], ...] = (
         "beam-light-100k",
         "beam",
         "Llama-4-Maverick + LIGHT (100K)",
-        "nugget",
+        "nugget_official",
         _BEAM,
         _BEAM_T1,
         0.358,
@@ -251,7 +269,7 @@ _OVERALL_ONLY: tuple[tuple[str, str, str, str, str, str, float, str], ...] = (
         "beam-light-500k",
         "beam",
         "Llama-4-Maverick + LIGHT (500K)",
-        "nugget",
+        "nugget_official",
         _BEAM,
         _BEAM_T1,
         0.359,
@@ -261,7 +279,7 @@ _OVERALL_ONLY: tuple[tuple[str, str, str, str, str, str, float, str], ...] = (
         "beam-light-1m",
         "beam",
         "Llama-4-Maverick + LIGHT (1M)",
-        "nugget",
+        "nugget_official",
         _BEAM,
         _BEAM_T1,
         0.336,
@@ -271,7 +289,7 @@ _OVERALL_ONLY: tuple[tuple[str, str, str, str, str, str, float, str], ...] = (
         "beam-light-10m",
         "beam",
         "Llama-4-Maverick + LIGHT (10M)",
-        "nugget",
+        "nugget_official",
         _BEAM,
         _BEAM_T1,
         0.266,
@@ -281,7 +299,7 @@ _OVERALL_ONLY: tuple[tuple[str, str, str, str, str, str, float, str], ...] = (
         "beam-rag-10m",
         "beam",
         "RAG, Llama-4-Maverick (10M)",
-        "nugget",
+        "nugget_official",
         _BEAM,
         "BEAM paper, as quoted by a third-party page",
         0.249,

@@ -13,6 +13,9 @@ Grammar::
     VALUE    := NUMBER [ "%" ]                (score metrics; "%" divides by 100)
               | NUMBER [ "s" | "ms" ]         (latency, in seconds; "ms" divides by 1000)
 
+``judge`` (and ``judge@LABEL``) stands for the first judge's (LABEL's) headline metric on the
+benchmark (``judge_mem0``, ``judge_lme_official``, ``nugget``, ...; docs/scoring.md#metric-names).
+
 Examples: ``locomo.temporal.f1>=0.40``, ``locomo.overall.judge>=65%``,
 ``longmemeval[bm25].overall.recall_all@5>=0.8``, ``locomo.overall.latency.search.p95<=500ms``.
 
@@ -23,12 +26,14 @@ place of ``[SYSTEM]``: ``locomo.overall.judge_false_accept<=0.1``,
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import re
 from dataclasses import dataclass
 
 from ..errors import MemevalError
-from ..report.model import CategoryRow, RunSummary, Summary
+from ..judges import resolve_judge_alias
+from ..report.model import CategoryRow, RunSummary, Summary, judge_metric
 from .calibration import gate_values, is_calibration_metric
 
 __all__ = [
@@ -43,8 +48,8 @@ __all__ = [
 
 GATE_GRAMMAR = (
     "grammar: BENCHMARK[SYSTEM].CATEGORY.METRIC>=VALUE or <=VALUE, where [SYSTEM] is optional, "
-    "CATEGORY is a category name, 'overall' or 'overall_all', METRIC a metric key (f1, judge, "
-    "recall_all@5, ...) or latency.STAGE.STAT (STAGE search|answer|ingest, "
+    "CATEGORY is a category name, 'overall' or 'overall_all', METRIC a metric key (f1, judge_mem0, "
+    "judge for the first judge's metric, recall_all@5, ...) or latency.STAGE.STAT (STAGE search|answer|ingest, "
     "STAT p50|p95|mean|count, category 'overall' only), "
     "VALUE a number with an optional '%' (or 's'/'ms' for latency)"
 )
@@ -194,7 +199,21 @@ class Gate:
         return GateRunResult(run.system, run.flow, run.label, passed, value, message)
 
     def check(self, summary: Summary) -> GateResult:
-        """Check the gate against every run of its benchmark (and system, when filtered)."""
+        """Check the gate against every run of its benchmark (and system, when filtered). The
+        metric ``judge`` (``judge@LABEL``) is the first judge's (LABEL's) headline metric on the
+        gate's benchmark."""
+        resolved = resolve_judge_alias(self.metric, judge_metric(summary, self.benchmark))
+        if resolved is None:
+            return GateResult(
+                self,
+                False,
+                None,
+                f"memeval gate failed: {self.name}: {self.metric!r} stands for the first judge's "
+                f"metric, and no judge scored {self.benchmark} in this session (add "
+                "--memeval-judge=PROVIDER:MODEL, or name a metric such as f1)",
+            )
+        if resolved != self.metric:
+            return dataclasses.replace(self, metric=resolved).check(summary)
         if is_calibration_metric(self.metric):  # judge calibration figures: [SYSTEM] is the judge
             return self._check_calibration(summary)
         runs = [

@@ -28,8 +28,10 @@ from typing import Any
 
 from ..errors import MemevalError
 from ..files import FileTooLarge, NotAFile, read_bounded
+from ..judges import resolve_judge_alias
+from ..protocols.judges import metric_of_style
 from ..records import STATUS_CORRECT, STATUS_ERROR, STATUS_WRONG, QuestionResult, finite_float
-from ..report.model import REPORT_SCHEMA, Summary, unit_count
+from ..report.model import REPORT_SCHEMA, Summary, judge_metric, unit_count
 from .clusters import (
     TEST_SIGN_FLIP,
     ClusterTest,
@@ -45,6 +47,7 @@ __all__ = [
     "MAX_BASELINE_BYTES",
     "Comparison",
     "compare",
+    "legacy_score_key",
     "load_baseline",
     "parse_max_drop",
     "save_baseline",
@@ -127,6 +130,92 @@ def _questions_from_report(
     return out
 
 
+# ---------------------------------------------------------------------------------------------
+# files written before every judge style had its own metric name
+
+#: the judge keys of such a file: "judge" (+ "_std", "_runs", "_official", "_strict") for every
+#: style, "judge@LABEL" (+ the same suffixes after LABEL) for the second and later judges
+_LEGACY_SUFFIXES = ("_std", "_runs", "_official", "_strict")
+#: style -> old key -> new key, where the new name is not "<headline><suffix>"
+_LEGACY_RENAMES: dict[str, dict[str, str]] = {
+    "longmemeval": {"judge_official": "judge_lme_substring"},
+    "beam-nugget": {"nugget_official": "nugget_beam_rule"},
+    "beam-official": {
+        "nugget": "nugget_official",
+        "nugget_llm_judge": "nugget_official_llm_judge",
+        "ordering_f1": "nugget_official_ordering_f1",
+        "ordering_final": "nugget_official_ordering_final",
+    },
+}
+
+
+def _is_legacy_judge_key(key: str) -> bool:
+    base = key.partition("@")[0]
+    return base == "judge" or base in {"judge" + s for s in _LEGACY_SUFFIXES}
+
+
+def legacy_score_key(key: str, style: str) -> str:
+    """The key a score of a file written before judge metrics were named per style has today,
+    given the style that wrote it (``judge`` under ``mem0`` -> ``judge_mem0``, ``judge_std`` under
+    ``graded`` -> ``judge_graded_std``, ``judge@openai:x_std`` -> ``judge_graded_std@openai:x``,
+    ``nugget`` under ``beam-official`` -> ``nugget_official``). Other keys are unchanged."""
+    headline = metric_of_style(style)
+    if headline is None:
+        return key
+    base, label = key, ""
+    if key.startswith("judge@"):
+        rest = key[len("judge@") :]
+        base = "judge"
+        label = rest
+        for suffix in _LEGACY_SUFFIXES:
+            if rest.endswith(suffix):
+                base, label = "judge" + suffix, rest[: -len(suffix)]
+                break
+    elif "@" in key:
+        base, _, label = key.partition("@")
+    renames = _LEGACY_RENAMES.get(style, {})
+    if base in renames:
+        base = renames[base]
+    elif base == "judge":
+        base = headline
+    elif base in {"judge" + s for s in _LEGACY_SUFFIXES}:
+        base = headline + base[len("judge") :]
+    return f"{base}@{label}" if label else base
+
+
+def _legacy_styles(provenance: Mapping[str, Any]) -> Mapping[str, Any] | str | None:
+    styles = provenance.get("judge_style")
+    if isinstance(styles, Mapping | str):
+        return styles
+    return None
+
+
+def _rename_legacy(
+    path: str | os.PathLike[str],
+    where: str,
+    benchmark: str,
+    provenance: Mapping[str, Any],
+    scores: dict[str, float | None],
+) -> dict[str, float | None]:
+    """A legacy file's scores under today's names (see :func:`legacy_score_key`)."""
+    styles = _legacy_styles(provenance)
+    style = styles.get(benchmark) if isinstance(styles, Mapping) else styles
+    if not isinstance(style, str) or metric_of_style(style) is None:
+        old = sorted(k for k in scores if _is_legacy_judge_key(k))
+        if not old:
+            return scores
+        raise _fail(
+            path,
+            f"{where}: score {old[0]!r} was written before every judge style had its own metric "
+            "name, and the file does not record which judge style wrote it (provenance."
+            "judge_style). Save the baseline again with this version (--memeval-save-baseline), "
+            f'or add "judge_style": {{"{benchmark}": "STYLE"}} (mem0, graded, longmemeval, '
+            "beam-nugget, usermem, mem0-official, longmemeval-official, beam-official) to its "
+            "provenance",
+        )
+    return {legacy_score_key(k, style): v for k, v in scores.items()}
+
+
 def _validate(path: str | os.PathLike[str], data: object) -> dict[str, Any]:
     if not isinstance(data, dict):
         raise _fail(path, f"expected a JSON object, found {type(data).__name__}")
@@ -139,6 +228,11 @@ def _validate(path: str | os.PathLike[str], data: object) -> dict[str, Any]:
     runs = data.get("runs")
     if not isinstance(runs, list):
         raise _fail(path, "'runs' must be a list")
+    provenance = data.get("provenance", {})
+    if not isinstance(provenance, dict):
+        provenance = {}
+    # a file written since judge metrics are named per style records provenance.judge_metric
+    legacy = "judge_metric" not in provenance
     clean_runs: list[dict[str, Any]] = []
     for i, run in enumerate(runs):
         where = f"run {i}"
@@ -179,6 +273,10 @@ def _validate(path: str | os.PathLike[str], data: object) -> dict[str, Any]:
                         f"found {value!r:.40}",
                     )
                 clean_scores[str(metric)] = finite_float(value)
+            if legacy:
+                clean_scores = _rename_legacy(
+                    path, f"{where}, question {qid!r}", run["benchmark"], provenance, clean_scores
+                )
             clean_q[str(qid)] = {
                 "status": status,
                 "category": str(q.get("category", "")),
@@ -195,12 +293,7 @@ def _validate(path: str | os.PathLike[str], data: object) -> dict[str, Any]:
                 "summary": summary if isinstance(summary, dict) else {},
             }
         )
-    provenance = data.get("provenance", {})
-    return {
-        "schema": BASELINE_SCHEMA,
-        "provenance": provenance if isinstance(provenance, dict) else {},
-        "runs": clean_runs,
-    }
+    return {"schema": BASELINE_SCHEMA, "provenance": provenance, "runs": clean_runs}
 
 
 def load_baseline(path: str | os.PathLike[str]) -> dict[str, Any]:
@@ -609,7 +702,8 @@ def compare(
     resamples: int = 5000,
 ) -> list[Comparison]:
     """Compare every run of ``current`` with the baseline run of the same (benchmark, system, flow)
-    on ``metric`` (or the pseudo metric ``correct``). Runs on one side only give a ``Comparison``
+    on ``metric`` (or the pseudo metric ``correct``; ``judge`` is the first judge's headline metric
+    on each run's benchmark). Runs on one side only give a ``Comparison``
     that is not failed and says so. ``max_drop_points`` is in points (2 = 0.02)."""
     if not 0.0 < alpha < 1.0:
         raise MemevalError(f"--memeval-alpha must lie strictly between 0 and 1, got {alpha!r}")
@@ -633,7 +727,8 @@ def compare(
             key,
             cur_runs.get(key),
             base_runs.get(key),
-            metric,
+            # `judge`: the first judge's headline metric on this run's benchmark
+            resolve_judge_alias(metric, judge_metric(current, key[0])) or metric,
             max_drop,
             alpha,
             rounding,

@@ -213,11 +213,11 @@ def pooled_std(groups: Sequence[tuple[float, int]]) -> float | None:
 def judge_pooled_std(
     results: Iterable[QuestionResult],
     *,
-    std_key: str = "judge_std",
-    runs_key: str = "judge_runs",
+    std_key: str = "judge_graded_std",
+    runs_key: str = "judge_graded_runs",
 ) -> float | None:
-    """Pooled std of a judge run several times per question (graded judge: ``judge_std`` and
-    ``judge_runs`` in each result's scores). ``None`` when no question had two or more runs."""
+    """Pooled std of a judge run several times per question (graded judge: ``judge_graded_std``
+    and ``judge_graded_runs`` in each result's scores). ``None`` when no question had two or more runs."""
     groups: list[tuple[float, int]] = []
     for r in results:
         std = r.scores.get(std_key)
@@ -279,9 +279,9 @@ def add_confidence_intervals(
 def add_pooled_judge_std(
     run: RunSummary,
     *,
-    key: str = "judge_pooled_std",
-    std_key: str = "judge_std",
-    runs_key: str = "judge_runs",
+    key: str = "judge_graded_pooled_std",
+    std_key: str = "judge_graded_std",
+    runs_key: str = "judge_graded_runs",
 ) -> bool:
     """Put the judge's pooled std into ``row.metrics[key]`` of every row of ``run`` when some
     question was judged two or more times; returns whether it did (nothing is added otherwise)."""

@@ -19,7 +19,9 @@ from .usermem import UserMemJudge
 
 __all__ = [
     "DEFAULT_STYLE",
+    "JUDGE_ALIAS",
     "STYLES",
+    "STYLE_METRICS",
     "BeamNuggetJudge",
     "GradedJudge",
     "Judge",
@@ -32,6 +34,7 @@ __all__ = [
     "default_style",
     "get_judge",
     "load_template",
+    "resolve_judge_alias",
     "template_sha256",
 ]
 
@@ -45,6 +48,31 @@ DEFAULT_STYLE: dict[str, str] = {
 }
 
 STYLES: tuple[str, ...] = ("mem0", "graded", "longmemeval", "beam-nugget", "usermem")
+
+#: style -> the headline metric key its judge writes (read off the judge classes themselves, so
+#: the judge stays the one source of its name; docs/scoring.md#metric-names)
+STYLE_METRICS: dict[str, str] = {
+    cls.name: cls.metric
+    for cls in (Mem0Judge, GradedJudge, LongMemEvalJudge, BeamNuggetJudge, UserMemJudge)
+}
+
+
+#: what a user may write for "the first judge's headline metric" of a benchmark, wherever a metric
+#: is named (``--memeval-fail-under``, ``--memeval-metrics``, ``--memeval-max-drop``); ``judge@LABEL``
+#: names the headline of the judge LABEL (docs/scoring.md#metric-names)
+JUDGE_ALIAS = "judge"
+
+
+def resolve_judge_alias(metric: str, headline: str | None) -> str | None:
+    """``metric`` with the alias resolved against ``headline`` (the first judge's headline metric
+    on the benchmark: ``judge_mem0``, ``nugget``, ...): ``judge`` -> ``headline``,
+    ``judge@LABEL`` -> ``headline@LABEL``; any other name is returned unchanged. None when
+    ``metric`` is the alias and there is no judge (``headline`` None)."""
+    if metric == JUDGE_ALIAS:
+        return headline
+    if metric.startswith(JUDGE_ALIAS + "@"):
+        return None if headline is None else headline + metric[len(JUDGE_ALIAS) :]
+    return metric
 
 
 def default_style(benchmark: str) -> str:

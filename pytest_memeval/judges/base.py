@@ -122,6 +122,9 @@ class Judge(Protocol):
 
     #: the style name (``mem0``, ``graded``, ``longmemeval``, ``beam-nugget``, ``usermem``)
     name: str
+    #: the headline metric key the judge writes its score under (``judge_mem0``, ...); its extra
+    #: values go under ``<metric>_<suffix>``, so no two styles ever write the same key
+    metric: str
 
     @property
     def prompt_hashes(self) -> dict[str, str]:

@@ -4,10 +4,13 @@
 Two values are stored:
 
 - ``nugget``: the mean of the item scores over the items that could be scored, keeping 0.5;
-- ``nugget_official``: BEAM's own ``llm_judge_score``: ``sum(int(score)) / len(rubric)`` (``int``
+- ``nugget_beam_rule``: BEAM's own ``llm_judge_score``: ``sum(int(score)) / len(rubric)`` (``int``
   truncates, so 0.5 counts as 0) for every category except ``event_ordering``, where the scores
   are summed as floats. It is ``None`` when the official scorer would not produce a number (an
   item that cannot be parsed, or a string score such as ``"0.5"`` which makes ``int()`` raise).
+
+(``nugget_official`` is the headline of the official protocol's judge, ``beam-official``; the
+two never share a key.)
 
 Unlike upstream, our prompt does give the judge the question (upstream leaves a literal
 ``<question>`` placeholder in its prompt).
@@ -126,6 +129,8 @@ class BeamNuggetJudge:
 
     template: PromptTemplate = field(default_factory=lambda: load_template(TEMPLATE_FILE, FIELDS))
     name: str = "beam-nugget"
+    #: the headline metric key; BEAM's own rule goes to ``<metric>_beam_rule``
+    metric: str = "nugget"
     max_tokens: int = 256
 
     @classmethod
@@ -141,7 +146,7 @@ class BeamNuggetJudge:
         rubric = [str(r) for r in rubric_raw] if isinstance(rubric_raw, list | tuple) else []
         if not rubric:
             return JudgeResult(
-                scores={"nugget": None, "nugget_official": None},
+                scores={self.metric: None, f"{self.metric}_beam_rule": None},
                 unscored=True,
                 warnings=[f"beam-nugget judge: question {question.id!r} has no rubric"],
             )
@@ -189,7 +194,7 @@ class BeamNuggetJudge:
                 "question (an item without an integer-convertible score)"
             )
         return JudgeResult(
-            scores={"nugget": nugget, "nugget_official": official},
+            scores={self.metric: nugget, f"{self.metric}_beam_rule": official},
             unscored=nugget is None,
             raw=replies,
             reasoning="; ".join(r for r in reasons if r) or None,

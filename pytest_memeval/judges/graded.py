@@ -82,12 +82,14 @@ def graded_stats(scores: Sequence[float]) -> tuple[float | None, float | None]:
 @dataclass
 class GradedJudge:
     """0-100 graded judge, ``runs`` calls in parallel (``run_index`` 0..runs-1), temperature 0.5,
-    max tokens 256. ``judge`` = mean / 100, ``judge_std`` = sample std / 100, ``judge_runs`` =
-    successful runs. Fewer than half the runs succeeding adds a warning; none -> UNSCORED."""
+    max tokens 256. ``judge_graded`` = mean / 100, ``judge_graded_std`` = sample std / 100,
+    ``judge_graded_runs`` = successful runs. Fewer than half the runs succeeding adds a warning; none -> UNSCORED."""
 
     runs: int = 10
     template: PromptTemplate = field(default_factory=lambda: load_template(TEMPLATE_FILE, FIELDS))
     name: str = "graded"
+    #: the headline metric key; extras ``<metric>_std`` and ``<metric>_runs``
+    metric: str = "judge_graded"
     temperature: float = 0.5
     max_tokens: int = 256
 
@@ -120,6 +122,7 @@ class GradedJudge:
         ok = [score for score, _ in parsed if score is not None]
         explanations = [e for s, e in parsed if s is not None and e]
         mean, std = graded_stats(ok)
+        m = self.metric
         warnings: list[str] = []
         if ok and 2 * len(ok) < self.runs:
             warnings.append(f"graded judge: only {len(ok)} of {self.runs} runs gave a usable score")
@@ -129,14 +132,18 @@ class GradedJudge:
         }
         if mean is None or std is None:
             return JudgeResult(
-                scores={"judge": None, "judge_std": None, "judge_runs": 0.0},
+                scores={m: None, f"{m}_std": None, f"{m}_runs": 0.0},
                 unscored=True,
                 raw=replies,
                 warnings=[f"graded judge: none of the {self.runs} runs gave a usable score"],
                 details=details,
             )
         return JudgeResult(
-            scores={"judge": mean / 100.0, "judge_std": std / 100.0, "judge_runs": float(len(ok))},
+            scores={
+                m: mean / 100.0,
+                f"{m}_std": std / 100.0,
+                f"{m}_runs": float(len(ok)),
+            },
             raw=replies,
             reasoning=explanations[0] if explanations else None,
             warnings=warnings,

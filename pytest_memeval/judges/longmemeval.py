@@ -6,7 +6,7 @@ The template is chosen like upstream: abstention when ``_abs`` occurs in the que
 record says ``abstention``), otherwise by question type. The verdict is read strictly: the last
 line of the reply that is exactly ``yes`` or ``no`` once lower-cased and stripped of surrounding
 punctuation. The official rule (``'yes' in reply.strip().lower()``) is stored beside it as
-``judge_official``; a disagreement is flagged in the warnings and ``details``.
+``judge_lme_substring``; a disagreement is flagged in the warnings and ``details``.
 """
 
 from __future__ import annotations
@@ -113,11 +113,13 @@ def load_rule_templates(template_path: str | None = None) -> dict[str, PromptTem
 
 @dataclass
 class LongMemEvalJudge:
-    """One call per question, temperature 0, max tokens 10; ``judge`` in {0, 1} from the strict
-    parse (UNSCORED when no yes/no line), ``judge_official`` from the substring rule."""
+    """One call per question, temperature 0, max tokens 10; ``judge_lme`` in {0, 1} from the strict
+    parse (UNSCORED when no yes/no line), ``judge_lme_substring`` from the substring rule."""
 
     templates: Mapping[str, PromptTemplate] = field(default_factory=load_rule_templates)
     name: str = "longmemeval"
+    #: the headline metric key; the substring rule goes to ``<metric>_substring``
+    metric: str = "judge_lme"
     max_tokens: int = 10
 
     @classmethod
@@ -148,8 +150,8 @@ class LongMemEvalJudge:
             )
         return JudgeResult(
             scores={
-                "judge": None if strict is None else float(strict),
-                "judge_official": float(official),
+                self.metric: None if strict is None else float(strict),
+                f"{self.metric}_substring": float(official),
             },
             unscored=strict is None,
             raw=[reply],

@@ -1,4 +1,4 @@
-"""The Mem0 binary judge: CORRECT / WRONG with generous rules, ``judge`` in {0, 1}.
+"""The Mem0 binary judge: CORRECT / WRONG with generous rules, ``judge_mem0`` in {0, 1}.
 
 Rules: docs/scoring.md#mem0-judge.
 """
@@ -90,6 +90,8 @@ class Mem0Judge:
 
     template: PromptTemplate = field(default_factory=lambda: load_template(TEMPLATE_FILE, FIELDS))
     name: str = "mem0"
+    #: the headline metric key (docs/scoring.md#metric-names)
+    metric: str = "judge_mem0"
     max_tokens: int = 256
 
     @classmethod
@@ -107,7 +109,7 @@ class Mem0Judge:
         reply = ask(client, prompt, max_tokens=self.max_tokens)
         value, reasoning, warnings = parse_mem0_label(reply)
         return JudgeResult(
-            scores={"judge": value},
+            scores={self.metric: value},
             unscored=value is None,
             raw=[reply],
             reasoning=reasoning,

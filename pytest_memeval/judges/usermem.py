@@ -66,10 +66,12 @@ def parse_usermem_reward(reply: str) -> tuple[float | None, dict[str, object]]:
 
 @dataclass
 class UserMemJudge:
-    """Reward judge for the user-memory suite (``judge`` in [0, 1])."""
+    """Reward judge for the user-memory suite (``judge_usermem`` in [0, 1])."""
 
     template: PromptTemplate = field(default_factory=lambda: load_template(TEMPLATE_FILE, FIELDS))
     name: str = "usermem"
+    #: the headline metric key
+    metric: str = "judge_usermem"
     max_tokens: int = 1024
 
     @classmethod
@@ -111,7 +113,7 @@ class UserMemJudge:
                     for k, v in found.items()
                 }
         return JudgeResult(
-            scores={"judge": reward},
+            scores={self.metric: reward},
             unscored=reward is None,
             raw=[reply],
             reasoning=str(reasoning) if reasoning is not None else None,

@@ -24,6 +24,7 @@ from ..analysis.aggregate import CategoryMeta, aggregate_run, group_runs, metric
 from ..analysis.baselines import Baseline, RunProtocol, baselines_for, mark_comparability
 from ..benchmarks import get_benchmark
 from ..errors import MemevalError
+from ..judges import resolve_judge_alias
 from ..records import STATUS_ERROR, QuestionResult, ResultKey
 from ..report.json_report import write_json, write_text_atomic
 from ..report.model import LLMUsage, Summary
@@ -411,6 +412,8 @@ class Controller:
                 if state.llm is not None and settings.llm.judges
                 else None
             ),
+            # benchmark -> the first judge's headline metric (what the alias `judge` names)
+            "judge_metric": self.judge_metrics() or None,
             "protocol": (
                 state.protocol.provenance(list(settings.llm.judges))
                 if state.protocol is not None
@@ -436,6 +439,25 @@ class Controller:
             "resumed": settings.run.resume is not None,
             **self._calibration_provenance(),
         }
+
+    def _judge_heads(self, benchmark: str) -> list[tuple[str, str]]:
+        """(headline metric, "@LABEL" or "") of every judge on ``benchmark``; the graded judge's
+        keys when no judge is configured (results read back from an earlier run)."""
+        llm = self.state.llm
+        if llm is None or not self.state.settings.llm.judges:
+            return [("judge_graded", "")]
+        out = []
+        for key in llm.judge_keys(benchmark):
+            head, at, label = key.partition("@")
+            out.append((head, at + label))
+        return out
+
+    def judge_metrics(self) -> dict[str, str]:
+        """benchmark -> the first judge's headline metric (empty without a judge)."""
+        llm = self.state.llm
+        if llm is None or not self.state.settings.llm.judges:
+            return {}
+        return llm.judge_metrics(list(self.state.benchmarks))
 
     def _calibration_provenance(self) -> dict[str, Any]:
         if self.calibration is None:
@@ -465,14 +487,27 @@ class Controller:
                 metrics = list(bench.metrics)
                 round3 = tuple(getattr(bench, "round3_metrics", ()))
             if self.state.settings.selection.metrics:
-                metrics = [m for m in self.state.settings.selection.metrics]
+                # `judge` is the first judge's headline metric on this benchmark (dropped when
+                # no judge ran)
+                headline = self.judge_metrics().get(bench_name)
+                resolved = (
+                    resolve_judge_alias(m, headline) for m in self.state.settings.selection.metrics
+                )
+                metrics = list(dict.fromkeys(m for m in resolved if m is not None))
             metrics = metric_union(results, metrics)
             run = aggregate_run(bench_name, system, flow, results, metas, metrics, round3)
             run.cluster_unit = str(getattr(bench, "cluster_unit", "conversation"))
             add_confidence_intervals(
                 run, metrics, seed=self.state.settings.selection.seed, round3=round3
             )
-            add_pooled_judge_std(run)
+            for head, at in self._judge_heads(bench_name):
+                # a judge run several times per question (graded): <metric>_pooled_std
+                add_pooled_judge_std(
+                    run,
+                    key=f"{head}_pooled_std{at}",
+                    std_key=f"{head}_std{at}",
+                    runs_key=f"{head}_runs{at}",
+                )
             runs.append(run)
         order = {name: i for i, name in enumerate(self.state.settings.selection.benchmarks)}
         runs.sort(key=lambda r: (order.get(r.benchmark, 99), r.flow != "", r.flow))
@@ -504,11 +539,16 @@ class Controller:
                     "total": tokens.cost(prices),
                     "by_role": tokens.cost_by_role(prices),
                 }
-            keys = [spec.key for spec in self.state.llm.judges]
-            if len(keys) > 1:
-                usage.judge_agreement = judge_agreement(
-                    [r.scores for r in self.results.values()], keys
-                )
+            if len(self.state.llm.judges) > 1:
+                # each benchmark's judges write their own metric names: kappa per set of keys
+                by_keys: dict[tuple[str, ...], list[dict[str, float | None]]] = {}
+                for r in self.results.values():
+                    keys = tuple(self.state.llm.judge_keys(r.benchmark))
+                    by_keys.setdefault(keys, []).append(r.scores)
+                agreement: dict[str, float | None] = {}
+                for keys, scores in by_keys.items():
+                    agreement.update(judge_agreement(scores, keys))
+                usage.judge_agreement = agreement
             summary.llm = usage
         return summary
 
@@ -593,10 +633,12 @@ class Controller:
             selection.append(f"sample {s.selection.sample}/category seed {s.selection.seed}")
         styles = state.llm.styles(list(state.benchmarks)) if state.llm is not None else {}
 
+        judge_metrics = state.llm.judge_metrics(list(state.benchmarks)) if state.llm else {}
+
         def rule(b: str, metric: str) -> str:
             if b not in styles:
                 return f"{b}: {metric} >= {state.threshold(b)}"
-            key = "nugget" if styles[b].startswith("beam") else "judge"
+            key = judge_metrics[b]
             return (
                 f"{b}: {key} >= {state.threshold(b)} ({styles[b]} judge decides; "
                 f"{metric} where it does not judge)"

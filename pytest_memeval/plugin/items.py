@@ -296,7 +296,9 @@ def question_run(config: pytest.Config, state: RunState, bench: str) -> Question
 
     llm = state.llm
     judge = None
+    judge_metric = None
     if llm is not None and llm.judges:
+        judge_metric = llm.judge_metrics([bench])[bench]
 
         def judge(question: Question, text: str) -> tuple[dict[str, float | None], dict[str, Any]]:
             return llm.judge(bench, question, text)
@@ -307,6 +309,7 @@ def question_run(config: pytest.Config, state: RunState, bench: str) -> Question
         threshold=state.threshold(bench),
         score=score,
         judge=judge,
+        judge_metric=judge_metric,
         answerer=state.answerer,
         timeout=state.settings.run.timeout,
         budget=state.settings.selection.context_budget,

@@ -9,6 +9,7 @@ from .judges import (
     LongMemEvalOfficialJudge,
     Mem0OfficialJudge,
     load_protocol,
+    metric_of_style,
 )
 from .profiles import PROFILES, ProtocolProfile, RequestShape, get_profile
 from .source import ProtocolSourceError, StringRef, Template, UpstreamFile
@@ -27,4 +28,5 @@ __all__ = [
     "UpstreamFile",
     "get_profile",
     "load_protocol",
+    "metric_of_style",
 ]

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import JudgeError
+from ..judges import STYLE_METRICS
 from ..judges.base import JudgeResult, extract_json_mem0, gold_text, parallel_map
 from ..judges.beam import parse_beam_json
 from ..judges.longmemeval import QUESTION_TYPE_RULES, strict_yes_no
@@ -23,7 +24,7 @@ from ..judges.mem0 import is_locomo_adversarial
 from ..llm.base import ChatMessage, LLMClient
 from ..metrics.ordering import ordering_score
 from ..records import Question
-from .profiles import ProtocolProfile, RequestShape, get_profile
+from .profiles import BEAM, LONGMEMEVAL, MEM0, PROFILES, ProtocolProfile, RequestShape, get_profile
 from .source import SourceText, Template, extract, read_upstream
 
 __all__ = [
@@ -34,7 +35,15 @@ __all__ = [
     "load_protocol",
     "longmemeval_rule",
     "mem0_official_label",
+    "metric_of_style",
 ]
+
+
+def metric_of_style(style: str) -> str | None:
+    """The headline metric key of a judge style, built-in or official (None: unknown style).
+    Read off the judge classes and the protocol profiles, never a table of its own."""
+    official = {p.judge_style: p.metric for p in PROFILES.values() if p.judge is not None}
+    return STYLE_METRICS.get(style) or official.get(style)
 
 
 def _ask(client: LLMClient, messages: list[ChatMessage], shape: RequestShape) -> str:
@@ -79,6 +88,7 @@ class Mem0OfficialJudge:
     prompt: Template
     shape: RequestShape
     name: str = "mem0-official"
+    metric: str = MEM0.metric
 
     @property
     def prompt_hashes(self) -> dict[str, str]:
@@ -105,7 +115,7 @@ class Mem0OfficialJudge:
             )
             details["unscored_counted_as"] = 0.0
         return JudgeResult(
-            scores={"judge": 0.0 if value is None else value},
+            scores={self.metric: 0.0 if value is None else value},
             raw=[reply],
             warnings=warnings,
             details=details,
@@ -133,11 +143,12 @@ def longmemeval_rule(question: Question) -> str:
 class LongMemEvalOfficialJudge:
     """``template.format(question, answer, response)`` (positional) as one user message,
     temperature 0, max tokens 10; label = ``'yes' in reply.strip().lower()``. The strict
-    whole-line parse is kept as the diagnostic ``judge_strict``."""
+    whole-line parse is kept as the diagnostic ``judge_lme_official_strict``."""
 
     templates: Mapping[str, Template]
     shape: RequestShape
     name: str = "longmemeval-official"
+    metric: str = LONGMEMEVAL.metric
 
     @property
     def prompt_hashes(self) -> dict[str, str]:
@@ -154,8 +165,8 @@ class LongMemEvalOfficialJudge:
         strict = strict_yes_no(reply)
         return JudgeResult(
             scores={
-                "judge": float(label),
-                "judge_strict": None if strict is None else float(strict),
+                self.metric: float(label),
+                f"{self.metric}_strict": None if strict is None else float(strict),
             },
             raw=[reply],
             details={"protocol": "longmemeval", "rule_set": rule},
@@ -187,6 +198,9 @@ class BeamOfficialJudge:
     shape: RequestShape
     alignment: RequestShape
     name: str = "beam-official"
+    #: ``nugget_official``; the extras are ``nugget_official_llm_judge``,
+    #: ``nugget_official_ordering_f1`` and ``nugget_official_ordering_final`` (event ordering)
+    metric: str = BEAM.metric
 
     @property
     def prompt_hashes(self) -> dict[str, str]:
@@ -210,7 +224,7 @@ class BeamOfficialJudge:
         rubric = [str(r) for r in rubric_raw] if isinstance(rubric_raw, list | tuple) else []
         if not rubric:  # upstream divides by len(rubric): ZeroDivisionError
             return JudgeResult(
-                scores={"nugget": None},
+                scores={self.metric: None},
                 unscored=True,
                 warnings=[f"beam protocol: question {question.id!r} has no rubric"],
             )
@@ -240,7 +254,8 @@ class BeamOfficialJudge:
             total += value
             items.append({"rubric": rubric[i], "score": value})
         llm_judge_score = total / len(rubric)
-        scores: dict[str, float | None] = {"nugget": llm_judge_score}
+        m = self.metric
+        scores: dict[str, float | None] = {m: llm_judge_score}
         details: dict[str, Any] = {"protocol": "beam", "items": items}
         if event_ordering:
             calls: list[int] = [0]
@@ -255,10 +270,12 @@ class BeamOfficialJudge:
             result = ordering_score(prediction.split("\n"), rubric, equivalent)
             tau = None if math.isnan(result.tau_norm) else result.tau_norm
             scores = {
-                "nugget": tau,
-                "nugget_llm_judge": llm_judge_score,
-                "ordering_f1": result.f1,
-                "ordering_final": None if math.isnan(result.final_score) else result.final_score,
+                m: tau,
+                f"{m}_llm_judge": llm_judge_score,
+                f"{m}_ordering_f1": result.f1,
+                f"{m}_ordering_final": (
+                    None if math.isnan(result.final_score) else result.final_score
+                ),
             }
             details["alignment_calls"] = calls[0]
             if tau is None:
@@ -268,7 +285,7 @@ class BeamOfficialJudge:
                 )
         return JudgeResult(
             scores=scores,
-            unscored=scores["nugget"] is None,
+            unscored=scores[m] is None,
             raw=replies,
             warnings=warnings,
             details=details,

@@ -83,7 +83,9 @@ class ProtocolProfile:
     repo: str
     commit: str
     judge_style: str  # the judge style (and metric family) it produces
-    metric: str  # the headline metric key written by its judge
+    #: the headline metric key written by its judge (the official judge reads it from here:
+    #: one source for the name; docs/scoring.md#metric-names)
+    metric: str
     judge: RequestShape | None
     prompts: dict[str, tuple[UpstreamFile, StringRef]] = field(default_factory=dict)
     fill: str = "format-keywords"  # how the judge prompt is filled
@@ -130,7 +132,7 @@ MEM0 = ProtocolProfile(
     repo="mem0ai/mem0",
     commit=MEM0_COMMIT,
     judge_style="mem0-official",
-    metric="judge",
+    metric="judge_mem0_official",
     judge=RequestShape("gpt-4o-mini", temperature=0.0, max_tokens=None, json_mode=True),
     prompts={
         "judge": (MEM0_JUDGE_FILE, StringRef("constant", "ACCURACY_PROMPT")),
@@ -153,7 +155,7 @@ LONGMEMEVAL = ProtocolProfile(
     repo="xiaowu0162/LongMemEval",
     commit=LONGMEMEVAL_COMMIT,
     judge_style="longmemeval-official",
-    metric="judge",
+    metric="judge_lme_official",
     # upstream sends the integer 0 (JSON `0`, not `0.0`)
     judge=RequestShape(
         "gpt-4o-2024-08-06", temperature=0, max_tokens=10, n=1, max_tokens_field="max_tokens"
@@ -177,7 +179,7 @@ BEAM = ProtocolProfile(
     repo="mohammadtavakoli78/BEAM",
     commit=BEAM_COMMIT,
     judge_style="beam-official",
-    metric="nugget",
+    metric="nugget_official",
     judge=RequestShape("gpt-4.1-mini", temperature=0.0, max_tokens=None),
     prompts={
         "judge": (BEAM_PROMPTS_FILE, StringRef("constant", "unified_llm_judge_base_prompt")),

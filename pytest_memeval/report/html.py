@@ -31,6 +31,7 @@ from .model import (
     Summary,
     baseline_value,
     ci_note,
+    judge_metric,
     overall_scopes,
     pass_metric,
     runs_by_benchmark,
@@ -542,6 +543,7 @@ def _question_data(
     rows: list[dict[str, Any]] = []
     for run in summary.runs:
         metric = pass_metric(summary, run)
+        first_judge = judge_metric(summary, run.benchmark)
         for r in run.results:
             refs: list[list[Any]] = []
             for mem in r.memories[:max_memories]:
@@ -559,7 +561,8 @@ def _question_data(
             for k, v in r.scores.items():
                 f = finite_float(v)
                 scores[str(k)] = None if f is None else round(f, 4)
-            judge = r.details.get("judge")
+            # the first judge's details sit under its headline metric (judge_mem0, nugget, ...)
+            judge = r.details.get(first_judge) if first_judge else None
             reasoning = r.details.get("judge_reasoning")
             rows.append(
                 {

@@ -24,6 +24,7 @@ __all__ = [
     "baseline_value",
     "ci_note",
     "comparison_columns",
+    "judge_metric",
     "overall_scopes",
     "pass_metric",
     "runs_by_benchmark",
@@ -323,6 +324,17 @@ def pass_metric(summary: Summary, run: RunSummary) -> str | None:
         if isinstance(metric, str) and metric:
             return metric
     return run.metrics[0] if run.metrics else None
+
+
+def judge_metric(summary: Summary, benchmark: str) -> str | None:
+    """The first judge's headline metric on ``benchmark`` (provenance ``judge_metric``), or None
+    without a judge."""
+    by_bench = summary.provenance.get("judge_metric")
+    if isinstance(by_bench, Mapping):
+        metric = by_bench.get(benchmark)
+        if isinstance(metric, str) and metric:
+            return metric
+    return None
 
 
 def comparison_columns(

@@ -243,8 +243,9 @@ def _judge_case(runtime: LLMRuntime, case: Case, threshold: float) -> list[Outco
         return [outcome(spec.label, ERROR, error=str(exc)[:300]) for spec in runtime.judges]
     outcomes = []
     for spec in runtime.judges:
-        info = details.get(spec.key) or {}
-        value = scores.get(spec.key)
+        key = runtime.key_for(spec, case.benchmark)
+        info = details.get(key) or {}
+        value = scores.get(key)
         reasoning = info.get("reasoning") if isinstance(info, dict) else None
         if info.get("skipped"):
             status = SKIPPED

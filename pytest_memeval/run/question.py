@@ -329,6 +329,9 @@ class QuestionRun:
     threshold: float
     score: Scorer
     judge: JudgeFn | None = None
+    #: the deciding (first) judge's headline metric on this benchmark (``judge_mem0``, ``nugget``,
+    #: ``judge_lme_official``, ...); set whenever ``judge`` is
+    judge_metric: str | None = None
     answerer: Answerer | None = None
     timeout: float | None = None
     #: --memeval-context-budget: tokens of memory text the answerer may get (None: no limit)
@@ -408,12 +411,11 @@ def evaluate(
 
 
 def pass_metric_of(run: QuestionRun, scores: Mapping[str, float | None]) -> str:
-    """With a judge, the judge's verdict decides (BEAM: the nugget score); a question the judge
-    does not score (LoCoMo category 5 under the Mem0 protocol) keeps the offline rule."""
-    if run.judge is not None:
-        for key in ("judge", "nugget"):
-            if key in scores:
-                return key
+    """With a judge, the first judge's headline metric decides (``judge_mem0``, ``nugget``, ...); a
+    question the judge does not score (LoCoMo category 5 under the Mem0 protocol) keeps the
+    offline rule."""
+    if run.judge is not None and run.judge_metric is not None and run.judge_metric in scores:
+        return run.judge_metric
     return run.pass_metric
 
 

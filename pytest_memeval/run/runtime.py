@@ -35,7 +35,15 @@ from .settings import LLMSettings
 if TYPE_CHECKING:
     from ..answerers.llm import LLMAnswerer
 
-__all__ = ["JudgeSpec", "LLMRuntime", "LLMSettings", "check_judges", "check_llm", "judge_agreement"]
+__all__ = [
+    "JudgeSpec",
+    "LLMRuntime",
+    "LLMSettings",
+    "check_judges",
+    "check_llm",
+    "judge_agreement",
+    "score_key",
+]
 
 
 def check_llm(settings: LLMSettings) -> None:
@@ -62,10 +70,16 @@ def check_judges(settings: LLMSettings, benchmarks: Sequence[str], protocol: Any
             raise JudgeError(f"--memeval-judge-prompt / {style} judge: {exc}") from None
 
 
+def score_key(metric: str, first: bool, label: str) -> str:
+    """Where a judge's value named ``metric`` (its headline or ``<headline>_<suffix>``) is stored:
+    as is for the first judge, ``<metric>@<label>`` for the others."""
+    return metric if first else f"{metric}@{label}"
+
+
 @dataclass
 class JudgeSpec:
     label: str  # PROVIDER:MODEL
-    key: str  # score key: "judge" for the first judge, "judge@<label>" for the others
+    first: bool  # the first --memeval-judge: its keys carry no "@<label>"
     client: ProviderClient
     judges: dict[str, Judge] = field(default_factory=dict)  # style -> judge
 
@@ -93,8 +107,7 @@ class LLMRuntime:
             self.answerer = LLMAnswerer(self.answerer_client, template_path=settings.answer_prompt)
         self.judges: list[JudgeSpec] = []
         for i, spec in enumerate(settings.judges):
-            key = "judge" if i == 0 else f"judge@{spec}"
-            self.judges.append(JudgeSpec(spec, key, self._client(spec)))
+            self.judges.append(JudgeSpec(spec, i == 0, self._client(spec)))
         self.warnings: int = 0
         self.unscored: int = 0
 
@@ -131,6 +144,21 @@ class LLMRuntime:
                 spec.judges[style] = judge
         return judge
 
+    def key_for(self, spec: JudgeSpec, benchmark: str) -> str:
+        """The score key of ``spec``'s headline on ``benchmark``: its judge's metric
+        (``judge_mem0``, ``nugget_official``, ...), with ``@<label>`` after the first judge."""
+        return score_key(self.judge_for(spec, benchmark).metric, spec.first, spec.label)
+
+    def judge_keys(self, benchmark: str) -> list[str]:
+        """Every configured judge's headline key on ``benchmark``, the first judge's first."""
+        return [self.key_for(spec, benchmark) for spec in self.judges]
+
+    def judge_metrics(self, benchmarks: Sequence[str]) -> dict[str, str]:
+        """benchmark -> the first judge's headline metric (what ``judge`` stands for there)."""
+        if not self.judges:
+            return {}
+        return {b: self.key_for(self.judges[0], b) for b in benchmarks}
+
     def styles(self, benchmarks: Sequence[str]) -> dict[str, str]:
         """benchmark -> the judge style that scores it (the protocol's, when one is active)."""
         if not self.judges:
@@ -145,12 +173,13 @@ class LLMRuntime:
         details: dict[str, Any] = {}
         for spec in self.judges:
             judge = self.judge_for(spec, benchmark)
+            key = score_key(judge.metric, spec.first, spec.label)
             try:
                 result: JudgeResult = judge.judge(question, prediction, spec.client)
             except CircuitOpenError as exc:  # the endpoint is down: UNSCORED, not an error
                 self.unscored += 1
-                scores[spec.key] = None
-                details[spec.key] = {"unscored": True, "label": spec.label, "error": str(exc)}
+                scores[key] = None
+                details[key] = {"unscored": True, "label": spec.label, "error": str(exc)}
                 continue
             except JudgeError as exc:
                 message = str(exc)
@@ -158,27 +187,23 @@ class LLMRuntime:
                     message = f"{spec.label}: {message}"
                 raise JudgeError(redact(message)) from None
             if result.skipped:
-                details[spec.key] = {"skipped": True, "label": spec.label}
+                details[key] = {"skipped": True, "label": spec.label}
                 continue
             if result.unscored:
                 self.unscored += 1
             self.warnings += len(result.warnings)
             for name, value in result.scores.items():
-                target = (
-                    spec.key + name.removeprefix("judge")
-                    if name.startswith("judge")
-                    else (name if spec.key == "judge" else f"{name}@{spec.label}")
-                )
+                target = score_key(name, spec.first, spec.label)
                 if value is not None and isinstance(value, float) and math.isnan(value):
                     value = None
                 scores[target] = value
             if result.unscored:
-                scores.setdefault(spec.key, None)
+                scores.setdefault(key, None)
             info = result.to_dict()
             info["label"] = spec.label
             info["style"] = judge.name
-            details[spec.key] = info
-            if spec.key == "judge" and result.reasoning:
+            details[key] = info
+            if spec.first and result.reasoning:
                 details["judge_reasoning"] = result.reasoning
         return scores, details
 
