@@ -127,7 +127,7 @@ def report_result(
         "gold": "gold",
         "prediction": "pred",
         "status": "CORRECT" if f1 >= 0.5 else "WRONG",
-        "scores": {"f1": f1, "judge": 1.0 if f1 >= 0.5 else 0.0},
+        "scores": {"f1": f1, "judge_mem0_official": 1.0 if f1 >= 0.5 else 0.0},
         "memories": [Memory(text=f"memory of {qid}", date="2024-01-01", score=memory_score)],
         "latency": {"search": 0.010, "answer": 0.200, "ingest": 1.5},
     }

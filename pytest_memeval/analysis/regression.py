@@ -95,7 +95,9 @@ def save_baseline(summary: Summary) -> dict[str, Any]:
                 "summary": run.summary_dict(),
             }
         )
-    return {"schema": BASELINE_SCHEMA, "provenance": summary.provenance, "runs": runs}
+    # judge_metric is always recorded: its presence marks a file written with per-style names
+    provenance = {"judge_metric": None, **summary.provenance}
+    return {"schema": BASELINE_SCHEMA, "provenance": provenance, "runs": runs}
 
 
 def _reject_constant(name: str) -> None:

@@ -284,7 +284,9 @@ class Summary:
         return {
             "schema": REPORT_SCHEMA,
             "runs": [run.to_dict() for run in self.runs],
-            "provenance": self.provenance,
+            # judge_metric is always recorded: its presence marks a file whose judge metrics are
+            # named per style (docs/scoring.md#metric-names)
+            "provenance": {"judge_metric": None, **self.provenance},
             "extra": self.extra_dict(),
         }
 

@@ -257,10 +257,17 @@ def test_missing_benchmark_category_metric_are_failures_not_exceptions(summary: 
         "category 'multi-hop' in this session (categories: overall, overall_all, temporal, "
         "single-hop, adversarial)"
     )
-    no_metric = parse_gate("locomo[bm25].overall.judge>=0.1").check(summary)
+    no_metric = parse_gate("locomo[bm25].overall.judge_mem0>=0.1").check(summary)
     assert no_metric.message == (
-        "memeval gate failed: locomo[bm25].overall.judge: metric 'judge' was not computed for "
-        "locomo (system bm25) (metrics: f1)"
+        "memeval gate failed: locomo[bm25].overall.judge_mem0: metric 'judge_mem0' was not "
+        "computed for locomo (system bm25) (metrics: f1)"
+    )
+    # the alias `judge` needs a judge: without one the gate fails and says what to add
+    no_judge = parse_gate("locomo[bm25].overall.judge>=0.1").check(summary)
+    assert not no_judge.passed and no_judge.message == (
+        "memeval gate failed: locomo[bm25].overall.judge: 'judge' stands for the first judge's "
+        "metric, and no judge scored locomo in this session (add --memeval-judge=PROVIDER:MODEL, "
+        "or name a metric such as f1)"
     )
 
 

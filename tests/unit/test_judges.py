@@ -174,7 +174,7 @@ def test_mem0_lowercase_label_warns() -> None:
 def test_mem0_judge_flow() -> None:
     client = const('{"reasoning": "Same place.", "label": "CORRECT"}')
     result = Mem0Judge().judge(q(), "from Sweden", client)
-    assert result.scores == {"judge": 1.0}
+    assert result.scores == {"judge_mem0": 1.0}
     assert not result.unscored and not result.skipped
     assert result.reasoning == "Same place."
     assert result.raw == ['{"reasoning": "Same place.", "label": "CORRECT"}']
@@ -187,7 +187,7 @@ def test_mem0_judge_flow() -> None:
 def test_mem0_judge_unscored_keeps_raw() -> None:
     result = Mem0Judge().judge(q(), "x", const("I think it is right"))
     assert result.unscored
-    assert result.scores == {"judge": None}
+    assert result.scores == {"judge_mem0": None}
     assert result.raw == ["I think it is right"]
     d = result.to_dict()
     assert d["unscored"] is True and d["raw"] == ["I think it is right"]
@@ -287,9 +287,9 @@ def _graded_client(scores: Sequence[int | None]) -> FakeClient:
 def test_graded_judge_ten_runs() -> None:
     client = _graded_client([70, 72, 68, 71, 73, 69, 70, 72, 71, 70])
     result = GradedJudge(runs=10).judge(q(), "Sweden", client)
-    assert result.scores["judge"] == pytest.approx(0.706)
-    assert result.scores["judge_std"] == pytest.approx(0.015055, abs=1e-6)
-    assert result.scores["judge_runs"] == 10
+    assert result.scores["judge_graded"] == pytest.approx(0.706)
+    assert result.scores["judge_graded_std"] == pytest.approx(0.015055, abs=1e-6)
+    assert result.scores["judge_graded_runs"] == 10
     assert not result.unscored and result.warnings == []
     assert len(result.raw) == 10
     assert sorted(c.run_index for c in client.calls) == list(range(10))
@@ -301,19 +301,19 @@ def test_graded_judge_ten_runs() -> None:
 def test_graded_two_failures_no_warning() -> None:
     # docs/scoring.md#graded-judge: 8 of 10 successes is not "fewer than half"
     result = GradedJudge(runs=10).judge(q(), "x", _graded_client([80] * 8 + [None, None]))
-    assert result.scores["judge_runs"] == 8
-    assert result.scores["judge"] == pytest.approx(0.8)
-    assert result.scores["judge_std"] == 0.0
+    assert result.scores["judge_graded_runs"] == 8
+    assert result.scores["judge_graded"] == pytest.approx(0.8)
+    assert result.scores["judge_graded_std"] == 0.0
     assert result.warnings == []
 
 
 def test_graded_fewer_than_half_warns() -> None:
     result = GradedJudge(runs=10).judge(q(), "x", _graded_client([60, 80, 70, 90] + [None] * 6))
     assert not result.unscored
-    assert result.scores["judge_runs"] == 4
-    assert result.scores["judge"] == pytest.approx(0.75)
+    assert result.scores["judge_graded_runs"] == 4
+    assert result.scores["judge_graded"] == pytest.approx(0.75)
     # sample std of 60,70,80,90 = sqrt(1666.67/3) = 12.9099
-    assert result.scores["judge_std"] == pytest.approx(0.129099, abs=1e-6)
+    assert result.scores["judge_graded_std"] == pytest.approx(0.129099, abs=1e-6)
     assert len(result.warnings) == 1 and "4 of 10" in result.warnings[0]
     assert result.details["individual_scores"][4] is None
 
@@ -321,13 +321,13 @@ def test_graded_fewer_than_half_warns() -> None:
 def test_graded_half_exactly_no_warning() -> None:
     result = GradedJudge(runs=4).judge(q(), "x", _graded_client([50, 50, None, None]))
     assert result.warnings == []
-    assert result.scores["judge_runs"] == 2
+    assert result.scores["judge_graded_runs"] == 2
 
 
 def test_graded_all_failed_unscored() -> None:
     result = GradedJudge(runs=3).judge(q(), "x", const("cannot say"))
     assert result.unscored
-    assert result.scores["judge"] is None
+    assert result.scores["judge_graded"] is None
     assert result.raw == ["cannot say"] * 3
 
 
@@ -339,7 +339,7 @@ def test_graded_runs_go_out_in_parallel() -> None:
         return '{"score": 50}'
 
     result = GradedJudge(runs=5).judge(q(), "x", FakeClient(reply))
-    assert result.scores["judge_runs"] == 5
+    assert result.scores["judge_graded_runs"] == 5
 
 
 # --------------------------------------------------------------------------- longmemeval
@@ -417,20 +417,20 @@ def test_longmemeval_judge_scores_and_disagreement() -> None:
     judge = LongMemEvalJudge()
     question = q(category="single-session-user")
     agree = judge.judge(question, "r", const("Yes."))
-    assert agree.scores == {"judge": 1.0, "judge_official": 1.0}
+    assert agree.scores == {"judge_lme": 1.0, "judge_lme_substring": 1.0}
     assert agree.warnings == [] and agree.details["official_differs"] is False
 
     differ = judge.judge(question, "r", const("no, not yes"))
     assert differ.unscored
-    assert differ.scores == {"judge": None, "judge_official": 1.0}
+    assert differ.scores == {"judge_lme": None, "judge_lme_substring": 1.0}
     assert differ.details["official_differs"] is True
     assert "UNSCORED" in differ.warnings[0]
 
     empty = judge.judge(question, "r", const(""))
-    assert empty.unscored and empty.scores["judge_official"] == 0.0
+    assert empty.unscored and empty.scores["judge_lme_substring"] == 0.0
 
     flipped = judge.judge(question, "r", const("yes\nno"))
-    assert flipped.scores == {"judge": 0.0, "judge_official": 1.0}
+    assert flipped.scores == {"judge_lme": 0.0, "judge_lme_substring": 1.0}
     assert "differs" in flipped.warnings[0]
 
 
@@ -539,7 +539,7 @@ def test_beam_judge_keeps_half_and_truncates_official() -> None:
     question = q(category="information_extraction", meta={"rubric": list(replies)})
     result = BeamNuggetJudge().judge(question, "some response", client)
     assert result.scores["nugget"] == pytest.approx(0.5)
-    assert result.scores["nugget_official"] == pytest.approx(1 / 3)
+    assert result.scores["nugget_beam_rule"] == pytest.approx(1 / 3)
     assert len(client.calls) == 3
     assert all(c.temperature == 0.0 for c in client.calls)
     assert all("Where did Caroline move from?" in c.prompt for c in client.calls)
@@ -549,7 +549,7 @@ def test_beam_judge_keeps_half_and_truncates_official() -> None:
 def test_beam_event_ordering_official_keeps_half() -> None:
     question = q(category="event_ordering", meta={"rubric": ["a", "b"]})
     result = BeamNuggetJudge().judge(question, "r", const('{"score": 0.5}'))
-    assert result.scores == {"nugget": 0.5, "nugget_official": 0.5}
+    assert result.scores == {"nugget": 0.5, "nugget_beam_rule": 0.5}
 
 
 def test_beam_unparseable_item_is_unscored() -> None:
@@ -560,7 +560,7 @@ def test_beam_unparseable_item_is_unscored() -> None:
     result = BeamNuggetJudge().judge(question, "r", FakeClient(reply))
     assert not result.unscored
     assert result.scores["nugget"] == 1.0  # mean over the scored item
-    assert result.scores["nugget_official"] is None
+    assert result.scores["nugget_beam_rule"] is None
     assert result.details["items_scored"] == 1
     assert any("item 2" in w for w in result.warnings)
 
@@ -568,7 +568,7 @@ def test_beam_unparseable_item_is_unscored() -> None:
 def test_beam_string_half_score() -> None:
     question = q(category="summarization", meta={"rubric": ["a"]})
     result = BeamNuggetJudge().judge(question, "r", const('{"score": "0.5"}'))
-    assert result.scores == {"nugget": 0.5, "nugget_official": None}
+    assert result.scores == {"nugget": 0.5, "nugget_beam_rule": None}
 
 
 def test_beam_all_items_unparseable() -> None:
@@ -625,7 +625,7 @@ def test_usermem_judge_flow() -> None:
         },
     )
     result = UserMemJudge().judge(question, "It is 1234", client)
-    assert result.scores == {"judge": 0.9}
+    assert result.scores == {"judge_usermem": 0.9}
     assert result.details["passed"] is True
     assert result.details["required_info_found"] == {"account number": 1.0, "branch": 0.5}
     assert result.reasoning == "All details."
@@ -636,7 +636,7 @@ def test_usermem_judge_flow() -> None:
 
 def test_usermem_unparseable_is_unscored_not_half() -> None:
     result = UserMemJudge().judge(q(meta={"evaluation_criteria": "c"}), "r", const("hmm"))
-    assert result.unscored and result.scores == {"judge": None}
+    assert result.unscored and result.scores == {"judge_usermem": None}
     assert result.raw == ["hmm"]
 
 
@@ -664,7 +664,7 @@ def test_braces_in_values_are_not_formatted() -> None:
     nasty = "{gold} {0} {prediction.__class__} {{ } {"
     question = q(question=nasty, gold="{question}")
     result = Mem0Judge().judge(question, "}{ {x}", client)
-    assert result.scores == {"judge": 0.0}
+    assert result.scores == {"judge_mem0": 0.0}
     prompt = client.calls[0].prompt
     assert nasty in prompt and "{question}" in prompt and "}{ {x}" in prompt
 

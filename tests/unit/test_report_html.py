@@ -53,7 +53,7 @@ def _summary(hostile: bool = False) -> Summary:
             _result(system, f"q{i}", "single-hop", 4, i / 12) for i in range(1, 13)
         ] + [
             _result(system, "m1", "multi-hop", 1, 0.5),
-            _result(system, "m2", "multi-hop", 1, 0.0, scores={"f1": None, "judge": None},
+            _result(system, "m2", "multi-hop", 1, 0.0, scores={"f1": None, "judge_mem0_official": None},
                     status="UNSCORED"),
             _result(system, "a1", "adversarial", 5, 0.0, gold=None),
         ]  # fmt: skip
@@ -69,13 +69,15 @@ def _summary(hostile: bool = False) -> Summary:
                     gold=HOSTILE,
                     prediction=HOSTILE,
                     memories=[Memory(text=HOSTILE, date=HOSTILE, id=HOSTILE)],
-                    details={"judge_reasoning": HOSTILE, "judge": HOSTILE},
+                    details={"judge_reasoning": HOSTILE, "judge_mem0_official": HOSTILE},
                     error=HOSTILE,
                 )
             )
-        run = aggregate_run("locomo", system, "", results, CATS, ["f1", "judge"], ["f1"])
+        run = aggregate_run(
+            "locomo", system, "", results, CATS, ["f1", "judge_mem0_official"], ["f1"]
+        )
         for row in [*run.categories, run.overall, run.overall_all]:
-            row.ci = {"f1": [0.381, 0.4449], "judge": None}
+            row.ci = {"f1": [0.381, 0.4449], "judge_mem0_official": None}
         if hostile:
             run.notes.append(HOSTILE)
         runs.append(run)
@@ -97,6 +99,7 @@ def _summary(hostile: bool = False) -> Summary:
         "systems": list(systems),
         "git_commit": "abc1234def",
         "pass_metric": {"locomo": "f1"},
+        "judge_metric": {"locomo": "judge_mem0_official"},
         "pass_threshold": {"locomo": 0.5},
     }
     summary = Summary(runs=runs, provenance=provenance)
@@ -205,7 +208,7 @@ def test_structure_and_values() -> None:
         assert esc(b.protocol) in page
     # one chart for f1 (pass metric) and one for judge (a Mem0 J baseline matches)
     assert tags.count("svg") == 2
-    assert "Chart: f1 by category" in page and "Chart: judge by category" in page
+    assert "Chart: f1 by category" in page and "Chart: judge_mem0_official by category" in page
     # bars: f1 chart: 2 runs x 5 groups + 2 f1 baselines with values (locomo-gpt-3.5-16k and
     # rag: categories 4, 1, 5 + overall_all = 4 each); judge chart: 2 x 5 (unscored m2 still
     # leaves m1) + Mem0 J: categories 4 and 1 (it has no 5) + overall = 3
@@ -305,7 +308,7 @@ def test_size_demo_and_large() -> None:
                     question="What did the speaker say about the long question " * 2,
                     prediction="an answer of moderate length " * 3)
         )  # fmt: skip
-    run = aggregate_run("locomo", "bm25", "", results, CATS, ["f1", "judge"], ["f1"])
+    run = aggregate_run("locomo", "bm25", "", results, CATS, ["f1", "judge_mem0_official"], ["f1"])
     big = render_html(Summary(runs=[run], provenance={}), {})
     size = len(big.encode())
     assert size < 8_000_000, size

@@ -45,13 +45,15 @@ def _summary(hostile: bool = False) -> Summary:
                     gold=HOSTILE,
                     prediction=HOSTILE,
                     memories=[Memory(text=HOSTILE, date=HOSTILE)],
-                    details={"judge_reasoning": HOSTILE, "judge": HOSTILE},
+                    details={"judge_reasoning": HOSTILE, "judge_mem0_official": HOSTILE},
                     error=HOSTILE,
                 )
             )
-        run = aggregate_run("locomo", system, "", results, CATS, ["f1", "judge"], ["f1"])
+        run = aggregate_run(
+            "locomo", system, "", results, CATS, ["f1", "judge_mem0_official"], ["f1"]
+        )
         for row in [*run.categories, run.overall, run.overall_all]:
-            row.ci = {"f1": [0.381, 0.4449], "judge": None}
+            row.ci = {"f1": [0.381, 0.4449], "judge_mem0_official": None}
         if hostile:
             run.notes.append(HOSTILE)
         runs.append(run)
@@ -127,7 +129,7 @@ def test_structure_tables_rows_and_ci() -> None:
     # two runs, comparison, baselines, latency, provenance
     assert len(tables) == 6
     run_table = tables[0]
-    assert run_table[0].startswith("| category | id | shared | n | f1 | judge |")
+    assert run_table[0].startswith("| category | id | shared | n | f1 | judge\\_mem0\\_official |")
     # header + separator + 3 categories + overall + overall_all + macro
     assert len(run_table) == 8
     assert run_table[7].startswith("| macro (mean of 3 categories) |")
@@ -144,7 +146,7 @@ def test_structure_tables_rows_and_ci() -> None:
     assert "### locomo · bm25" in md and "### locomo · full-context" in md
     assert "### locomo · comparison across systems" in md
     comparison = tables[2]
-    assert comparison[0].startswith("| system | n | f1 (overall) | judge (overall) |")
+    assert comparison[0].startswith("| system | n | f1 (overall) | judge\\_mem0\\_official (overall) |")
     assert len(comparison) == 4
 
 

@@ -191,10 +191,14 @@ def test_pooled_std_seed_example_single_question() -> None:
 
 def test_judge_pooled_std_and_rows() -> None:
     results = [
-        _result("a", "temporal", {"judge": 0.7, "judge_std": 0.1, "judge_runs": 3.0}),
-        _result("b", "temporal", {"judge": 0.5, "judge_std": 0.2, "judge_runs": 5.0}),
-        _result("c", "multi-hop", {"judge": 0.4, "judge_std": 0.0, "judge_runs": 1.0}),
-        _result("d", "multi-hop", {"judge": None, "judge_std": None, "judge_runs": 0.0}),
+        _result("a", "temporal", {"judge": 0.7, "judge_graded_std": 0.1, "judge_graded_runs": 3.0}),
+        _result("b", "temporal", {"judge": 0.5, "judge_graded_std": 0.2, "judge_graded_runs": 5.0}),
+        _result(
+            "c", "multi-hop", {"judge": 0.4, "judge_graded_std": 0.0, "judge_graded_runs": 1.0}
+        ),
+        _result(
+            "d", "multi-hop", {"judge": None, "judge_graded_std": None, "judge_graded_runs": 0.0}
+        ),
     ]
     expected = math.sqrt((2 * 0.01 + 4 * 0.04) / 6)
     assert judge_pooled_std(results) == pytest.approx(expected)
@@ -202,12 +206,12 @@ def test_judge_pooled_std_and_rows() -> None:
     assert add_pooled_judge_std(run) is True
     temporal = next(r for r in run.categories if r.key == "temporal")
     multi = next(r for r in run.categories if r.key == "multi-hop")
-    assert temporal.metrics["judge_pooled_std"] == pytest.approx(expected)
-    assert multi.metrics["judge_pooled_std"] is None  # one run only: no degrees of freedom
-    assert run.overall.metrics["judge_pooled_std"] == pytest.approx(expected)
+    assert temporal.metrics["judge_graded_pooled_std"] == pytest.approx(expected)
+    assert multi.metrics["judge_graded_pooled_std"] is None  # one run only: no degrees of freedom
+    assert run.overall.metrics["judge_graded_pooled_std"] == pytest.approx(expected)
     single = aggregate_run("locomo", "bm25", "", results[2:], LOCOMO_CATS, ["judge"])
     assert add_pooled_judge_std(single) is False
-    assert "judge_pooled_std" not in single.overall.metrics
+    assert "judge_graded_pooled_std" not in single.overall.metrics
 
 
 # --- add_confidence_intervals ---------------------------------------------------------------
