@@ -17,8 +17,8 @@ __all__ = ["annotate_summary", "conversation_sizes", "headline_metric"]
 
 
 def headline_metric(summary: Summary, run: RunSummary) -> str | None:
-    """The metric that decided CORRECT/WRONG in most of the run's questions (``judge`` when a
-    judge ran), else the benchmark's pass metric."""
+    """The metric that decided CORRECT/WRONG in most of the run's questions (the first judge's
+    metric, e.g. ``judge_mem0``, when a judge ran), else the benchmark's pass metric."""
     counts: dict[str, int] = {}
     for r in run.results:
         metric = r.details.get("pass_metric")

@@ -86,7 +86,8 @@ OPTIONS: tuple[_Opt, ...] = (
     _Opt("memeval-seed", "seed for --memeval-sample (default 0)", default="0", metavar="S"),
     _Opt(
         "memeval-metrics",
-        "metrics to compute and show (default: the benchmark's offline metrics)",
+        "metrics to compute and show (default: the benchmark's offline metrics); judge = the "
+        "first judge's metric on each benchmark (judge_mem0, nugget, ...)",
         metavar="M[,M]",
     ),
     _Opt(
@@ -243,7 +244,8 @@ OPTIONS: tuple[_Opt, ...] = (
     _Opt(
         "memeval-fail-under",
         "gate, repeatable: BENCH.CATEGORY.METRIC>=VALUE (overall as "
-        "category; <= for latency), e.g. locomo.temporal.f1>=0.4",
+        "category; <= for latency), e.g. locomo.temporal.f1>=0.4; METRIC judge = the first "
+        "judge's metric on the benchmark",
         metavar="EXPR",
         multiple=True,
     ),
@@ -258,7 +260,7 @@ OPTIONS: tuple[_Opt, ...] = (
     _Opt(
         "memeval-max-drop",
         "regression gate, repeatable: METRIC:POINTS (fails when the metric "
-        "drops by more than POINTS and the drop is significant)",
+        "drops by more than POINTS and the drop is significant; judge = the first judge's metric)",
         metavar="M:P",
         multiple=True,
     ),
@@ -395,6 +397,20 @@ def _csv(value: Any) -> tuple[str, ...]:
     if value is None:
         return ()
     return tuple(part.strip() for part in str(value).split(",") if part.strip())
+
+
+def _check_judge_alias(named: list[tuple[str, str, str]]) -> None:
+    """``judge`` (``judge@LABEL``) names the first judge's metric: without --memeval-judge there is
+    none, and a gate or regression on it could only fail."""
+    from ..judges import resolve_judge_alias
+
+    for option, text, metric in named:
+        if resolve_judge_alias(metric, None) is None:
+            raise pytest.UsageError(
+                f"{option} {text!r}: {metric!r} names the first judge's metric on the benchmark "
+                "(judge_mem0, judge_lme, nugget, ...), and no --memeval-judge is given; add "
+                "--memeval-judge=PROVIDER:MODEL or name a metric (f1, ...)"
+            )
 
 
 def _int(value: Any, source: str, *, minimum: int) -> int:
@@ -613,6 +629,12 @@ def read_settings(config: pytest.Config) -> Settings:
             raise pytest.UsageError(str(exc)) from None
     if max_drops and not val("memeval_baseline"):
         raise pytest.UsageError("--memeval-max-drop needs --memeval-baseline=PATH to compare with")
+    if not judges:
+        _check_judge_alias(
+            [("--memeval-fail-under", g.text, g.metric) for g in gates]
+            + [("--memeval-max-drop", f"{m}:{p:g}", m) for m, p in max_drops]
+            + [("--memeval-metrics", m, m) for m in metrics or ()]
+        )
     try:
         alpha = float(val("memeval_alpha"))
     except ValueError:

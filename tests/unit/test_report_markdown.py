@@ -146,7 +146,9 @@ def test_structure_tables_rows_and_ci() -> None:
     assert "### locomo · bm25" in md and "### locomo · full-context" in md
     assert "### locomo · comparison across systems" in md
     comparison = tables[2]
-    assert comparison[0].startswith("| system | n | f1 (overall) | judge\\_mem0\\_official (overall) |")
+    assert comparison[0].startswith(
+        "| system | n | f1 (overall) | judge\\_mem0\\_official (overall) |"
+    )
     assert len(comparison) == 4
 
 
