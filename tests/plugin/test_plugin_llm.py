@@ -41,7 +41,12 @@ def test_mem0_judge_cache_and_warm_rerun(
     pytester: pytest.Pytester, server: LLMServer, run_mode: list[str]
 ) -> None:
     out = pytester.path / "r.json"
-    args = ["--memsys=bm25", "--memeval-judge=openai:gpt-4o-mini", f"--memeval-json={out}"]
+    args = [
+        "--memsys=bm25",
+        "--memeval-judge=openai:gpt-4o-mini",
+        f"--memeval-json={out}",
+        "--memeval-fail-under=demo.overall.judge>=0.01",
+    ]
     result = _run(pytester, *args, *run_mode)
     assert result.ret == 0, result.stdout.str()
     cold = read_json(out)
@@ -50,12 +55,17 @@ def test_mem0_judge_cache_and_warm_rerun(
     questions = cold["runs"][0]["questions"]
     for q in questions:
         if q["category"] == "adversarial":
-            assert "judge" not in q["scores"]
+            assert "judge_mem0" not in q["scores"]
         else:
-            assert q["scores"]["judge"] in (0.0, 1.0)
-            assert q["status"] == ("CORRECT" if q["scores"]["judge"] == 1.0 else "WRONG")
-            assert q["details"]["judge"]["raw"]
+            assert q["scores"]["judge_mem0"] in (0.0, 1.0)
+            assert q["status"] == ("CORRECT" if q["scores"]["judge_mem0"] == 1.0 else "WRONG")
+            assert q["details"]["judge_mem0"]["raw"]
     assert cold["provenance"]["judge"] == ["openai:gpt-4o-mini"]
+    assert cold["provenance"]["judge_metric"] == {"demo": "judge_mem0"}
+    # the alias `judge` is the first judge's metric on the benchmark
+    (gate,) = cold["extra"]["gates"]
+    assert gate["passed"] and "memeval gate passed: demo.overall.judge_mem0 = " in gate["message"]
+    assert gate["actual"] == cold["runs"][0]["summary"]["overall"]["judge_mem0"]
     assert cold["provenance"]["prompt_sha256"]
     assert cold["extra"]["tokens"]["judge"]
     result.stdout.fnmatch_lines(["*judges: openai:gpt-4o-mini*", "*llm cache: 0 hits, 13 misses*"])
@@ -124,7 +134,9 @@ def test_garbage_replies_are_unscored(
     assert overall["statuses"]["CORRECT"] + overall["statuses"]["WRONG"] == 2  # category 5
     assert report["extra"]["judge_unscored"] == 13
     unscored = [q for q in report["runs"][0]["questions"] if q["status"] == "UNSCORED"]
-    assert all(q["details"]["judge"]["raw"] == ["I refuse to answer in JSON"] for q in unscored)
+    assert all(
+        q["details"]["judge_mem0"]["raw"] == ["I refuse to answer in JSON"] for q in unscored
+    )
     result.stdout.fnmatch_lines(["*13 unscored*"])
 
 
@@ -140,10 +152,21 @@ def test_two_judges_and_agreement(pytester: pytest.Pytester, server: LLMServer) 
     assert server.count(OPENAI_PATH) == 13 and server.count(ANTHROPIC_PATH) == 13
     report = read_json(out)
     q = next(q for q in report["runs"][0]["questions"] if q["category"] != "adversarial")
-    assert "judge" in q["scores"] and "judge@anthropic:claude-sonnet-4-6" in q["scores"]
-    (kappa,) = report["extra"]["judge_agreement"].values()
+    assert "judge_mem0" in q["scores"] and "judge_mem0@anthropic:claude-sonnet-4-6" in q["scores"]
+    (pair,) = report["extra"]["judge_agreement"]
+    assert pair == "judge_mem0 vs judge_mem0@anthropic:claude-sonnet-4-6"
+    kappa = report["extra"]["judge_agreement"][pair]
     assert kappa == 1.0  # the loopback judge answers identically on both APIs
     result.stdout.fnmatch_lines(["*judge agreement (Cohen's kappa)*1.000*"])
+
+
+def test_judge_alias_without_a_judge_is_a_usage_error(pytester: pytest.Pytester) -> None:
+    for option in ("--memeval-fail-under=demo.overall.judge>=0.5", "--memeval-metrics=f1,judge"):
+        result = _run(pytester, "--memsys=bm25", option)
+        assert result.ret == pytest.ExitCode.USAGE_ERROR
+        result.stderr.fnmatch_lines(
+            ["*names the first judge's metric*no --memeval-judge is given*"]
+        )
 
 
 def test_missing_key_is_usage_error(
@@ -198,7 +221,7 @@ def guarded():
     rejudged = read_json(second)["runs"][0]["questions"]
     assert {q["id"]: q["prediction"] for q in rejudged} == a
     assert server.count(OPENAI_PATH) == 13
-    assert all("judge" in q["scores"] for q in rejudged if q["category"] != "adversarial")
+    assert all("judge_mem0" in q["scores"] for q in rejudged if q["category"] != "adversarial")
 
 
 def test_rejudge_without_stored_predictions_errors(pytester: pytest.Pytester) -> None:

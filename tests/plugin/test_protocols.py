@@ -241,7 +241,7 @@ def test_mem0_protocol_requests_match_mem0s_code_path(
     assert len(judged) < len(questions)  # the demo has category-5 questions
     for q in questions:
         if q["category"] == "adversarial":
-            assert "judge" not in q["scores"]
+            assert "judge_mem0_official" not in q["scores"]
     plugin_requests = sorted(_request(b) for b in _chat_bodies(server))
     assert len(plugin_requests) == len(judged)  # one call per judged question, none for cat 5
 
@@ -263,14 +263,15 @@ def test_mem0_protocol_requests_match_mem0s_code_path(
     assert [m["role"] for m in body["messages"]] == ["user"]
 
     # J = fraction of CORRECT labels over the judged questions
-    overall = report["runs"][0]["summary"]["overall"]["judge"]
+    overall = report["runs"][0]["summary"]["overall"]["judge_mem0_official"]
     assert overall == pytest.approx(sum(labels) / len(labels))
-    assert {q["id"]: q["scores"]["judge"] for q in judged} == {
+    assert {q["id"]: q["scores"]["judge_mem0_official"] for q in judged} == {
         q["id"]: float(label) for q, label in zip(judged, labels, strict=True)
     }
 
     prov = report["provenance"]
     assert prov["judge_style"] == {"demo": "mem0-official"}
+    assert prov["judge_metric"] == {"demo": "judge_mem0_official"}
     protocol = prov["protocol"]
     assert protocol["name"] == "mem0" and protocol["commit"] == PROFILES["mem0"].commit
     files = {f["path"]: f for f in protocol["files"]}
@@ -282,7 +283,7 @@ def test_mem0_protocol_requests_match_mem0s_code_path(
     assert judge_file["matches_pin"] is False
     assert len(protocol["prompt_sha256"]["judge"]) == 64
     assert protocol["judge_models"] == ["openai:gpt-4o-mini"]
-    result.stdout.fnmatch_lines(["*demo: judge >= * (mem0-official judge decides*"])
+    result.stdout.fnmatch_lines(["*demo: judge_mem0_official >= * (mem0-official judge decides*"])
     if "-n" not in xdist_mode:
         result.stdout.fnmatch_lines(["*ProtocolWarning*not the mem0 protocol's pinned*"])
 
@@ -441,7 +442,7 @@ def test_longmemeval_protocol_requests_match_upstream(
     assert len(plugin_requests) == len(LME_ITEMS)
     assert json.loads(plugin_requests[0])["max_tokens"] == 10
     assert json.loads(plugin_requests[0])["n"] == 1
-    assert {qid: q["scores"]["judge"] for qid, q in questions.items()} == {
+    assert {qid: q["scores"]["judge_lme_official"] for qid, q in questions.items()} == {
         qid: float(v) for qid, v in labels.items()
     }
     assert labels == {
@@ -452,8 +453,8 @@ def test_longmemeval_protocol_requests_match_upstream(
         "a5": False,
         "a6_abs": False,
     }
-    assert questions["a4"]["scores"]["judge_strict"] is None  # the strict parse: a diagnostic
-    overall = report["runs"][0]["summary"]["overall"]["judge"]
+    assert questions["a4"]["scores"]["judge_lme_official_strict"] is None  # a diagnostic
+    overall = report["runs"][0]["summary"]["overall"]["judge_lme_official"]
     assert overall == pytest.approx(3 / 6)
     assert report["provenance"]["judge_style"] == {"longmemeval": "longmemeval-official"}
     assert "judges with" not in result.stdout.str()  # the protocol's own model: no warning
@@ -588,7 +589,7 @@ def test_beam_protocol_requests_match_upstream(
     llm = _RecordingLLM()
     expected: dict[str, float] = {}
     for q in questions:
-        rubric = q["details"]["judge"]["details"]["items"]
+        rubric = q["details"]["nugget_official"]["details"]["items"]
         items = [r["rubric"] for r in rubric]
         ordering = q["category"] == "event_ordering"
         score = metrics.evaluate_rubric(items, q["prediction"], llm, event_ordering=ordering)
@@ -601,13 +602,18 @@ def test_beam_protocol_requests_match_upstream(
     # <question> is never filled, as upstream
     assert all("- QUESTION: <question>" in m for m in plugin_messages if "CRITERION" in m)
     # int() truncation: a 0.5 item counts 0 outside event ordering
-    got = {q["id"]: q["scores"]["nugget"] for q in questions if q["category"] != "event_ordering"}
+    got = {
+        q["id"]: q["scores"]["nugget_official"]
+        for q in questions
+        if q["category"] != "event_ordering"
+    }
     assert got == expected
     assert set(expected.values()) == {0.0, 1.0}  # the 0.5 items of the "...0" rubrics count 0
     for q in questions:
         if q["category"] == "event_ordering":
-            assert q["details"]["judge"]["details"]["alignment_calls"] > 0
-            assert "ordering_f1" in q["scores"] and "nugget_llm_judge" in q["scores"]
+            assert q["details"]["nugget_official"]["details"]["alignment_calls"] > 0
+            assert "nugget_official_ordering_f1" in q["scores"]
+            assert "nugget_official_llm_judge" in q["scores"]
     assert report["provenance"]["judge_style"] == {"beam": "beam-official"}
 
 
@@ -618,15 +624,16 @@ def test_baselines_stand_only_beside_like_for_like_numbers() -> None:
     from pytest_memeval.analysis.baselines import RunProtocol, baselines_for, mark_comparability
 
     chosen = baselines_for("locomo", ("mem0-j-mem0", "mem0-f1-mem0", "locomo-human"))
-    metrics = frozenset({"f1", "set_f1", "judge"})
+    metrics = frozenset({"f1", "set_f1", "judge_mem0_official"})
     official = RunProtocol(metrics, "mem0", "mem0-official", "gpt-4o-mini")
     marked = {b.name: b.not_comparable for b in mark_comparability(chosen, official)}
     assert marked["mem0-j-mem0"] is None and marked["mem0-f1-mem0"] is None
     assert "published under the locomo protocol" in str(marked["locomo-human"])
-    graded = RunProtocol(metrics, "mem0", "graded", "claude-sonnet-4-6")
+    graded_metrics = frozenset({"f1", "set_f1", "judge_graded"})
+    graded = RunProtocol(graded_metrics, "mem0", "graded", "claude-sonnet-4-6")
     reason = {b.name: b.not_comparable for b in mark_comparability(chosen, graded)}
     assert reason["mem0-j-mem0"] == (
-        "judge was published by the mem0-official judge, this run's is graded"
+        "judge_mem0_official was published by the mem0-official judge, this run's is graded"
     )
     other_model = RunProtocol(metrics, "mem0", "mem0-official", "gpt-4.1")
     reason = {b.name: b.not_comparable for b in mark_comparability(chosen, other_model)}
@@ -638,7 +645,10 @@ def test_baselines_stand_only_beside_like_for_like_numbers() -> None:
     )
     lme = baselines_for("longmemeval", ("lme-gpt-4o-s", "lme-mem0-platform-top50"))
     run = RunProtocol(
-        frozenset({"judge"}), "longmemeval", "longmemeval-official", "gpt-4o-2024-08-06"
+        frozenset({"judge_lme_official"}),
+        "longmemeval",
+        "longmemeval-official",
+        "gpt-4o-2024-08-06",
     )
     reason = {b.name: b.not_comparable for b in mark_comparability(lme, run)}
     assert reason["lme-gpt-4o-s"] is None

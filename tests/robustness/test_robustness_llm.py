@@ -89,7 +89,7 @@ def test_circuit_breaker_stops_calling_a_dead_endpoint(
     assert statuses["ERROR"] == 2 and statuses["UNSCORED"] == 11, (statuses, result.stdout.str())
     unscored = [q for q in questions if q["status"] == "UNSCORED"]
     for q in unscored:
-        error = q["details"]["judge"]["error"]
+        error = q["details"]["judge_mem0"]["error"]
         assert "circuit breaker open: 2 calls in a row could not connect to" in error
         assert f"http://127.0.0.1:{port}/v1" in error
         assert "--memeval-llm-circuit-breaker=0" in error
