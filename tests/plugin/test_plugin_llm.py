@@ -263,3 +263,68 @@ def test_price_table_gives_cost(pytester: pytest.Pytester, server: LLMServer) ->
     usage = _run(pytester, "--memsys=bm25", f"--memeval-prices={bad}")
     assert usage.ret == pytest.ExitCode.USAGE_ERROR
     usage.stderr.fnmatch_lines(["*needs numeric 'input' and 'output'*"])
+
+
+def graded_reply(messages: list[dict[str, str]], model: str, params: dict[str, Any]) -> str:
+    text = "\n".join(m["content"] for m in messages)
+    return json.dumps({"score": 90 if "beagle" in text.lower() else 20, "explanation": "graded"})
+
+
+@pytest.mark.parametrize("mode", [[], ["-n", "2"]], ids=["no-n", "n2"])
+def test_graded_judge_has_its_own_metric_and_old_baselines_are_mapped(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, mode: list[str]
+) -> None:
+    """A graded judge writes judge_graded*, never the binary judge's name; `judge` gates it; an
+    old baseline file (every judge wrote `judge`) is read through its recorded style."""
+    out = pytester.path / "r.json"
+    with LLMServer(reply=graded_reply) as srv:
+        for key, value in srv.env(CANARY).items():
+            monkeypatch.setenv(key, value)
+        args = [
+            "--memsys=bm25",
+            "--memeval-judge=openai:gpt-4o-mini",
+            "--memeval-judge-style=graded",
+            "--memeval-judge-runs=2",
+            f"--memeval-json={out}",
+            "--memeval-fail-under=demo.overall.judge>=0.1",
+        ]
+        first = _run(pytester, *args, *mode)
+        assert first.ret == 0, first.stdout.str()
+        report = read_json(out)
+        judged = [q for q in report["runs"][0]["questions"] if q["category"] != "adversarial"]
+        for q in judged:
+            assert {"judge_graded", "judge_graded_std", "judge_graded_runs"} <= set(q["scores"])
+            assert not {"judge", "judge_mem0"} & set(q["scores"])
+            assert q["details"]["pass_metric"] == "judge_graded"
+            assert q["details"]["judge_graded"]["style"] == "graded"
+        assert report["provenance"]["judge_metric"] == {"demo": "judge_graded"}
+        overall = report["runs"][0]["summary"]["overall"]
+        assert overall["judge_graded_pooled_std"] == 0.0  # the loopback judge never varies
+        first.stdout.fnmatch_lines(["*pass rule: demo: judge_graded >= 0.5 (graded judge*"])
+
+        # the same run, saved the way an earlier version wrote it
+        old = json.loads(json.dumps(report))
+        for q in old["runs"][0]["questions"]:
+            q["scores"] = {
+                ("judge" + k[len("judge_graded") :] if k.startswith("judge_graded") else k): v
+                for k, v in q["scores"].items()
+            }
+        del old["provenance"]["judge_metric"]
+        legacy = pytester.path / "old.json"
+        legacy.write_text(json.dumps(old), "utf-8")
+        again = _run(
+            pytester, *args, f"--memeval-baseline={legacy}", "--memeval-max-drop=judge:1", *mode
+        )
+        assert again.ret == 0, again.stdout.str()
+        (c,) = read_json(out)["extra"]["regression"]
+        assert c["metric"] == "judge_graded" and not c["failed"]
+
+        # without the recorded style the old file is refused, naming the file and the fix
+        del old["provenance"]["judge_style"]
+        legacy.write_text(json.dumps(old), "utf-8")
+        bad = _run(
+            pytester, *args, f"--memeval-baseline={legacy}", "--memeval-max-drop=judge:1", *mode
+        )
+    assert bad.ret != 0
+    (error,) = [line for line in bad.stdout.lines if "provenance.judge_style" in line]
+    assert str(legacy) in error and "--memeval-save-baseline" in error
