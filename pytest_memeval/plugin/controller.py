@@ -411,11 +411,7 @@ class Controller:
                 if state.llm is not None and settings.llm.judges
                 else None
             ),
-            "protocol": (
-                state.protocol.provenance(list(settings.llm.judges))
-                if state.protocol is not None
-                else None
-            ),
+            "protocol": self._protocol_provenance(),
             "judge_runs": settings.llm.judge_runs if settings.llm.judges else None,
             "rejudge": settings.run.rejudge,
             "prompt_sha256": (
@@ -436,6 +432,22 @@ class Controller:
             "resumed": settings.run.resume is not None,
             **self._calibration_provenance(),
         }
+
+    def _protocol_provenance(self) -> dict[str, Any] | None:
+        """The protocol's provenance; ``answer``: the answer request it sent (None: our
+        answerer's own prompt, or no LLM answerer), with how the memories were filed."""
+        state = self.state
+        if state.protocol is None:
+            return None
+        out: dict[str, Any] = state.protocol.provenance(list(state.settings.llm.judges))
+        answerer = state.llm.answerer if state.llm is not None else None
+        out["answer"] = None
+        if answerer is not None and hasattr(answerer, "provenance"):
+            from ..answerers.mem0 import filing_totals
+
+            totals = filing_totals(r.details for r in self.results.values())
+            out["answer"] = {**answerer.provenance(), **totals}
+        return out
 
     def _calibration_provenance(self) -> dict[str, Any]:
         if self.calibration is None:
