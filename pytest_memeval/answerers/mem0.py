@@ -90,7 +90,9 @@ def locomo_date_text(value: datetime) -> str:
     """A datetime as LoCoMo writes session dates: ``1:56 pm on 8 May, 2023`` (locale-free)."""
     hour = value.hour % 12 or 12
     half = "am" if value.hour < 12 else "pm"
-    return f"{hour}:{value.minute:02d} {half} on {value.day} {_MONTHS[value.month - 1]}, {value.year}"
+    return (
+        f"{hour}:{value.minute:02d} {half} on {value.day} {_MONTHS[value.month - 1]}, {value.year}"
+    )
 
 
 @dataclass(frozen=True)
