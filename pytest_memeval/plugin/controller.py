@@ -628,6 +628,17 @@ class Controller:
                 f"unscored {llm.judge_unscored if llm else 0}, warnings "
                 f"{llm.judge_warnings if llm else 0}"
             )
+        answerer = state.llm.answerer if state.llm is not None else None
+        if answerer is not None and hasattr(answerer, "provenance"):
+            from ..answerers.mem0 import filing_totals
+
+            filed = filing_totals(r.details for r in self.results.values())
+            llm_line.append(
+                f"  answers: Mem0's ANSWER_PROMPT request ({filed['answers']} answers); "
+                f"{filed['unattributed_memories']} of {filed['memories']} memories without a "
+                f"known speaker (filed under the first speaker), {filed['untimed_memories']} "
+                "without a timestamp"
+            )
         if llm is not None:
             per_role = []
             for role, models in sorted(llm.tokens.items()):

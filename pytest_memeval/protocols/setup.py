@@ -67,15 +67,28 @@ def answer_model_warnings(protocol: str, answerer: str) -> list[str]:
 
 
 def check_answer_options(protocol: str, answerer: str, answer_prompt: str | None) -> None:
-    """A protocol that sends its own answer prompt cannot also send ``--memeval-answer-prompt``
-    (raises :class:`ProtocolSourceError` with the fix)."""
-    if get_profile(protocol).answer is None or answerer == "extractive" or not answer_prompt:
+    """A protocol that sends its own answer request cannot also send ``--memeval-answer-prompt``,
+    nor go through the Anthropic messages API, which cannot send a request made of one system
+    message (raises :class:`ProtocolSourceError` with the fix)."""
+    if get_profile(protocol).answer is None or answerer == "extractive":
         return
-    raise ProtocolSourceError(
-        f"--memeval-answer-prompt={answer_prompt}: --memeval-protocol={protocol} answers with "
-        f"the upstream answer prompt; drop --memeval-answer-prompt (or --memeval-protocol to "
-        "answer with your own prompt)"
-    )
+    if answer_prompt:
+        raise ProtocolSourceError(
+            f"--memeval-answer-prompt={answer_prompt}: --memeval-protocol={protocol} answers "
+            "with the upstream answer prompt; drop --memeval-answer-prompt (or "
+            "--memeval-protocol to answer with your own prompt)"
+        )
+    try:
+        provider = parse_model_spec(answerer)[0]
+    except JudgeError:  # a bad spec is reported by the LLM settings check
+        return
+    if provider == "anthropic":
+        raise ProtocolSourceError(
+            f"--memeval-answerer={answerer}: the {protocol} protocol's answer request is one "
+            "system message, which the Anthropic messages API cannot send; answer through "
+            "openai or openai-compatible (an OpenAI-compatible gateway for Claude works), or "
+            "drop --memeval-protocol"
+        )
 
 
 def prepare_protocol(

@@ -824,6 +824,7 @@ def test_mem0_protocol_answer_requests_match_mem0s_code_path(
         "mem0:ANSWER_PROMPT": answer["prompt_sha256"],
     }
     assert "answers with" not in result.stdout.str()  # Mem0's own model: no warning
+    result.stdout.fnmatch_lines(["*answers: Mem0's ANSWER_PROMPT request (15 answers); 0 of *"])
 
 
 STRING_SYSTEM = """
@@ -864,6 +865,9 @@ def test_mem0_answers_unattributed_memories_model_warning_and_prompt_conflict(
         result = pytester.runpytest(*base, "--memsys=strings", f"--memeval-json={out}")
         assert result.ret == 0, result.stdout.str()
         result.stdout.fnmatch_lines(["*answers with gpt-4o-mini; gpt-4.1 gives numbers that*"])
+        result.stdout.fnmatch_lines(
+            ["*answers: Mem0's ANSWER_PROMPT request (15 answers); 30 of 30 memories without*"]
+        )
         report = read_json(out)
         questions = report["runs"][0]["questions"]
         for q in questions:  # plain strings: no speaker, no session; nothing dropped

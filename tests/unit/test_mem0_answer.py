@@ -197,3 +197,7 @@ def test_answer_model_warning_and_prompt_conflict() -> None:
     check_answer_options("longmemeval", "openai:gpt-4o-mini", "p.txt")
     with pytest.raises(ProtocolSourceError, match="drop --memeval-answer-prompt"):
         check_answer_options("mem0", "openai:gpt-4o-mini", "p.txt")
+    with pytest.raises(ProtocolSourceError, match="one system message, which the Anthropic"):
+        check_answer_options("mem0", "anthropic:claude-sonnet-4-6", None)
+    check_answer_options("mem0", "openai-compatible:llama3.1:8b", None)
+    check_answer_options("mem0", "extractive", "p.txt")
