@@ -440,14 +440,19 @@ class Controller:
         if state.protocol is None:
             return None
         out: dict[str, Any] = state.protocol.provenance(list(state.settings.llm.judges))
-        answerer = state.llm.answerer if state.llm is not None else None
-        out["answer"] = None
-        if answerer is not None and hasattr(answerer, "provenance"):
-            from ..answerers.mem0 import filing_totals
-
-            totals = filing_totals(r.details for r in self.results.values())
-            out["answer"] = {**answerer.provenance(), **totals}
+        filed = self._mem0_filing()
+        out["answer"] = None if filed is None else {**filed[0].provenance(), **filed[1]}
         return out
+
+    def _mem0_filing(self) -> tuple[Any, dict[str, int]] | None:
+        """The Mem0 answerer (``--memeval-protocol=mem0`` with an LLM answerer) and the totals of
+        its filing over every result; None without it."""
+        from ..answerers.mem0 import Mem0Answerer, filing_totals
+
+        answerer = self.state.llm.answerer if self.state.llm is not None else None
+        if not isinstance(answerer, Mem0Answerer):
+            return None
+        return answerer, filing_totals(r.details for r in self.results.values())
 
     def _calibration_provenance(self) -> dict[str, Any]:
         if self.calibration is None:
@@ -628,11 +633,9 @@ class Controller:
                 f"unscored {llm.judge_unscored if llm else 0}, warnings "
                 f"{llm.judge_warnings if llm else 0}"
             )
-        answerer = state.llm.answerer if state.llm is not None else None
-        if answerer is not None and hasattr(answerer, "provenance"):
-            from ..answerers.mem0 import filing_totals
-
-            filed = filing_totals(r.details for r in self.results.values())
+        mem0_filing = self._mem0_filing()
+        if mem0_filing is not None:
+            filed = mem0_filing[1]
             llm_line.append(
                 f"  answers: Mem0's ANSWER_PROMPT request ({filed['answers']} answers); "
                 f"{filed['unattributed_memories']} of {filed['memories']} memories without a "
