@@ -111,13 +111,18 @@ class Question:
 
 @dataclass(frozen=True)
 class Memory:
-    """What a memory system returns from ``search``: text plus optional provenance."""
+    """What a memory system returns from ``search``: text plus optional provenance.
+
+    ``speaker``: who said what the memory came from (a ``Turn.speaker``), when the system knows
+    it; the Mem0 answer protocol files each memory under its speaker (else it derives the speaker
+    from the first source id)."""
 
     text: str
     id: str | None = None
     date: datetime | str | None = None
     score: float | None = None
     source_ids: tuple[str, ...] = ()
+    speaker: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         date = self.date.isoformat() if isinstance(self.date, datetime) else self.date
@@ -128,16 +133,19 @@ class Memory:
             "date": date,
             "score": score,
             "source_ids": list(self.source_ids),
-        }
+        } | ({} if self.speaker is None else {"speaker": self.speaker})
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Memory:
+        """Also reads results stored before ``speaker`` existed (no key: ``None``)."""
+        speaker = data.get("speaker")
         return cls(
             text=str(data.get("text", "")),
             id=data.get("id"),
             date=data.get("date"),
             score=data.get("score"),
             source_ids=tuple(str(s) for s in data.get("source_ids") or ()),
+            speaker=None if speaker is None else str(speaker),
         )
 
 
@@ -159,6 +167,9 @@ class Prediction:
     text: str
     memories: tuple[Memory, ...] = ()
     answered_by: str = ""  # "system" (system.answer), "extractive", or "PROVIDER:MODEL"
+    #: what the answerer reports about this answer (plain JSON values), kept in the result's
+    #: ``details`` (the Mem0 answer protocol: ``answer_prompt``, how the memories were filed)
+    details: Mapping[str, Any] = field(default_factory=dict, compare=False, hash=False)
 
 
 @dataclass(frozen=True)

@@ -214,6 +214,14 @@ class LLMAnswerer:
         out.update({f"answer:{b}": t.sha256 for b, t in self.by_benchmark.items()})
         return out
 
+    def add_dataset(
+        self, benchmark: str, conversations: Iterable[Conversation], questions: Iterable[Question]
+    ) -> None:
+        """Learn a loaded benchmark: each conversation's "today" (its last session date) and which
+        benchmark's prompt its questions get."""
+        self.reference_dates.update(last_session_dates(conversations))
+        self.benchmark_of.update((q.conversation_id, benchmark) for q in questions)
+
     def _template(self, question: Question) -> PromptTemplate:
         bench = self.benchmark_of.get(question.conversation_id, "")
         return self.by_benchmark.get(bench, self.template)

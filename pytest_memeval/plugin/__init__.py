@@ -194,15 +194,10 @@ def _load(config: pytest.Config, state: RunState) -> None:
             state.llm = LLMRuntime(llm_settings, settings.cache_dir, protocol=state.protocol)
         except JudgeError as exc:
             raise pytest.UsageError(redact(str(exc))) from None
-        if state.llm.answerer is not None:  # "today" of undated questions: last session date
-            from ..answerers.llm import last_session_dates
-
+        if state.llm.answerer is not None:  # "today", each benchmark's prompt, speakers
             for name, dataset in state.datasets.items():
-                state.llm.answerer.reference_dates.update(
-                    last_session_dates(dataset.conversations.values())
-                )
-                state.llm.answerer.benchmark_of.update(
-                    (q.conversation_id, name) for q in dataset.questions
+                state.llm.answerer.add_dataset(
+                    name, dataset.conversations.values(), dataset.questions
                 )
         cache = state.llm.cache
         if cache is not None and not hasattr(config, "workerinput"):
@@ -221,16 +216,21 @@ def _load(config: pytest.Config, state: RunState) -> None:
 
 def _protocol(config: pytest.Config, settings: Any) -> Any:
     """Read the official protocol's pinned upstream files (UsageError with the fix when they
-    cannot be read); warn when the judge model is not the protocol's."""
+    cannot be read); warn when the judge or answerer model is not the protocol's."""
     from ..protocols.setup import (
         ProtocolSourceError,
         ProtocolWarning,
+        answer_model_warnings,
+        check_answer_options,
         judge_model_warnings,
         pin_warnings,
         prepare_protocol,
     )
 
     try:
+        check_answer_options(
+            settings.llm.protocol, settings.llm.answerer, settings.llm.answer_prompt
+        )
         loaded = prepare_protocol(
             settings.llm.protocol,
             benchmarks=settings.selection.benchmarks,
@@ -243,6 +243,7 @@ def _protocol(config: pytest.Config, settings: Any) -> Any:
         for message in [
             *pin_warnings(loaded),
             *judge_model_warnings(settings.llm.protocol, settings.llm.judges),
+            *answer_model_warnings(settings.llm.protocol, settings.llm.answerer),
         ]:
             config.issue_config_time_warning(ProtocolWarning(message), stacklevel=2)
     return loaded

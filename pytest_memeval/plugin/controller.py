@@ -414,11 +414,7 @@ class Controller:
             ),
             # benchmark -> the first judge's headline metric (what the alias `judge` names)
             "judge_metric": self.judge_metrics() or None,
-            "protocol": (
-                state.protocol.provenance(list(settings.llm.judges))
-                if state.protocol is not None
-                else None
-            ),
+            "protocol": self._protocol_provenance(),
             "judge_runs": settings.llm.judge_runs if settings.llm.judges else None,
             "rejudge": settings.run.rejudge,
             "prompt_sha256": (
@@ -458,6 +454,27 @@ class Controller:
         if llm is None or not self.state.settings.llm.judges:
             return {}
         return llm.judge_metrics(list(self.state.benchmarks))
+
+    def _protocol_provenance(self) -> dict[str, Any] | None:
+        """The protocol's provenance; ``answer``: the answer request it sent (None: our
+        answerer's own prompt, or no LLM answerer), with how the memories were filed."""
+        state = self.state
+        if state.protocol is None:
+            return None
+        out: dict[str, Any] = state.protocol.provenance(list(state.settings.llm.judges))
+        filed = self._mem0_filing()
+        out["answer"] = None if filed is None else {**filed[0].provenance(), **filed[1]}
+        return out
+
+    def _mem0_filing(self) -> tuple[Any, dict[str, int]] | None:
+        """The Mem0 answerer (``--memeval-protocol=mem0`` with an LLM answerer) and the totals of
+        its filing over every result; None without it."""
+        from ..answerers.mem0 import Mem0Answerer, filing_totals
+
+        answerer = self.state.llm.answerer if self.state.llm is not None else None
+        if not isinstance(answerer, Mem0Answerer):
+            return None
+        return answerer, filing_totals(r.details for r in self.results.values())
 
     def _calibration_provenance(self) -> dict[str, Any]:
         if self.calibration is None:
@@ -657,6 +674,15 @@ class Controller:
                 f"{', '.join(sorted(set(styles.values()))) or s.llm.judge_style or 'per benchmark'}); "
                 f"unscored {llm.judge_unscored if llm else 0}, warnings "
                 f"{llm.judge_warnings if llm else 0}"
+            )
+        mem0_filing = self._mem0_filing()
+        if mem0_filing is not None:
+            filed = mem0_filing[1]
+            llm_line.append(
+                f"  answers: Mem0's ANSWER_PROMPT request ({filed['answers']} answers); "
+                f"{filed['unattributed_memories']} of {filed['memories']} memories without a "
+                f"known speaker (filed under the first speaker), {filed['untimed_memories']} "
+                "without a timestamp"
             )
         if llm is not None:
             per_role = []

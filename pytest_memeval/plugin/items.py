@@ -426,6 +426,7 @@ class MemevalItem(pytest.Function):
             text=stored.prediction,
             memories=tuple(stored.memories),
             answered_by=str(stored.details.get("answered_by", "")),
+            details={k: v for k, v in stored.details.items() if k == "answer_prompt"},
         )
 
     def _reanswered_prediction(self, result: QuestionResult) -> Prediction:

@@ -97,6 +97,9 @@ class ProtocolProfile:
     judged_categories: str = "all"
     skip_categories: tuple[int, ...] = ()  # LoCoMo category ids not judged
     alignment: RequestShape | None = None  # BEAM event ordering: the equivalence calls
+    #: the answer call our LLM answerer sends under this protocol (prompt key ``answer``);
+    #: None: the protocol's answer prompt is pinned and hashed but our answerer's prompt is sent
+    answer: RequestShape | None = None
     notes: tuple[str, ...] = ()
 
     @property
@@ -123,6 +126,7 @@ class ProtocolProfile:
             "truncation": self.truncation,
             "aggregation": self.aggregation,
             "judged_categories": self.judged_categories,
+            "answer_request": None if self.answer is None else vars(self.answer),
         }
 
 
@@ -146,6 +150,9 @@ MEM0 = ProtocolProfile(
     aggregation="J = mean of 0/1 labels, micro over questions, per category and overall",
     judged_categories="LoCoMo categories 1-4 (category 5 is never judged)",
     skip_categories=(5,),
+    # evaluation/src/memzero/search.py, MemorySearch.answer_question: one system message,
+    # temperature 0.0, no max_tokens (the model is the MODEL variable; the paper's gpt-4o-mini)
+    answer=RequestShape("gpt-4o-mini", temperature=0.0, max_tokens=None),
 )
 
 _LME_REF = "get_anscheck_prompt"

@@ -15,6 +15,8 @@ from .source import ProtocolSourceError
 __all__ = [
     "ProtocolSourceError",
     "ProtocolWarning",
+    "answer_model_warnings",
+    "check_answer_options",
     "judge_model_warnings",
     "pin_warnings",
     "prepare_protocol",
@@ -47,6 +49,46 @@ def judge_model_warnings(protocol: str, judges: Sequence[str]) -> list[str]:
                 f"{model} gives numbers that are not comparable with published ones"
             )
     return out
+
+
+def answer_model_warnings(protocol: str, answerer: str) -> list[str]:
+    """One sentence when an LLM answerer's model is not the one the protocol answers with (the
+    extractive answerer, or a system's own ``answer()``, is the system under test: no warning)."""
+    shape = get_profile(protocol).answer
+    if shape is None or answerer == "extractive":
+        return []
+    model = _model(answerer)
+    if model == shape.model:
+        return []
+    return [
+        f"--memeval-answerer={answerer}: the {protocol} protocol answers with {shape.model}; "
+        f"{model} gives numbers that are not comparable with published ones"
+    ]
+
+
+def check_answer_options(protocol: str, answerer: str, answer_prompt: str | None) -> None:
+    """A protocol that sends its own answer request cannot also send ``--memeval-answer-prompt``,
+    nor go through the Anthropic messages API, which cannot send a request made of one system
+    message (raises :class:`ProtocolSourceError` with the fix)."""
+    if get_profile(protocol).answer is None or answerer == "extractive":
+        return
+    if answer_prompt:
+        raise ProtocolSourceError(
+            f"--memeval-answer-prompt={answer_prompt}: --memeval-protocol={protocol} answers "
+            "with the upstream answer prompt; drop --memeval-answer-prompt (or "
+            "--memeval-protocol to answer with your own prompt)"
+        )
+    try:
+        provider = parse_model_spec(answerer)[0]
+    except JudgeError:  # a bad spec is reported by the LLM settings check
+        return
+    if provider == "anthropic":
+        raise ProtocolSourceError(
+            f"--memeval-answerer={answerer}: the {protocol} protocol's answer request is one "
+            "system message, which the Anthropic messages API cannot send; answer through "
+            "openai or openai-compatible (an OpenAI-compatible gateway for Claude works), or "
+            "drop --memeval-protocol"
+        )
 
 
 def prepare_protocol(

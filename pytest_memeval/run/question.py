@@ -390,6 +390,7 @@ def answer_question(
     # every retrieved memory up to k (what --memeval-reanswer answers from)
     result.memories = list(prediction.memories[:k])
     result.details["answered_by"] = prediction.answered_by
+    result.details.update(prediction.details)  # what the answerer reports (the Mem0 filing)
     scores, details = evaluate(run, question, prediction)
     result.scores = scores
     result.details.update(details)

@@ -34,6 +34,7 @@ from .settings import LLMSettings
 
 if TYPE_CHECKING:
     from ..answerers.llm import LLMAnswerer
+    from ..answerers.mem0 import Mem0Answerer
 
 __all__ = [
     "JudgeSpec",
@@ -97,14 +98,24 @@ class LLMRuntime:
         self._lock = threading.Lock()
         self.breaker = CircuitBreaker(settings.circuit_breaker)
         self.answerer_client: ProviderClient | None = None
-        self.answerer: LLMAnswerer | None = None
+        self.answerer: LLMAnswerer | Mem0Answerer | None = None
         if settings.answerer != "extractive":
-            from ..answerers.llm import LLMAnswerer
-
             self.answerer_client = self._client(settings.answerer)
-            # built once: the template is read and checked here (a bad one fails before
-            # collection), and the hash in the provenance is that of the template every answer used
-            self.answerer = LLMAnswerer(self.answerer_client, template_path=settings.answer_prompt)
+            answer_shape = None if protocol is None else protocol.profile.answer
+            if answer_shape is not None:  # the protocol's own answer request (Mem0's)
+                from ..answerers.mem0 import Mem0Answerer
+
+                self.answerer = Mem0Answerer(
+                    self.answerer_client, protocol.templates["answer"], answer_shape
+                )
+            else:
+                from ..answerers.llm import LLMAnswerer
+
+                # built once: the template is read and checked here (a bad one fails before
+                # collection), and the provenance hash is that of the template every answer used
+                self.answerer = LLMAnswerer(
+                    self.answerer_client, template_path=settings.answer_prompt
+                )
         self.judges: list[JudgeSpec] = []
         for i, spec in enumerate(settings.judges):
             self.judges.append(JudgeSpec(spec, i == 0, self._client(spec)))

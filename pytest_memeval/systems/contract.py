@@ -83,6 +83,7 @@ def normalise_memory(item: object, *, system: str, question_id: str, rank: int =
         date=_date(item.date, where),
         score=_score(item.score, where),
         source_ids=_source_ids(item.source_ids, where),
+        speaker=_speaker(item.speaker, where),
     )
 
 
@@ -118,6 +119,14 @@ def _id_part(value: object, where: str, field: str) -> str:
 
 def _id(value: object, where: str) -> str | None:
     return None if value is None else _id_part(value, where, "id")
+
+
+def _speaker(value: object, where: str) -> str | None:
+    if value is None:
+        return None
+    if isinstance(value, str):
+        return plain_str(value)
+    raise _bad(where, "speaker", "a string or None", value)
 
 
 def _date(value: object, where: str) -> datetime | str | None:

@@ -27,12 +27,14 @@ def _session_date(session: Session) -> datetime | str | None:
 
 def turn_memory(session: Session, turn: Turn) -> Memory:
     """The Memory for one turn: text per :func:`turn_text`, the session's date (a ``datetime`` when
-    parsed, else the raw string), id = turn id, ``source_ids = (turn.id, session.id)``."""
+    parsed, else the raw string), id = turn id, ``source_ids = (turn.id, session.id)``,
+    ``speaker`` = the turn's speaker."""
     return Memory(
         text=turn_text(turn),
         id=turn.id,
         date=_session_date(session),
         source_ids=(turn.id, session.id),
+        speaker=turn.speaker,
     )
 
 

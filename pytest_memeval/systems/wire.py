@@ -182,12 +182,14 @@ def memory_from_dict(data: Mapping[str, Any]) -> Memory:
     if isinstance(score, bool) or not isinstance(score, int | float) or not math.isfinite(score):
         score = None
     ident = data.get("id")
+    speaker = data.get("speaker")
     return Memory(
         text=str(data.get("text", "")),
         id=None if ident is None else str(ident),
         date=parsed if parsed is not None else (date if isinstance(date, str) else None),
         score=None if score is None else float(score),
         source_ids=tuple(str(s) for s in data.get("source_ids") or ()),
+        speaker=None if speaker is None else str(speaker),
     )
 
 

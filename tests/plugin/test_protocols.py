@@ -728,3 +728,177 @@ def test_llm_answerer_uses_each_benchmarks_prompt() -> None:
     # BEAM keeps the whole reply (an ordered list is several lines); the others the marker's line
     assert answerer.answer(q("b1"), []).text.startswith("first event\nsecond event")
     assert answerer.answer(q("c1"), []).text == "ignored for beam"
+
+
+# --------------------------------------------------------------------------- mem0 answers
+
+DEMO_FILE = Path(__file__).resolve().parents[2] / "pytest_memeval" / "benchmarks" / "data"
+ANSWER_REPLY = "A beagle, I think.\nThe memories say so; no ANSWER: marker is read."
+
+
+def _answer_reply(messages: list[dict[str, str]], model: str, params: dict[str, Any]) -> str:
+    if messages[0]["role"] == "system":  # the answer call
+        return ANSWER_REPLY
+    return _mem0_reply(messages, model, params)
+
+
+def _upstream_answer_requests(
+    srv: LLMServer, questions: list[dict[str, Any]], model: str
+) -> list[str]:
+    """What the (upstream-shaped) MemorySearch.answer_question sends for the memories the plugin
+    stored: speakers and timestamps read straight from the demo's LoCoMo-format file."""
+    conversations = json.loads((DEMO_FILE / "demo.json").read_text(encoding="utf-8"))
+    sys.modules["prompts"] = _module(FIXTURES / "mem0" / "evaluation" / "prompts.py", "prompts")
+    module = _module(
+        FIXTURES / "mem0" / "evaluation" / "src" / "memzero" / "search.py", "m0_search"
+    )
+    client = openai.OpenAI(api_key=KEY, base_url=srv.openai_base_url)
+    searcher = module.MemorySearch(client, model)
+    srv.reset()
+    try:
+        for idx, item in enumerate(conversations):
+            conv = item["conversation"]
+            turns: dict[str, tuple[str, str]] = {}  # dia_id -> (speaker, timestamp)
+            for key, chats in conv.items():
+                if isinstance(chats, list):
+                    for chat in chats:
+                        turns[chat["dia_id"]] = (chat["speaker"], conv[f"{key}_date_time"])
+            for q in questions:
+                if q["conversation"] != item["sample_id"]:
+                    continue
+                per_speaker: dict[str, list[dict[str, str]]] = {
+                    conv["speaker_a"]: [],
+                    conv["speaker_b"]: [],
+                }
+                for m in q["memories"]:  # rank order, as returned
+                    speaker, timestamp = turns[m["source_ids"][0]]
+                    per_speaker[speaker].append({"memory": m["text"], "timestamp": timestamp})
+                searcher.answer_question(
+                    f"{conv['speaker_a']}_{idx}",
+                    f"{conv['speaker_b']}_{idx}",
+                    per_speaker[conv["speaker_a"]],
+                    per_speaker[conv["speaker_b"]],
+                    q["question"],
+                )
+        return sorted(_request(b) for b in _chat_bodies(srv))
+    finally:
+        client.close()
+        sys.modules.pop("prompts", None)
+
+
+def test_mem0_protocol_answer_requests_match_mem0s_code_path(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, xdist_mode: list[str]
+) -> None:
+    out = pytester.path / "r.json"
+    with LLMServer(reply=_answer_reply) as srv:
+        for key, value in srv.env(KEY).items():
+            monkeypatch.setenv(key, value)
+        result = pytester.runpytest(
+            "--memeval=demo",
+            "--memsys=bm25",
+            f"--memeval-cache-dir={pytester.path / 'cache'}",
+            "--memeval-protocol=mem0",
+            f"--memeval-protocol-source={FIXTURES / 'mem0'}",
+            "--memeval-answerer=openai:gpt-4o-mini",
+            "--memeval-judge=openai:gpt-4o-mini",
+            f"--memeval-json={out}",
+            *xdist_mode,
+        )
+        assert result.ret == 0, result.stdout.str()
+        bodies = _chat_bodies(srv)
+        answer_bodies = [b for b in bodies if b["messages"][0]["role"] == "system"]
+        report = read_json(out)
+        questions = report["runs"][0]["questions"]
+        assert len(answer_bodies) == len(questions)  # one answer call per question
+        plugin_requests = sorted(_request(b) for b in answer_bodies)
+        upstream_requests = _upstream_answer_requests(srv, questions, "gpt-4o-mini")
+    assert plugin_requests == upstream_requests
+    body = answer_bodies[0]
+    assert set(body) == {"model", "messages", "temperature"}  # no max_tokens, no JSON mode
+    assert body["temperature"] == 0.0 and len(body["messages"]) == 1
+    assert any(m["source_ids"] for q in questions for m in q["memories"])
+    assert "TEST ANSWER PROMPT" in body["messages"][0]["content"]
+    for q in questions:
+        assert q["prediction"] == ANSWER_REPLY  # the whole reply, no marker extraction
+        filed = q["details"]["answer_prompt"]
+        assert filed["unattributed"] == 0 and filed["untimed"] == 0
+        assert filed["speaker_1_memories"] + filed["speaker_2_memories"] == len(q["memories"])
+        assert all(m["speaker"] in filed["speakers"] for m in q["memories"])
+    answer = report["provenance"]["protocol"]["answer"]
+    assert answer["prompt_sha256"] == report["provenance"]["protocol"]["prompt_sha256"]["answer"]
+    assert answer["request"]["max_tokens"] is None and answer["request"]["temperature"] == 0.0
+    assert answer["answers"] == len(questions) and answer["unattributed_memories"] == 0
+    assert "first source id" in answer["attribution"]
+    assert report["provenance"]["prompt_sha256"] == {
+        "mem0:ACCURACY_PROMPT": report["provenance"]["protocol"]["prompt_sha256"]["judge"],
+        "mem0:ANSWER_PROMPT": answer["prompt_sha256"],
+    }
+    assert "answers with" not in result.stdout.str()  # Mem0's own model: no warning
+    result.stdout.fnmatch_lines(["*answers: Mem0's ANSWER_PROMPT request (15 answers); 0 of *"])
+
+
+STRING_SYSTEM = """
+import pytest
+
+
+class Strings:
+    def ingest(self, conversation):
+        self.turns = [t.text for s in conversation.sessions for t in s.turns]
+
+    def search(self, question, k):
+        return self.turns[:2]
+
+
+@pytest.fixture(scope="session")
+def strings():
+    return Strings()
+"""
+
+
+def test_mem0_answers_unattributed_memories_model_warning_and_prompt_conflict(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pytester.makeconftest(STRING_SYSTEM)
+    out = pytester.path / "r.json"
+    base = [
+        "--memeval=demo",
+        f"--memeval-cache-dir={pytester.path / 'cache'}",
+        "--memeval-protocol=mem0",
+        f"--memeval-protocol-source={FIXTURES / 'mem0'}",
+        "--memeval-answerer=openai:gpt-4.1",
+        "-p",
+        "no:xdist",
+    ]
+    with LLMServer(reply=_answer_reply) as srv:
+        for key, value in srv.env(KEY).items():
+            monkeypatch.setenv(key, value)
+        result = pytester.runpytest(*base, "--memsys=strings", f"--memeval-json={out}")
+        assert result.ret == 0, result.stdout.str()
+        result.stdout.fnmatch_lines(["*answers with gpt-4o-mini; gpt-4.1 gives numbers that*"])
+        result.stdout.fnmatch_lines(
+            ["*answers: Mem0's ANSWER_PROMPT request (15 answers); 30 of 30 memories without*"]
+        )
+        report = read_json(out)
+        questions = report["runs"][0]["questions"]
+        for q in questions:  # plain strings: no speaker, no session; nothing dropped
+            filed = q["details"]["answer_prompt"]
+            assert filed == {
+                "protocol": "mem0",
+                "speakers": filed["speakers"],
+                "speaker_1_memories": 2,
+                "speaker_2_memories": 0,
+                "unattributed": 2,
+                "untimed": 2,
+            }
+        answer = report["provenance"]["protocol"]["answer"]
+        assert answer["unattributed_memories"] == 2 * len(questions) == answer["memories"]
+        prompt = srv.requests[0].body["messages"][0]["content"]
+        assert json.dumps(questions[0]["memories"][0]["text"]) in prompt  # no timestamp prefix
+
+        own = pytester.path / "own.txt"
+        own.write_text("{memories} {question} {reference_date}")
+        srv.reset()
+        result = pytester.runpytest(*base, "--memsys=bm25", f"--memeval-answer-prompt={own}")
+        assert result.ret == pytest.ExitCode.USAGE_ERROR
+        result.stderr.fnmatch_lines(["*--memeval-answer-prompt=*drop --memeval-answer-prompt*"])
+        assert srv.request_count == 0

@@ -118,6 +118,7 @@ def test_full_context_returns_every_turn_in_date_order() -> None:
         id="D1:1",
         date=datetime(2023, 5, 8, 13, 56),
         source_ids=("D1:1", "S1"),
+        speaker="Caroline",  # the turn's speaker (the Mem0 answer protocol files by it)
     )
     assert (
         memories[4].text
