@@ -23,6 +23,7 @@ import pytest
 
 from .. import __version__
 from ..errors import AdapterError, MemevalError
+from ..run.store import JUDGE_NAMES
 from .options import OPTIONS, split_values
 
 if TYPE_CHECKING:
@@ -109,6 +110,8 @@ def run_fingerprint(state: RunState) -> dict[str, Any]:
         "judges": list(s.llm.judges),
         "judge_style": s.llm.judge_style,
         "judge_runs": s.llm.judge_runs if s.llm.judges else None,
+        # shards written before the per-style judge metric names lack it (and differ from here)
+        "judge_metric_names": JUDGE_NAMES if s.llm.judges else None,
         "prompt_sha256": (
             state.llm.prompt_hashes(list(state.benchmarks)) if state.llm is not None else {}
         ),

@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .store import JUDGE_NAMES, JUDGE_NAMES_KEY
+
 if TYPE_CHECKING:
     from ..analysis.gates import Gate
     from .calibration import CalibrationSettings
@@ -157,6 +159,9 @@ class Settings:
             "--memeval-top-k": list(sel.top_k),
             "--memeval-pass-threshold": self.run.pass_threshold,
             "--memeval-context-budget": sel.context_budget,
+            # stored judge scores are named per judge style (docs/scoring.md#metric-names); a run
+            # folder written before that has none of this key and holds `judge`-named scores
+            JUDGE_NAMES_KEY: JUDGE_NAMES if llm.judges else None,
         }
 
     def system_labels(self, system: str) -> list[tuple[str, int]]:

@@ -91,6 +91,12 @@ def read_results(folder: Path) -> Iterator[QuestionResult]:
 
 #: the key of config.json holding the settings that change the numbers of a run
 NUMBERS_KEY = "numbers"
+#: in those settings: how judge scores are named, when a judge ran ("per style": judge_mem0,
+#: judge_graded, ...; docs/scoring.md#metric-names). A run folder written before the names were
+#: per style lacks the key and holds scores named ``judge``, so it cannot be resumed into a run
+#: that writes the new names.
+JUDGE_NAMES_KEY = "judge metric names"
+JUDGE_NAMES = "per style"
 
 
 def config_mismatch(stored: Mapping[str, Any], current: Mapping[str, Any]) -> list[str]:
@@ -121,6 +127,16 @@ def check_resume_config(folder: Path, current: Mapping[str, Any]) -> None:
             "run's options; start a new run (without --memeval-resume)"
         )
     differing = config_mismatch(stored, current)
+    if current.get(JUDGE_NAMES_KEY) is not None and stored.get(JUDGE_NAMES_KEY) is None:
+        if any(o.startswith("--memeval-judge:") for o in differing):
+            pass  # the judges differ: the general message below says so
+        else:
+            raise MemevalError(
+                f"--memeval-resume: run {folder.name} was written before each judge style had its "
+                "own metric name (docs/scoring.md#metric-names): its stored judge scores are named "
+                "'judge' and would sit beside this run's per-style names. Start a new run "
+                "(without --memeval-resume); its LLM calls are answered from the cache"
+            )
     if differing:
         raise MemevalError(
             f"--memeval-resume: run {folder.name} was made with other settings, so its stored "

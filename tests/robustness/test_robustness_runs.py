@@ -12,7 +12,17 @@ import pytest
 from conftest import read_json
 from fakes import COUNTING_CONFTEST as COUNTING
 
-from pytest_memeval.run.store import RESULTS_FILE, RunStore, config_mismatch
+from pytest_memeval.errors import MemevalError
+from pytest_memeval.run.settings import Settings
+from pytest_memeval.run.store import (
+    CONFIG_FILE,
+    JUDGE_NAMES_KEY,
+    NUMBERS_KEY,
+    RESULTS_FILE,
+    RunStore,
+    check_resume_config,
+    config_mismatch,
+)
 
 pytestmark = pytest.mark.usefixtures("memeval_env")
 
@@ -126,6 +136,32 @@ def test_config_mismatch_names_options() -> None:
     assert config_mismatch({"--memeval-limit": 2}, {"--memeval-limit": None}) == [
         "--memeval-limit: 2 -> null"
     ]
+
+
+def test_a_run_folder_from_before_the_per_style_names_is_not_resumed(tmp_path: Path) -> None:
+    """A folder written before judge scores were named per style (no JUDGE_NAMES_KEY) holds
+    `judge`-named scores: resuming it with a judge is refused with the reason; without a judge
+    (no judge scores either way) it resumes as before."""
+    from dataclasses import replace
+
+    base = Settings()
+    judged = replace(base, llm=replace(base.llm, judges=("openai:gpt-4o-mini",)))
+    for settings, refused in ((judged, True), (base, False)):
+        old = settings.numbers()
+        old.pop(JUDGE_NAMES_KEY)
+        folder = tmp_path / ("judged" if refused else "plain")
+        folder.mkdir()
+        (folder / CONFIG_FILE).write_text(json.dumps({NUMBERS_KEY: old}), encoding="utf-8")
+        if refused:
+            with pytest.raises(MemevalError, match="before each judge style had its own metric"):
+                check_resume_config(folder, settings.numbers())
+        else:
+            check_resume_config(folder, settings.numbers())
+    # a folder written now resumes
+    new = tmp_path / "new"
+    new.mkdir()
+    (new / CONFIG_FILE).write_text(json.dumps({NUMBERS_KEY: judged.numbers()}), encoding="utf-8")
+    check_resume_config(new, judged.numbers())
 
 
 # --------------------------------------------------------------------------- report paths
