@@ -33,6 +33,8 @@ from dataclasses import dataclass, field
 from statistics import NormalDist
 from typing import Any
 
+from ..dates import MONTHS, WEEKDAYS
+
 __all__ = [
     "CALIBRATION_METRIC_PREFIX",
     "KIND_GOLD",
@@ -77,23 +79,8 @@ def kind_metric(kind: str) -> str:
 
 # --------------------------------------------------------------------------- perturbations
 
-_MONTHS = (
-    "January",
-    "February",
-    "March",
-    "April",
-    "May",
-    "June",
-    "July",
-    "August",
-    "September",
-    "October",
-    "November",
-    "December",
-)
-_WEEKDAYS = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
-_MONTH_RE = re.compile(r"\b(" + "|".join(_MONTHS) + r")\b", re.IGNORECASE)
-_WEEKDAY_RE = re.compile(r"\b(" + "|".join(_WEEKDAYS) + r")\b", re.IGNORECASE)
+_MONTH_RE = re.compile(r"\b(" + "|".join(MONTHS) + r")\b", re.IGNORECASE)
+_WEEKDAY_RE = re.compile(r"\b(" + "|".join(WEEKDAYS) + r")\b", re.IGNORECASE)
 _YEAR_RE = re.compile(r"\b(1[89]\d\d|20\d\d)\b")
 _NAME_RE = re.compile(r"\b[A-Z][\w-]*")
 _WORD_RE = re.compile(r"[a-z0-9]+")
@@ -139,7 +126,7 @@ _OPENERS = frozenset(
         "You",
     ]
 )
-_DATE_WORDS = frozenset(w.lower() for w in (*_MONTHS, *_WEEKDAYS))
+_DATE_WORDS = frozenset(w.lower() for w in (*MONTHS, *WEEKDAYS))
 
 
 def _same_case(word: str, like: str) -> str:
@@ -159,8 +146,8 @@ def wrong_date(gold: str) -> str | None:
     """The gold with each year one earlier and each month and weekday the next one; ``None``
     when the gold has none of these."""
     out = _YEAR_RE.sub(lambda m: str(int(m.group(1)) - 1), gold)
-    out = _MONTH_RE.sub(lambda m: _shift(_MONTHS, m.group(1)), out)
-    out = _WEEKDAY_RE.sub(lambda m: _shift(_WEEKDAYS, m.group(1)), out)
+    out = _MONTH_RE.sub(lambda m: _shift(MONTHS, m.group(1)), out)
+    out = _WEEKDAY_RE.sub(lambda m: _shift(WEEKDAYS, m.group(1)), out)
     return out if out != gold else None
 
 

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Protocol, runtime_checkable
 
+from ..dates import MONTHS, WEEKDAYS
 from ..records import Memory, Prediction, Question
 from ..systems._text import STOPWORDS, content_tokens, light_stem, words
 
@@ -64,10 +65,6 @@ _SHARES_RE = re.compile(r"\[shares:\s*([^\]]*)\]")
 _CLAUSE_SPLIT_RE = re.compile(r"(?<=[.!?;])\s+|:\s+|,\s+(?!\d)|\s+[-–—]+\s+|\n+")
 _TOKEN_RE = re.compile(r"[\w'’+#&$%-]+")
 
-_MONTHS = (
-    *("January", "February", "March", "April", "May", "June", "July", "August"),
-    *("September", "October", "November", "December"),
-)
 _MONTH_RE = (
     r"(?:January|February|March|April|May|June|July|August|September|October|November|December"
     r"|Jan|Feb|Mar|Apr|Jun|Jul|Aug|Sept|Sep|Oct|Nov|Dec)\.?"
@@ -91,7 +88,7 @@ _SMALL_NUMBERS = {
         ("a", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten"), start=1
     )
 } | {"an": 1, "one": 1}
-_WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
+_WEEKDAYS = tuple(w.lower() for w in WEEKDAYS)
 _WHEN_RE = re.compile(
     r"^\s*when\b|\b(?:what|which)\s+(?:year|month|date|day|time|week)\b|\bhow\s+long\s+ago\b",
     re.IGNORECASE,
@@ -117,7 +114,7 @@ _DATE_FORMATS = (
 
 
 def _fmt(d: datetime) -> str:
-    return f"{d.day} {_MONTHS[d.month - 1]} {d.year}"
+    return f"{d.day} {MONTHS[d.month - 1]} {d.year}"
 
 
 def _as_datetime(value: datetime | str | None) -> datetime | None:
@@ -158,7 +155,7 @@ def _explicit_date(text: str, anchor: datetime | None) -> str | None:
         month = m.group("m").rstrip(".")
         if month == "May" and not (m.group("d1") or m.group("d2") or m.group("y")):
             continue  # the modal verb, most likely
-        full = next((n for n in _MONTHS if n.lower().startswith(month.lower()[:3])), month)
+        full = next((n for n in MONTHS if n.lower().startswith(month.lower()[:3])), month)
         day = m.group("d1") or m.group("d2")
         year = m.group("y") or (str(anchor.year) if anchor else "")
         parts = [re.sub(r"\D", "", day)] if day else []
@@ -192,12 +189,12 @@ def _relative_date(text: str, anchor: datetime) -> str | None:
         return _fmt(anchor - timedelta(days=back))
     if re.search(r"\blast month\b", low):
         prev = anchor.replace(day=1) - timedelta(days=1)
-        return f"{_MONTHS[prev.month - 1]} {prev.year}"
+        return f"{MONTHS[prev.month - 1]} {prev.year}"
     if re.search(r"\bnext month\b", low):
         nxt = (anchor.replace(day=28) + timedelta(days=4)).replace(day=1)
-        return f"{_MONTHS[nxt.month - 1]} {nxt.year}"
+        return f"{MONTHS[nxt.month - 1]} {nxt.year}"
     if re.search(r"\bthis month\b", low):
-        return f"{_MONTHS[anchor.month - 1]} {anchor.year}"
+        return f"{MONTHS[anchor.month - 1]} {anchor.year}"
     if re.search(r"\blast year\b", low):
         return str(anchor.year - 1)
     if re.search(r"\bnext year\b", low):

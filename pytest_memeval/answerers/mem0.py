@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from ..dates import MONTHS
 from ..llm.base import ChatMessage, LLMClient
 from ..protocols.profiles import RequestShape
 from ..protocols.source import Template
@@ -70,28 +71,13 @@ REQUEST_SHAPE = (
     "question) as one system message; the prediction is the whole reply content"
 )
 
-_MONTHS = (
-    "January",
-    "February",
-    "March",
-    "April",
-    "May",
-    "June",
-    "July",
-    "August",
-    "September",
-    "October",
-    "November",
-    "December",
-)
-
 
 def locomo_date_text(value: datetime) -> str:
     """A datetime as LoCoMo writes session dates: ``1:56 pm on 8 May, 2023`` (locale-free)."""
     hour = value.hour % 12 or 12
     half = "am" if value.hour < 12 else "pm"
     return (
-        f"{hour}:{value.minute:02d} {half} on {value.day} {_MONTHS[value.month - 1]}, {value.year}"
+        f"{hour}:{value.minute:02d} {half} on {value.day} {MONTHS[value.month - 1]}, {value.year}"
     )
 
 

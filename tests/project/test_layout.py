@@ -15,7 +15,7 @@ PACKAGE = Path(pytest_memeval.__file__).resolve().parent
 
 #: layers, lowest first: a module may import from its own layer and the ones before it
 LAYERS: tuple[tuple[str, ...], ...] = (
-    ("errors", "files", "records"),
+    ("errors", "files", "records", "dates"),
     ("metrics", "llm", "benchmarks", "systems"),
     ("answerers", "judges", "protocols"),  # protocols: official judges over judges/metrics
     ("report", "analysis"),  # report.model is the data analysis fills; renderers read it
