@@ -6,6 +6,7 @@ import contextlib
 import importlib
 import json
 import os
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +34,7 @@ import pytest_memeval.run.budget
 import pytest_memeval.systems.builtin  # noqa: F401
 from pytest_memeval.analysis.aggregate import CategoryMeta
 from pytest_memeval.records import Memory, QuestionResult
+from pytest_memeval.report.model import Summary
 
 for _transport in ("httpcore2", "httpcore", "h11"):  # imported by the SDKs at their first request
     with contextlib.suppress(ImportError):
@@ -133,3 +135,74 @@ def report_result(
     }
     base.update(kw)
     return QuestionResult(**base)  # type: ignore[arg-type]
+
+
+def report_summary(
+    results_of: Callable[[str], list[QuestionResult]],
+    *,
+    hostile: str | None = None,
+    provenance: Mapping[str, object] | None = None,
+    memory_id: bool = False,
+) -> Summary:
+    """The report tests' summary: runs ``bm25`` and ``full-context`` (the second named ``hostile``
+    when given) over ``results_of(system)``, LoCoMo-like provenance updated by ``provenance``.
+    With ``hostile``, that string is put in every free-text field: one more result (question,
+    gold, prediction, memory, judge reasoning, error), a run note, the answerer, a gate, a
+    regression line (the caller sets the token usage)."""
+    from pytest_memeval.analysis.aggregate import aggregate_run
+    from pytest_memeval.report.model import GateOutcome, RegressionOutcome
+
+    systems = ("bm25", hostile if hostile is not None else "full-context")
+    runs = []
+    for system in systems:
+        results = results_of(system)
+        if hostile is not None:
+            memory = Memory(text=hostile, date=hostile, id=hostile if memory_id else None)
+            results.append(
+                report_result(
+                    system,
+                    hostile,
+                    hostile,
+                    hostile,
+                    0.0,
+                    question=hostile,
+                    gold=hostile,
+                    prediction=hostile,
+                    memories=[memory],
+                    details={"judge_reasoning": hostile, "judge_mem0_official": hostile},
+                    error=hostile,
+                )
+            )
+        metrics = ["f1", "judge_mem0_official"]
+        run = aggregate_run("locomo", system, "", results, REPORT_CATS, metrics, ["f1"])
+        for row in [*run.categories, run.overall, run.overall_all]:
+            row.ci = {"f1": [0.381, 0.4449], "judge_mem0_official": None}
+        if hostile is not None:
+            run.notes.append(hostile)
+        runs.append(run)
+    selected = len(results_of("bm25"))
+    prov: dict[str, object] = {
+        "plugin": "pytest-memeval",
+        "plugin_version": "9.8.7",
+        "datasets": {
+            "locomo": {
+                "variant": None,
+                "sha256": {"locomo10.json": "79fa87e9" + "0" * 56},
+                "questions_selected": selected,
+                "questions_total": 1986,
+            }
+        },
+        "answerer": hostile if hostile is not None else "openai:gpt-4o-mini",
+        "judge": "mem0:openai:gpt-4o-mini",
+        "top_k": [10],
+        "systems": ["bm25"],
+        "git_commit": "abc1234def",
+        "pass_metric": {"locomo": "f1"},
+        "pass_threshold": {"locomo": 0.5},
+        **(provenance or {}),
+    }
+    summary = Summary(runs=runs, provenance=prov)
+    if hostile is not None:
+        summary.gates = [GateOutcome(hostile, False, None, hostile)]
+        summary.regression = [RegressionOutcome(hostile, "f1", True, hostile)]
+    return summary

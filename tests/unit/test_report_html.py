@@ -11,13 +11,13 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
-from conftest import REPORT_CATS, report_result
+from conftest import REPORT_CATS, report_result, report_summary
 
 from pytest_memeval.analysis.aggregate import aggregate_run
 from pytest_memeval.analysis.baselines import Baseline, baselines_for
 from pytest_memeval.records import Memory, QuestionResult
 from pytest_memeval.report.html import esc, json_for_script, render_html
-from pytest_memeval.report.model import GateOutcome, LLMUsage, RegressionOutcome, Summary
+from pytest_memeval.report.model import LLMUsage, Summary
 
 # Each payload would leave a visible trace if it ever ran: the title changes or an element with
 # id "pwned" appears.
@@ -46,10 +46,8 @@ def _result(
 
 
 def _summary(hostile: bool = False) -> Summary:
-    runs = []
-    systems = ("bm25", HOSTILE) if hostile else ("bm25", "full-context")
-    for system in systems:
-        results = [
+    def results(system: str) -> list[QuestionResult]:
+        return [
             _result(system, f"q{i}", "single-hop", 4, i / 12) for i in range(1, 13)
         ] + [
             _result(system, "m1", "multi-hop", 1, 0.5),
@@ -57,52 +55,17 @@ def _summary(hostile: bool = False) -> Summary:
                     status="UNSCORED"),
             _result(system, "a1", "adversarial", 5, 0.0, gold=None),
         ]  # fmt: skip
-        if hostile:
-            results.append(
-                _result(
-                    system,
-                    HOSTILE,
-                    HOSTILE,
-                    HOSTILE,
-                    0.0,
-                    question=HOSTILE,
-                    gold=HOSTILE,
-                    prediction=HOSTILE,
-                    memories=[Memory(text=HOSTILE, date=HOSTILE, id=HOSTILE)],
-                    details={"judge_reasoning": HOSTILE, "judge_mem0_official": HOSTILE},
-                    error=HOSTILE,
-                )
-            )
-        run = aggregate_run(
-            "locomo", system, "", results, CATS, ["f1", "judge_mem0_official"], ["f1"]
-        )
-        for row in [*run.categories, run.overall, run.overall_all]:
-            row.ci = {"f1": [0.381, 0.4449], "judge_mem0_official": None}
-        if hostile:
-            run.notes.append(HOSTILE)
-        runs.append(run)
-    provenance: dict[str, object] = {
-        "plugin": "pytest-memeval",
-        "plugin_version": "9.8.7",
-        "created": "2026-01-02T03:04:05+00:00",
-        "datasets": {
-            "locomo": {
-                "variant": None,
-                "sha256": {"locomo10.json": "79fa87e9" + "0" * 56},
-                "questions_selected": 15,
-                "questions_total": 1986,
-            }
+
+    summary = report_summary(
+        results,
+        hostile=HOSTILE if hostile else None,
+        memory_id=True,
+        provenance={
+            "created": "2026-01-02T03:04:05+00:00",
+            "systems": ["bm25", HOSTILE if hostile else "full-context"],
+            "judge_metric": {"locomo": "judge_mem0_official"},
         },
-        "answerer": HOSTILE if hostile else "openai:gpt-4o-mini",
-        "judge": "mem0:openai:gpt-4o-mini",
-        "top_k": [10],
-        "systems": list(systems),
-        "git_commit": "abc1234def",
-        "pass_metric": {"locomo": "f1"},
-        "judge_metric": {"locomo": "judge_mem0_official"},
-        "pass_threshold": {"locomo": 0.5},
-    }
-    summary = Summary(runs=runs, provenance=provenance)
+    )
     summary.llm = LLMUsage(
         tokens={
             "answerer": {"openai:gpt-4o-mini": {"input_tokens": 3000, "output_tokens": 60,
@@ -111,9 +74,6 @@ def _summary(hostile: bool = False) -> Summary:
                                                                       "output_tokens": 30}},
         }
     )  # fmt: skip
-    if hostile:
-        summary.gates = [GateOutcome(HOSTILE, False, None, HOSTILE)]
-        summary.regression = [RegressionOutcome(HOSTILE, "f1", True, HOSTILE)]
     return summary
 
 

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import re
 
-from conftest import REPORT_CATS, report_result
+from conftest import REPORT_CATS, report_result, report_summary
 
 from pytest_memeval.analysis.aggregate import aggregate_run
 from pytest_memeval.analysis.baselines import Baseline, baselines_for
-from pytest_memeval.records import Memory
+from pytest_memeval.records import QuestionResult
 from pytest_memeval.report.markdown import md_cell, md_text, render_markdown
 from pytest_memeval.report.model import GateOutcome, LLMUsage, RegressionOutcome, Summary
 
@@ -25,62 +25,20 @@ _result = report_result
 
 
 def _summary(hostile: bool = False) -> Summary:
-    runs = []
-    for system in ("bm25", HOSTILE if hostile else "full-context"):
-        results = [
+    def results(system: str) -> list[QuestionResult]:
+        return [
             _result(system, "q1", "single-hop", 4, 1.0),
             _result(system, "q2", "single-hop", 4, 0.25),
             _result(system, "q3", "multi-hop", 1, 0.5),
             _result(system, "q4", "adversarial", 5, 0.0, gold=None),
         ]
-        if hostile:
-            results.append(
-                _result(
-                    system,
-                    HOSTILE,
-                    HOSTILE,
-                    HOSTILE,
-                    0.0,
-                    question=HOSTILE,
-                    gold=HOSTILE,
-                    prediction=HOSTILE,
-                    memories=[Memory(text=HOSTILE, date=HOSTILE)],
-                    details={"judge_reasoning": HOSTILE, "judge_mem0_official": HOSTILE},
-                    error=HOSTILE,
-                )
-            )
-        run = aggregate_run(
-            "locomo", system, "", results, CATS, ["f1", "judge_mem0_official"], ["f1"]
-        )
-        for row in [*run.categories, run.overall, run.overall_all]:
-            row.ci = {"f1": [0.381, 0.4449], "judge_mem0_official": None}
-        if hostile:
-            run.notes.append(HOSTILE)
-        runs.append(run)
-    provenance: dict[str, object] = {
-        "plugin": "pytest-memeval",
-        "plugin_version": "9.8.7",
-        "datasets": {
-            "locomo": {
-                "variant": None,
-                "sha256": {"locomo10.json": "79fa87e9" + "0" * 56},
-                "questions_selected": 4,
-                "questions_total": 1986,
-            }
-        },
-        "answerer": HOSTILE if hostile else "openai:gpt-4o-mini",
-        "judge": "mem0:openai:gpt-4o-mini",
-        "top_k": [10],
-        "systems": ["bm25"],
-        "git_commit": "abc1234def",
-        "pass_metric": {"locomo": "f1"},
-        "pass_threshold": {"locomo": 0.5},
-        "prompt_sha256": {"answer": "f" * 64},
-    }
-    summary = Summary(runs=runs, provenance=provenance)
+
+    summary = report_summary(
+        results,
+        hostile=HOSTILE if hostile else None,
+        provenance={"prompt_sha256": {"answer": "f" * 64}},
+    )
     if hostile:
-        summary.gates = [GateOutcome(HOSTILE, False, None, HOSTILE)]
-        summary.regression = [RegressionOutcome(HOSTILE, "f1", True, HOSTILE)]
         summary.llm = LLMUsage(
             tokens={"answerer": {HOSTILE: {"input_tokens": 10, "output_tokens": 2}}}
         )
