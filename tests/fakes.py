@@ -3,8 +3,12 @@ conftest sources for pytester runs."""
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
+from pytest_memeval.llm.base import ChatMessage, Completion
 from pytest_memeval.records import STATUS_CORRECT, STATUS_WRONG, QuestionResult
 
 
@@ -62,3 +66,61 @@ class Counting(BM25System):
 def counting():
     return Counting()
 """
+
+
+# --------------------------------------------------------------------------- a scripted LLM client
+
+
+@dataclass(frozen=True)
+class Call:
+    """One ``complete`` call: the messages and exactly the keywords the caller passed (the
+    properties give ``LLMClient.complete``'s defaults for the others)."""
+
+    messages: tuple[ChatMessage, ...]
+    kwargs: dict[str, Any]
+
+    @property
+    def prompt(self) -> str:
+        return "\n".join(m.content for m in self.messages)
+
+    @property
+    def temperature(self) -> float:
+        return float(self.kwargs.get("temperature", 0.0))
+
+    @property
+    def max_tokens(self) -> int | None:
+        value = self.kwargs.get("max_tokens", 256)
+        return None if value is None else int(value)
+
+    @property
+    def run_index(self) -> int:
+        return int(self.kwargs.get("run_index", 0))
+
+    @property
+    def role(self) -> str:
+        return str(self.kwargs.get("role", "judge"))
+
+
+@dataclass
+class ScriptedClient:
+    """An ``LLMClient`` without HTTP for the pure-code tests: ``reply`` is the text of every
+    completion, or ``reply(prompt, run_index) -> text``; every call is recorded (thread-safe: the
+    graded judge calls from a pool)."""
+
+    reply: str | Callable[[str, int], str]
+    label: str = "fake:scripted"
+    calls: list[Call] = field(default_factory=list)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def complete(self, messages: Sequence[ChatMessage], **kwargs: Any) -> Completion:
+        call = Call(tuple(messages), dict(kwargs))
+        with self._lock:
+            self.calls.append(call)
+        text = (
+            self.reply if isinstance(self.reply, str) else self.reply(call.prompt, call.run_index)
+        )
+        return Completion(text=text)
+
+    @property
+    def prompts(self) -> list[str]:
+        return [c.prompt for c in self.calls]

@@ -7,11 +7,11 @@ import json
 import math
 import os
 import threading
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
+from fakes import ScriptedClient
 
 from pytest_memeval.errors import JudgeError
 from pytest_memeval.judges import (
@@ -37,50 +37,16 @@ from pytest_memeval.judges.graded import graded_stats, parse_graded_score
 from pytest_memeval.judges.longmemeval import official_yes, rule_set_for, strict_yes_no
 from pytest_memeval.judges.mem0 import parse_mem0_label
 from pytest_memeval.judges.usermem import parse_usermem_reward
-from pytest_memeval.llm.base import ChatMessage, Completion
 from pytest_memeval.records import Question
 
 # --------------------------------------------------------------------------- fake client
 
 
-@dataclass
-class Call:
-    prompt: str
-    temperature: float
-    max_tokens: int
-    run_index: int
-    role: str
+FakeClient = ScriptedClient  # replies ``reply(prompt, run_index)``; records every call
 
 
-@dataclass
-class FakeClient:
-    """Scripted LLMClient: ``reply(prompt, run_index) -> text``; records every call."""
-
-    reply: Callable[[str, int], str]
-    calls: list[Call] = field(default_factory=list)
-    _lock: threading.Lock = field(default_factory=threading.Lock)
-
-    @property
-    def label(self) -> str:
-        return "fake:scripted"
-
-    def complete(
-        self,
-        messages: Sequence[ChatMessage],
-        *,
-        temperature: float = 0.0,
-        max_tokens: int = 256,
-        run_index: int = 0,
-        role: str = "judge",
-    ) -> Completion:
-        prompt = "\n".join(m.content for m in messages)
-        with self._lock:
-            self.calls.append(Call(prompt, temperature, max_tokens, run_index, role))
-        return Completion(text=self.reply(prompt, run_index))
-
-
-def const(text: str) -> FakeClient:
-    return FakeClient(lambda _p, _i: text)
+def const(text: str) -> ScriptedClient:
+    return ScriptedClient(text)
 
 
 def q(**kw: object) -> Question:

@@ -4,12 +4,11 @@ ANSWER: extraction, template override and hashing. No HTTP."""
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Sequence
-from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
+from fakes import ScriptedClient
 
 from pytest_memeval.answerers.llm import (
     LLMAnswerer,
@@ -19,39 +18,11 @@ from pytest_memeval.answerers.llm import (
     order_memories,
 )
 from pytest_memeval.errors import JudgeError
-from pytest_memeval.llm.base import ChatMessage, Completion
 from pytest_memeval.records import Memory, Prediction, Question
 
 
-@dataclass
-class FakeClient:
-    reply: str
-    prompts: list[str] = field(default_factory=list)
-    kwargs: list[dict[str, object]] = field(default_factory=list)
-
-    @property
-    def label(self) -> str:
-        return "fake:model-1"
-
-    def complete(
-        self,
-        messages: Sequence[ChatMessage],
-        *,
-        temperature: float = 0.0,
-        max_tokens: int = 256,
-        run_index: int = 0,
-        role: str = "judge",
-    ) -> Completion:
-        self.prompts.append("\n".join(m.content for m in messages))
-        self.kwargs.append(
-            {
-                "temperature": temperature,
-                "max_tokens": max_tokens,
-                "run_index": run_index,
-                "role": role,
-            }
-        )
-        return Completion(text=self.reply)
+def client_with(reply: str) -> ScriptedClient:
+    return ScriptedClient(reply, label="fake:model-1")
 
 
 def question(**kw: object) -> Question:
@@ -126,18 +97,18 @@ def test_extract_answer_real_small_model_replies(reply: str, expected: str) -> N
 
 
 def test_answer_flow() -> None:
-    client = FakeClient("She said 'last year'.\nANSWER: 2022")
+    client = client_with("She said 'last year'.\nANSWER: 2022")
     answerer = LLMAnswerer(client)
     pred = answerer.answer(question(), MEMORIES)
     assert pred == Prediction(text="2022", memories=tuple(MEMORIES), answered_by="fake:model-1")
     assert answerer.label == "fake:model-1"
-    assert client.kwargs == [
-        {"temperature": 0.0, "max_tokens": 256, "run_index": 0, "role": "answerer"}
+    assert [c.kwargs for c in client.calls] == [
+        {"temperature": 0.0, "max_tokens": 256, "role": "answerer"}
     ]
 
 
 def test_prompt_memories_oldest_first_with_dates_no_scores() -> None:
-    client = FakeClient("ANSWER: 2022")
+    client = client_with("ANSWER: 2022")
     LLMAnswerer(client).answer(question(), MEMORIES)
     prompt = client.prompts[0]
     lines = [line for line in prompt.splitlines() if line.startswith("- ")]
@@ -155,7 +126,7 @@ def test_prompt_memories_oldest_first_with_dates_no_scores() -> None:
 
 
 def test_reference_date_precedence() -> None:
-    client = FakeClient("ANSWER: x")
+    client = client_with("ANSWER: x")
     answerer = LLMAnswerer(client)
     answerer.answer(question(question_date=datetime(2023, 6, 1, 9, 30)), MEMORIES)
     assert "Today's date is 2023-06-01 (Thursday) 09:30." in client.prompts[-1]
@@ -187,7 +158,7 @@ def test_no_memories() -> None:
 
 
 def test_braces_in_memories_and_question_do_not_crash() -> None:
-    client = FakeClient("ANSWER: {ok}")
+    client = client_with("ANSWER: {ok}")
     mems = [Memory("config was {'a': {1}} and {memories} {0} {", date=datetime(2023, 1, 1))]
     pred = LLMAnswerer(client).answer(question(question="What is {question}?}"), mems)
     assert pred.text == "{ok}"
@@ -200,7 +171,7 @@ def test_template_override_and_hash(tmp_path: Path) -> None:
     text = "DATE={reference_date}\n{memories}\nQ: {question}\nReply as {{json}}. ANSWER: ..."
     path = tmp_path / "answer.txt"
     path.write_text(text, encoding="utf-8")
-    client = FakeClient("ANSWER: Paris")
+    client = client_with("ANSWER: Paris")
     answerer = LLMAnswerer(client, template_path=str(path))
     assert answerer.prompt_sha256 == hashlib.sha256(text.encode("utf-8")).hexdigest()
     assert answerer.prompt_sha256 != LLMAnswerer(client).prompt_sha256
@@ -216,4 +187,4 @@ def test_bad_answer_template(tmp_path: Path) -> None:
     path = tmp_path / "bad.txt"
     path.write_text("{memories} {gold}", encoding="utf-8")
     with pytest.raises(JudgeError, match="gold"):
-        LLMAnswerer(FakeClient(""), template_path=str(path))
+        LLMAnswerer(client_with(""), template_path=str(path))

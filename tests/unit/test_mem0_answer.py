@@ -8,6 +8,7 @@ from datetime import datetime
 from typing import Any
 
 import pytest
+from fakes import ScriptedClient
 
 from pytest_memeval.answerers.mem0 import (
     Mem0Answerer,
@@ -16,7 +17,7 @@ from pytest_memeval.answerers.mem0 import (
     locomo_date_text,
 )
 from pytest_memeval.errors import AdapterError
-from pytest_memeval.llm.base import ChatMessage, Completion
+from pytest_memeval.llm.base import ChatMessage
 from pytest_memeval.protocols.profiles import PROFILES
 from pytest_memeval.protocols.setup import (
     ProtocolSourceError,
@@ -112,21 +113,14 @@ def test_locomo_date_text() -> None:
     assert locomo_date_text(datetime(2023, 12, 31, 0, 30)) == "12:30 am on 31 December, 2023"
 
 
-class _Recorder:
-    label = "openai:gpt-4o-mini"
-
-    def __init__(self) -> None:
-        self.calls: list[tuple[list[ChatMessage], dict[str, Any]]] = []
-
-    def complete(self, messages: list[ChatMessage], **kwargs: Any) -> Completion:
-        self.calls.append((list(messages), kwargs))
-        return Completion("  Oslo\nANSWER: not this\n")
+def _recorder() -> ScriptedClient:
+    return ScriptedClient("  Oslo\nANSWER: not this\n", label="openai:gpt-4o-mini")
 
 
 def _answerer(text: str, client: Any = None) -> Mem0Answerer:
     shape = PROFILES["mem0"].answer
     assert shape is not None
-    answerer = Mem0Answerer(client or _Recorder(), Template((text,)), shape)
+    answerer = Mem0Answerer(client or _recorder(), Template((text,)), shape)
     answerer.add_dataset("demo", [CONV], [QUESTION])
     return answerer
 
@@ -145,10 +139,10 @@ def test_rendering_is_jinjas_and_json_dumps() -> None:
 
 
 def test_answer_sends_one_system_message_and_keeps_the_whole_reply() -> None:
-    client = _Recorder()
+    client = _recorder()
     answerer = _answerer("{{question}}", client)
     prediction = answerer.answer(QUESTION, [Memory("m")])
-    messages, kwargs = client.calls[0]
+    messages, kwargs = list(client.calls[0].messages), client.calls[0].kwargs
     assert messages == [ChatMessage("system", "Where?")]
     assert kwargs == {"temperature": 0.0, "max_tokens": None, "role": "answerer"}
     assert prediction.text == "  Oslo\nANSWER: not this\n"
