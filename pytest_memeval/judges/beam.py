@@ -14,14 +14,22 @@ two never share a key.)
 
 Unlike upstream, our prompt does give the judge the question (upstream leaves a literal
 ``<question>`` placeholder in its prompt).
+
+:func:`read_beam_reply` is BEAM's own reading of a judge reply (the ``beam`` protocol uses it):
+its ``parse_json_response`` and, on any exception, ``json.loads(repair_json(reply))`` with the
+real ``json_repair`` package (docs/scoring.md#beam-official-protocol).
 """
 
 from __future__ import annotations
 
+import json
 import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from importlib.metadata import PackageNotFoundError, version
+
+from json_repair import repair_json
 
 from ..llm.base import ChatMessage, LLMClient
 from ..records import Question
@@ -37,11 +45,15 @@ from .base import (
 )
 
 __all__ = [
+    "JSON_REPAIR_UPSTREAM",
     "BeamNuggetJudge",
     "item_value",
+    "json_repair_version",
     "official_item_value",
     "official_rubric_score",
     "parse_beam_json",
+    "parse_json_response",
+    "read_beam_reply",
 ]
 
 TEMPLATE_FILE = "beam_nugget.txt"
@@ -69,6 +81,57 @@ def parse_beam_json(reply: str) -> object | None:
         if obj is not None:
             return obj
     return parse_json_object(reply)
+
+
+#: the json_repair release BEAM's requirements.txt pins (the protocol's repair step)
+JSON_REPAIR_UPSTREAM = "0.44.1"
+
+_UPSTREAM_FENCE = re.compile(r"```(?:json)?\s*(\[.*\]|\{.*\})\s*```", re.DOTALL)
+_UPSTREAM_SPAN = re.compile(r"(\{.*?\}|\[.*?\])", re.DOTALL)
+
+
+def parse_json_response(response: str) -> object:
+    """BEAM's ``parse_json_response``, same steps (our code): strip; when the text starts with a
+    code fence, the greedy fenced ``[...]`` / ``{...}`` found anywhere (``json`` or no language
+    tag); ``json.loads``; else the first non-greedy ``{...}`` / ``[...]`` span, ``json.loads``.
+    Raises ``ValueError`` where BEAM's raises."""
+    response = response.strip()
+    if response.startswith("```"):
+        match = _UPSTREAM_FENCE.search(response)
+        if match:
+            response = match.group(1).strip()
+    try:
+        return json.loads(response)
+    except json.JSONDecodeError:
+        pass
+    span = _UPSTREAM_SPAN.search(response)
+    if span:
+        try:
+            return json.loads(span.group(1))
+        except Exception as exc:
+            raise ValueError(f"Found possible JSON but failed to parse it: {exc}") from exc
+    raise ValueError("No valid JSON found in response.")
+
+
+def read_beam_reply(reply: str) -> object:
+    """What BEAM's judge loop holds after reading one reply: ``reply.strip()``, then
+    :func:`parse_json_response`, and on *any* exception ``json.loads(repair_json(reply))`` (the
+    stripped reply, fences and all). Raises where BEAM's evaluation would abort (json_repair
+    finds nothing: ``json.loads("")``)."""
+    response = reply.strip()
+    try:
+        return parse_json_response(response)
+    except Exception:  # BEAM's bare ``except:``
+        repaired = repair_json(response)
+        return json.loads(repaired if isinstance(repaired, str) else json.dumps(repaired))
+
+
+def json_repair_version() -> str | None:
+    """The installed json_repair release (recorded in the protocol's provenance)."""
+    try:
+        return version("json_repair")
+    except PackageNotFoundError:  # pragma: no cover - it is a dependency
+        return None
 
 
 def _raw_score(parsed: object) -> object:

@@ -222,6 +222,7 @@ def _protocol(config: pytest.Config, settings: Any) -> Any:
         ProtocolWarning,
         answer_model_warnings,
         check_answer_options,
+        dependency_warnings,
         judge_model_warnings,
         pin_warnings,
         prepare_protocol,
@@ -242,6 +243,7 @@ def _protocol(config: pytest.Config, settings: Any) -> Any:
     if not hasattr(config, "workerinput"):
         for message in [
             *pin_warnings(loaded),
+            *dependency_warnings(loaded),
             *judge_model_warnings(settings.llm.protocol, settings.llm.judges),
             *answer_model_warnings(settings.llm.protocol, settings.llm.answerer),
         ]:

@@ -187,9 +187,15 @@ BEAM = ProtocolProfile(
     commit=BEAM_COMMIT,
     judge_style="beam-official",
     metric="nugget_official",
+    # LangChain's ChatOpenAI(temperature=0).invoke(...): model, messages, temperature, stream
+    # false; no n, no max tokens (docs/scoring.md#beam-official-protocol)
     judge=RequestShape("gpt-4.1-mini", temperature=0.0, max_tokens=None),
     prompts={
         "judge": (BEAM_PROMPTS_FILE, StringRef("constant", "unified_llm_judge_base_prompt")),
+        "fact_extraction": (
+            BEAM_PROMPTS_FILE,
+            StringRef("constant", "break_paragraph_to_facts_detailed_prompt"),
+        ),
         "equivalence_system": (
             BEAM_METRICS_FILE,
             StringRef("message", "system_msg", "llm_equivalence"),
@@ -199,17 +205,24 @@ BEAM = ProtocolProfile(
             StringRef("message", "user_msg", "llm_equivalence"),
         ),
     },
-    fill="literal replace of <rubric_item> and <llm_response>; <question> stays unfilled",
-    parsing="fenced JSON, json.loads, first {...} span; score read with int() (float() for "
-    "event ordering)",
-    unscored="counted as 0 (upstream raises; the conversation's evaluation would abort)",
+    fill="literal replace of <rubric_item> and <llm_response>; <question> stays unfilled "
+    "(fact extraction: <question>, then <input_text>)",
+    roles="one user message (judge, fact extraction); system + user (equivalence)",
+    parsing="BEAM's parse_json_response (fenced JSON, json.loads, first non-greedy {...} "
+    "span); on any exception json.loads(json_repair.repair_json(reply)); score read with "
+    "int() (float() for event ordering)",
+    unscored="counted as 0 with a warning where BEAM's evaluation would abort: json_repair "
+    "finds no JSON (json.loads raises), the reply is not an object with a 'score', or int()/"
+    "float() cannot read the score",
     truncation="int(score): 0.5 -> 0 for every category except event_ordering",
-    aggregation="category = mean over questions of llm_judge_score, event_ordering = mean "
-    "tau_norm after LLM alignment; overall = mean of the category means",
+    aggregation="per conversation: category = mean over its questions of llm_judge_score "
+    "(event_ordering: tau_norm after LLM alignment); category value = mean over "
+    "conversations; overall = mean of the category values (report_results.py has no "
+    "overall; BEAM's README defines none)",
     alignment=RequestShape("gpt-4.1-mini", temperature=0.0, max_tokens=None),
     notes=(
-        "the fact-extraction call upstream makes for event ordering is not sent: its result is "
-        "discarded by the upstream code",
+        "event ordering sends BEAM's fact-extraction call first (its reply is unused, as "
+        "upstream discards it), then the equivalence calls, then the rubric calls",
     ),
 )
 

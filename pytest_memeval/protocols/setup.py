@@ -8,7 +8,7 @@ from pathlib import Path
 
 from ..errors import JudgeError
 from ..llm.providers import parse_model_spec
-from .judges import LoadedProtocol, load_protocol
+from .judges import LoadedProtocol, beam_json_repair, load_protocol
 from .profiles import get_profile
 from .source import ProtocolSourceError
 
@@ -17,6 +17,7 @@ __all__ = [
     "ProtocolWarning",
     "answer_model_warnings",
     "check_answer_options",
+    "dependency_warnings",
     "judge_model_warnings",
     "pin_warnings",
     "prepare_protocol",
@@ -120,3 +121,12 @@ def pin_warnings(loaded: LoadedProtocol) -> list[str]:
         for s in loaded.sources.values()
         if not s.matches_pin
     ]
+
+
+def dependency_warnings(loaded: LoadedProtocol) -> list[str]:
+    """One sentence per installed package that reads replies and is not the upstream release
+    (BEAM: json_repair)."""
+    if loaded.name != "beam":
+        return []
+    repair = beam_json_repair()
+    return [str(repair["warning"])] if "warning" in repair else []

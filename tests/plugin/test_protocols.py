@@ -521,6 +521,18 @@ def _beam_data(root: Path) -> None:
     )
 
 
+#: the one rubric item whose judge reply holds no JSON (BEAM's evaluation would abort on it)
+UNREADABLE = "mentions weather 1"
+
+
+def _beam_data_unreadable(root: Path) -> None:
+    """One knowledge-update question gets a third rubric item the judge answers without JSON."""
+    path = root / "beam" / "100K" / "1" / "probing_questions" / "probing_questions.json"
+    probing = json.loads(path.read_text(encoding="utf-8"))
+    probing["knowledge_update"][1]["rubric"].append(UNREADABLE)
+    path.write_text(json.dumps(probing), encoding="utf-8")
+
+
 def _beam_reply(messages: list[dict[str, str]], model: str, params: dict[str, Any]) -> str:
     if messages[0]["role"] == "system":  # event equivalence
         user = messages[-1]["content"]
@@ -528,22 +540,34 @@ def _beam_reply(messages: list[dict[str, str]], model: str, params: dict[str, An
         b = user.split("Snippet B: ", 1)[1].strip()
         return "YES" if a.split()[-1] in b else "NO"
     text = messages[-1]["content"]
+    if text.startswith("\nTEST FACT SPLITTER."):  # fact extraction: the reply is never used
+        return "fact one\nfact two"
     criterion = text.split("- CRITERION: ", 1)[1].split("\n", 1)[0]
-    return json.dumps({"score": 0.5 if criterion.endswith("0") else 1.0, "reason": "r"})
+    if criterion == UNREADABLE:
+        return "I cannot tell."
+    if criterion.endswith("0"):  # single quotes: only json_repair reads it
+        return "{'score': 0.5, 'reason': 'partly'}"
+    if criterion.endswith("1"):  # prose and a trailing comma: only json_repair reads it
+        return 'Verdict: {"score": 1, "reason": "covered",}'
+    return json.dumps({"score": 1.0, "reason": "r"})
 
 
 class _RecordingLLM:
     """Stands in for the LangChain model upstream calls ``invoke`` on; sends nothing, records
-    the messages as the OpenAI chat API would receive them."""
+    the request body LangChain's ChatOpenAI (0.3.19, BEAM's requirements) would send for
+    ``invoke``: model, messages, temperature 0.0 and ``stream: false`` (no ``n``, no max
+    tokens)."""
 
     def __init__(self) -> None:
-        self.sent: list[list[dict[str, str]]] = []
+        self.sent: list[dict[str, Any]] = []
 
     def invoke(self, prompt: Any) -> Any:
         messages = (
             [{"role": "user", "content": prompt}] if isinstance(prompt, str) else list(prompt)
         )
-        self.sent.append(messages)
+        self.sent.append(
+            {"model": "gpt-4.1-mini", "messages": messages, "temperature": 0.0, "stream": False}
+        )
 
         class _Reply:
             content = _beam_reply(messages, "gpt-4.1-mini", {})
@@ -555,6 +579,7 @@ def test_beam_protocol_requests_match_upstream(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, xdist_mode: list[str]
 ) -> None:
     _beam_data(pytester.path / "data")
+    _beam_data_unreadable(pytester.path / "data")
     out = pytester.path / "r.json"
     with LLMServer(reply=_beam_reply) as srv:
         monkeypatch.setenv("OPENAI_API_KEY", KEY)
@@ -578,43 +603,60 @@ def test_beam_protocol_requests_match_upstream(
     report = read_json(out)
     questions = report["runs"][0]["questions"]
     assert len(questions) == 20
-    for body in bodies:
-        assert body["model"] == "gpt-4.1-mini" and body["temperature"] == 0.0
-        assert "max_tokens" not in body and "response_format" not in body
-    plugin_messages = sorted(json.dumps(b["messages"]) for b in bodies)
+    # the plugin's bodies are LangChain's without `stream: false` (the API's default)
+    plugin_requests = sorted(_request(b) for b in bodies)
 
     metrics = _module(FIXTURES / "beam" / "src" / "evaluation" / "compute_metrics.py", "b_cm")
     prompts = _module(FIXTURES / "beam" / "src" / "prompts.py", "b_prompts")
     metrics.unified_llm_judge_base_prompt = prompts.unified_llm_judge_base_prompt
+    metrics.break_paragraph_to_facts_detailed_prompt = (
+        prompts.break_paragraph_to_facts_detailed_prompt
+    )
     llm = _RecordingLLM()
     expected: dict[str, float] = {}
+    unreadable = ""
     for q in questions:
         rubric = q["details"]["nugget_official"]["details"]["items"]
         items = [r["rubric"] for r in rubric]
-        ordering = q["category"] == "event_ordering"
-        score = metrics.evaluate_rubric(items, q["prediction"], llm, event_ordering=ordering)
-        if ordering:
-            metrics.align_with_llm(items, q["prediction"].split("\n"), llm)
+        if q["category"] == "event_ordering":
+            metrics.evaluate_event_ordering(items, q["prediction"], q["question"], llm)
+        elif UNREADABLE in items:  # upstream raises: this question's evaluation aborts
+            with pytest.raises(ValueError):
+                metrics.evaluate_rubric(items, q["prediction"], llm)
+            unreadable = q["id"]
         else:
-            expected[q["id"]] = score
-    upstream_messages = sorted(json.dumps(m) for m in llm.sent)
-    assert plugin_messages == upstream_messages
-    # <question> is never filled, as upstream
-    assert all("- QUESTION: <question>" in m for m in plugin_messages if "CRITERION" in m)
-    # int() truncation: a 0.5 item counts 0 outside event ordering
-    got = {
-        q["id"]: q["scores"]["nugget_official"]
-        for q in questions
-        if q["category"] != "event_ordering"
-    }
+            expected[q["id"]] = metrics.evaluate_rubric(items, q["prediction"], llm)
+    upstream_requests = sorted(
+        _request({k: v for k, v in body.items() if k != "stream"}) for body in llm.sent
+    )
+    assert plugin_requests == upstream_requests
+    facts = [r for r in plugin_requests if "TEST FACT SPLITTER" in r]
+    assert len(facts) == 2  # one per event-ordering question, with its question filled in
+    assert all("Asked: event_ordering question" in r for r in facts)
+    # <question> is never filled in the judge prompt, as upstream
+    assert all("- QUESTION: <question>" in r for r in plugin_requests if "CRITERION" in r)
+    # replies read as BEAM does (json_repair); int() truncation: a 0.5 item counts 0
+    by_id = {q["id"]: q for q in questions}
+    got = {qid: by_id[qid]["scores"]["nugget_official"] for qid in expected}
     assert got == expected
     assert set(expected.values()) == {0.0, 1.0}  # the 0.5 items of the "...0" rubrics count 0
+    # the reply BEAM cannot read counts 0, with a warning: items 1, 1, 0 over 3
+    assert by_id[unreadable]["scores"]["nugget_official"] == pytest.approx(2 / 3)
+    warnings = by_id[unreadable]["details"]["nugget_official"]["warnings"]
+    assert any("no JSON json_repair can read" in w and "counted as 0" in w for w in warnings)
     for q in questions:
         if q["category"] == "event_ordering":
             assert q["details"]["nugget_official"]["details"]["alignment_calls"] > 0
+            assert q["details"]["nugget_official"]["details"]["fact_extraction_calls"] == 1
             assert "nugget_official_ordering_f1" in q["scores"]
             assert "nugget_official_llm_judge" in q["scores"]
     assert report["provenance"]["judge_style"] == {"beam": "beam-official"}
+    protocol = report["provenance"]["protocol"]
+    assert len(protocol["prompt_sha256"]["fact_extraction"]) == 64
+    repair = protocol["json_repair"]
+    assert repair["upstream"] == "0.44.1"
+    assert repair["matches_upstream"] == (repair["installed"] == "0.44.1")
+    assert ("warning" in repair) is (repair["installed"] != "0.44.1")
 
 
 # --------------------------------------------------------------------------- baselines

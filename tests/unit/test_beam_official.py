@@ -1,0 +1,142 @@
+"""BEAM's official reading of judge replies (its parse, then json_repair), the order of the
+event-ordering calls, and the official composite (conversation-level means)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+import pytest
+from beam_reply_corpus import CORPUS, outcomes
+
+from pytest_memeval.judges.beam import parse_json_response, read_beam_reply
+from pytest_memeval.llm.base import ChatMessage, Completion
+from pytest_memeval.protocols.judges import BeamOfficialJudge, beam_official_item
+from pytest_memeval.protocols.profiles import BEAM
+from pytest_memeval.protocols.source import Template
+from pytest_memeval.records import Question
+
+#: the item score BEAM's loop reads from each corpus reply ("raises": its evaluation aborts);
+#: the same under json_repair 0.44.1 and 0.64.6 (tests/unit/beam_reply_corpus.py)
+SCORES: dict[str, float | str] = {
+    "plain": 1.0,
+    "fenced": 0.0,  # int(0.5)
+    "fenced-other-language": 1.0,
+    "prose-before": 0.0,
+    "prose-around": 1.0,
+    "nested-braces": 1.0,
+    "truncated-after-score": 1.0,
+    "truncated-mid-key": 0.0,
+    "truncated-before-value": "raises",  # int("")
+    "single-quotes": 1.0,
+    "single-quotes-prose": 0.0,
+    "trailing-comma": 1.0,
+    "trailing-comma-fenced": 0.0,
+    "unquoted-keys": 1.0,
+    "string-score": "raises",  # int("0.5")
+    "python-literals": 1.0,
+    "comment-inside": 1.0,
+    "two-objects": 0.0,  # the first non-greedy span
+    "array": "raises",  # a list has no "score"
+    "no-json-words": "raises",
+    "no-json-number": "raises",  # 1 is not an object
+    "empty": "raises",
+    "only-brace": "raises",  # {} has no "score"
+    "score-word": "raises",
+}
+
+
+def test_corpus_scores_read_as_beam_reads_them() -> None:
+    assert [name for name, _ in CORPUS] == list(SCORES)
+    assert {row["name"]: row["score"] for row in outcomes()} == SCORES
+
+
+def test_parse_json_response_raises_where_beam_raises_and_repair_takes_over() -> None:
+    assert parse_json_response('  ```json\n{"score": 1}\n```  ') == {"score": 1}
+    assert parse_json_response('x {"a": 1} y {"b": 2}') == {"a": 1}
+    with pytest.raises(ValueError, match="No valid JSON"):
+        parse_json_response("no json here")
+    with pytest.raises(ValueError, match="Found possible JSON"):
+        parse_json_response("{'score': 1}")
+    # the repair step reads what the parse rejects
+    assert read_beam_reply("{'score': 1}") == {"score": 1}
+    assert read_beam_reply('{"score": 0.5, "reason": "cut') == {"score": 0.5, "reason": "cut"}
+
+
+def test_item_outside_event_ordering_truncates_and_event_ordering_keeps_halves() -> None:
+    assert beam_official_item('{"score": 0.5}', event_ordering=False) == (0.0, None)
+    assert beam_official_item('{"score": 0.5}', event_ordering=True) == (0.5, None)
+    value, problem = beam_official_item('{"score": "0.5"}', event_ordering=False)
+    assert value == 0.0 and problem is not None and "int()" in problem
+    value, problem = beam_official_item("nothing", event_ordering=True)
+    assert value == 0.0 and problem is not None and "json_repair" in problem
+
+
+class _Recording:
+    """An LLMClient that records every call (its messages) in order."""
+
+    model = "gpt-4.1-mini"
+
+    def __init__(self) -> None:
+        self.calls: list[list[ChatMessage]] = []
+
+    def complete(self, messages: Sequence[ChatMessage], **kwargs: Any) -> Completion:
+        self.calls.append(list(messages))
+        if messages[0].role == "system":
+            text = "YES" if messages[1].content.split()[-1] in messages[1].content else "NO"
+        elif messages[0].content.startswith("FACTS"):
+            text = "not used"
+        else:
+            text = json.dumps({"score": 1})
+        return Completion(text=text, input_tokens=1, output_tokens=1, cached=False, model="m")
+
+
+def _judge() -> BeamOfficialJudge:
+    assert BEAM.judge is not None and BEAM.alignment is not None
+    return BeamOfficialJudge(
+        Template(("JUDGE <rubric_item> / <llm_response> / <question>",)),
+        Template(("SAME?",)),
+        Template(("A: ", " B: ", ""), ("first_paragraph", "second_paragraph")),
+        BEAM.judge,
+        BEAM.alignment,
+        Template(("FACTS <question> | <input_text>",)),
+    )
+
+
+def _question(category: str) -> Question:
+    return Question(
+        id="q1",
+        conversation_id="c1",
+        question="When <input_text>?",
+        gold="a\nb",
+        category=category,
+        meta={"rubric": ["first thing", "second thing"]},
+    )
+
+
+def test_event_ordering_sends_facts_then_alignment_then_rubric_calls() -> None:
+    client = _Recording()
+    result = _judge().judge(_question("event_ordering"), "first thing\nsecond thing", client)
+    kinds = [
+        "facts"
+        if c[0].content.startswith("FACTS")
+        else "equivalence"
+        if c[0].role == "system"
+        else "rubric"
+        for c in client.calls
+    ]
+    n_eq = result.details["alignment_calls"]
+    assert kinds == ["facts"] + ["equivalence"] * n_eq + ["rubric"] * 2
+    # <question> replaced first, then <input_text> (also inside the question, as upstream)
+    assert client.calls[0][0].content == (
+        "FACTS When first thing\nsecond thing? | first thing\nsecond thing"
+    )
+    assert result.details["fact_extraction_calls"] == 1
+
+
+def test_other_categories_send_no_fact_extraction_call() -> None:
+    client = _Recording()
+    result = _judge().judge(_question("summarization"), "first thing", client)
+    assert len(client.calls) == 2 and all(c[0].content.startswith("JUDGE") for c in client.calls)
+    assert result.scores["nugget"] == 1.0
