@@ -320,9 +320,9 @@ def beam_official_item(reply: str, *, event_ordering: bool) -> tuple[float, str 
     try:
         parsed = read_beam_reply(reply)
     except Exception as exc:  # BEAM's json.loads(repair_json(...)) raises: no JSON at all
-        return 0.0, f"the reply has no JSON json_repair can read ({type(exc).__name__})"
+        return 0.0, f"json_repair finds no JSON in the reply ({type(exc).__name__})"
     if not isinstance(parsed, dict) or "score" not in parsed:
-        return 0.0, f"the reply reads as {type(parsed).__name__} without a 'score'"
+        return 0.0, f"the reply reads as {type(parsed).__name__}, not a JSON object with a 'score'"
     raw = parsed["score"]
     try:
         value = float(raw) if event_ordering else float(int(raw))

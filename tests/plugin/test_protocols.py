@@ -621,7 +621,7 @@ def test_beam_protocol_requests_match_upstream(
         if q["category"] == "event_ordering":
             metrics.evaluate_event_ordering(items, q["prediction"], q["question"], llm)
         elif UNREADABLE in items:  # upstream raises: this question's evaluation aborts
-            with pytest.raises(ValueError):
+            with pytest.raises((ValueError, TypeError)):  # json_repair 0.64.6 / 0.44.1
                 metrics.evaluate_rubric(items, q["prediction"], llm)
             unreadable = q["id"]
         else:
@@ -643,7 +643,7 @@ def test_beam_protocol_requests_match_upstream(
     # the reply BEAM cannot read counts 0, with a warning: items 1, 1, 0 over 3
     assert by_id[unreadable]["scores"]["nugget_official"] == pytest.approx(2 / 3)
     warnings = by_id[unreadable]["details"]["nugget_official"]["warnings"]
-    assert any("no JSON json_repair can read" in w and "counted as 0" in w for w in warnings)
+    assert any("rubric item 3" in w and "counted as 0" in w for w in warnings)
     for q in questions:
         if q["category"] == "event_ordering":
             assert q["details"]["nugget_official"]["details"]["alignment_calls"] > 0

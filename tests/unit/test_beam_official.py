@@ -69,8 +69,10 @@ def test_item_outside_event_ordering_truncates_and_event_ordering_keeps_halves()
     assert beam_official_item('{"score": 0.5}', event_ordering=True) == (0.5, None)
     value, problem = beam_official_item('{"score": "0.5"}', event_ordering=False)
     assert value == 0.0 and problem is not None and "int()" in problem
+    # no JSON: json_repair 0.44.1 repairs it to "" (no 'score'), 0.64.6 to nothing (json.loads
+    # raises); BEAM aborts either way, and so it counts 0
     value, problem = beam_official_item("nothing", event_ordering=True)
-    assert value == 0.0 and problem is not None and "json_repair" in problem
+    assert value == 0.0 and problem is not None
 
 
 class _Recording:
