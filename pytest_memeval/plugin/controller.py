@@ -13,7 +13,7 @@ import os
 import platform
 import subprocess
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -22,12 +22,13 @@ import pytest
 from .. import __version__
 from ..analysis.aggregate import CategoryMeta, aggregate_run, group_runs, metric_union
 from ..analysis.baselines import Baseline, RunProtocol, baselines_for, mark_comparability
+from ..analysis.beam_official import OfficialComposite, official_composite
 from ..benchmarks import get_benchmark
 from ..errors import MemevalError
 from ..judges import resolve_judge_alias
 from ..records import STATUS_ERROR, QuestionResult, ResultKey
 from ..report.json_report import write_json, write_text_atomic
-from ..report.model import LLMUsage, Summary
+from ..report.model import LLMUsage, RunSummary, Summary
 from ..report.terminal import render_summary, render_wrong
 from ..run.store import NUMBERS_KEY, RunStore, check_resume_config, find_run
 from .items import RunState
@@ -514,6 +515,7 @@ class Controller:
             metrics = metric_union(results, metrics)
             run = aggregate_run(bench_name, system, flow, results, metas, metrics, round3)
             run.cluster_unit = str(getattr(bench, "cluster_unit", "conversation"))
+            run.official = self._official(bench_name, results, run)
             add_confidence_intervals(
                 run, metrics, seed=self.state.settings.selection.seed, round3=round3
             )
@@ -568,6 +570,21 @@ class Controller:
                 usage.judge_agreement = agreement
             summary.llm = usage
         return summary
+
+    def _official(
+        self, benchmark: str, results: Sequence[QuestionResult], run: RunSummary
+    ) -> OfficialComposite | None:
+        """BEAM's official composite when the beam protocol scored this benchmark."""
+        protocol = self.state.protocol
+        if (
+            protocol is None
+            or protocol.name != "beam"
+            or benchmark not in protocol.profile.benchmarks
+        ):
+            return None
+        return official_composite(
+            results, protocol.profile.metric, [row.key for row in run.categories]
+        )
 
     def baselines(self, summary: Summary) -> dict[str, list[Baseline]]:
         chosen: dict[str, list[Baseline]] = {}

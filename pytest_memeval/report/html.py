@@ -43,6 +43,7 @@ from .tables import (
     comparison_table,
     fmt_num,
     latency_table,
+    official_table,
     provenance_table,
     row_label,
     run_table,
@@ -657,6 +658,10 @@ def render_html(
                 "brackets where computed.</p>"
             )
             body.append(render_table(run_table(run)))
+            official = official_table(run)
+            if official is not None:
+                body.append(f"<h4>{esc(run.label)} · BEAM official</h4>")
+                body.append(render_table(official))
             for note in run.notes:
                 body.append(f'<p class="note">note: {esc(note)}</p>')
         if len(runs) > 1:
@@ -721,4 +726,7 @@ def summary_tables(summary: Summary) -> str:
     for run in summary.runs:
         parts.append(f"<h3>memeval · {esc(run.benchmark)} · {esc(run.label)}</h3>")
         parts.append(render_table(run_table(run)))
+        official = official_table(run)
+        if official is not None:
+            parts.append(render_table(official))
     return "\n".join(parts)

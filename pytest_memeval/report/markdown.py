@@ -20,6 +20,7 @@ from .tables import (
     check_lines,
     comparison_table,
     latency_table,
+    official_table,
     plain,
     provenance_table,
     run_table,
@@ -105,6 +106,12 @@ def render_markdown(summary: Summary, baselines: Mapping[str, Sequence[Baseline]
             )
             lines.append("")
             lines.extend(render_table(run_table(run)))
+            official = official_table(run)
+            if official is not None:
+                lines.extend(
+                    ["", f"#### {md_text(bench)} · {md_text(run.label)} · BEAM official", ""]
+                )
+                lines.extend(render_table(official))
             for note in run.notes:
                 lines.append("")
                 lines.append(f"> note: {md_text(note)}")

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from ..analysis.baselines import Baseline
+    from ..analysis.beam_official import OfficialComposite
 
 from ..records import QuestionResult
 
@@ -80,6 +81,8 @@ class RunSummary:
     cluster_unit: str = "conversation"
     #: with --memeval-errata: question id -> erratum dict (None: sound, not listed)
     errata: dict[str, Any] | None = None
+    #: with --memeval-protocol=beam: BEAM's official composite (conversation-level means)
+    official: OfficialComposite | None = None
 
     @property
     def clusters(self) -> int:
@@ -127,6 +130,7 @@ class RunSummary:
                 else {}
             ),
             **({"abstention": self.abstention.to_dict()} if self.abstention is not None else {}),
+            **({"beam_official": self.official.to_dict()} if self.official is not None else {}),
             "latency": self.latency,
             "notes": list(self.notes),
             "clusters": {"unit": self.cluster_unit, "count": self.clusters},

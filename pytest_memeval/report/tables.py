@@ -42,6 +42,7 @@ __all__ = [
     "fmt_num",
     "latency_figures",
     "latency_table",
+    "official_table",
     "plain",
     "provenance_items",
     "row_label",
@@ -232,6 +233,53 @@ def run_table(run: RunSummary) -> Table:
     return Table(header, tuple(rows), id_column=1)
 
 
+def official_table(run: RunSummary) -> Table | None:
+    """BEAM's official composite (with --memeval-protocol=beam): per category the mean over
+    conversations of each conversation's question mean, then the mean of the category values.
+    None for other runs."""
+    official = run.official
+    if official is None:
+        return None
+    header = (
+        Cell("category"),
+        Cell("id"),
+        _num("conversations"),
+        _num("questions"),
+        _num(f"{official.metric} (BEAM official)"),
+    )
+    rows = [
+        Row(
+            (
+                Cell(c.category),
+                Cell("" if c.category_id is None else str(c.category_id)),
+                _num(str(c.conversations)),
+                _num(str(c.questions)),
+                _num(fmt_num(c.value)),
+            )
+        )
+        for c in official.categories
+    ]
+    rows.append(
+        Row(
+            (
+                Cell(f"overall (mean of {official.counted} categories)"),
+                Cell(""),
+                _num(""),
+                _num(str(sum(c.questions for c in official.categories))),
+                _num(fmt_num(official.overall)),
+            ),
+            "total",
+        )
+    )
+    caption = (
+        "BEAM official (report_results.py): each conversation's mean over its questions of "
+        f"{official.metric} (event_ordering: tau_norm), averaged over conversations; overall: "
+        f"{official.overall_rule}"
+        + (f"; {official.unscored} questions without a value left out" if official.unscored else "")
+    )
+    return Table(header, tuple(rows), caption=caption, id_column=1)
+
+
 def _category_cells(row: CategoryRow, metrics: Sequence[str], label: str) -> tuple[Cell, ...]:
     return (
         Cell(label),
@@ -281,11 +329,29 @@ def baseline_grid(
     for row in [*first.categories, first.overall, first.overall_all]:
         values: list[float | None] = []
         for run, m in run_cols:
+            if _official_column(run, m):
+                values.append(_official_value(run, row))
+                continue
             match = run.row(row.key)
             values.append(match.metrics.get(m) if match is not None else None)
         values.extend(baseline_value(b, row) for b in baselines)
         grid.append((row, values))
     return run_cols, grid
+
+
+def _official_column(run: RunSummary, metric: str) -> bool:
+    """The run's column beside the baselines is BEAM's official composite (not the question
+    mean) when the beam protocol produced ``metric``."""
+    return run.official is not None and run.official.metric == metric
+
+
+def _official_value(run: RunSummary, row: CategoryRow) -> float | None:
+    assert run.official is not None
+    if row.key == "overall" and row.category_id is None:
+        return run.official.overall
+    if row.key == "overall_all" and row.category_id is None:
+        return None  # BEAM's overall already covers every category
+    return run.official.value(row.key)
 
 
 def baselines_table(runs: Sequence[RunSummary], listed: Sequence[Baseline]) -> Table | None:
@@ -310,7 +376,13 @@ def baselines_table(runs: Sequence[RunSummary], listed: Sequence[Baseline]) -> T
     header = (
         Cell("category"),
         Cell("id"),
-        *(_num(f"{run.label}: {m} (this run)") for run, m in run_cols),
+        *(
+            _num(
+                f"{run.label}: {m} (this run"
+                + (", BEAM official)" if _official_column(run, m) else ")")
+            )
+            for run, m in run_cols
+        ),
         *(_num(f"[{i + 1}] {b.system}: {b.metric}") for i, b in enumerate(baselines)),
     )
     first = runs[0]

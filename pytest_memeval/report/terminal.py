@@ -9,7 +9,15 @@ from typing import Any
 from ..analysis.baselines import Baseline
 from ..records import STATUS_WRONG, QuestionResult
 from .model import Summary, runs_by_benchmark
-from .tables import Cell, Table, baselines_table, comparison_table, fmt_num, run_table
+from .tables import (
+    Cell,
+    Table,
+    baselines_table,
+    comparison_table,
+    fmt_num,
+    official_table,
+    run_table,
+)
 
 __all__ = ["escape_controls", "render_summary", "render_table", "render_wrong"]
 
@@ -72,6 +80,10 @@ def render_summary(
             lines.append("")
             lines.append(f"{bench} · {run.label} — {run.overall_all.count} questions")
             lines.extend(render_table(run_table(run)))
+            official = official_table(run)
+            if official is not None:
+                lines.append(f"{bench} · {run.label} — BEAM official")
+                lines.extend(render_table(official))
             for note in run.notes:
                 lines.append(f"  note: {note}")
         table = baselines_table(runs, baselines.get(bench, []))

@@ -651,6 +651,21 @@ def test_beam_protocol_requests_match_upstream(
             assert "nugget_official_ordering_f1" in q["scores"]
             assert "nugget_official_llm_judge" in q["scores"]
     assert report["provenance"]["judge_style"] == {"beam": "beam-official"}
+    # BEAM's official composite: one conversation here, so each category value is the mean of
+    # its questions' scores; overall = the mean of the category values
+    official = report["runs"][0]["summary"]["beam_official"]
+    values = {k: v["value"] for k, v in official["by_category"].items()}
+    for category in ("abstention", "summarization", "temporal_reasoning"):
+        ids = [q["id"] for q in questions if q["category"] == category]
+        assert values[category] == pytest.approx(sum(expected[i] for i in ids) / len(ids))
+    assert values["knowledge_update"] == pytest.approx(
+        (expected[f"{unreadable[:-1]}0"] + 2 / 3) / 2
+    )
+    assert official["overall"] == pytest.approx(sum(values.values()) / len(values))
+    assert len(values) == 10 and official["metric"] == "nugget"
+    stdout = result.stdout.str()
+    assert "beam · full-context — BEAM official" in stdout
+    assert "(this run, BEAM official)" in stdout  # the baselines' column is the composite
     protocol = report["provenance"]["protocol"]
     assert len(protocol["prompt_sha256"]["fact_extraction"]) == 64
     repair = protocol["json_repair"]

@@ -5,17 +5,27 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 import pytest
 from beam_reply_corpus import CORPUS, outcomes
+from fakes import make_result
 
+from pytest_memeval.analysis.aggregate import CategoryMeta, aggregate_run
+from pytest_memeval.analysis.baselines import baselines_for
+from pytest_memeval.analysis.beam_official import official_composite
 from pytest_memeval.judges.beam import parse_json_response, read_beam_reply
 from pytest_memeval.llm.base import ChatMessage, Completion
 from pytest_memeval.protocols.judges import BeamOfficialJudge, beam_official_item
 from pytest_memeval.protocols.profiles import BEAM
 from pytest_memeval.protocols.source import Template
 from pytest_memeval.records import Question
+from pytest_memeval.report.html import summary_tables
+from pytest_memeval.report.markdown import render_markdown
+from pytest_memeval.report.model import Summary
+from pytest_memeval.report.tables import baseline_grid, baselines_table, fmt_num, official_table
+from pytest_memeval.report.terminal import render_summary
 
 #: the item score BEAM's loop reads from each corpus reply ("raises": its evaluation aborts);
 #: the same under json_repair 0.44.1 and 0.64.6 (tests/unit/beam_reply_corpus.py)
@@ -142,3 +152,100 @@ def test_other_categories_send_no_fact_extraction_call() -> None:
     result = _judge().judge(_question("summarization"), "first thing", client)
     assert len(client.calls) == 2 and all(c[0].content.startswith("JUDGE") for c in client.calls)
     assert result.scores["nugget"] == 1.0
+
+
+# --------------------------------------------------------------------------- official composite
+
+
+def _composite_results() -> list[Any]:
+    """Three conversations with unequal question counts (hand-computed in the tests below):
+
+    A: information_extraction 1, 0, 0 (mean 1/3); event_ordering 0.5
+    B: information_extraction 1 (mean 1); event_ordering 1, 1 (mean 1) and one unscored
+    C: summarization 0 (one question); one NaN (no value)
+    """
+    rows = [
+        ("a1", "A", "information_extraction", 1.0),
+        ("a2", "A", "information_extraction", 0.0),
+        ("a3", "A", "information_extraction", 0.0),
+        ("a4", "A", "event_ordering", 0.5),
+        ("b1", "B", "information_extraction", 1.0),
+        ("b2", "B", "event_ordering", 1.0),
+        ("b3", "B", "event_ordering", 1.0),
+        ("b4", "B", "event_ordering", None),
+        ("c1", "C", "summarization", 0.0),
+        ("c2", "C", "summarization", float("nan")),
+    ]
+    return [
+        make_result(qid, scores={"nugget": v}, conversation_id=conv, category=cat, benchmark="beam")
+        for qid, conv, cat, v in rows
+    ]
+
+
+def test_composite_is_the_mean_over_conversations_of_conversation_means() -> None:
+    got = official_composite(_composite_results(), "nugget")
+    by = {c.category: c for c in got.categories}
+    # information_extraction: (1/3 + 1) / 2, not the question mean 2/4
+    assert by["information_extraction"].value == pytest.approx(2 / 3)
+    assert (by["information_extraction"].conversations, by["information_extraction"].questions) == (
+        2,
+        4,
+    )
+    # event_ordering: (0.5 + 1) / 2 = 0.75, not the question mean 2.5 / 3
+    assert by["event_ordering"].value == pytest.approx(0.75)
+    assert by["summarization"].value == 0.0 and by["summarization"].conversations == 1
+    # overall: the mean of the three category values
+    assert got.overall == pytest.approx((2 / 3 + 0.75 + 0.0) / 3)
+    assert got.counted == 3 and got.unscored == 2  # b4 (None) and c2 (NaN) left out
+    assert [c.category for c in got.categories] == [
+        "information_extraction",
+        "event_ordering",
+        "summarization",
+    ]
+    ordered = official_composite(_composite_results(), "nugget", ["summarization"])
+    assert ordered.categories[0].category == "summarization"
+
+
+def test_composite_groups_by_cluster_and_skips_categories_without_values() -> None:
+    results = _composite_results()
+    # one cluster for everything: the category values become question means
+    pooled = [replace(r, cluster="all") for r in results]
+    got = official_composite(pooled, "nugget")
+    assert got.value("information_extraction") == pytest.approx(2 / 4)
+    assert got.value("event_ordering") == pytest.approx(2.5 / 3)
+    only_none = [make_result("x", scores={"nugget": None}, category="abstention")]
+    empty = official_composite(only_none, "nugget")
+    assert empty.value("abstention") is None and empty.overall is None and empty.counted == 0
+    assert official_composite([], "nugget").overall is None
+
+
+def test_official_table_json_and_baseline_column() -> None:
+    results = _composite_results()
+    metas = [CategoryMeta(c, None, "") for c in ("information_extraction", "event_ordering")]
+    run = aggregate_run("beam", "bm25", "", results, metas, ["nugget"])
+    assert official_table(run) is None  # no protocol: no official table
+    run.official = official_composite(results, "nugget", [r.key for r in run.categories])
+    table = official_table(run)
+    assert table is not None
+    cells = [[c.text for c in row.cells] for row in table.rows]
+    assert cells[0] == ["information_extraction", "", "2", "4", fmt_num(2 / 3)]
+    assert cells[-1] == ["overall (mean of 3 categories)", "", "", "8", fmt_num(17 / 36)]
+    assert "2 questions without a value left out" in table.caption
+    summary = run.summary_dict()["beam_official"]
+    assert summary["overall"] == pytest.approx(17 / 36)
+    assert summary["by_category"]["event_ordering"]["conversations"] == 2
+    # the question mean differs: the baselines' column is the official overall
+    assert run.overall.metrics["nugget"] != pytest.approx(17 / 36)
+    chosen = baselines_for("beam", ("beam-light-100k",))
+    cols, grid = baseline_grid([run], chosen)
+    assert cols == [(run, "nugget")]
+    overall = next(values for row, values in grid if row.key == "overall")
+    assert overall[0] == pytest.approx(17 / 36) and overall[1] == chosen[0].overall
+    ie = next(values for row, values in grid if row.key == "information_extraction")
+    assert ie[0] == pytest.approx(2 / 3)
+    bt = baselines_table([run], chosen)
+    assert bt is not None and "BEAM official" in bt.header[2].text
+    text = "\n".join(render_summary(Summary(runs=[run]), {"beam": chosen}, []))
+    assert "BEAM official" in text and fmt_num(17 / 36) in text
+    assert "BEAM official" in render_markdown(Summary(runs=[run]), {"beam": chosen})
+    assert "BEAM official" in summary_tables(Summary(runs=[run]))
