@@ -66,7 +66,8 @@ _ALLOWED = (0.0, 0.5, 1.0)
 def parse_beam_json(reply: str) -> object | None:
     """BEAM's parse: strip; when the reply starts with a code fence, take the fenced ``{...}`` /
     ``[...]``; ``json.loads``; else the first non-greedy ``{...}`` / ``[...]`` span. Where BEAM
-    then tries ``json_repair``, we fall back to our general object search (no repair)."""
+    then tries ``json_repair``, this (our ``beam-nugget`` judge's reading) falls back to our
+    general object search; the ``beam`` protocol reads with :func:`read_beam_reply` instead."""
     text = reply.strip()
     if text.startswith("```"):
         m = _FENCED.match(text)
