@@ -662,7 +662,7 @@ def test_beam_protocol_requests_match_upstream(
         (expected[f"{unreadable[:-1]}0"] + 2 / 3) / 2
     )
     assert official["overall"] == pytest.approx(sum(values.values()) / len(values))
-    assert len(values) == 10 and official["metric"] == "nugget"
+    assert len(values) == 10 and official["metric"] == "nugget_official"
     stdout = result.stdout.str()
     assert "beam · full-context — BEAM official" in stdout
     assert "(this run, BEAM official)" in stdout  # the baselines' column is the composite

@@ -151,7 +151,7 @@ def test_other_categories_send_no_fact_extraction_call() -> None:
     client = _Recording()
     result = _judge().judge(_question("summarization"), "first thing", client)
     assert len(client.calls) == 2 and all(c[0].content.startswith("JUDGE") for c in client.calls)
-    assert result.scores["nugget"] == 1.0
+    assert result.scores["nugget_official"] == 1.0
 
 
 # --------------------------------------------------------------------------- official composite
@@ -177,13 +177,15 @@ def _composite_results() -> list[Any]:
         ("c2", "C", "summarization", float("nan")),
     ]
     return [
-        make_result(qid, scores={"nugget": v}, conversation_id=conv, category=cat, benchmark="beam")
+        make_result(
+            qid, scores={"nugget_official": v}, conversation_id=conv, category=cat, benchmark="beam"
+        )
         for qid, conv, cat, v in rows
     ]
 
 
 def test_composite_is_the_mean_over_conversations_of_conversation_means() -> None:
-    got = official_composite(_composite_results(), "nugget")
+    got = official_composite(_composite_results(), "nugget_official")
     by = {c.category: c for c in got.categories}
     # information_extraction: (1/3 + 1) / 2, not the question mean 2/4
     assert by["information_extraction"].value == pytest.approx(2 / 3)
@@ -202,7 +204,7 @@ def test_composite_is_the_mean_over_conversations_of_conversation_means() -> Non
         "event_ordering",
         "summarization",
     ]
-    ordered = official_composite(_composite_results(), "nugget", ["summarization"])
+    ordered = official_composite(_composite_results(), "nugget_official", ["summarization"])
     assert ordered.categories[0].category == "summarization"
 
 
@@ -210,21 +212,21 @@ def test_composite_groups_by_cluster_and_skips_categories_without_values() -> No
     results = _composite_results()
     # one cluster for everything: the category values become question means
     pooled = [replace(r, cluster="all") for r in results]
-    got = official_composite(pooled, "nugget")
+    got = official_composite(pooled, "nugget_official")
     assert got.value("information_extraction") == pytest.approx(2 / 4)
     assert got.value("event_ordering") == pytest.approx(2.5 / 3)
-    only_none = [make_result("x", scores={"nugget": None}, category="abstention")]
-    empty = official_composite(only_none, "nugget")
+    only_none = [make_result("x", scores={"nugget_official": None}, category="abstention")]
+    empty = official_composite(only_none, "nugget_official")
     assert empty.value("abstention") is None and empty.overall is None and empty.counted == 0
-    assert official_composite([], "nugget").overall is None
+    assert official_composite([], "nugget_official").overall is None
 
 
 def test_official_table_json_and_baseline_column() -> None:
     results = _composite_results()
     metas = [CategoryMeta(c, None, "") for c in ("information_extraction", "event_ordering")]
-    run = aggregate_run("beam", "bm25", "", results, metas, ["nugget"])
+    run = aggregate_run("beam", "bm25", "", results, metas, ["nugget_official"])
     assert official_table(run) is None  # no protocol: no official table
-    run.official = official_composite(results, "nugget", [r.key for r in run.categories])
+    run.official = official_composite(results, "nugget_official", [r.key for r in run.categories])
     table = official_table(run)
     assert table is not None
     cells = [[c.text for c in row.cells] for row in table.rows]
@@ -235,10 +237,10 @@ def test_official_table_json_and_baseline_column() -> None:
     assert summary["overall"] == pytest.approx(17 / 36)
     assert summary["by_category"]["event_ordering"]["conversations"] == 2
     # the question mean differs: the baselines' column is the official overall
-    assert run.overall.metrics["nugget"] != pytest.approx(17 / 36)
+    assert run.overall.metrics["nugget_official"] != pytest.approx(17 / 36)
     chosen = baselines_for("beam", ("beam-light-100k",))
     cols, grid = baseline_grid([run], chosen)
-    assert cols == [(run, "nugget")]
+    assert cols == [(run, "nugget_official")]
     overall = next(values for row, values in grid if row.key == "overall")
     assert overall[0] == pytest.approx(17 / 36) and overall[1] == chosen[0].overall
     ie = next(values for row, values in grid if row.key == "information_extraction")
