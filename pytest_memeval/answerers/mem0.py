@@ -288,17 +288,12 @@ class Mem0Answerer:
 
     def answer(self, question: Question, memories: Sequence[Memory]) -> Prediction:
         filing = self.filing(question, memories)
-        options: dict[str, Any] = {}  # passed only when the shape sends them (Mem0's: neither)
-        if self.shape.n is not None:
-            options["n"] = self.shape.n
-        if self.shape.max_tokens_field is not None:
-            options["max_tokens_field"] = self.shape.max_tokens_field
         reply = self.client.complete(
             [ChatMessage("system", self.render_filing(question, filing))],
             temperature=self.shape.temperature,
             max_tokens=self.shape.max_tokens,
             role="answerer",
-            **options,
+            **self.shape.options(),
         ).text
         return Prediction(
             text=reply,

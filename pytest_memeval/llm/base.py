@@ -42,8 +42,9 @@ class LLMClient(Protocol):
     for a JSON object (``response_format={"type": "json_object"}``; ignored by Anthropic).
     ``n`` (only ``None`` or ``1``: one choice is read) is sent as the ``n`` field when given, and
     ``max_tokens_field`` names the field the limit is sent in (``"max_tokens"`` or
-    ``"max_completion_tokens"``; ``None``: the provider's default), as an official protocol's request
-    has them; Anthropic's API has neither and ignores both."""
+    ``"max_completion_tokens"``; ``None``: the provider's default), and ``stream=False`` is sent
+    as ``"stream": false`` when given, as an official protocol's request has them; Anthropic's API
+    has none of the three and ignores them."""
 
     @property
     def label(self) -> str:
@@ -61,11 +62,17 @@ class LLMClient(Protocol):
         json_mode: bool = False,
         n: int | None = None,
         max_tokens_field: str | None = None,
+        stream: bool | None = None,
     ) -> Completion: ...
 
 
-def check_request_options(n: int | None, max_tokens_field: str | None) -> None:
-    """Raise ValueError for an ``n`` other than ``None``/``1`` or an unknown limit field."""
+def check_request_options(
+    n: int | None, max_tokens_field: str | None, stream: bool | None = None
+) -> None:
+    """Raise ValueError for an ``n`` other than ``None``/``1``, an unknown limit field, or a
+    ``stream`` other than ``None``/``False`` (the reply is read whole)."""
+    if stream is not None and stream is not False:
+        raise ValueError(f"stream={stream!r}: the reply is read whole, so stream must be false")
     if n is not None and (isinstance(n, bool) or n != 1):
         raise ValueError(f"n={n!r}: only one choice is read, so n must be 1 or not sent")
     if max_tokens_field is not None and max_tokens_field not in MAX_TOKENS_FIELDS:
@@ -86,6 +93,7 @@ class Request:
     json_mode: bool = False
     n: int | None = None
     max_tokens_field: str | None = None
+    stream: bool | None = None
 
     def __post_init__(self) -> None:
-        check_request_options(self.n, self.max_tokens_field)
+        check_request_options(self.n, self.max_tokens_field, self.stream)

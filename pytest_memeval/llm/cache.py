@@ -17,8 +17,8 @@ threads under a lock: the statements are tiny next to an HTTP call.
 
 The key is the sha256 of a canonical JSON of exactly (provider, model, base_url, messages,
 temperature, max_tokens, run_index): everything that changes the output, and nothing else (no API
-key, no timeout, no retry settings; not ``n``, which can only be 1, nor the name of the field the
-limit is sent in). An unreadable entry is a miss. Any failure of the database
+key, no timeout, no retry settings; not ``n``, which can only be 1, nor ``stream``, which can only be
+false, nor the name of the field the limit is sent in). An unreadable entry is a miss. Any failure of the database
 itself (cannot create the directory, not a database, disk full, locked past the busy timeout)
 turns this cache off for the rest of the process with one ``logging`` line, never an exception.
 """

@@ -131,9 +131,17 @@ class ProviderClient:
         json_mode: bool = False,
         n: int | None = None,
         max_tokens_field: str | None = None,
+        stream: bool | None = None,
     ) -> Completion:
         request = Request(
-            tuple(messages), temperature, max_tokens, run_index, json_mode, n, max_tokens_field
+            tuple(messages),
+            temperature,
+            max_tokens,
+            run_index,
+            json_mode,
+            n,
+            max_tokens_field,
+            stream,
         )
         key: str | None = None
         if self.cache is not None:

@@ -311,6 +311,8 @@ class OpenAIProvider:
         limit: dict[str, Any] = {} if max_tokens is None else {field: max_tokens}
         if request.n is not None:
             limit["n"] = request.n
+        if request.stream is not None:
+            limit["stream"] = request.stream
         if request.json_mode:
             limit["response_format"] = {"type": "json_object"}
         with _sdk_errors(self.config, self.timeout):

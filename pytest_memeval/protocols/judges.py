@@ -48,21 +48,13 @@ def metric_of_style(style: str) -> str | None:
 
 
 def _ask(client: LLMClient, messages: list[ChatMessage], shape: RequestShape) -> str:
-    """One call with the protocol's parameters; JSON mode, ``n`` and the limit's field name are
-    passed only when the protocol sends them."""
-    options: dict[str, Any] = {}
-    if shape.json_mode:
-        options["json_mode"] = True
-    if shape.n is not None:
-        options["n"] = shape.n
-    if shape.max_tokens_field is not None:
-        options["max_tokens_field"] = shape.max_tokens_field
+    """One call with the protocol's parameters (:meth:`RequestShape.options`)."""
     return client.complete(
         messages,
         temperature=shape.temperature,
         max_tokens=shape.max_tokens,
         role="judge",
-        **options,
+        **shape.options(),
     ).text
 
 

@@ -12,6 +12,7 @@ No upstream text is stored here: only the pins. The text is read at run time (``
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from .source import StringRef, UpstreamFile
 
@@ -64,7 +65,7 @@ LOCOMO_FILE = UpstreamFile(
 class RequestShape:
     """The parameters of one upstream call (``max_tokens=None``: none sent; ``n=None``: no ``n``
     field; ``max_tokens_field``: the field upstream sends the limit in, ``None`` for the provider's
-    default)."""
+    default; ``stream=False``: an explicit ``"stream": false``, as LangChain sends it)."""
 
     model: str
     temperature: float = 0.0
@@ -72,6 +73,19 @@ class RequestShape:
     json_mode: bool = False
     n: int | None = None
     max_tokens_field: str | None = None
+    stream: bool | None = None
+
+    def options(self) -> dict[str, Any]:
+        """The keywords of ``LLMClient.complete`` beyond temperature and max tokens, each only
+        when this request sends it (clients written before an option existed keep working)."""
+        out: dict[str, Any] = {}
+        if self.json_mode:
+            out["json_mode"] = True
+        for name in ("n", "max_tokens_field", "stream"):
+            value = getattr(self, name)
+            if value is not None:
+                out[name] = value
+        return out
 
 
 @dataclass(frozen=True)
@@ -189,7 +203,8 @@ BEAM = ProtocolProfile(
     metric="nugget_official",
     # LangChain's ChatOpenAI(temperature=0).invoke(...): model, messages, temperature, stream
     # false; no n, no max tokens (docs/scoring.md#beam-official-protocol)
-    judge=RequestShape("gpt-4.1-mini", temperature=0.0, max_tokens=None),
+    # LangChain's ChatOpenAI (BEAM's pins) sends model, messages, temperature and stream=false
+    judge=RequestShape("gpt-4.1-mini", temperature=0.0, max_tokens=None, stream=False),
     prompts={
         "judge": (BEAM_PROMPTS_FILE, StringRef("constant", "unified_llm_judge_base_prompt")),
         "fact_extraction": (
@@ -219,7 +234,7 @@ BEAM = ProtocolProfile(
     "(event_ordering: tau_norm after LLM alignment); category value = mean over "
     "conversations; overall = mean of the category values (report_results.py has no "
     "overall; BEAM's README defines none)",
-    alignment=RequestShape("gpt-4.1-mini", temperature=0.0, max_tokens=None),
+    alignment=RequestShape("gpt-4.1-mini", temperature=0.0, max_tokens=None, stream=False),
     notes=(
         "event ordering sends BEAM's fact-extraction call first (its reply is unused, as "
         "upstream discards it), then the equivalence calls, then the rubric calls",

@@ -193,17 +193,19 @@ def test_protocol_request_options(
     with client_for(provider, server) as client:
         client.complete(MSGS, max_tokens=10, n=1, max_tokens_field="max_tokens")
         client.complete(MSGS, max_tokens=11, max_tokens_field="max_completion_tokens")
-        client.complete(MSGS, max_tokens=None, n=1)
+        client.complete(MSGS, max_tokens=None, n=1, stream=False)
     first, second, third = (r.body for r in server.requests)
     if provider == "anthropic":
         assert (first["max_tokens"], second["max_tokens"]) == (10, 11)
         assert all("n" not in b and "max_completion_tokens" not in b for b in (first, second))
+        assert "stream" not in third or third["stream"] is False
         return
     assert first["max_tokens"] == 10 and first["n"] == 1
     assert "max_completion_tokens" not in first
     assert second["max_completion_tokens"] == 11
     assert "max_tokens" not in second and "n" not in second
-    assert third["n"] == 1
+    assert third["n"] == 1 and third["stream"] is False
+    assert "stream" not in first and "stream" not in second
     assert "max_tokens" not in third and "max_completion_tokens" not in third
 
 
@@ -213,6 +215,8 @@ def test_request_options_are_checked(env: pytest.MonkeyPatch, server: LLMServer)
             client.complete(MSGS, n=2)
         with pytest.raises(ValueError, match="max_tokens_field='limit'"):
             client.complete(MSGS, max_tokens_field="limit")
+        with pytest.raises(ValueError, match="stream must be false"):
+            client.complete(MSGS, stream=True)
     assert server.requests == []
 
 
