@@ -10,6 +10,7 @@ with the requests the fixture's own (upstream-shaped) code sends for the same in
 
 from __future__ import annotations
 
+import hashlib
 import importlib.util
 import json
 import sys
@@ -21,6 +22,7 @@ from typing import Any
 import openai
 import pytest
 from conftest import read_json
+from file_server import Reply, serve_files
 from llm_server import OPENAI_PATH, LLMServer
 
 from pytest_memeval.benchmarks.download import file_sha256
@@ -133,41 +135,16 @@ def test_local_checkout_is_checked_against_the_pin(tmp_path: Path) -> None:
 
 
 def test_download_is_cached_and_sha_checked(tmp_path: Path) -> None:
-    import http.server
-    import threading
-
     body = b'P = "served"\n'
-    hits: list[str] = []
-
-    class Handler(http.server.BaseHTTPRequestHandler):
-        def do_GET(self) -> None:
-            hits.append(self.path)
-            self.send_response(200)
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-        def log_message(self, *args: Any) -> None:
-            pass
-
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        host = f"http://127.0.0.1:{server.server_address[1]}"
-        import hashlib
-
-        good = UpstreamFile("o/r", "2" * 40, "src/p.py", hashlib.sha256(body).hexdigest(), host)
+    with serve_files(fallback=lambda path: Reply(body)) as srv:
+        good = UpstreamFile("o/r", "2" * 40, "src/p.py", hashlib.sha256(body).hexdigest(), srv.base)
         got = read_upstream(good, protocol="beam", source_dir=None, cache_dir=tmp_path)
         assert got.text == body.decode() and got.matches_pin
         read_upstream(good, protocol="beam", source_dir=None, cache_dir=tmp_path)
-        assert hits == [f"/o/r/{'2' * 40}/src/p.py"]  # the second read is the cached file
-        bad = UpstreamFile("o/r", "3" * 40, "src/p.py", "0" * 64, host)
+        assert srv.requests == [f"/o/r/{'2' * 40}/src/p.py"]  # the second read is the cached file
+        bad = UpstreamFile("o/r", "3" * 40, "src/p.py", "0" * 64, srv.base)
         with pytest.raises(ProtocolSourceError, match="sha256 mismatch"):
             read_upstream(bad, protocol="beam", source_dir=None, cache_dir=tmp_path)
-    finally:
-        server.shutdown()
-        server.server_close()
 
 
 def test_offline_message_names_the_url_and_the_option(tmp_path: Path) -> None:
