@@ -4,12 +4,11 @@
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pytest
-from fakes import make_result
+from fakes import ScriptedClient, make_result
 
 from pytest_memeval.analysis.aggregate import CategoryMeta, aggregate_run
 from pytest_memeval.analysis.baselines import (
@@ -22,24 +21,11 @@ from pytest_memeval.analysis.gates import parse_gate
 from pytest_memeval.analysis.regression import compare, legacy_score_key, load_baseline
 from pytest_memeval.errors import MemevalError
 from pytest_memeval.judges import STYLE_METRICS, STYLES, get_judge, resolve_judge_alias
-from pytest_memeval.llm.base import ChatMessage, Completion
 from pytest_memeval.protocols import PROFILES, metric_of_style
 from pytest_memeval.records import Question, QuestionResult
 from pytest_memeval.report.model import Summary
 from pytest_memeval.run.question import QuestionRun, pass_metric_of
 from pytest_memeval.run.runtime import score_key
-
-
-@dataclass
-class Replies:
-    """A judge client that answers every call with ``reply``."""
-
-    reply: str
-    calls: list[list[ChatMessage]] = field(default_factory=list)
-
-    def complete(self, messages: list[ChatMessage], **kw: Any) -> Completion:
-        self.calls.append(list(messages))
-        return Completion(text=self.reply)
 
 
 def _question(**kw: Any) -> Question:
@@ -89,7 +75,7 @@ def test_built_in_judges_write_headline_and_prefixed_extras_only(tmp_path: Path)
     written: dict[str, set[str]] = {}
     for style in STYLES:
         judge = get_judge(style, runs=3)
-        result = judge.judge(_question(), "from Sweden", Replies(_REPLIES[style]))  # type: ignore[arg-type]
+        result = judge.judge(_question(), "from Sweden", ScriptedClient(_REPLIES[style]))  # type: ignore[arg-type]
         assert not result.unscored, style
         assert judge.metric == STYLE_METRICS[style]
         keys = set(result.scores)
