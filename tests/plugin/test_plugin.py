@@ -508,7 +508,7 @@ def test_locomo_run_with_xdist_matches_plain(pytester: pytest.Pytester, data_dir
             "*not comparable because*",
             "GPT-3.5-turbo-16K @16K (locomo-gpt-3.5-16k)*published under the locomo protocol;"
             " this run used no protocol (run with --memeval-protocol=locomo)",
-            "Mem0 (mem0-j-mem0)*this run has no judge",
+            "Mem0 (mem0-j-mem0)*published under the mem0 protocol; this run used no protocol*",
         ]
     )
 

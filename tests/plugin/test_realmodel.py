@@ -152,7 +152,8 @@ def _run(
     calls = rm.proxy.snapshot()[before:]
     assert all(c.status == 200 for c in calls), [(c.status, c.reply[:80]) for c in calls]
     questions = [q for run in report["runs"] for q in run["questions"]]
-    judged = [q for q in questions if "judge" in q.get("details", {}) and _judged(q)]
+    metric = _metric(report)
+    judged = [q for q in questions if metric in q.get("details", {}) and _judged(q, metric)]
     figures = RunFigures(
         label=label,
         style=style,
@@ -163,15 +164,22 @@ def _run(
     )
     if style == "graded":
         for q in judged:
-            info = q["details"]["judge"]
+            info = q["details"][metric]
             figures.graded_runs += len(info["raw"])
             figures.graded_failed_runs += int(info["details"]["failed_runs"])
     rm.runs.append(figures)
     return result, report, figures
 
 
-def _judged(q: dict[str, Any]) -> bool:
-    info = q["details"]["judge"]
+def _metric(report: dict[str, Any]) -> str:
+    """The first judge's headline metric (each judge style has its own: judge_mem0, ...); the
+    judge's details are filed under the same key."""
+    (metric,) = set(report["provenance"]["judge_metric"].values())
+    return str(metric)
+
+
+def _judged(q: dict[str, Any], metric: str) -> bool:
+    info = q["details"][metric]
     return isinstance(info, dict) and not info.get("skipped")
 
 
@@ -199,13 +207,14 @@ def _usage(report: dict[str, Any], role: str) -> dict[str, int]:
     return usage
 
 
-def _check_verdicts(report: dict[str, Any], value_key: str = "judge") -> tuple[int, int]:
-    """Every judged question has a verdict in [0, 1] or is UNSCORED with its raw reply kept, and
-    the status follows the verdict. Returns (judged, unscored)."""
+def _check_verdicts(report: dict[str, Any]) -> tuple[int, int]:
+    """Every judged question has a verdict in [0, 1] under its judge's metric, or is UNSCORED
+    with its raw reply kept, and the status follows the verdict. Returns (judged, unscored)."""
     judged = unscored = 0
+    value_key = _metric(report)
     for run in report["runs"]:
         for q in run["questions"]:
-            info = q["details"].get("judge")
+            info = q["details"].get(value_key)
             if info is None or info.get("skipped"):
                 continue
             judged += 1
@@ -257,6 +266,7 @@ def test_locomo_answerer_mem0_and_graded_then_warm_rerun(
     judged, unscored = _check_verdicts(mem0)
     assert fig.unscored == unscored  # counted, not dropped
     adversarial = sum(1 for q in questions if q["category"] == "adversarial")
+    assert _metric(mem0) == "judge_mem0"
     assert judged == 10 - adversarial  # category 5 is not judged under the Mem0 protocol
     assert len(_judge_calls(fig.calls)) == judged
     assert len(fig.calls) == 10 + judged
@@ -273,7 +283,7 @@ def test_locomo_answerer_mem0_and_graded_then_warm_rerun(
     res.stdout.fnmatch_lines([f"*answerer: {SPEC}*"])
     # temperature 0 on one server: -n 2 gives the same answers and verdicts as no xdist
     rm.mem0_by_mode[mode] = {
-        q["id"]: (q["prediction"], q["status"], q["scores"].get("judge")) for q in questions
+        q["id"]: (q["prediction"], q["status"], q["scores"].get("judge_mem0")) for q in questions
     }
     if len(rm.mem0_by_mode) == len(MODES):
         first, second = rm.mem0_by_mode.values()
@@ -287,16 +297,17 @@ def test_locomo_answerer_mem0_and_graded_then_warm_rerun(
     assert _usage(graded, "answerer")["cache_hits"] == 10
     gq = {q["id"]: q["prediction"] for q in graded["runs"][0]["questions"]}
     assert gq == {q["id"]: q["prediction"] for q in questions}
+    assert _metric(graded) == "judge_graded"
     g_judged, _ = _check_verdicts(graded)
     assert g_judged == 10  # the graded judge judges category 5 too
     assert len(gfig.calls) == 3 * 10
     assert {c.temperature for c in gfig.calls} == {0.5}
     assert gfig.graded_runs == 30
     for q in graded["runs"][0]["questions"]:
-        runs_ok = q["scores"].get("judge_runs")
+        runs_ok = q["scores"].get("judge_graded_runs")
         if q["status"] != "UNSCORED":
             assert runs_ok is not None and 1 <= runs_ok <= 3
-            assert q["scores"]["judge_std"] is not None
+            assert q["scores"]["judge_graded_std"] is not None
 
     # 3. warm reruns: zero HTTP requests, identical scores
     count = rm.proxy.count()
@@ -340,10 +351,11 @@ def test_longmemeval_judge_on_oracle_items(
     assert {q["id"] for q in questions} == {"6a1eabeb", "gpt4_70e84552_abs"}
     judged, _ = _check_verdicts(report)
     assert judged == 2
-    rule_sets = {q["id"]: q["details"]["judge"]["details"]["rule_set"] for q in questions}
+    assert _metric(report) == "judge_lme"
+    rule_sets = {q["id"]: q["details"]["judge_lme"]["details"]["rule_set"] for q in questions}
     assert rule_sets == {"6a1eabeb": "knowledge-update", "gpt4_70e84552_abs": "abstention"}
     for q in questions:
-        assert q["scores"]["judge_official"] in (0.0, 1.0)
+        assert q["scores"]["judge_lme_substring"] in (0.0, 1.0)
     assert {c.max_tokens for c in _judge_calls(fig.calls)} == {10}
     assert len(fig.calls) == 4
 
@@ -372,8 +384,9 @@ def test_beam_nugget_judge(pytester: pytest.Pytester, llm_env: RealModel, data_d
     questions = report["runs"][0]["questions"]
     assert len(questions) == 2
     items = 0
+    assert _metric(report) == "nugget"
     for q in questions:
-        info = q["details"]["judge"]
+        info = q["details"]["nugget"]
         total = info["details"]["items_total"]
         assert total >= 1 and len(info["raw"]) == total
         items += total
