@@ -31,6 +31,7 @@ from datetime import datetime
 from typing import Any
 
 from ..dates import MONTHS
+from ..errors import JudgeError
 from ..llm.base import ChatMessage, LLMClient
 from ..protocols.profiles import RequestShape
 from ..protocols.source import Template
@@ -224,9 +225,21 @@ class Mem0Answerer:
     _jinja: Any = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
-        import jinja2  # a dependency for this alone; imported only under the protocol
+        # a dependency for this alone; imported only under the protocol. The sandbox renders
+        # exactly as ``jinja2.Template`` (same default settings) but refuses a template that
+        # reaches for Python internals (a local checkout's file is used even when it is not the
+        # pinned one), so the upstream text is rendered, never run.
+        from jinja2 import TemplateSyntaxError
+        from jinja2.sandbox import SandboxedEnvironment
 
-        self._jinja = jinja2.Template(self.prompt.text)
+        try:
+            self._jinja = SandboxedEnvironment().from_string(self.prompt.text)
+        except TemplateSyntaxError as exc:
+            raise JudgeError(
+                f"--memeval-protocol=mem0: ANSWER_PROMPT (sha256 {self.prompt.sha256[:12]}…) is "
+                f"not a template Jinja can read ({exc.message}, line {exc.lineno}); use the "
+                "pinned file (no --memeval-protocol-source, or a checkout at the pinned commit)"
+            ) from None
 
     @property
     def label(self) -> str:
@@ -271,15 +284,23 @@ class Mem0Answerer:
         return _file(self._conversation_index(question.conversation_id), memories)
 
     def render_filing(self, question: Question, filing: Filing) -> str:
-        text: str = self._jinja.render(
-            speaker_1_user_id=filing.speaker_1,
-            speaker_2_user_id=filing.speaker_2,
-            speaker_1_memories=json.dumps(list(filing.speaker_1_lines), indent=4),
-            speaker_2_memories=json.dumps(list(filing.speaker_2_lines), indent=4),
-            speaker_1_graph_memories=json.dumps(None, indent=4),
-            speaker_2_graph_memories=json.dumps(None, indent=4),
-            question=question.question,
-        )
+        from jinja2.exceptions import SecurityError
+
+        try:
+            text: str = self._jinja.render(
+                speaker_1_user_id=filing.speaker_1,
+                speaker_2_user_id=filing.speaker_2,
+                speaker_1_memories=json.dumps(list(filing.speaker_1_lines), indent=4),
+                speaker_2_memories=json.dumps(list(filing.speaker_2_lines), indent=4),
+                speaker_1_graph_memories=json.dumps(None, indent=4),
+                speaker_2_graph_memories=json.dumps(None, indent=4),
+                question=question.question,
+            )
+        except SecurityError as exc:
+            raise JudgeError(
+                f"--memeval-protocol=mem0: ANSWER_PROMPT (sha256 {self.prompt.sha256[:12]}…) "
+                f"does what the Jinja sandbox refuses ({exc}); use the pinned file"
+            ) from None
         return text
 
     def render(self, question: Question, memories: Sequence[Memory]) -> str:

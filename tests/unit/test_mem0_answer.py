@@ -16,7 +16,7 @@ from pytest_memeval.answerers.mem0 import (
     filing_totals,
     locomo_date_text,
 )
-from pytest_memeval.errors import AdapterError
+from pytest_memeval.errors import AdapterError, JudgeError
 from pytest_memeval.llm.base import ChatMessage
 from pytest_memeval.protocols.profiles import PROFILES
 from pytest_memeval.protocols.setup import (
@@ -195,3 +195,12 @@ def test_answer_model_warning_and_prompt_conflict() -> None:
         check_answer_options("mem0", "anthropic:claude-sonnet-4-6", None)
     check_answer_options("mem0", "openai-compatible:llama3.1:8b", None)
     check_answer_options("mem0", "extractive", "p.txt")
+
+
+def test_the_prompt_is_rendered_in_jinjas_sandbox() -> None:
+    """A local checkout's ANSWER_PROMPT is used even off the pin: it is rendered, never run."""
+    reach = "{{ ''.__class__.__mro__[1].__subclasses__() }} {{question}}"
+    with pytest.raises(JudgeError, match="does what the Jinja sandbox refuses"):
+        _answerer(reach).render(QUESTION, [])
+    with pytest.raises(JudgeError, match=r"not a template Jinja can read .*line 1"):
+        _answerer("{{ question")
