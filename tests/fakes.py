@@ -9,7 +9,21 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pytest_memeval.llm.base import ChatMessage, Completion
-from pytest_memeval.records import STATUS_CORRECT, STATUS_WRONG, QuestionResult
+from pytest_memeval.records import STATUS_CORRECT, STATUS_WRONG, Question, QuestionResult
+
+
+def make_question(**fields: Any) -> Question:
+    """A LoCoMo-like single-hop question (Caroline / Sweden); ``fields`` overrides any field."""
+    values: dict[str, Any] = {
+        "id": "q1",
+        "conversation_id": "c1",
+        "category": "single-hop",
+        "question": "Where did Caroline move from?",
+        "gold": "Sweden",
+        "category_id": 4,
+    }
+    values.update(fields)
+    return Question(**values)
 
 
 def make_result(

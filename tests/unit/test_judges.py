@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
-from fakes import ScriptedClient
+from fakes import ScriptedClient, make_question
 
 from pytest_memeval.errors import JudgeError
 from pytest_memeval.judges import (
@@ -37,7 +37,6 @@ from pytest_memeval.judges.graded import graded_stats, parse_graded_score
 from pytest_memeval.judges.longmemeval import official_yes, rule_set_for, strict_yes_no
 from pytest_memeval.judges.mem0 import parse_mem0_label
 from pytest_memeval.judges.usermem import parse_usermem_reward
-from pytest_memeval.records import Question
 
 # --------------------------------------------------------------------------- fake client
 
@@ -49,17 +48,7 @@ def const(text: str) -> ScriptedClient:
     return ScriptedClient(text)
 
 
-def q(**kw: object) -> Question:
-    base: dict[str, object] = {
-        "id": "q1",
-        "conversation_id": "c1",
-        "category": "single-hop",
-        "question": "Where did Caroline move from?",
-        "gold": "Sweden",
-        "category_id": 4,
-    }
-    base.update(kw)
-    return Question(**base)  # type: ignore[arg-type]
+q = make_question
 
 
 # --------------------------------------------------------------------------- mem0

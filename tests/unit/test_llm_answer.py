@@ -8,7 +8,7 @@ from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
-from fakes import ScriptedClient
+from fakes import ScriptedClient, make_question
 
 from pytest_memeval.answerers.llm import (
     LLMAnswerer,
@@ -27,15 +27,12 @@ def client_with(reply: str) -> ScriptedClient:
 
 def question(**kw: object) -> Question:
     base: dict[str, object] = {
-        "id": "q1",
-        "conversation_id": "c1",
         "category": "temporal",
         "question": "When did Melanie paint a sunrise?",
         "gold": "2022",
         "category_id": 2,
     }
-    base.update(kw)
-    return Question(**base)  # type: ignore[arg-type]
+    return make_question(**{**base, **kw})
 
 
 MEMORIES = [

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from fakes import ScriptedClient, make_result
+from fakes import ScriptedClient, make_question, make_result
 
 from pytest_memeval.analysis.aggregate import CategoryMeta, aggregate_run
 from pytest_memeval.analysis.baselines import (
@@ -29,17 +29,8 @@ from pytest_memeval.run.runtime import score_key
 
 
 def _question(**kw: Any) -> Question:
-    base: dict[str, Any] = {
-        "id": "q1",
-        "conversation_id": "c1",
-        "category": "single-hop",
-        "question": "Where did Caroline move from?",
-        "gold": "Sweden",
-        "category_id": 4,
-        "meta": {"rubric": ["says Sweden", "says when"], "question_type": "single-session-user"},
-    }
-    base.update(kw)
-    return Question(**base)
+    meta = {"rubric": ["says Sweden", "says when"], "question_type": "single-session-user"}
+    return make_question(**{"meta": meta, **kw})
 
 
 #: a reply each built-in style reads as a score
