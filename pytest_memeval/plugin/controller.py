@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 
 from .. import __version__
-from ..analysis.aggregate import CategoryMeta, aggregate_run, group_runs, metric_union
+from ..analysis.aggregate import aggregate_run, benchmark_shape, group_runs, metric_union
 from ..analysis.baselines import Baseline, RunProtocol, baselines_for, mark_comparability
 from ..analysis.beam_official import OfficialComposite, official_composite
 from ..benchmarks import get_benchmark
@@ -494,16 +494,7 @@ class Controller:
                 bench = self.state.benchmarks.get(bench_name) or get_benchmark(bench_name)
             except Exception:  # an unknown benchmark in a result never breaks the summary
                 bench = None
-            metas = []
-            metrics: list[str] = []
-            round3: tuple[str, ...] = ()
-            if bench is not None:
-                metas = [
-                    CategoryMeta(c.name, c.id, c.shared, c.in_overall)
-                    for c in bench.categories.values()
-                ]
-                metrics = list(bench.metrics)
-                round3 = tuple(getattr(bench, "round3_metrics", ()))
+            metas, metrics, round3 = benchmark_shape(bench)
             if self.state.settings.selection.metrics:
                 # `judge` is the first judge's headline metric on this benchmark (dropped when
                 # no judge ran)
