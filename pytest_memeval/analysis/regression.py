@@ -49,9 +49,9 @@ __all__ = [
     "compare",
     "compare_questions",
     "legacy_score_key",
-    "questions_from_report",
     "load_baseline",
     "parse_max_drop",
+    "questions_from_report",
     "save_baseline",
 ]
 
@@ -706,9 +706,7 @@ def compare_questions(
     drop allowed: what the board's run diff shows."""
     first = current[0] if current else None
     key = (first.benchmark, first.system, first.flow) if first else ("", "", "")
-    return _compare_run(
-        key, current, baseline, metric, 0.0, alpha, round3, seed, resamples, unit
-    )
+    return _compare_run(key, current, baseline, metric, 0.0, alpha, round3, seed, resamples, unit)
 
 
 def questions_from_report(items: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:

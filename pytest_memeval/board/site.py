@@ -12,6 +12,7 @@ by hash), and no page links to anything outside the board's folder.
 from __future__ import annotations
 
 import itertools
+import json
 import math
 import os
 from collections.abc import Mapping, Sequence
@@ -30,7 +31,7 @@ from .keys import KEY_FIELDS, Key, describe, differences, group_by_key, key_id
 from .load import Entry, load_inputs, query_latency
 from .verify import TIER_RERUN, TIER_RESCORED, Verification, verify_entries
 
-__all__ = ["CONTROL_SYSTEMS", "BoardOutput", "build_board", "write_board"]
+__all__ = ["CONTROL_SYSTEMS", "BoardOutput", "add_to_board", "build_board", "write_board"]
 
 #: the built-in controls: every claim is read against them
 CONTROL_SYSTEMS: Mapping[str, str] = {
@@ -733,3 +734,35 @@ def build_board(
 ) -> BoardOutput:
     """Read the reports and run folders, then write the site."""
     return write_board(load_inputs([Path(p) for p in inputs]), out_dir, data_dir)
+
+
+#: in a board folder: the JSON reports of the runs added by ``--memeval-board`` ...
+BOARD_REPORTS = "reports"
+#: ... and the run folders they came from (absolute paths; one gone missing is skipped)
+BOARD_FOLDERS = "run-folders.json"
+
+
+def add_to_board(
+    board: Path, report_json: str, provenance: Mapping[str, object], run_folder: Path | None
+) -> BoardOutput:
+    """``--memeval-board=DIR``: keep this run's JSON report in ``DIR/reports`` (and its run
+    folder's path in ``DIR/run-folders.json``), then rewrite the site from every run kept there."""
+    reports = board / BOARD_REPORTS
+    reports.mkdir(parents=True, exist_ok=True)
+    run_id = str(provenance.get("run_id") or provenance.get("created") or "run")
+    name = "".join(c if c.isalnum() or c in "-_." else "_" for c in run_id)[:120]
+    write_text_atomic(reports / f"{name}.json", report_json)
+    folders_file = board / BOARD_FOLDERS
+    folders: list[str] = []
+    if folders_file.is_file():
+        try:
+            loaded = json.loads(folders_file.read_text(encoding="utf-8"))
+            folders = [str(f) for f in loaded] if isinstance(loaded, list) else []
+        except (OSError, ValueError):
+            folders = []
+    if run_folder is not None and str(run_folder.resolve()) not in folders:
+        folders.append(str(run_folder.resolve()))
+        write_text_atomic(folders_file, json.dumps(folders, indent=1) + "\n")
+    inputs: list[Path] = sorted(reports.glob("*.json"))
+    inputs.extend(Path(f) for f in folders if (Path(f) / "results.jsonl").is_file())
+    return write_board(load_inputs(inputs), board)

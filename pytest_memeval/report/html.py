@@ -710,7 +710,9 @@ def render_html(
     body.append(_questions_section(summary))
     data = json_for_script(_question_data(summary, max_memories, memory_chars, text_chars))
     csp_meta = (
-        f'<meta http-equiv="Content-Security-Policy" content="{esc(content_security_policy(_JS))}">' if csp else ""
+        f'<meta http-equiv="Content-Security-Policy" content="{esc(content_security_policy(_JS))}">'
+        if csp
+        else ""
     )
     return (
         "<!DOCTYPE html>\n"
