@@ -44,6 +44,8 @@ _QUESTION_TEXT = 600
 
 _BOARD_CSS = """
 tr.control td{background:#fff8e6}
+table.systems td:nth-child(2){white-space:nowrap}
+.ctl{font-size:11px;color:#b07a00;border:1px solid #e0c27a;border-radius:6px;padding:0 4px}
 tr.control td:first-child::before{content:"\\25C6 ";color:#b07a00}
 .tier{display:inline-block;padding:0 6px;border-radius:8px;font-size:11px;font-weight:600}
 .tier-self-reported{background:#eee;color:#555}.tier-re-scored{background:#e3eefb;color:#1f4f8f}
@@ -227,7 +229,9 @@ def _systems_table(view: _Key, tiers: Mapping[str, Verification]) -> str:
             cost_text += f" (session of {e.session_runs} runs)"
         page = run_page_name(e)
         label = esc(e.label) + (
-            f' <span class="muted">({esc(CONTROL_SYSTEMS[e.system])})</span>' if control else ""
+            f' <span class="ctl" title="{esc(CONTROL_SYSTEMS[e.system])}">control</span>'
+            if control
+            else ""
         )
         overall = e.computed.row("overall")
         out.append(
