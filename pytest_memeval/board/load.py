@@ -9,6 +9,7 @@ second time; a run folder alone is an entry of its own, its summary computed by 
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 from collections.abc import Mapping, Sequence
@@ -87,7 +88,10 @@ class Entry:
     def ident(self) -> str:
         """A short id unique on the board (file names, anchors): run id + run triple."""
         raw = f"{self.run_id}-{self.benchmark}-{self.system}-{self.flow}"
-        return "".join(c if c.isalnum() or c in "-_." else "_" for c in raw)[:150]
+        safe = "".join(c if c.isascii() and (c.isalnum() or c in "-_.") else "_" for c in raw)
+        if safe == raw and len(safe) <= 80:
+            return safe
+        return f"{safe[:60]}-h{hashlib.sha256(raw.encode()).hexdigest()[:12]}"
 
     @property
     def metrics(self) -> list[str]:

@@ -135,7 +135,8 @@ def rescore(
     questions: Mapping[str, Question] | None,
     out: Verification,
 ) -> None:
-    """Recompute every offline metric of the entry's scored questions into ``out``."""
+    """Recompute every offline metric of the entry's scored questions into ``out``: each one the
+    scorer gives, and each of the benchmark's offline metrics the record holds."""
     offline = set(bench.metrics)
     skipped: dict[str, int] = {}
     for r in entry.results:
@@ -159,7 +160,7 @@ def rescore(
             out.mismatch(f"{r.question_id}: the scorer failed ({type(exc).__name__}: {exc})")
             continue
         out.questions += 1
-        for metric in sorted(offline & (set(fresh) | set(r.scores))):
+        for metric in sorted(set(fresh) | (offline & set(r.scores))):
             if metric == "evidence_recall" and (truncated or not from_dataset):
                 skipped[metric] = skipped.get(metric, 0) + 1
                 continue
