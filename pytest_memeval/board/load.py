@@ -30,9 +30,11 @@ from ..run.store import CONFIG_FILE, RESULTS_FILE, read_config, read_results
 
 __all__ = [
     "MAX_REPORT_BYTES",
+    "Benchmarks",
     "Entry",
     "RunFolder",
     "folder_provenance",
+    "headline_of",
     "load_inputs",
     "query_latency",
     "summarize",
@@ -76,6 +78,8 @@ class Entry:
     #: the board's own summary from the questions (means, category rows, cluster CIs, latency)
     computed: RunSummary
     folder: RunFolder | None = None
+    #: the benchmark's definition (None: not installed here): categories, scorer, rounding
+    bench: Benchmark | None = None
     #: the number of runs the report's session held (its cost covers them all)
     session_runs: int = 1
     tags: dict[str, Any] = field(default_factory=dict)
@@ -99,13 +103,9 @@ class Entry:
 
     def headline(self) -> str | None:
         """The metric that decided CORRECT/WRONG in most questions, else the pass metric."""
-        counts: dict[str, int] = {}
-        for r in self.results:
-            metric = r.details.get("pass_metric")
-            if isinstance(metric, str):
-                counts[metric] = counts.get(metric, 0) + 1
-        if counts:
-            return max(counts, key=lambda m: counts[m])
+        found = headline_of(self.results, None)
+        if found is not None:
+            return found
         by_bench = self.provenance.get("pass_metric")
         if isinstance(by_bench, Mapping) and isinstance(by_bench.get(self.benchmark), str):
             return str(by_bench[self.benchmark])
@@ -158,29 +158,44 @@ def query_latency(results: Sequence[QuestionResult]) -> dict[str, float | None]:
     return {"p50": percentile(values, 50), "p95": percentile(values, 95)}
 
 
-def _bench(name: str) -> Benchmark | None:
-    try:
-        return get_benchmark(name)
-    except Exception:  # an unknown benchmark only loses its category order and round3 rules
-        return None
+class Benchmarks(dict[str, "Benchmark | None"]):
+    """Benchmarks by name, each resolved once (entry points are slow to list)."""
+
+    def __missing__(self, name: str) -> Benchmark | None:
+        try:
+            found: Benchmark | None = get_benchmark(name)
+        except Exception:  # an unknown benchmark only loses its categories, scorer, rounding
+            found = None
+        self[name] = found
+        return found
+
+
+def headline_of(results: Sequence[QuestionResult], fallback: str | None) -> str | None:
+    """The metric that decided CORRECT/WRONG in most questions (``details.pass_metric``)."""
+    counts: dict[str, int] = {}
+    for r in results:
+        metric = r.details.get("pass_metric")
+        if isinstance(metric, str):
+            counts[metric] = counts.get(metric, 0) + 1
+    return max(counts, key=lambda m: counts[m]) if counts else fallback
 
 
 def summarize(
-    benchmark: str,
-    system: str,
-    flow: str,
+    bench: Benchmark | None,
+    names: tuple[str, str, str],
     results: list[QuestionResult],
     metrics: Sequence[str] = (),
     seed: int = 0,
 ) -> RunSummary:
     """The run's tables computed from its questions, as the plugin computes them (same
-    aggregation, same cluster-bootstrap intervals and seed)."""
-    bench = _bench(benchmark)
+    aggregation, same cluster-bootstrap intervals and seed); intervals for the headline metric
+    only (the board shows no other)."""
     metas, offline, round3 = benchmark_shape(bench)
     chosen = metric_union(results, list(metrics) or offline)
-    run = aggregate_run(benchmark, system, flow, results, metas, chosen, round3)
+    run = aggregate_run(*names, results, metas, chosen, round3)
     run.cluster_unit = str(getattr(bench, "cluster_unit", "conversation"))
-    add_confidence_intervals(run, chosen, seed=seed, round3=round3)
+    headline = headline_of(results, chosen[0] if chosen else None)
+    add_confidence_intervals(run, [headline] if headline else [], seed=seed, round3=round3)
     return run
 
 
@@ -214,7 +229,7 @@ def _metric_order(summary: Mapping[str, Any]) -> list[str]:
     return [k for k in overall if k not in _NOT_METRICS] if isinstance(overall, Mapping) else []
 
 
-def _report_entries(path: Path, source: str) -> list[Entry]:
+def _report_entries(path: Path, source: str, benches: Benchmarks) -> list[Entry]:
     data = _read_report(path)
     provenance = data.get("provenance") if isinstance(data.get("provenance"), dict) else {}
     extra = data.get("extra") if isinstance(data.get("extra"), dict) else {}
@@ -237,7 +252,9 @@ def _report_entries(path: Path, source: str) -> list[Entry]:
             str(run.get("system")),
             str(run.get("flow") or ""),
         )
-        computed = summarize(bench, system, flow, results, _metric_order(summary), int(seed or 0))
+        computed = summarize(
+            benches[bench], (bench, system, flow), results, _metric_order(summary), int(seed or 0)
+        )
         out.append(
             Entry(
                 source,
@@ -309,7 +326,7 @@ def folder_provenance(folder: RunFolder) -> dict[str, Any]:
     }
 
 
-def _folder_entries(folder: RunFolder, source: str) -> list[Entry]:
+def _folder_entries(folder: RunFolder, source: str, benches: Benchmarks) -> list[Entry]:
     provenance = folder_provenance(folder)
     groups: dict[tuple[str, str, str], list[QuestionResult]] = {}
     for r in folder.results:
@@ -317,7 +334,7 @@ def _folder_entries(folder: RunFolder, source: str) -> list[Entry]:
     seed = provenance.get("seed") if isinstance(provenance.get("seed"), int) else 0
     out = []
     for (bench, system, flow), results in groups.items():
-        computed = summarize(bench, system, flow, results, seed=int(seed or 0))
+        computed = summarize(benches[bench], (bench, system, flow), results, seed=int(seed or 0))
         out.append(
             Entry(
                 source,
@@ -342,6 +359,7 @@ def _folder_entries(folder: RunFolder, source: str) -> list[Entry]:
 def load_inputs(paths: Sequence[str | Path]) -> list[Entry]:
     """Every entry of the given reports and run folders (a folder whose run id a given report
     names is attached to that report's entries)."""
+    benches = Benchmarks()
     reports: list[Entry] = []
     folders: list[tuple[RunFolder, str]] = []
     for given in paths:
@@ -349,7 +367,7 @@ def load_inputs(paths: Sequence[str | Path]) -> list[Entry]:
         if path.is_dir():
             folders.append((read_folder(path), str(given)))
         elif path.exists():
-            reports.extend(_report_entries(path, str(given)))
+            reports.extend(_report_entries(path, str(given), benches))
         else:
             raise _fail(path, "no such file or folder")
     out = list(reports)
@@ -358,5 +376,7 @@ def load_inputs(paths: Sequence[str | Path]) -> list[Entry]:
         for entry in attached:
             entry.folder = folder
         if not attached:
-            out.extend(_folder_entries(folder, source))
+            out.extend(_folder_entries(folder, source, benches))
+    for entry in out:
+        entry.bench = benches[entry.benchmark]
     return out

@@ -22,7 +22,6 @@ from pathlib import Path
 from ..analysis.baselines import RunProtocol, baselines_for, mark_comparability
 from ..analysis.context import pareto_front
 from ..analysis.regression import Comparison, compare_questions, questions_from_report
-from ..benchmarks import get_benchmark
 from ..records import STATUS_CORRECT, STATUS_WRONG, STATUSES, QuestionResult
 from ..report.html import PAGE_CSS, content_security_policy, esc, json_for_script, render_table
 from ..report.json_report import write_text_atomic
@@ -534,11 +533,7 @@ def _flips(a: Entry, b: Entry) -> list[tuple[QuestionResult, QuestionResult]]:
 def _diff_page(a: Entry, b: Entry, metric: str | None) -> str:
     comparison: Comparison | None = None
     if metric is not None and b.results:
-        bench_round3: tuple[str, ...] = ()
-        try:
-            bench_round3 = tuple(getattr(get_benchmark(b.benchmark), "round3_metrics", ()))
-        except Exception:
-            bench_round3 = ()
+        bench_round3 = tuple(getattr(b.bench, "round3_metrics", ()))
         comparison = compare_questions(
             b.results,
             questions_from_report(a.questions),

@@ -24,12 +24,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..benchmarks import get_benchmark
 from ..benchmarks.base import Benchmark, LoadRequest
 from ..records import STATUS_ERROR, Prediction, Question, QuestionResult
 from ..report.model import REPORT_MEMORIES
 from .keys import entry_key, same_key
-from .load import Entry, folder_provenance, summarize
+from .load import Entry, folder_provenance
 
 __all__ = [
     "TIER_RERUN",
@@ -101,7 +100,9 @@ def _dataset_questions(
         return cache[slot]
     result: dict[str, Question] | str
     try:
-        bench = get_benchmark(entry.benchmark)
+        bench = entry.bench
+        if bench is None:
+            raise LookupError(f"benchmark {entry.benchmark!r} is not installed here")
         with tempfile.TemporaryDirectory(prefix="memeval-board-") as tmp:
             if data_dir is None and entry.benchmark != "demo":
                 raise FileNotFoundError("no --data folder given (or $MEMEVAL_DATA_DIR)")
@@ -134,6 +135,7 @@ def rescore(
     bench: Benchmark,
     questions: Mapping[str, Question] | None,
     out: Verification,
+    memo: dict[tuple[Any, ...], dict[str, float]] | None = None,
 ) -> None:
     """Recompute every offline metric of the entry's scored questions into ``out``: each one the
     scorer gives, and each of the benchmark's offline metrics the record holds."""
@@ -154,11 +156,20 @@ def rescore(
             and len(r.memories) >= REPORT_MEMORIES
         )
         prediction = Prediction(str(r.prediction), tuple(r.memories))
-        try:
-            fresh = bench.score(question, prediction)
-        except Exception as exc:  # a question the scorer cannot read is a finding, not a crash
-            out.mismatch(f"{r.question_id}: the scorer failed ({type(exc).__name__}: {exc})")
-            continue
+        # runs of one board share questions and often answers: score each distinct one once
+        slot = (
+            entry.benchmark, r.question_id, repr(question.gold), question.category_id,
+            question.evidence, prediction.text, tuple(m.source_ids for m in prediction.memories),
+        )  # fmt: skip
+        fresh = memo.get(slot) if memo is not None else None
+        if fresh is None:
+            try:
+                fresh = bench.score(question, prediction)
+            except Exception as exc:  # a question the scorer cannot read is a finding
+                out.mismatch(f"{r.question_id}: the scorer failed ({type(exc).__name__}: {exc})")
+                continue
+            if memo is not None:
+                memo[slot] = fresh
         out.questions += 1
         for metric in sorted(set(fresh) | (offline & set(r.scores))):
             if metric == "evidence_recall" and (truncated or not from_dataset):
@@ -222,7 +233,7 @@ def _reproduces(entry: Entry, out: Verification) -> bool:
         None,
         [],
         mine,
-        summarize(entry.benchmark, entry.system, entry.flow, mine),
+        entry.computed,  # the key reads the results and provenance, never the tables
     )
     if not same_key(entry_key(twin), entry_key(entry)):
         out.notes.append(
@@ -255,19 +266,19 @@ def _reproduces(entry: Entry, out: Verification) -> bool:
 def verify_entries(entries: Sequence[Entry], data_dir: Path | None) -> dict[str, Verification]:
     """Each entry's tier, by ``Entry.ident``."""
     cache: dict[tuple[str, str], dict[str, Question] | str] = {}
+    memo: dict[tuple[Any, ...], dict[str, float]] = {}
     out: dict[str, Verification] = {}
     for entry in entries:
         v = Verification()
-        try:
-            bench = get_benchmark(entry.benchmark)
-        except Exception as exc:
-            v.notes.append(f"not re-scored: {exc}")
+        bench = entry.bench
+        if bench is None:
+            v.notes.append(f"not re-scored: benchmark {entry.benchmark!r} is not installed here")
             out[entry.ident] = v
             continue
         found = _dataset_questions(entry, data_dir, cache)
         if isinstance(found, str):
             v.notes.append(f"gold from the stored records: {found}")
-        rescore(entry, bench, None if isinstance(found, str) else found, v)
+        rescore(entry, bench, None if isinstance(found, str) else found, v, memo)
         _check_tables(entry, v)
         if v.mismatch_count == 0 and v.questions > 0:
             v.tier = TIER_RESCORED
