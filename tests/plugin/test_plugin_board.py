@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 from conftest import _DATA_DIR_ENV, read_json
+from llm_server import LLMServer
 
 from pytest_memeval.analysis.clusters import sign_flip_p
 from pytest_memeval.board.cli import main
@@ -62,8 +63,8 @@ def parse(path: Path) -> Rows:
     return rows
 
 
-def _run(project: Path, *args: str) -> Path:
-    env = {k: v for k, v in os.environ.items() if k != "MEMEVAL_DATA_DIR"}
+def _run(project: Path, *args: str, env: dict[str, str] | None = None) -> Path:
+    env = {**{k: v for k, v in os.environ.items() if k != "MEMEVAL_DATA_DIR"}, **(env or {})}
     env["PYTEST_ADDOPTS"] = "-p no:benchmark -p no:cacheprovider"
     proc = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", f"--memeval-cache-dir={project / 'cache'}", *args],
@@ -96,6 +97,12 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
         "k2": _run(project, "--memeval=demo", "--memsys=bm25,no-memory", "--memeval-top-k=2",
                    f"--memeval-json={project / 'k2.json'}"),
     }  # fmt: skip
+    # a judged key: the Mem0-style judge on a loopback server that accepts every answer
+    with LLMServer(reply=lambda messages, model, params: '{"label": "CORRECT"}') as srv:
+        out["judged"] = _run(
+            project, "--memeval=demo", "--memsys=bm25,no-memory", "--memeval-judge=openai:gpt-4o-mini",
+            f"--memeval-json={project / 'judged.json'}", env=srv.env("sk-test"),
+        )  # fmt: skip
     # two commits: the project is no git checkout, so the reports are told their commit
     _set_provenance(out["c1"], git_commit="c1" * 20, created="2026-01-01T00:00:00+00:00")
     _set_provenance(out["c2"], git_commit="c2" * 20, created="2026-02-01T00:00:00+00:00")
@@ -146,20 +153,22 @@ def test_every_number_on_the_index_matches_the_reports(
             cells = rows[ident]
             summary = run["summary"]
             overall, every = summary["overall"], summary["overall_all"]
+            # the key's headline: the judge's metric when one decided, else the pass metric
+            metric = (report["provenance"]["judge_metric"] or {}).get(run["benchmark"], "f1")
             # the headline (f1, overall) and its cluster CI, n, the statuses
             value, _, ci = cells[6].partition(" ")
-            assert value == fmt_num(overall["f1"]), (name, run["system"])
+            assert value == fmt_num(overall[metric]), (name, run["system"])
             low, high = (float(x) for x in ci.strip("[]").split(", "))
-            assert low <= round(overall["f1"], 3) <= high
+            assert low <= round(overall[metric], 3) <= high
             assert cells[7] == str(overall["count"])
             cats = list(summary["by_category"])
             n_cat = len(cats)
             assert [c.split(":")[0] for c in header[8 : 8 + n_cat]] == cats
             for i, cat in enumerate(cats):
                 shown_value, _, shown_ci = cells[8 + i].partition(" ")
-                assert shown_value == fmt_num(summary["by_category"][cat]["f1"])
+                assert shown_value == fmt_num(summary["by_category"][cat][metric])
                 # the board's cluster CI is the plugin's (same values, clusters and seed)
-                assert shown_ci == _ci(summary["by_category"][cat]["ci"].get("f1"))
+                assert shown_ci == _ci(summary["by_category"][cat]["ci"].get(metric))
             statuses = cells[8 + n_cat : 12 + n_cat]
             assert statuses == [
                 str(every["statuses"][s]) for s in ("CORRECT", "WRONG", "UNSCORED", "ERROR")
@@ -183,13 +192,18 @@ def test_every_number_on_the_index_matches_the_reports(
     # ranked: the overall f1 of each key's rows never increases down the table
     text = (site / "index.html").read_text(encoding="utf-8")
     sections = text.split('<section class="key"')[1:]
-    assert len(sections) == (3 if "locomo" in runs else 2)
+    assert len(sections) == (4 if "locomo" in runs else 3)
+    # the judged key ranks by the judge's metric, and says which judge decided
+    judged = next(sec for sec in sections if "judge_mem0" in sec.split("</h2>")[0])
+    assert "openai:gpt-4o-mini" in judged
     for section in sections:
         values = [float(v) for v in re.findall(r'data-metric="headline">([0-9.]+)', section)]
         assert values == sorted(values, reverse=True)
     # what differs between the keys: top-k (and the benchmark, dataset, selection with LoCoMo)
-    diffs = [cells[0] for a, cells in page.rows if cells and cells[0] in ("top-k", "benchmark")]
-    assert "top-k" in diffs
+    diffs = [
+        cells[0] for a, cells in page.rows if cells and cells[0] in ("top-k", "judge model(s)")
+    ]
+    assert "top-k" in diffs and "judge model(s)" in diffs
     # history: bm25 at c1 then c2, in date order
     assert re.search(r"History: bm25</h4>.*?c1c1c1c1c1c1.*?c2c2c2c2c2c2", text, re.S)
     # LoCoMo's published baselines beside the runs (official F1 is what this key measures)
