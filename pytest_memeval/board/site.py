@@ -742,10 +742,15 @@ BOARD_FOLDERS = "run-folders.json"
 
 
 def add_to_board(
-    board: Path, report_json: str, provenance: Mapping[str, object], run_folder: Path | None
+    board: Path,
+    report_json: str,
+    provenance: Mapping[str, object],
+    run_folder: Path | None,
+    data_dir: Path | None = None,
 ) -> BoardOutput:
     """``--memeval-board=DIR``: keep this run's JSON report in ``DIR/reports`` (and its run
-    folder's path in ``DIR/run-folders.json``), then rewrite the site from every run kept there."""
+    folder's path in ``DIR/run-folders.json``), then rewrite the site from every run kept there
+    (re-scoring against the run's ``--memeval-data`` files when it had them)."""
     reports = board / BOARD_REPORTS
     reports.mkdir(parents=True, exist_ok=True)
     run_id = str(provenance.get("run_id") or provenance.get("created") or "run")
@@ -764,4 +769,4 @@ def add_to_board(
         write_text_atomic(folders_file, json.dumps(folders, indent=1) + "\n")
     inputs: list[Path] = sorted(reports.glob("*.json"))
     inputs.extend(Path(f) for f in folders if (Path(f) / "results.jsonl").is_file())
-    return write_board(load_inputs(inputs), board)
+    return write_board(load_inputs(inputs), board, data_dir)

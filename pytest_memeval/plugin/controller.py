@@ -223,7 +223,13 @@ def write_reports(
     def board(path: Path) -> None:
         from ..board.site import add_to_board
 
-        add_to_board(path, summary_json(summary) + "\n", summary.provenance, run_folder)
+        add_to_board(
+            path,
+            summary_json(summary) + "\n",
+            summary.provenance,
+            run_folder,
+            settings.selection.data_dir,
+        )
 
     attempt("board", "--memeval-board", settings.reports.board_path, board)
     step = os.environ.get("GITHUB_STEP_SUMMARY")
