@@ -56,6 +56,7 @@ for _p in (str(ROOT), str(PERF), str(ROOT / "tests")):
     if _p not in sys.path:
         sys.path.insert(0, _p)
 
+from targets.board import section_board  # noqa: E402
 from targets.common import Context, Row, child_env, data_dir, write_answers  # noqa: E402
 from targets.f1 import section_f1  # noqa: E402
 from targets.harness import section_harness  # noqa: E402
@@ -77,7 +78,7 @@ __all__ = [
     "write_answers",
 ]
 
-SECTIONS = ("f1", "harness", "xdist", "judge", "warmjudge", "longmemeval")
+SECTIONS = ("f1", "harness", "xdist", "judge", "warmjudge", "longmemeval", "board")
 
 RUNNERS: dict[str, Callable[[Context], list[Row]]] = {
     "f1": section_f1,
@@ -86,6 +87,7 @@ RUNNERS: dict[str, Callable[[Context], list[Row]]] = {
     "judge": section_judge,
     "warmjudge": section_warmjudge,
     "longmemeval": section_longmemeval,
+    "board": section_board,
 }
 
 

@@ -12,11 +12,22 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ..benchmarks.base import Benchmark
 
 from ..records import STATUSES, QuestionResult
 from ..report.model import CategoryRow, RunSummary
 
-__all__ = ["CategoryMeta", "aggregate_run", "group_runs", "percentile", "row_values"]
+__all__ = [
+    "CategoryMeta",
+    "aggregate_run",
+    "benchmark_shape",
+    "group_runs",
+    "percentile",
+    "row_values",
+]
 
 
 @dataclass(frozen=True)
@@ -25,6 +36,17 @@ class CategoryMeta:
     category_id: int | str | None
     shared: str
     in_overall: bool = True
+
+
+def benchmark_shape(
+    bench: Benchmark | None,
+) -> tuple[list[CategoryMeta], list[str], tuple[str, ...]]:
+    """What ``aggregate_run`` needs from a benchmark: its categories, offline metrics and the
+    metrics rounded per question (nothing for an unknown benchmark)."""
+    if bench is None:
+        return [], [], ()
+    metas = [CategoryMeta(c.name, c.id, c.shared, c.in_overall) for c in bench.categories.values()]
+    return metas, list(bench.metrics), tuple(getattr(bench, "round3_metrics", ()))
 
 
 def row_values(

@@ -47,9 +47,11 @@ __all__ = [
     "MAX_BASELINE_BYTES",
     "Comparison",
     "compare",
+    "compare_questions",
     "legacy_score_key",
     "load_baseline",
     "parse_max_drop",
+    "questions_from_report",
     "save_baseline",
 ]
 
@@ -686,6 +688,31 @@ def _details(c: Comparison, metric: str) -> tuple[str, ...]:
             f"no {metric} value on one side, not paired ({len(c.no_value)}): {_ids(c.no_value)}"
         )
     return tuple(lines)
+
+
+def compare_questions(
+    current: list[QuestionResult],
+    baseline: Mapping[str, Mapping[str, Any]],
+    metric: str,
+    *,
+    alpha: float = 0.05,
+    unit: str = "conversation",
+    round3: bool = False,
+    seed: int = 0,
+    resamples: int = 5000,
+) -> Comparison:
+    """The gate's paired test of one run (``current``) against another's questions (``{id:
+    {"status", "cluster", "scores"}}``, as a saved baseline holds them) on ``metric``, with no
+    drop allowed: what the board's run diff shows."""
+    first = current[0] if current else None
+    key = (first.benchmark, first.system, first.flow) if first else ("", "", "")
+    return _compare_run(key, current, baseline, metric, 0.0, alpha, round3, seed, resamples, unit)
+
+
+def questions_from_report(items: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """A JSON report's ``questions`` as a baseline holds them (``{id: {status, category,
+    cluster, scores}}``)."""
+    return _questions_from_report("report", "run", items)
 
 
 def _replace(c: Comparison, **changes: Any) -> Comparison:

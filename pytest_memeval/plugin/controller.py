@@ -20,14 +20,14 @@ from typing import Any
 import pytest
 
 from .. import __version__
-from ..analysis.aggregate import CategoryMeta, aggregate_run, group_runs, metric_union
+from ..analysis.aggregate import aggregate_run, benchmark_shape, group_runs, metric_union
 from ..analysis.baselines import Baseline, RunProtocol, baselines_for, mark_comparability
 from ..analysis.beam_official import OfficialComposite, official_composite
 from ..benchmarks import get_benchmark
 from ..errors import MemevalError
 from ..judges import resolve_judge_alias
 from ..records import STATUS_ERROR, QuestionResult, ResultKey
-from ..report.json_report import write_json, write_text_atomic
+from ..report.json_report import summary_json, write_json, write_text_atomic
 from ..report.model import LLMUsage, RunSummary, Summary
 from ..report.terminal import render_summary, render_wrong
 from ..run.store import NUMBERS_KEY, RunStore, check_resume_config, find_run
@@ -162,7 +162,10 @@ def _report_targets(settings: Any) -> list[tuple[str, Path | None]]:
 
 
 def write_reports(
-    summary: Summary, baselines: dict[str, list[Baseline]], settings: Any
+    summary: Summary,
+    baselines: dict[str, list[Baseline]],
+    settings: Any,
+    run_folder: Path | None = None,
 ) -> list[tuple[Path, str]]:
     """Write every report asked for. One that fails (disk full, folder removed meanwhile, a
     renderer bug) never stops the others: each failure is (its path, one line) in the list."""
@@ -216,6 +219,19 @@ def write_reports(
         settings.reports.markdown_path,
         lambda p: write_text_atomic(p, markdown_text()),
     )
+
+    def board(path: Path) -> None:
+        from ..board.site import add_to_board
+
+        add_to_board(
+            path,
+            summary_json(summary) + "\n",
+            summary.provenance,
+            run_folder,
+            settings.selection.data_dir,
+        )
+
+    attempt("board", "--memeval-board", settings.reports.board_path, board)
     step = os.environ.get("GITHUB_STEP_SUMMARY")
     attempt("step summary", "GITHUB_STEP_SUMMARY", Path(step) if step else None, step_summary)
     return errors
@@ -494,16 +510,7 @@ class Controller:
                 bench = self.state.benchmarks.get(bench_name) or get_benchmark(bench_name)
             except Exception:  # an unknown benchmark in a result never breaks the summary
                 bench = None
-            metas = []
-            metrics: list[str] = []
-            round3: tuple[str, ...] = ()
-            if bench is not None:
-                metas = [
-                    CategoryMeta(c.name, c.id, c.shared, c.in_overall)
-                    for c in bench.categories.values()
-                ]
-                metrics = list(bench.metrics)
-                round3 = tuple(getattr(bench, "round3_metrics", ()))
+            metas, metrics, round3 = benchmark_shape(bench)
             if self.state.settings.selection.metrics:
                 # `judge` is the first judge's headline metric on this benchmark (dropped when
                 # no judge ran)
@@ -632,7 +639,12 @@ class Controller:
         failed = check_summary(summary, settings)
         self.config.hook.pytest_memeval_modify_summary(config=self.config, summary=summary)
         self.summary = summary
-        self.report_errors = write_reports(summary, self.baselines(summary), settings)
+        self.report_errors = write_reports(
+            summary,
+            self.baselines(summary),
+            settings,
+            self.store.folder if self.store is not None else None,
+        )
         if self.report_errors:
             failed = True
         if self.store is not None:

@@ -237,6 +237,12 @@ OPTIONS: tuple[_Opt, ...] = (
     ),
     _Opt("memeval-html", "write a self-contained HTML report to PATH", metavar="PATH"),
     _Opt(
+        "memeval-board",
+        "add this run to the board in DIR (its JSON report is kept in DIR/reports) and rewrite "
+        "the board's static site there (docs/board.md)",
+        metavar="DIR",
+    ),
+    _Opt(
         "memeval-markdown",
         "write the Markdown summary to PATH (also appended to $GITHUB_STEP_SUMMARY when set)",
         metavar="PATH",
@@ -755,6 +761,7 @@ def read_settings(config: pytest.Config) -> Settings:
             json_path=report_path("memeval_json"),
             html_path=report_path("memeval_html"),
             markdown_path=report_path("memeval_markdown"),
+            board_path=path("memeval_board"),
             baselines=baselines,
             errata=str(val("memeval_errata")) if val("memeval_errata") else None,
         ),

@@ -51,7 +51,15 @@ from .tables import (
     tokens_table,
 )
 
-__all__ = ["esc", "json_for_script", "render_html", "summary_tables"]
+__all__ = [
+    "PAGE_CSS",
+    "content_security_policy",
+    "esc",
+    "json_for_script",
+    "render_html",
+    "render_table",
+    "summary_tables",
+]
 
 _PALETTE_RUNS = ("#2f6db5", "#d9822b", "#3c9a5f", "#8e5cb5", "#c94f4f", "#4aa3a3", "#7a7a2e")
 _PALETTE_BASE = ("#8a8a8a", "#b5a27a", "#7a9bb5", "#b58aa8", "#9bb57a", "#5f5f5f", "#c7b299")
@@ -92,7 +100,7 @@ def _plain(value: object) -> str:
 
 # ---- static pieces -----------------------------------------------------------------------------
 
-_CSS = """
+PAGE_CSS = """
 :root{--fg:#1d2330;--muted:#5d6675;--line:#d9dde5;--bg:#fff;--alt:#f6f7fa;--accent:#2f6db5}
 *{box-sizing:border-box}
 body{margin:0;font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;color:var(--fg);
@@ -291,7 +299,8 @@ _JS = """
 """
 
 
-def _csp(script: str) -> str:
+def content_security_policy(script: str) -> str:
+    """The pages' policy: no network, only ``script`` (by its sha256) may run."""
     digest = base64.b64encode(hashlib.sha256(script.encode("utf-8")).digest()).decode("ascii")
     return (
         f"default-src 'none'; script-src 'sha256-{digest}'; style-src 'unsafe-inline'; "
@@ -701,7 +710,9 @@ def render_html(
     body.append(_questions_section(summary))
     data = json_for_script(_question_data(summary, max_memories, memory_chars, text_chars))
     csp_meta = (
-        f'<meta http-equiv="Content-Security-Policy" content="{esc(_csp(_JS))}">' if csp else ""
+        f'<meta http-equiv="Content-Security-Policy" content="{esc(content_security_policy(_JS))}">'
+        if csp
+        else ""
     )
     return (
         "<!DOCTYPE html>\n"
@@ -709,7 +720,7 @@ def render_html(
         f"{csp_meta}"
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
         "<title>pytest-memeval report</title>"
-        f"<style>{_CSS}</style></head>\n<body>"
+        f"<style>{PAGE_CSS}</style></head>\n<body>"
         f"<header><h1>pytest-memeval report</h1><p>{esc(subtitle)}</p></header>"
         f"<nav>{''.join(nav)}</nav><main>"
         '<h2 id="config">Configuration and provenance</h2>'

@@ -102,6 +102,8 @@ class ReportSettings:
     json_path: Path | None = None
     html_path: Path | None = None
     markdown_path: Path | None = None
+    #: --memeval-board: the board folder this run is added to (docs/board.md)
+    board_path: Path | None = None
     #: published baselines to show (None: a representative few)
     baselines: tuple[str, ...] | None = None
     #: --memeval-errata: a known overlay name or a local path (``run.overlay`` resolves it)

@@ -20,6 +20,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("answerers", "judges", "protocols"),  # protocols: official judges over judges/metrics
     ("report", "analysis"),  # report.model is the data analysis fills; renderers read it
     ("run",),
+    ("board",),  # the board over many runs: reads reports and run folders, renders the site
     ("plugin",),
 )
 

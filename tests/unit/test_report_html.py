@@ -3,14 +3,12 @@
 from __future__ import annotations
 
 import json
-import os
 import re
-import shutil
-import subprocess
 from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
+from browser import NO_CHROMIUM, chromium, run_chromium
 from conftest import REPORT_CATS, report_result, report_summary
 
 from pytest_memeval.analysis.aggregate import aggregate_run
@@ -281,46 +279,15 @@ def test_size_demo_and_large() -> None:
 # ---- browser -----------------------------------------------------------------------------------
 
 
-def _chromium() -> str | None:
-    for name in ("chromium", "chromium-browser", "google-chrome", "chrome"):
-        found = shutil.which(name)
-        if found:
-            return found
-    return "/usr/bin/chromium" if Path("/usr/bin/chromium").exists() else None
-
-
-def _run_chromium(
-    binary: str, tmp: Path, page: Path, *extra: str
-) -> subprocess.CompletedProcess[str]:
-    profile = tmp / f"profile-{page.stem}-{len(extra)}"
-    profile.mkdir()
-    args = [
-        binary,
-        "--headless",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-quic",
-        "--no-first-run",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--disable-sync",
-        f"--user-data-dir={profile}",
-        *extra,
-        page.as_uri(),
-    ]
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("HTTP", "HTTPS"))}
-    return subprocess.run(args, capture_output=True, text=True, timeout=120, env=env, check=False)
-
-
 @pytest.mark.parametrize("csp", [True, False], ids=["with-csp", "escaping-only"])
 def test_browser_injected_scripts_do_not_run(tmp_path: Path, csp: bool) -> None:
-    binary = _chromium()
+    binary = chromium()
     if binary is None:
-        pytest.skip("no chromium binary (install Debian's `chromium` to run the browser check)")
+        pytest.skip(NO_CHROMIUM)
     summary = _summary(hostile=True)
     page = tmp_path / "report.html"
     page.write_text(render_html(summary, {"locomo": [_evil_baseline()]}, csp=csp), "utf-8")
-    proc = _run_chromium(binary, tmp_path, page, "--dump-dom")
+    proc = run_chromium(binary, tmp_path, page, "--dump-dom")
     assert proc.returncode == 0, proc.stderr[-2000:]
     dom = proc.stdout
     assert dom.strip(), proc.stderr[-2000:]
@@ -347,13 +314,13 @@ def test_browser_injected_scripts_do_not_run(tmp_path: Path, csp: bool) -> None:
 
 
 def test_browser_screenshot(tmp_path: Path) -> None:
-    binary = _chromium()
+    binary = chromium()
     if binary is None:
-        pytest.skip("no chromium binary (install Debian's `chromium` to run the browser check)")
+        pytest.skip(NO_CHROMIUM)
     page = tmp_path / "report.html"
     page.write_text(render_html(_summary(), {"locomo": baselines_for("locomo")}), "utf-8")
     shot = tmp_path / "shot.png"
-    proc = _run_chromium(
+    proc = run_chromium(
         binary, tmp_path, page, "--hide-scrollbars", "--window-size=1280,2000",
         f"--screenshot={shot}",
     )  # fmt: skip
@@ -388,14 +355,14 @@ _PROBE = """<script>
 
 
 def test_browser_sort_and_filter(tmp_path: Path) -> None:
-    binary = _chromium()
+    binary = chromium()
     if binary is None:
-        pytest.skip("no chromium binary (install Debian's `chromium` to run the browser check)")
+        pytest.skip(NO_CHROMIUM)
     # the probe is an extra inline script, so this page is rendered without the CSP
     page = tmp_path / "probe.html"
     html_text = render_html(_summary(), {}, csp=False).replace("</body>", _PROBE)
     page.write_text(html_text, "utf-8")
-    proc = _run_chromium(binary, tmp_path, page, "--dump-dom")
+    proc = run_chromium(binary, tmp_path, page, "--dump-dom")
     assert proc.returncode == 0, proc.stderr[-2000:]
     match = re.search(r'data-probe="([^"]*)"', proc.stdout)
     assert match is not None, proc.stdout[-2000:]

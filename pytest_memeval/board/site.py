@@ -1,0 +1,772 @@
+"""The board's pages: ``index.html`` (every comparability key: the systems table, published
+baselines, Pareto charts, history, diff links), ``run-<id>.html`` (one result's questions and its
+verification) and ``diff-<a>--<b>.html`` (two runs question by question, with the regression
+gate's paired test).
+
+Safety is the HTML report's (``report.html``): every string from a report goes through ``esc``,
+the script's data travels through ``json_for_script`` and the script writes with ``textContent``
+only, each page carries the same Content-Security-Policy (no network, only its one inline script
+by hash), and no page links to anything outside the board's folder.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import math
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..analysis.baselines import RunProtocol, baselines_for, mark_comparability
+from ..analysis.context import pareto_front
+from ..analysis.regression import Comparison, compare_questions, questions_from_report
+from ..records import STATUS_CORRECT, STATUS_WRONG, STATUSES, QuestionResult
+from ..report.html import PAGE_CSS, content_security_policy, esc, json_for_script, render_table
+from ..report.json_report import write_text_atomic
+from ..report.tables import baselines_table, fmt_num, run_table
+from .keys import KEY_FIELDS, Key, describe, differences, group_by_key, key_id
+from .load import Entry, load_inputs, query_latency
+from .verify import TIER_RERUN, TIER_RESCORED, Verification, verify_entries
+
+__all__ = ["CONTROL_SYSTEMS", "BoardOutput", "add_to_board", "build_board", "write_board"]
+
+#: the built-in controls: every claim is read against them
+CONTROL_SYSTEMS: Mapping[str, str] = {
+    "no-memory": "control: no memory (floor)",
+    "full-context": "control: the whole history (no retrieval)",
+    "oracle": "control: the evidence turns (retrieval ceiling)",
+}
+_PALETTE = ("#2f6db5", "#d9822b", "#3c9a5f", "#8e5cb5", "#c94f4f", "#4aa3a3", "#7a7a2e")
+_QUESTION_TEXT = 600
+
+_BOARD_CSS = """
+tr.control td{background:#fff8e6}
+table.systems td:nth-child(2){white-space:nowrap}
+.ctl{font-size:11px;color:#b07a00;border:1px solid #e0c27a;border-radius:6px;padding:0 4px}
+tr.control td:first-child::before{content:"\\25C6 ";color:#b07a00}
+.tier{display:inline-block;padding:0 6px;border-radius:8px;font-size:11px;font-weight:600}
+.tier-self-reported{background:#eee;color:#555}.tier-re-scored{background:#e3eefb;color:#1f4f8f}
+.tier-re-run{background:#dff3e4;color:#1e6b34}
+.keybox{border:1px solid var(--line);border-radius:6px;padding:4px 12px;margin:14px 0}
+.flip-down td{background:#fbe3e3}.flip-up td{background:#dff3e4}
+[hidden]{display:none!important}
+"""
+
+# Filters and the diff picker; writes through textContent / attributes only.
+_JS = """
+(function () {
+  "use strict";
+  var data = JSON.parse(document.getElementById("board-data").textContent);
+  var controls = document.getElementById("filters");
+  if (!controls) { return; }
+  controls.hidden = false;
+  var fBench = document.getElementById("f-bench");
+  var fTier = document.getElementById("f-tier");
+  var fText = document.getElementById("f-text");
+  function apply() {
+    var bench = fBench.value, tier = fTier.value, text = fText.value.toLowerCase();
+    document.querySelectorAll("section.key").forEach(function (sec) {
+      var show = !bench || sec.getAttribute("data-bench") === bench;
+      sec.hidden = !show;
+      sec.querySelectorAll("tr[data-system]").forEach(function (tr) {
+        var ok = (!tier || tr.getAttribute("data-tier") === tier) &&
+          (!text || tr.getAttribute("data-system").toLowerCase().indexOf(text) >= 0);
+        tr.hidden = !ok;
+      });
+    });
+  }
+  [fBench, fTier].forEach(function (s) { s.addEventListener("change", apply); });
+  fText.addEventListener("input", apply);
+  document.querySelectorAll("form.diff-pick").forEach(function (form) {
+    var a = form.querySelector("select[name=a]"), b = form.querySelector("select[name=b]");
+    var link = form.querySelector("a.diff-go"), msg = form.querySelector(".diff-msg");
+    function update() {
+      var page = data.diffs[a.value + "--" + b.value];
+      if (page) { link.setAttribute("href", page); link.hidden = false; msg.textContent = ""; }
+      else {
+        link.hidden = true;
+        msg.textContent = a.value === b.value ? "pick two different runs" :
+          "no diff page for this pair (same system across runs, or systems of one run)";
+      }
+    }
+    form.hidden = false;
+    a.addEventListener("change", update); b.addEventListener("change", update);
+    update();
+  });
+  document.body.setAttribute("data-board-ready", "1");
+})();
+"""
+
+
+@dataclass
+class BoardOutput:
+    """What ``write_board`` wrote: the folder, the pages and the index page's size."""
+
+    folder: Path
+    pages: list[Path] = field(default_factory=list)
+    index_bytes: int = 0
+    entries: int = 0
+    keys: int = 0
+
+
+def _page(title: str, body: str, script: str | None = None, data: object = None) -> str:
+    policy = content_security_policy(script or "")
+    script_part = ""
+    if script is not None:
+        script_part = (
+            f'<script type="application/json" id="board-data">{json_for_script(data)}</script>'
+            f"<script>{script}</script>"
+        )
+    return (
+        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+        f'<meta http-equiv="Content-Security-Policy" content="{esc(policy)}">'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">'
+        f"<title>{esc(title)}</title><style>{PAGE_CSS}{_BOARD_CSS}</style></head>\n<body>"
+        f"<header><h1>{esc(title)}</h1><p>pytest-memeval board</p></header>"
+        f"<main>{body}</main>{script_part}</body></html>\n"
+    )
+
+
+def _ci_text(ci: Sequence[float] | None) -> str:
+    return f"[{ci[0]:.3f}, {ci[1]:.3f}]" if ci else ""
+
+
+def _value_cell(value: float | None, ci: Sequence[float] | None, attrs: str = "") -> str:
+    span = f' <span class="ci">{esc(_ci_text(ci))}</span>' if ci else ""
+    return f'<td class="num"{attrs}>{esc(fmt_num(value))}{span}</td>'
+
+
+def _num_cell(text: str) -> str:
+    return f'<td class="num">{esc(text)}</td>'
+
+
+def _seconds(value: float | None) -> str:
+    return "-" if value is None else f"{value * 1000:.1f} ms"
+
+
+def _tier_badge(v: Verification, href: str) -> str:
+    return f'<a class="tier tier-{esc(v.tier)}" href="{esc(href)}#verification">{esc(v.tier)}</a>'
+
+
+def run_page_name(entry: Entry) -> str:
+    return f"run-{entry.ident}.html"
+
+
+def diff_page_name(a: Entry, b: Entry) -> str:
+    return f"diff-{a.ident}--{b.ident}.html"
+
+
+def _order(entries: Sequence[Entry]) -> list[Entry]:
+    """Oldest first (provenance ``created``, then run id)."""
+    return sorted(entries, key=lambda e: (e.created(), e.run_id))
+
+
+@dataclass
+class _Key:
+    key: Key
+    entries: list[Entry]
+    metric: str | None
+    categories: list[str]
+
+
+def _key_view(key: Key, entries: list[Entry]) -> _Key:
+    heads = [e.headline() for e in entries]
+    metric = max(set(h for h in heads if h), key=heads.count, default=None)
+    categories: list[str] = []
+    for e in entries:
+        for row in e.computed.categories:
+            if row.key not in categories:
+                categories.append(row.key)
+    return _Key(key, entries, metric, categories)
+
+
+def _ranked(view: _Key) -> list[Entry]:
+    metric = view.metric
+
+    def score(e: Entry) -> float:
+        v = e.value("overall", metric) if metric else None
+        return -v if v is not None else math.inf
+
+    return sorted(view.entries, key=lambda e: (score(e), e.label, e.created()))
+
+
+def _systems_table(view: _Key, tiers: Mapping[str, Verification]) -> str:
+    metric = view.metric or "-"
+    head = [
+        "#",
+        "system",
+        "run",
+        "date",
+        "commit",
+        "tier",
+        f"{metric} (overall) [95% cluster CI]",
+        "n",
+        *[f"{c}: {metric}" for c in view.categories],
+        *[s.lower() for s in STATUSES],
+        "mean context tokens",
+        "p50 latency",
+        "p95 latency",
+        "cost (USD)",
+    ]
+    numeric_from = 6
+    out = ['<div class="scroll"><table class="systems"><thead><tr>']
+    out.extend(
+        f'<th class="num">{esc(h)}</th>' if i >= numeric_from or i == 0 else f"<th>{esc(h)}</th>"
+        for i, h in enumerate(head)
+    )
+    out.append("</tr></thead><tbody>")
+    for rank, e in enumerate(_ranked(view), 1):
+        v = tiers[e.ident]
+        control = e.system in CONTROL_SYSTEMS
+        statuses = e.statuses()
+        lat = query_latency(e.results)
+        cost = e.cost()
+        cost_text = "-" if cost is None else f"{cost:.4f}"
+        if cost is not None and e.session_runs > 1:
+            cost_text += f" (session of {e.session_runs} runs)"
+        page = run_page_name(e)
+        label = esc(e.label) + (
+            f' <span class="ctl" title="{esc(CONTROL_SYSTEMS[e.system])}">control</span>'
+            if control
+            else ""
+        )
+        overall = e.computed.row("overall")
+        out.append(
+            f'<tr data-system="{esc(e.label)}" data-tier="{esc(v.tier)}" '
+            f'data-entry="{esc(e.ident)}"' + (' class="control">' if control else ">")
+        )
+        out.append(_num_cell(str(rank)))
+        out.append(f'<td><a href="{esc(page)}">{label}</a></td>')
+        out.append(f"<td>{esc(e.run_id)}</td><td>{esc(e.created()[:19])}</td>")
+        out.append(f"<td>{esc(e.commit()[:12] or '-')}</td><td>{_tier_badge(v, page)}</td>")
+        value = e.value("overall", view.metric) if view.metric else None
+        ci = e.ci("overall", view.metric) if view.metric else None
+        out.append(_value_cell(value, ci, ' data-metric="headline"'))
+        out.append(_num_cell(str(overall.count if overall else 0)))
+        for c in view.categories:
+            cv = e.value(c, view.metric) if view.metric else None
+            out.append(_value_cell(cv, e.ci(c, view.metric) if view.metric else None))
+        out.extend(_num_cell(str(statuses.get(s, 0))) for s in STATUSES)
+        tokens = e.context_tokens()
+        out.append(_num_cell("-" if tokens is None else f"{tokens:.1f}"))
+        out.append(_num_cell(_seconds(lat["p50"])) + _num_cell(_seconds(lat["p95"])))
+        out.append(_num_cell(cost_text) + "</tr>")
+    out.append("</tbody></table></div>")
+    return "".join(out)
+
+
+def _run_protocol(entry: Entry) -> RunProtocol:
+    p = entry.provenance
+    protocol = p.get("protocol")
+    styles = p.get("judge_style")
+    judges = p.get("judge")
+    model = None
+    if isinstance(judges, list) and judges:
+        model = str(judges[0]).partition(":")[2] or None
+    return RunProtocol(
+        metrics=frozenset(entry.metrics),
+        protocol=str(protocol.get("name")) if isinstance(protocol, Mapping) else None,
+        judge_style=str(styles.get(entry.benchmark))
+        if isinstance(styles, Mapping) and styles.get(entry.benchmark)
+        else None,
+        judge_model=model,
+    )
+
+
+def _baselines(view: _Key) -> str:
+    latest: dict[str, Entry] = {}
+    for e in _order(view.entries):
+        latest[e.label] = e
+    runs = [e.computed for e in latest.values()]
+    first = view.entries[0]
+    variant = None
+    datasets = first.provenance.get("datasets")
+    if isinstance(datasets, Mapping) and isinstance(datasets.get(first.benchmark), Mapping):
+        variant = datasets[first.benchmark].get("variant")
+    listed = mark_comparability(
+        baselines_for(first.benchmark, ("all",), variant=variant), _run_protocol(first)
+    )
+    table = baselines_table(runs, listed)
+    if table is None:
+        return '<p class="note">No published baseline of this benchmark.</p>'
+    return (
+        "<h4>Published baselines</h4>"
+        '<p class="note">The latest run of each system beside the published figures measured '
+        "the way this key measures (one column each, its protocol and source in the notes); "
+        "published figures measured otherwise are listed apart with the reason.</p>"
+        + render_table(table)
+    )
+
+
+def _scatter(
+    title: str, points: Sequence[tuple[str, float | None, float | None]], x_label: str, y_label: str
+) -> str:
+    """An SVG scatter (lower x and higher y are better), the Pareto front joined by a line."""
+    shown = [(n, x, y) for n, x, y in points if x is not None and y is not None]
+    if not shown:
+        return f'<p class="note">{esc(title)}: no point has both figures.</p>'
+    front = pareto_front([(x, y) for _, x, y in shown])
+    width, height, left, bottom, top, right = 560, 300, 60, 40, 16, 170
+    xs = [float(x) for _, x, _ in shown if x is not None]
+    x_max = max(xs) * 1.05 or 1.0
+    y_max = max(1e-9, *(float(y) for _, _, y in shown if y is not None)) * 1.05
+    plot_w, plot_h = width - left - right, height - top - bottom
+
+    def px(x: float) -> float:
+        return left + plot_w * x / x_max
+
+    def py(y: float) -> float:
+        return top + plot_h * (1 - y / y_max)
+
+    parts = [
+        f'<svg width="{width}" height="{height}" viewBox="0 0 {width} {height}" role="img" '
+        f'aria-label="{esc(title)}">',
+        f'<line class="grid" x1="{left}" y1="{top + plot_h}" x2="{left + plot_w}" '
+        f'y2="{top + plot_h}"/>',
+        f'<line class="grid" x1="{left}" y1="{top}" x2="{left}" y2="{top + plot_h}"/>',
+        f'<text x="{left + plot_w / 2:.0f}" y="{height - 6}" text-anchor="middle">'
+        f"{esc(x_label)}</text>",
+        f'<text x="12" y="{top + plot_h / 2:.0f}" transform="rotate(-90 12 {top + plot_h / 2:.0f})"'
+        f' text-anchor="middle">{esc(y_label)}</text>',
+    ]
+    for tick in range(5):
+        tx, ty = x_max * tick / 4, y_max * tick / 4
+        parts.append(
+            f'<text x="{px(tx):.1f}" y="{top + plot_h + 14}" text-anchor="middle">{tx:.3g}</text>'
+        )
+        parts.append(f'<text x="{left - 4}" y="{py(ty) + 4:.1f}" text-anchor="end">{ty:.2f}</text>')
+    line = sorted(
+        (float(x), float(y))
+        for (_, x, y), on in zip(shown, front, strict=True)
+        if on and x is not None and y is not None
+    )
+    if len(line) > 1:
+        path = " ".join(f"{px(x):.1f},{py(y):.1f}" for x, y in line)
+        parts.append(f'<polyline points="{path}" fill="none" stroke="#3c9a5f" stroke-width="1.5"/>')
+    for i, ((name, x, y), on) in enumerate(zip(shown, front, strict=True)):
+        assert x is not None and y is not None
+        color = _PALETTE[i % len(_PALETTE)]
+        tip = esc(
+            f"{name}: {x_label} {x:.4g}, {y_label} {y:.3f}" + (" (Pareto front)" if on else "")
+        )
+        r = 6 if on else 4
+        parts.append(
+            f'<circle cx="{px(x):.1f}" cy="{py(y):.1f}" r="{r}" fill="{color}"'
+            f' data-front="{int(on)}"><title>{tip}</title></circle>'
+        )
+        parts.append(f'<text x="{px(x) + 8:.1f}" y="{py(y) + 4:.1f}">{esc(name[:28])}</text>')
+    parts.append("</svg>")
+    return f'<h4>{esc(title)}</h4><div class="scroll">{"".join(parts)}</div>'
+
+
+def _paretos(view: _Key) -> str:
+    if view.metric is None:
+        return ""
+    latest: dict[str, Entry] = {}
+    for e in _order(view.entries):
+        latest[e.label] = e
+    entries = list(latest.values())
+    tokens = [(e.label, e.context_tokens(), e.value("overall", view.metric)) for e in entries]
+    latency = [
+        (e.label, query_latency(e.results)["p50"], e.value("overall", view.metric)) for e in entries
+    ]
+    return (
+        '<p class="note">Latest run of each system; larger dots: the Pareto front (no other '
+        "system is at least as accurate for fewer tokens / less time).</p>"
+        + _scatter(
+            f"{view.metric} vs mean context tokens", tokens, "mean context tokens", view.metric
+        )
+        + _scatter(
+            f"{view.metric} vs p50 latency (s)", latency, "p50 search+answer seconds", view.metric
+        )
+    )
+
+
+def _history(view: _Key) -> str:
+    """Per system with two or more runs in the key: the runs oldest first (all overall
+    metrics, with CIs) and a line of the headline metric with its intervals."""
+    by_label: dict[str, list[Entry]] = {}
+    for e in _order(view.entries):
+        by_label.setdefault(e.label, []).append(e)
+    out = []
+    for label, runs in by_label.items():
+        if len(runs) < 2:
+            continue
+        metrics = list(dict.fromkeys(m for e in runs for m in e.metrics))
+        rows = [
+            "<tr>"
+            + f"<td>{esc(e.created()[:19])}</td><td>{esc(e.commit()[:12] or '-')}</td>"
+            + f'<td><a href="{esc(run_page_name(e))}">{esc(e.run_id)}</a></td>'
+            + "".join(_value_cell(e.value("overall", m), e.ci("overall", m)) for m in metrics)
+            + "</tr>"
+            for e in runs
+        ]
+        head = "".join(f'<th class="num">{esc(m)}</th>' for m in metrics)
+        out.append(
+            f"<h4>History: {esc(label)}</h4>"
+            f'<div class="scroll"><table class="history"><thead><tr><th>date</th><th>commit</th>'
+            f"<th>run</th>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table></div>"
+        )
+        if view.metric:
+            out.append(_history_chart(label, runs, view.metric))
+    return "".join(out)
+
+
+def _history_chart(label: str, runs: Sequence[Entry], metric: str) -> str:
+    width, height, left, top, plot_h = 520, 180, 50, 12, 130
+    step = (width - left - 30) / max(1, len(runs) - 1)
+    points = []
+    parts = [
+        f'<svg width="{width}" height="{height}" viewBox="0 0 {width} {height}" role="img" '
+        f'aria-label="{esc(f"{label}: {metric} across runs")}">'
+    ]
+
+    def py(y: float) -> float:
+        return top + plot_h * (1 - y)
+
+    for tick in (0.0, 0.5, 1.0):
+        parts.append(
+            f'<line class="grid" x1="{left}" y1="{py(tick):.1f}" x2="{width - 20}" y2="{py(tick):.1f}"/>'
+            f'<text x="{left - 4}" y="{py(tick) + 4:.1f}" text-anchor="end">{tick:.1f}</text>'
+        )
+    for i, e in enumerate(runs):
+        x = left + i * step
+        v = e.value("overall", metric)
+        ci = e.ci("overall", metric)
+        if ci:
+            parts.append(
+                f'<line x1="{x:.1f}" y1="{py(ci[0]):.1f}" x2="{x:.1f}" y2="{py(ci[1]):.1f}" '
+                'stroke="#8a8a8a" stroke-width="2"/>'
+            )
+        if v is not None:
+            points.append(f"{x:.1f},{py(v):.1f}")
+            tip = esc(f"{e.created()[:19]} {e.commit()[:12]}: {metric} {v:.3f} {_ci_text(ci)}")
+            parts.append(
+                f'<circle cx="{x:.1f}" cy="{py(v):.1f}" r="4" fill="#2f6db5"><title>{tip}</title></circle>'
+            )
+        parts.append(
+            f'<text x="{x:.1f}" y="{height - 22}" text-anchor="middle">{esc((e.commit() or e.run_id)[:8])}</text>'
+        )
+    if len(points) > 1:
+        parts.insert(1, f'<polyline points="{" ".join(points)}" fill="none" stroke="#2f6db5"/>')
+    parts.append("</svg>")
+    return f'<div class="scroll">{"".join(parts)}</div>'
+
+
+def _diff_pairs(view: _Key) -> list[tuple[Entry, Entry]]:
+    """Consecutive runs of one system, and every two systems of one run."""
+    pairs: list[tuple[Entry, Entry]] = []
+    by_label: dict[str, list[Entry]] = {}
+    by_run: dict[str, list[Entry]] = {}
+    for e in _order(view.entries):
+        by_label.setdefault(e.label, []).append(e)
+        by_run.setdefault(e.run_id, []).append(e)
+    for runs in by_label.values():
+        pairs.extend(itertools.pairwise(runs))
+    for runs in by_run.values():
+        pairs.extend((a, b) for i, a in enumerate(runs) for b in runs[i + 1 :])
+    return pairs
+
+
+def _diff_section(view: _Key, pairs: Sequence[tuple[Entry, Entry]], kid: str) -> str:
+    if not pairs:
+        return ""
+    links = "".join(
+        f'<li><a class="diff-link" href="{esc(diff_page_name(a, b))}">{esc(a.label)} '
+        f"({esc(a.run_id)}) → {esc(b.label)} ({esc(b.run_id)})</a></li>"
+        for a, b in pairs
+    )
+    options = "".join(
+        f'<option value="{esc(e.ident)}">{esc(e.label)} · {esc(e.run_id)}</option>'
+        for e in _order(view.entries)
+    )
+    return (
+        "<h4>Diffs</h4>"
+        f'<form class="diff-pick" hidden id="pick-{esc(kid)}"><label>from <select name="a">{options}'
+        f'</select></label> <label>to <select name="b">{options}</select></label> '
+        '<a class="diff-go" hidden href="#">open the diff</a> <span class="diff-msg muted"></span>'
+        f"</form><ul>{links}</ul>"
+    )
+
+
+def _key_fields(key: Key) -> str:
+    labels = dict(KEY_FIELDS)
+    rows = "".join(
+        f"<tr><td>{esc(labels[name])}</td><td>{esc(value)}</td></tr>" for name, value in key
+    )
+    return (
+        f'<details><summary>comparability key</summary><table class="keyfields"><tbody>{rows}'
+        "</tbody></table></details>"
+    )
+
+
+def _differences(keys: Sequence[Key]) -> str:
+    diffs = differences(keys)
+    if len(keys) < 2:
+        return '<p class="note">One comparability key: every result below is ranked together.</p>'
+    head = "".join(f"<th>{esc(key_id(k))}: {esc(describe(k))}</th>" for k in keys)
+    rows = "".join(
+        f"<tr><td>{esc(label)}</td>{''.join(f'<td>{esc(v)}</td>' for v in values)}</tr>"
+        for label, values in diffs
+    )
+    return (
+        f'<h2 id="differences">What differs between the {len(keys)} keys</h2>'
+        '<p class="note">Results are ranked only within one key; these fields tell the keys '
+        "apart (every other field is the same).</p>"
+        f'<div class="scroll"><table id="key-differences"><thead><tr><th>field</th>{head}'
+        f"</tr></thead><tbody>{rows}</tbody></table></div>"
+    )
+
+
+def _flips(a: Entry, b: Entry) -> list[tuple[QuestionResult, QuestionResult]]:
+    before = {r.question_id: r for r in a.results}
+    out = []
+    for r in b.results:
+        old = before.get(r.question_id)
+        if old is not None and {old.status, r.status} == {STATUS_CORRECT, STATUS_WRONG}:
+            out.append((old, r))
+    return out
+
+
+def _diff_page(a: Entry, b: Entry, metric: str | None) -> str:
+    comparison: Comparison | None = None
+    if metric is not None and b.results:
+        bench_round3 = tuple(getattr(b.bench, "round3_metrics", ()))
+        comparison = compare_questions(
+            b.results,
+            questions_from_report(a.questions),
+            metric,
+            unit=b.computed.cluster_unit,
+            round3=metric in bench_round3,
+        )
+    flips = _flips(a, b)
+    body = [
+        f'<p><a href="index.html">board</a> · from <a href="{esc(run_page_name(a))}">'
+        f'{esc(a.label)} ({esc(a.run_id)})</a> to <a href="{esc(run_page_name(b))}">'
+        f"{esc(b.label)} ({esc(b.run_id)})</a></p>"
+    ]
+    if comparison is not None:
+        ci = comparison.ci
+        body.append(
+            '<h2>Paired test (the regression gate\'s)</h2><table id="paired"><tbody>'
+            f"<tr><td>metric</td><td>{esc(metric)}</td></tr>"
+            f'<tr><td>paired questions</td><td class="num">{comparison.paired}</td></tr>'
+            f'<tr><td>from mean</td><td class="num">{esc(fmt_num(comparison.baseline_mean))}</td></tr>'
+            f'<tr><td>to mean</td><td class="num">{esc(fmt_num(comparison.current_mean))}</td></tr>'
+            f'<tr><td>delta</td><td class="num" id="delta">{esc(fmt_num(comparison.delta, 4))} '
+            f'<span class="ci">{esc(_ci_text(ci))}</span></td></tr>'
+            f"<tr><td>test</td><td>{esc(comparison.test)} over "
+            f"{comparison.clusters} {esc(comparison.cluster_unit)}(s)</td></tr>"
+            f'<tr><td>p-value</td><td class="num" id="p-value">'
+            f"{esc('-' if comparison.p_value is None else f'{comparison.p_value:.4g}')}</td></tr>"
+            f"<tr><td>question-level test</td><td>{esc(comparison.question_test)} p = "
+            f"{esc('-' if comparison.question_p_value is None else f'{comparison.question_p_value:.4g}')}"
+            "</td></tr></tbody></table>"
+            f'<p class="note">{esc(comparison.message)}</p><ul>'
+            + "".join(f"<li>{esc(line)}</li>" for line in comparison.details)
+            + "</ul>"
+        )
+    by_cat: dict[str, list[int]] = {}
+    by_conv: dict[str, list[int]] = {}
+    for _old, new in flips:
+        slot = 0 if new.status == STATUS_WRONG else 1
+        by_cat.setdefault(new.category, [0, 0])[slot] += 1
+        by_conv.setdefault(new.conversation_id, [0, 0])[slot] += 1
+    body.append(
+        f"<h2>Flipped questions ({len(flips)})</h2>"
+        '<p class="note">CORRECT → WRONG (red) and WRONG → CORRECT (green), by status.</p>'
+    )
+    for title, groups in (("category", by_cat), ("conversation", by_conv)):
+        counts = "".join(
+            f'<tr><td>{esc(k)}</td><td class="num">{v[0]}</td><td class="num">{v[1]}</td></tr>'
+            for k, v in sorted(groups.items())
+        )
+        body.append(
+            f'<table class="flips-by-{title}"><thead><tr><th>{title}</th>'
+            '<th class="num">correct → wrong</th><th class="num">wrong → correct</th></tr>'
+            f"</thead><tbody>{counts}</tbody></table>"
+        )
+    rows: list[str] = []
+    for old, new in flips:
+        cls = "flip-down" if new.status == STATUS_WRONG else "flip-up"
+        rows.append(
+            f'<tr class="{cls}" data-question="{esc(new.question_id)}">'
+            f'<td><a href="{esc(run_page_name(a))}#q-{esc(old.question_id)}">{esc(old.question_id)}</a></td>'
+            f"<td>{esc(new.category)}</td><td>{esc(new.conversation_id)}</td>"
+            f"<td>{esc(old.status)} → {esc(new.status)}</td>"
+            f"<td>{esc(_short(str(old.prediction or ''), 200))}</td>"
+            f'<td><a href="{esc(run_page_name(b))}#q-{esc(new.question_id)}">'
+            f"{esc(_short(str(new.prediction or ''), 200))}</a></td></tr>"
+        )
+    body.append(
+        '<div class="scroll"><table id="flips"><thead><tr><th>question</th><th>category</th>'
+        "<th>conversation</th><th>status</th><th>from: prediction</th><th>to: prediction</th>"
+        f"</tr></thead><tbody>{''.join(rows)}</tbody></table></div>"
+    )
+    return _page(f"Diff: {a.label} → {b.label}", "".join(body))
+
+
+def _short(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _run_page(entry: Entry, v: Verification, key: Key) -> str:
+    body = [
+        f'<p><a href="index.html#{esc(key_id(key))}">board</a> · {esc(entry.kind)} '
+        f"{esc(entry.source)} · run {esc(entry.run_id)}</p>",
+        f"<h2>{esc(entry.benchmark)} · {esc(entry.label)}</h2>",
+        _key_fields(key),
+        '<h3 id="verification">Verification: '
+        f'<span class="tier tier-{esc(v.tier)}">{esc(v.tier)}</span></h3>',
+        f'<p class="note">{v.questions} questions re-scored, {v.values} values compared, '
+        f"{v.mismatch_count} mismatch(es)"
+        + (f"; reproduced by run folder {esc(v.folder)}" if v.folder else "")
+        + ".</p>",
+    ]
+    if v.mismatches:
+        body.append(
+            '<ul class="mismatches">'
+            + "".join(f"<li>{esc(m)}</li>" for m in v.mismatches)
+            + "</ul>"
+        )
+    if v.notes:
+        body.append('<ul class="notes">' + "".join(f"<li>{esc(n)}</li>" for n in v.notes) + "</ul>")
+    body.append("<h3>Tables (computed from the questions)</h3>")
+    body.append(render_table(run_table(entry.computed)))
+    metric = entry.headline()
+    rows = []
+    for r in entry.results:
+        memories = "".join(
+            f"<li>{esc(_short(m.text, _QUESTION_TEXT))}</li>" for m in r.memories[:10]
+        )
+        verdicts = "".join(
+            f"<li>{esc(k)}: {esc(_short(str(val), _QUESTION_TEXT))}</li>"
+            for k, val in r.details.items()
+            if "judge" in k or "verdict" in k
+        )
+        value = r.scores.get(metric) if metric else None
+        rows.append(
+            f'<tr id="q-{esc(r.question_id)}"><td>{esc(r.question_id)}</td><td>{esc(r.category)}</td>'
+            f"<td>{esc(r.conversation_id)}</td>"
+            f'<td><span class="st st-{esc(r.status)}">{esc(r.status)}</span></td>'
+            f'<td class="num">{esc(fmt_num(value))}</td>'
+            f"<td>{esc(_short(r.question, _QUESTION_TEXT))}</td>"
+            f"<td>{esc(_short(str(r.gold), _QUESTION_TEXT))}</td>"
+            f"<td>{esc(_short(str(r.prediction or r.error or ''), _QUESTION_TEXT))}</td>"
+            f"<td><details><summary>{len(r.memories)} memories</summary><ol>{memories}</ol>"
+            f"</details>" + (f"<ul>{verdicts}</ul>" if verdicts else "") + "</td></tr>"
+        )
+    body.append(
+        f"<h3>Questions ({len(entry.results)})</h3>"
+        '<div class="scroll"><table id="questions"><thead><tr><th>id</th><th>category</th>'
+        f'<th>conversation</th><th>status</th><th class="num">{esc(metric or "-")}</th>'
+        "<th>question</th><th>gold</th><th>prediction</th><th>memories · judge</th></tr></thead>"
+        f"<tbody>{''.join(rows)}</tbody></table></div>"
+    )
+    return _page(f"{entry.benchmark} · {entry.label} · {entry.run_id}", "".join(body))
+
+
+def write_board(
+    entries: Sequence[Entry], out_dir: Path, data_dir: Path | None = None
+) -> BoardOutput:
+    """Write the site for ``entries`` into ``out_dir`` (created; pages replaced atomically)."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    tiers = verify_entries(entries, data_dir)
+    groups = group_by_key(entries)
+    keys = list(groups)
+    output = BoardOutput(out_dir, entries=len(entries), keys=len(keys))
+    diffs: dict[str, str] = {}
+    body = [
+        f'<p class="note">{len(entries)} results from '
+        f"{len({e.source for e in entries})} sources in {len(keys)} comparability key(s). Tiers: "
+        f"{sum(t.tier == TIER_RERUN for t in tiers.values())} re-run, "
+        f"{sum(t.tier == TIER_RESCORED for t in tiers.values())} re-scored, "
+        f"{sum(t.tier not in (TIER_RERUN, TIER_RESCORED) for t in tiers.values())} self-reported. "
+        "Rows marked ◆ are controls.</p>",
+        '<div class="controls" id="filters" hidden><label>benchmark <select id="f-bench">'
+        '<option value="">all</option>'
+        + "".join(
+            f'<option value="{esc(b)}">{esc(b)}</option>'
+            for b in dict.fromkeys(e.benchmark for e in entries)
+        )
+        + '</select></label><label>tier <select id="f-tier"><option value="">all</option>'
+        + "".join(
+            f'<option value="{t}">{t}</option>' for t in ("re-run", "re-scored", "self-reported")
+        )
+        + '</select></label><label>system <input id="f-text" type="search"></label></div>',
+        _differences(keys),
+    ]
+    for key in keys:
+        view = _key_view(key, groups[key])
+        kid = key_id(key)
+        pairs = _diff_pairs(view)
+        for a, b in pairs:
+            name = diff_page_name(a, b)
+            diffs[f"{a.ident}--{b.ident}"] = name
+            output.pages.append(write_text_atomic(out_dir / name, _diff_page(a, b, view.metric)))
+        for e in view.entries:
+            output.pages.append(
+                write_text_atomic(out_dir / run_page_name(e), _run_page(e, tiers[e.ident], key))
+            )
+        body.append(
+            f'<section class="key" id="{esc(kid)}" data-bench="{esc(view.entries[0].benchmark)}">'
+            f'<div class="keybox"><h2>{esc(describe(key))} <span class="muted">({esc(kid)})</span></h2>'
+            + _key_fields(key)
+            + f"<h3>Systems ranked by {esc(view.metric or '-')}</h3>"
+            + _systems_table(view, tiers)
+            + _baselines(view)
+            + _paretos(view)
+            + _history(view)
+            + _diff_section(view, pairs, kid)
+            + "</div></section>"
+        )
+    index = _page("memeval board", "".join(body), _JS, {"diffs": diffs})
+    output.pages.append(write_text_atomic(out_dir / "index.html", index))
+    output.index_bytes = len(index.encode("utf-8"))
+    return output
+
+
+def build_board(
+    inputs: Sequence[str | os.PathLike[str]], out_dir: Path, data_dir: Path | None = None
+) -> BoardOutput:
+    """Read the reports and run folders, then write the site."""
+    return write_board(load_inputs([Path(p) for p in inputs]), out_dir, data_dir)
+
+
+#: in a board folder: the JSON reports of the runs added by ``--memeval-board`` ...
+BOARD_REPORTS = "reports"
+#: ... and the run folders they came from (absolute paths; one gone missing is skipped)
+BOARD_FOLDERS = "run-folders.json"
+
+
+def add_to_board(
+    board: Path,
+    report_json: str,
+    provenance: Mapping[str, object],
+    run_folder: Path | None,
+    data_dir: Path | None = None,
+) -> BoardOutput:
+    """``--memeval-board=DIR``: keep this run's JSON report in ``DIR/reports`` (and its run
+    folder's path in ``DIR/run-folders.json``), then rewrite the site from every run kept there
+    (re-scoring against the run's ``--memeval-data`` files when it had them)."""
+    reports = board / BOARD_REPORTS
+    reports.mkdir(parents=True, exist_ok=True)
+    run_id = str(provenance.get("run_id") or provenance.get("created") or "run")
+    name = "".join(c if c.isalnum() or c in "-_." else "_" for c in run_id)[:120]
+    write_text_atomic(reports / f"{name}.json", report_json)
+    folders_file = board / BOARD_FOLDERS
+    folders: list[str] = []
+    if folders_file.is_file():
+        try:
+            loaded = json.loads(folders_file.read_text(encoding="utf-8"))
+            folders = [str(f) for f in loaded] if isinstance(loaded, list) else []
+        except (OSError, ValueError):
+            folders = []
+    if run_folder is not None and str(run_folder.resolve()) not in folders:
+        folders.append(str(run_folder.resolve()))
+        write_text_atomic(folders_file, json.dumps(folders, indent=1) + "\n")
+    inputs: list[Path] = sorted(reports.glob("*.json"))
+    inputs.extend(Path(f) for f in folders if (Path(f) / "results.jsonl").is_file())
+    return write_board(load_inputs(inputs), board, data_dir)
