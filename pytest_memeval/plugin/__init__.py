@@ -279,7 +279,13 @@ def _resolve_systems(config: pytest.Config, state: RunState) -> list[SystemRef]:
     or ``@pytest.fixture(name=...)``) waits for its first question (:func:`items.obtain_system`).
     """
     from ..systems.resolve import available_systems, unknown_system_message
-    from .conftests import fixture_names, loaded_modules, may_define, register_system
+    from .conftests import (
+        WHERE_FIXTURES,
+        fixture_names,
+        loaded_modules,
+        may_define,
+        register_system,
+    )
 
     builtin_names = available_systems()
     available = ", ".join(builtin_names)
@@ -301,7 +307,8 @@ def _resolve_systems(config: pytest.Config, state: RunState) -> list[SystemRef]:
             and not (could_be_fixture and may_define(name, modules))
         ):
             known = [*builtin_names, *fixture_names(modules)]
-            raise pytest.UsageError(unknown_system_message(name, known, available=available))
+            message = unknown_system_message(name, known, available=available)
+            raise pytest.UsageError(message + (WHERE_FIXTURES if could_be_fixture else ""))
         pairs: list[tuple[str, Any]]
         if made is None:
             pairs = [(name, None)]

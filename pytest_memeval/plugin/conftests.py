@@ -23,17 +23,32 @@ from types import ModuleType
 
 import pytest
 
-__all__ = ["HOLDER_PREFIX", "LoadedModule", "fixture_names", "loaded_modules", "register_system"]
+__all__ = [
+    "HOLDER_PREFIX",
+    "WHERE_FIXTURES",
+    "LoadedModule",
+    "fixture_names",
+    "loaded_modules",
+    "may_define",
+    "register_system",
+]
 
 #: plugin name of the holder registered for a conftest system (``<prefix><name>``)
 HOLDER_PREFIX = "memeval-conftest-system-"
+
+#: where a conftest memory system is looked for (appended to "unknown memory system")
+WHERE_FIXTURES = (
+    " A conftest fixture is found in the conftest.py files pytest loads at start-up: the rootdir's, "
+    "the folder pytest is started from (and its test* subfolders), the folders given on the "
+    "command line, and testpaths when started from the rootdir."
+)
 
 #: packages whose modules are pytest's or the plugin's own (never a user's memory system)
 _OWN = frozenset({"_pytest", "pytest", "pluggy", "pytest_memeval", "builtins", "xdist"})
 
 
 class ConftestSystemWarning(UserWarning):
-    """Two loaded conftests define the same ``--memsys`` fixture; the nearest one is used."""
+    """Two loaded conftests define the same ``--memsys`` fixture (which one is used)."""
 
 
 @dataclass(frozen=True)
@@ -172,23 +187,38 @@ def _holder(
 
 
 def register_system(config: pytest.Config, name: str, modules: list[LoadedModule]) -> bool:
-    """Make conftest attribute ``name`` a fixture every item can see; False when no loaded
-    conftest defines it. Two conftests defining it: the one nearest the folder pytest was started
-    from (or a folder given on the command line) wins, with a warning naming both."""
+    """Make conftest fixture ``name`` one every item can see; False when no loaded conftest
+    defines it. Two conftests defining it: one at or above the rootdir wins (pytest itself shows
+    its fixtures to every item, and a plugin cannot outrank that with public API), else the one
+    nearest the folder pytest was started from (or a folder given on the command line); a
+    warning names both."""
     conftests = [m for m in modules if m.conftest]
     attrs = {id(m): _attribute_for(m.module, name) for m in conftests}
     owners = [m for m in conftests if attrs[id(m)] is not None]
     if not owners:
         return False
     anchors = _anchors(config)
-    owners.sort(key=lambda m: (_distance(m.path.parent, anchors), -len(m.path.parts), str(m.path)))
+    root = config.rootpath.resolve()
+    owners.sort(
+        key=lambda m: (
+            not root.is_relative_to(m.path.parent),
+            _distance(m.path.parent, anchors),
+            -len(m.path.parts),
+            str(m.path),
+        )
+    )
     chosen = owners[0]
     if len(owners) > 1 and not hasattr(config, "workerinput"):
+        why = (
+            "the rootdir's conftest is seen by every item"
+            if root.is_relative_to(chosen.path.parent)
+            else "nearest to where pytest was started or the folders given"
+        )
         others = ", ".join(str(m.path) for m in owners[1:])
         config.issue_config_time_warning(
             ConftestSystemWarning(
                 f"--memsys={name}: {len(owners)} conftests define {name!r}; using {chosen.path} "
-                f"(nearest to where pytest was started or the folders given), not {others}"
+                f"({why}), not {others}; give each system its own name to choose"
             ),
             stacklevel=2,
         )

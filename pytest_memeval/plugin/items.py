@@ -354,12 +354,11 @@ def obtain_system(request: pytest.FixtureRequest, ref: SystemRef) -> object:
                 from ..systems.resolve import available_systems, unknown_system_message
 
                 known = [*available_systems(), *_visible_fixtures(exc)]
+                from .conftests import WHERE_FIXTURES
+
                 raise SystemNotFound(
                     unknown_system_message(ref.fixture, known, available=ref.available)
-                    + " A conftest fixture is found in the conftest.py files pytest loads at "
-                    "start-up (the rootdir's, the start folder's and its test* subfolders', the "
-                    "folders given on the command line, testpaths when started from the rootdir) "
-                    "or in a plugin."
+                    + WHERE_FIXTURES
                 ) from None
     assert ref.factory is not None
     return ref.factory
