@@ -138,6 +138,8 @@ def pytest_configure(config: pytest.Config) -> None:
 
 def _load(config: pytest.Config, state: RunState) -> None:
     settings = state.settings
+    if state.systems is None:  # first: a --memsys typo fails before any data is read
+        state.systems = _resolve_systems(config, state)
     loaded: list[str] = []
     for name, bench in state.benchmarks.items():
         if name in state.datasets:
@@ -168,8 +170,6 @@ def _load(config: pytest.Config, state: RunState) -> None:
         state.selected.update(
             shard_questions({n: state.selected[n] for n in loaded}, settings.selection.shard)
         )
-    if state.systems is None:
-        state.systems = _resolve_systems(config, state)
     if settings.reports.errata and state.errata is None and not hasattr(config, "workerinput"):
         from ..run.overlay import load_run_errata
 

@@ -333,6 +333,12 @@ def not_run_reason(system: str) -> str:
     return f"not run: memory system {system!r} was not found (its first question says why)"
 
 
+def _skip_not_run(system: str) -> None:
+    # raised here, outside the item's hidden setup frame: every skip has this one location, so
+    # pytest's summary folds them into one line
+    pytest.skip(not_run_reason(system))
+
+
 def _visible_fixtures(exc: pytest.FixtureLookupError) -> list[str]:
     found = _AVAILABLE_FIXTURES.search(str(exc.formatrepr()))
     return [n.strip() for n in found.group(1).split(",")] if found else []
@@ -421,7 +427,7 @@ class MemevalItem(pytest.Function):
         elif state.settings.run.reanswer:
             prediction = self._reanswered_prediction(result)
         if self.system.base in state.missing_systems:
-            pytest.skip(not_run_reason(self.system.base))
+            _skip_not_run(self.system.base)
         try:
             if prediction is None:
                 request = self.funcargs["request"]
