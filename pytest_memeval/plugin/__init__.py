@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from ..benchmarks import LoadRequest, get_benchmark
-from ..errors import MSG_UNKNOWN_SYSTEM, MemevalError, UnknownSystemError
+from ..errors import MemevalError, UnknownSystemError
 from ..records import (
     STATUS_CORRECT,
     STATUS_UNSCORED,
@@ -33,6 +33,7 @@ from .items import (
     case_of,
     conversation_key,
     ingested_system,
+    not_run_reason,
     question_run,
     result_key,
     result_skeleton,
@@ -137,6 +138,8 @@ def pytest_configure(config: pytest.Config) -> None:
 
 def _load(config: pytest.Config, state: RunState) -> None:
     settings = state.settings
+    if state.systems is None:  # first: a --memsys typo fails before any data is read
+        state.systems = _resolve_systems(config, state)
     loaded: list[str] = []
     for name, bench in state.benchmarks.items():
         if name in state.datasets:
@@ -167,8 +170,6 @@ def _load(config: pytest.Config, state: RunState) -> None:
         state.selected.update(
             shard_questions({n: state.selected[n] for n in loaded}, settings.selection.shard)
         )
-    if state.systems is None:
-        state.systems = _resolve_systems(config, state)
     if settings.reports.errata and state.errata is None and not hasattr(config, "workerinput"):
         from ..run.overlay import load_run_errata
 
@@ -271,27 +272,43 @@ def _resolve_systems(config: pytest.Config, state: RunState) -> list[SystemRef]:
 
     Every value goes through ``pytest_memeval_make_system`` (entry points, built-ins, replay files,
     import paths, and a conftest's own hook). A value that is a Python identifier may also name a
-    conftest fixture, which wins when it exists; pytest can only say so once an item asks for it
-    (``request.getfixturevalue``), so an identifier no other rule knows is kept as a fixture-only
-    system and an unknown name errors at its first question (:func:`collect.obtain_system`).
+    conftest fixture, which wins when it exists: a fixture of a conftest pytest has loaded (the
+    rootdir's, the start folder's, the command-line folders', testpaths') is made visible to every
+    item (:mod:`.conftests`). A name nothing knows is a usage error here, with "did you mean";
+    only a name some loaded plugin may define as a fixture (an attribute of a non-conftest plugin,
+    or ``@pytest.fixture(name=...)``) waits for its first question (:func:`items.obtain_system`).
     """
-    from ..systems.resolve import available_systems
+    from ..systems.resolve import available_systems, unknown_system_message
+    from .conftests import (
+        WHERE_FIXTURES,
+        fixture_names,
+        loaded_modules,
+        may_define,
+        register_system,
+    )
 
-    available = ", ".join(available_systems())
+    builtin_names = available_systems()
+    available = ", ".join(builtin_names)
+    modules = loaded_modules(config)
     refs: list[SystemRef] = []
     origins: dict[str, str] = {}
     for name in state.settings.selection.systems:
         could_be_fixture = name.isidentifier()
+        in_conftest = could_be_fixture and register_system(config, name, modules)
         try:
             made = config.hook.pytest_memeval_make_system(config=config, name=name)
-        except UnknownSystemError as exc:
-            if not could_be_fixture:
-                raise pytest.UsageError(str(exc)) from None
+        except UnknownSystemError:
             made = None
         except MemevalError as exc:
             raise pytest.UsageError(str(exc)) from None
-        if made is None and not could_be_fixture:
-            raise pytest.UsageError(MSG_UNKNOWN_SYSTEM.format(name=name, available=available))
+        if (
+            made is None
+            and not in_conftest
+            and not (could_be_fixture and may_define(name, modules))
+        ):
+            known = [*builtin_names, *fixture_names(modules)]
+            message = unknown_system_message(name, known, available=available)
+            raise pytest.UsageError(message + (WHERE_FIXTURES if could_be_fixture else ""))
         pairs: list[tuple[str, Any]]
         if made is None:
             pairs = [(name, None)]
@@ -518,6 +535,14 @@ def _result_for(item: pytest.Item, call: pytest.CallInfo[None]) -> QuestionResul
         bench, ref, question = case.benchmark, case.system, case.question
         flow = case_flow(item)
     if call.excinfo is not None and call.excinfo.errisinstance(pytest.skip.Exception):
+        if (
+            call.when == "setup"
+            and isinstance(item, MemevalItem)
+            and ref.base in item.state.missing_systems
+        ):  # not run: counted as errors in the tables, one skip line in pytest's summary
+            result = result_skeleton(bench, ref, question, item.nodeid, flow=flow)
+            result.error = not_run_reason(ref.base)
+            return result
         return None
     if call.when == "setup" and call.excinfo is not None:
         result = result_skeleton(bench, ref, question, item.nodeid, flow=flow)

@@ -12,6 +12,7 @@ an infrastructure failure), the verdict in ``call`` (``--memeval-strict`` turns 
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
@@ -21,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from ..benchmarks import Benchmark, Dataset
-from ..errors import MSG_UNKNOWN_SYSTEM, AdapterError, MemevalError
+from ..errors import AdapterError, MemevalError
 from ..records import (
     STATUS_ERROR,
     STATUS_WRONG,
@@ -99,6 +100,9 @@ class RunState:
     load_seconds: dict[str, float] = field(default_factory=dict)
     #: --memeval-errata overlay (benchmarks.errata.Errata), loaded on the controller only
     errata: Any = None
+    #: fixture-only systems whose fixture does not exist: their first question errored with why;
+    #: their other questions are not run (SystemNotFound)
+    missing_systems: set[str] = field(default_factory=set)
 
     def stored_predictions(self) -> dict[tuple[str, str, str], QuestionResult]:
         """(benchmark, system, question id) -> stored result of the run being re-judged (the
@@ -316,13 +320,36 @@ def question_run(config: pytest.Config, state: RunState, bench: str) -> Question
     )
 
 
+#: what pytest's FixtureLookupError lists after "available fixtures:"
+_AVAILABLE_FIXTURES = re.compile(r"available fixtures: ([^\n]*)")
+
+
+class SystemNotFound(AdapterError):
+    """A fixture-only ``--memsys`` name no fixture answers (its first question says so once)."""
+
+
+def not_run_reason(system: str) -> str:
+    """The skip reason of a missing system's other questions (one summary line for them all)."""
+    return f"not run: memory system {system!r} was not found (its first question says why)"
+
+
+def _skip_not_run(system: str) -> None:
+    # raised here, outside the item's hidden setup frame: every skip has this one location, so
+    # pytest's summary folds them into one line
+    pytest.skip(not_run_reason(system))
+
+
+def _visible_fixtures(exc: pytest.FixtureLookupError) -> list[str]:
+    found = _AVAILABLE_FIXTURES.search(str(exc.formatrepr()))
+    return [n.strip() for n in found.group(1).split(",")] if found else []
+
+
 def obtain_system(request: pytest.FixtureRequest, ref: SystemRef) -> object:
     """The memory system (an instance or a factory) of ``ref``, asked for where it is first needed.
 
-    A name that may be a conftest fixture is looked up with the public ``getfixturevalue``; when no
-    fixture of that name is visible, the system the other resolution rules found is used, and
-    with none an AdapterError says what is available (pytest gives no public way to ask which
-    fixtures exist before an item runs)."""
+    A name that may be a fixture is looked up with the public ``getfixturevalue``; when no fixture
+    of that name is visible, the system the other resolution rules found is used, and with none
+    SystemNotFound says so with "did you mean" over the built-ins and every visible fixture."""
     if ref.fixture is not None:
         try:
             return request.getfixturevalue(ref.fixture)
@@ -330,10 +357,14 @@ def obtain_system(request: pytest.FixtureRequest, ref: SystemRef) -> object:
             if exc.argname != ref.fixture:
                 raise  # the fixture exists but needs another one that does not
             if ref.factory is None:
-                raise AdapterError(
-                    MSG_UNKNOWN_SYSTEM.format(name=ref.fixture, available=ref.available)
-                    + " A conftest fixture must be visible from the rootdir (its conftest.py, "
-                    "a conftest above it, or a plugin)."
+                from ..systems.resolve import available_systems, unknown_system_message
+
+                known = [*available_systems(), *_visible_fixtures(exc)]
+                from .conftests import WHERE_FIXTURES
+
+                raise SystemNotFound(
+                    unknown_system_message(ref.fixture, known, available=ref.available)
+                    + WHERE_FIXTURES
                 ) from None
     assert ref.factory is not None
     return ref.factory
@@ -395,6 +426,8 @@ class MemevalItem(pytest.Function):
             prediction = self._stored_prediction(result)
         elif state.settings.run.reanswer:
             prediction = self._reanswered_prediction(result)
+        if self.system.base in state.missing_systems:
+            _skip_not_run(self.system.base)
         try:
             if prediction is None:
                 request = self.funcargs["request"]
@@ -405,6 +438,9 @@ class MemevalItem(pytest.Function):
             answer_question(run, self.question, result, ingested=ingested, prediction=prediction)
         except MissingReplayAnswer as exc:
             pytest.skip(str(exc))
+        except SystemNotFound:
+            state.missing_systems.add(self.system.base)
+            raise
         self.config.hook.pytest_memeval_result(config=self.config, result=result)
         self.stash[RESULT_KEY] = result
 

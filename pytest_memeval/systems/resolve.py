@@ -13,8 +13,9 @@ other forms, tried in this order:
 
 from __future__ import annotations
 
+import difflib
 import importlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from importlib.metadata import EntryPoint, entry_points
 from typing import cast
 
@@ -28,6 +29,7 @@ __all__ = [
     "available_systems",
     "ensure_memory_system",
     "resolve_system",
+    "unknown_system_message",
 ]
 
 ENTRY_POINT_GROUP = "pytest_memeval.systems"
@@ -48,6 +50,23 @@ def available_systems(*, entry_points_group: str = ENTRY_POINT_GROUP) -> list[st
     names = [*sorted(BUILTIN_SYSTEMS), f"{REPLAY_PREFIX}PATH", "http:URL", "mcp:COMMAND"]
     names += [n for n in sorted(_entry_points(entry_points_group)) if n not in names]
     return names
+
+
+def unknown_system_message(name: str, known: Iterable[str], *, available: str = "") -> str:
+    """The one-line error for a ``--memsys`` value nothing knows, with "did you mean" over every
+    name the caller can see (built-ins, entry points, fixtures) when one is close."""
+    candidates = sorted(
+        {k for k in known if k and k != name and not k.endswith(("PATH", "URL", "COMMAND"))}
+    )
+    close = difflib.get_close_matches(name, candidates, n=3, cutoff=0.6)
+    message = MSG_UNKNOWN_SYSTEM.format(
+        name=name, available=available or ", ".join(available_systems())
+    )
+    if close:
+        head, _, tail = message.partition(". ")
+        hint = " or ".join(repr(c) for c in close)
+        message = f"{head}; did you mean {hint}? {tail}"
+    return message
 
 
 def ensure_memory_system(obj: object, name: str) -> MemorySystem:

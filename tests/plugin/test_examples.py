@@ -27,6 +27,40 @@ def _copy_example(pytester: pytest.Pytester, name: str) -> None:
         (pytester.path / path.name).write_text(path.read_text(encoding="utf-8"), encoding="utf-8")
 
 
+def run_in_place(
+    example: str, tmp_path: Path, *args: str
+) -> tuple[subprocess.CompletedProcess[str], dict[str, Any]]:
+    """Run ``pytest ARGS`` from ``examples/<example>`` in this checkout, as its README says (the
+    repository's pyproject is the rootdir's, the example's conftest one below it); nothing may be
+    written into the checkout (cache and report under ``tmp_path``, no bytecode, no
+    .pytest_cache). Returns the process and its JSON report."""
+    folder = EXAMPLES / example
+    before = sorted(folder.rglob("*"))
+    tmp_path.mkdir(parents=True, exist_ok=True)
+    out = tmp_path / "r.json"
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            *args,
+            f"--memeval-cache-dir={tmp_path / 'cache'}",
+            f"--memeval-json={out}",
+            "-p",
+            "no:cacheprovider",
+        ],
+        cwd=folder,
+        env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"},
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    assert sorted(folder.rglob("*")) == before, "the run wrote into the checkout"
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    return proc, read_json(out)
+
+
 def _run(run: dict[str, Any]) -> dict[str, Any]:
     return {q["id"]: q for q in run["questions"]}
 
@@ -35,16 +69,15 @@ def _run(run: dict[str, Any]) -> dict[str, Any]:
 # examples/custom_adapter
 
 
-def test_custom_adapter_example_runs(pytester: pytest.Pytester, run_mode: list[str]) -> None:
-    _copy_example(pytester, "custom_adapter")
-    out = pytester.path / "r.json"
-    result = pytester.runpytest(
-        "--memeval=demo", "--memsys=sqlite_memory,no-memory", f"--memeval-json={out}", *run_mode
+def test_custom_adapter_example_runs_in_place(tmp_path: Path, run_mode: list[str]) -> None:
+    """The README's command, from the example's folder inside the checkout: the conftest sits
+    below the rootdir (the repository's pyproject), where the plugin still finds its fixture."""
+    proc, report = run_in_place(
+        "custom_adapter", tmp_path, "--memeval=demo", "--memsys=sqlite_memory,bm25", *run_mode
     )
-    assert result.ret == 0, result.stdout.str()
-    report = read_json(out)
+    assert f"rootdir: {EXAMPLES.parent}" in proc.stdout
     runs = {r["system"]: r for r in report["runs"]}
-    assert set(runs) == {"sqlite_memory", "no-memory"}
+    assert set(runs) == {"sqlite_memory", "bm25"}
     sqlite = _run(runs["sqlite_memory"])
     assert len(sqlite) == 15
     assert all(q["status"] in ("CORRECT", "WRONG") for q in sqlite.values())
@@ -59,22 +92,51 @@ def test_custom_adapter_example_runs(pytester: pytest.Pytester, run_mode: list[s
     ]
     overall = runs["sqlite_memory"]["summary"]["overall"]
     assert overall["evidence_recall"] == 1.0
-    assert overall["f1"] > runs["no-memory"]["summary"]["overall"]["f1"]
     assert overall["statuses"]["CORRECT"] >= 3
 
 
-def test_custom_adapter_same_scores_in_every_mode(pytester: pytest.Pytester) -> None:
+def test_custom_adapter_against_no_memory(pytester: pytest.Pytester) -> None:
     _copy_example(pytester, "custom_adapter")
+    out = pytester.path / "r.json"
+    result = pytester.runpytest(
+        "--memeval=demo", "--memsys=sqlite_memory,no-memory", f"--memeval-json={out}"
+    )
+    assert result.ret == 0, result.stdout.str()
+    runs = {r["system"]: r for r in read_json(out)["runs"]}
+    overall = runs["sqlite_memory"]["summary"]["overall"]
+    assert overall["f1"] > runs["no-memory"]["summary"]["overall"]["f1"]
+
+
+def test_custom_adapter_same_scores_in_every_mode(tmp_path: Path) -> None:
     scores = []
     for mode in ([], ["-n", "2"]):
-        out = pytester.path / f"r{len(scores)}.json"
-        result = pytester.runpytest(
-            "--memeval=demo", "--memsys=sqlite_memory", f"--memeval-json={out}", *mode
+        _, report = run_in_place(
+            "custom_adapter",
+            tmp_path / str(len(scores)),
+            "--memeval=demo",
+            "--memsys=sqlite_memory",
+            *mode,
         )
-        assert result.ret == 0, result.stdout.str()
-        scores.append(question_scores(read_json(out)))
+        scores.append(question_scores(report))
     assert scores[0] == scores[1]
     assert len(scores[0]) == 15
+
+
+# --------------------------------------------------------------------------------------------
+# examples/handwritten
+
+
+def test_handwritten_example_runs_in_place(tmp_path: Path, run_mode: list[str]) -> None:
+    _, report = run_in_place(
+        "handwritten",
+        tmp_path,
+        "test_agent_flow.py",
+        "--memeval=demo",
+        "--memsys=keyword_memory",
+        *run_mode,
+    )
+    runs = {(r["system"], r["flow"]) for r in report["runs"]}
+    assert runs == {("keyword_memory", ""), ("keyword_memory", "test_two_step_agent")}
 
 
 # --------------------------------------------------------------------------------------------
