@@ -13,18 +13,27 @@ from pathlib import Path
 import pytest
 from calibration_files import audit_doc
 from errata_data import errata_entries, locomo_data
+from fakes import ScriptedClient
 
 from pytest_memeval.analysis.regression import BASELINE_SCHEMA, load_baseline
 from pytest_memeval.answerers.llm import format_date, order_memories
+from pytest_memeval.answerers.mem0 import Mem0Answerer
 from pytest_memeval.benchmarks.errata import parse_audit_entries
 from pytest_memeval.benchmarks.locomo import BENCHMARK as LOCOMO
 from pytest_memeval.benchmarks.locomo import parse_locomo
 from pytest_memeval.benchmarks.locomo_audit import parse_audit
-from pytest_memeval.errors import DatasetError, MemevalError
+from pytest_memeval.errors import DatasetError, JudgeError, MemevalError
 from pytest_memeval.metrics import evidence_recall
+from pytest_memeval.protocols.profiles import PROFILES
 from pytest_memeval.protocols.setup import ProtocolSourceError
-from pytest_memeval.protocols.source import SourceText, StringRef, UpstreamFile, extract
-from pytest_memeval.records import Memory, Prediction
+from pytest_memeval.protocols.source import (
+    SourceText,
+    StringRef,
+    Template,
+    UpstreamFile,
+    extract,
+)
+from pytest_memeval.records import Memory, Prediction, Question
 from pytest_memeval.systems.wire import memory_from_dict, memory_from_wire
 
 HUGE = "9" * 5000
@@ -140,3 +149,46 @@ def test_names_in_a_baseline_lose_their_escape_codes_on_load(tmp_path: Path) -> 
     run = loaded["runs"][0]
     assert run["system"] == "bm25\\x1b[2J"
     assert list(run["questions"]) == ["q\\x1b]0;x\\x07"]
+
+
+# ---- answer-prompt templates (break 7) -------------------------------------------------------
+
+
+def _mem0(text: str) -> Mem0Answerer:
+    shape = PROFILES["mem0"].answer
+    assert shape is not None
+    return Mem0Answerer(ScriptedClient("ANSWER: x"), Template((text,)), shape)
+
+
+@pytest.mark.parametrize(
+    ("text", "refused"),
+    [
+        ("{% for i in range(100000) %}{% for j in range(100000) %}{% endfor %}{% endfor %}", "a call"),
+        ("{% for a in question %}{% for b in question %}x{% endfor %}{% endfor %}", "a loop inside"),
+        ("{{ 'x' * 200000000 }}", "the * operator"),
+        ("{{ 'x' ** 3 }}", "the ** operator"),
+        ("{% include 'other.txt' %}", "{% include %}"),
+        ("{% extends 'base.txt' %}", "{% extends %}"),
+        ("{% import 'm.txt' as m %}", "{% import %}"),
+        ("{% macro f() %}{{ f() }}{% endmacro %}{{ f() }}", "{% macro %}"),
+        ("{{ question | center(1000000000) }}", "the center filter"),
+    ],
+    ids=["ranges", "nested", "mul", "pow", "include", "extends", "import", "recursion", "center"],
+)  # fmt: skip
+def test_a_hostile_answer_prompt_is_one_error_when_it_is_read(text: str, refused: str) -> None:
+    with pytest.raises(JudgeError) as info:
+        _mem0(text)
+    message = str(info.value)
+    assert f"uses {refused}" in message and "\n" not in message
+
+
+def test_a_prompt_rendering_past_its_output_bound_fails_once_then_at_once() -> None:
+    question = Question("q1", "c1", "single-hop", "x" * 1000, "")
+    answerer = _mem0("{% for c in question %}" + "y" * 5000 + "{% endfor %}")
+    with pytest.raises(JudgeError, match="renders more than"):
+        answerer.render(question, [])
+    with pytest.raises(JudgeError, match="renders more than"):  # the same line, without rendering
+        answerer.render(question, [])
+    # the pinned shape renders
+    ok = _mem0("{% for c in question %}{{ c }}{% endfor %} {{ speaker_1_memories }}")
+    assert ok.render(question, []).startswith("x" * 1000)
