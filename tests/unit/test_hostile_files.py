@@ -192,3 +192,24 @@ def test_a_prompt_rendering_past_its_output_bound_fails_once_then_at_once() -> N
     # the pinned shape renders
     ok = _mem0("{% for c in question %}{{ c }}{% endfor %} {{ speaker_1_memories }}")
     assert ok.render(question, []).startswith("x" * 1000)
+
+
+# ---- LongMemEval's task-averaged accuracy with a type absent ---------------------------------
+
+
+def test_the_macro_row_says_which_types_it_averaged() -> None:
+    from fakes import make_result
+
+    from pytest_memeval.analysis.aggregate import CategoryMeta, aggregate_run
+
+    metas = [CategoryMeta("temporal-reasoning", None, ""), CategoryMeta("multi-session", None, "")]
+    metas.append(CategoryMeta("knowledge-update", None, ""))
+    results = [
+        make_result("a", category="temporal-reasoning", scores={"judge_lme": 1.0}),
+        make_result("b", category="multi-session", scores={"judge_lme": 0.0}),
+    ]
+    run = aggregate_run("longmemeval", "s", "", results, metas, ["judge_lme"])
+    assert run.macro is not None and run.macro.metrics["judge_lme"] == 0.5
+    (note,) = run.notes
+    assert "the mean of the 2 categories present; absent: knowledge-update" in note
+    assert "nan" in note
