@@ -75,7 +75,7 @@ def terminal_safe(text: str, limit: int | None = None) -> str:
     bidi overrides) shown as a ``\\xNN`` / ``\\uNNNN`` escape, so text that came from outside (a
     service's error body, names in a baseline file) cannot move the cursor, recolour or retitle
     the terminal; cut to ``limit`` characters first when given. Used where such text enters a
-    message (docs/design.md#untrusted-text)."""
+    message (docs/design.md#untrusted-input-services-files-templates)."""
     if limit is not None and len(text) > limit:
         text = text[:limit]
     if _SAFE.fullmatch(text):
