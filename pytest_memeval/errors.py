@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import re
+
 __all__ = [
     "AdapterError",
     "DatasetError",
     "JudgeError",
     "MemevalError",
     "UnknownSystemError",
+    "terminal_safe",
 ]
 
 
@@ -65,3 +68,26 @@ MSG_OFFLINE = (
     "could not download {what} from {url} ({reason}). Pass a local copy with "
     "--memeval-data=DIR (expects {layout}) or set MEMEVAL_DATA_DIR."
 )
+
+
+def terminal_safe(text: str, limit: int | None = None) -> str:
+    """``text`` with every control character (C0 but tab and newline, DEL, C1, and the Unicode
+    bidi overrides) shown as a ``\\xNN`` / ``\\uNNNN`` escape, so text that came from outside (a
+    service's error body, names in a baseline file) cannot move the cursor, recolour or retitle
+    the terminal; cut to ``limit`` characters first when given. Used where such text enters a
+    message (docs/design.md#untrusted-input-services-files-templates)."""
+    if limit is not None and len(text) > limit:
+        text = text[:limit]
+    if _SAFE.fullmatch(text):
+        return text
+    return "".join(_escape(ch) for ch in text)
+
+
+def _escape(ch: str) -> str:
+    if _SAFE.fullmatch(ch):
+        return ch
+    code = ord(ch)
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+_SAFE = re.compile(r"[^\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]*")

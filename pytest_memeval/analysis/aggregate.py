@@ -160,6 +160,7 @@ def aggregate_run(
         results, key=lambda r: (r.conversation_id, r.details.get("index", 0), r.question_id)
     )
     macro = None
+    notes: list[str] = []
     if len(rows) > 1:
         macro_means: dict[str, float | None] = {}
         for metric in metrics:
@@ -168,6 +169,14 @@ def aggregate_run(
                 math.fsum(v for v in values if v is not None) / len(values) if (values) else None
             )
         macro = CategoryRow("macro", None, "", len(rows), macro_means)
+        absent = [c.key for c in categories if c.key not in by_cat]
+        if absent and benchmark.startswith("longmemeval"):
+            notes.append(
+                f"macro: the mean of the {len(rows)} categories present; absent: "
+                + ", ".join(absent)
+                + " (LongMemEval's print_qa_metrics.py would print nan for its task-averaged "
+                "accuracy)"
+            )
     flagged = [r for r in results if r.details.get("abstention")]
     abstention = None
     if flagged and not any({id(r) for r in flagged} == {id(r) for r in by_cat[c]} for c in by_cat):
@@ -184,6 +193,7 @@ def aggregate_run(
         latency=_latency(results),
         macro=macro,
         abstention=abstention,
+        notes=notes,
     )
 
 

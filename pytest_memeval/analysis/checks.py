@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..errors import MemevalError
+from ..errors import MemevalError, terminal_safe
 from ..report.model import GateOutcome, RegressionOutcome, Summary
 from .gates import check_gates
 from .regression import compare, load_baseline
@@ -34,9 +34,23 @@ def check_summary(summary: Summary, settings: Settings) -> bool:
             summary.regression_error = str(exc)
             return True
         for metric, points in settings.checks.max_drops or (("correct", 0.0),):
-            for c in compare(
-                summary, base, metric, points, settings.checks.alpha, seed=settings.selection.seed
-            ):
+            try:
+                comparisons = compare(
+                    summary,
+                    base,
+                    metric,
+                    points,
+                    settings.checks.alpha,
+                    seed=settings.selection.seed,
+                )
+            except Exception as exc:  # a failing comparison never costs the reports
+                summary.regression_error = (
+                    f"--memeval-baseline {settings.checks.baseline}: comparing {metric} failed "
+                    f"({type(exc).__name__}: {terminal_safe(str(exc), 200)}); the reports are "
+                    "written without it"
+                )
+                return True
+            for c in comparisons:
                 summary.regression.append(
                     RegressionOutcome(
                         label=c.label,

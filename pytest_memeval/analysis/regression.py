@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..errors import MemevalError
+from ..errors import MemevalError, terminal_safe
 from ..files import FileTooLarge, NotAFile, read_bounded
 from ..judges import resolve_judge_alias
 from ..protocols.judges import metric_of_style
@@ -57,6 +57,9 @@ __all__ = [
 
 BASELINE_SCHEMA = "pytest-memeval-baseline/1"
 MAX_BASELINE_BYTES = 256 * 1024 * 1024
+#: the largest score magnitude a baseline may hold (every metric is 0-1; sums of a million
+#: such values stay far from float overflow)
+MAX_SCORE = 1e9
 #: Pseudo metric: 1 when the status is CORRECT, 0 when WRONG or ERROR, no value when UNSCORED.
 CORRECT_METRIC = "correct"
 _LIST_LIMIT = 20  # ids shown per detail line
@@ -100,6 +103,12 @@ def save_baseline(summary: Summary) -> dict[str, Any]:
     # judge_metric is always recorded: its presence marks a file written with per-style names
     provenance = {"judge_metric": None, **summary.provenance}
     return {"schema": BASELINE_SCHEMA, "provenance": provenance, "runs": runs}
+
+
+def safe(value: object) -> str:
+    """A name read from a baseline file (a system, a question id, a metric), as text that cannot
+    drive the terminal it is printed to (errors.terminal_safe)."""
+    return terminal_safe(str(value))
 
 
 def _reject_constant(name: str) -> None:
@@ -248,7 +257,7 @@ def _validate(path: str | os.PathLike[str], data: object) -> dict[str, Any]:
         flow = run.get("flow", "")
         if not isinstance(flow, str):
             raise _fail(path, f"{where}: 'flow' must be a string")
-        where = f"run {i} ({run['benchmark']} / {run['system']})"
+        where = f"run {i} ({safe(run['benchmark'])} / {safe(run['system'])})"
         questions: object
         if schema == REPORT_SCHEMA:
             questions = _questions_from_report(path, where, run.get("questions"))
@@ -276,23 +285,31 @@ def _validate(path: str | os.PathLike[str], data: object) -> dict[str, Any]:
                         f"{where}, question {qid!r}: score {metric!r} must be a number or null, "
                         f"found {value!r:.40}",
                     )
-                clean_scores[str(metric)] = finite_float(value)
+                if value is not None and abs(value) > MAX_SCORE:
+                    # 1e308 would overflow every sum and mean taken of it at the session end
+                    raise _fail(
+                        path,
+                        f"{where}, question {safe(qid)!r}: score {safe(metric)!r} is {value!r:.40}, "
+                        f"outside -{MAX_SCORE:g}..{MAX_SCORE:g} (scores are 0-1 metrics); fix or "
+                        "regenerate the file",
+                    )
+                clean_scores[safe(metric)] = finite_float(value)
             if legacy:
                 clean_scores = _rename_legacy(
                     path, f"{where}, question {qid!r}", run["benchmark"], provenance, clean_scores
                 )
-            clean_q[str(qid)] = {
-                "status": status,
-                "category": str(q.get("category", "")),
-                "cluster": str(q.get("cluster") or q.get("conversation") or ""),
+            clean_q[safe(qid)] = {
+                "status": safe(status),
+                "category": safe(q.get("category", "")),
+                "cluster": safe(q.get("cluster") or q.get("conversation") or ""),
                 "scores": clean_scores,
             }
         summary = run.get("summary", {})
         clean_runs.append(
             {
-                "benchmark": run["benchmark"],
-                "system": run["system"],
-                "flow": flow,
+                "benchmark": safe(run["benchmark"]),
+                "system": safe(run["system"]),
+                "flow": safe(flow),
                 "questions": clean_q,
                 "summary": summary if isinstance(summary, dict) else {},
             }

@@ -85,7 +85,10 @@ def _parse_date(value: datetime | str | None) -> datetime | None:
             return None
         dt = parsed
     if dt.tzinfo is not None:
-        dt = dt.astimezone(UTC).replace(tzinfo=None)
+        try:
+            dt = dt.astimezone(UTC).replace(tzinfo=None)
+        except (OverflowError, ValueError):  # 0001-01-01T00:00:00+14:00 is before year 1 in UTC
+            return None
     return dt
 
 

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -210,6 +211,54 @@ def filing_totals(details: Iterable[Mapping[str, Any]]) -> dict[str, int]:
     return totals
 
 
+#: an answer prompt's rendering may produce this many times its inputs (template + values), and
+#: take this long (checked between output pieces; the constructs that could spin without output
+#: are refused when the template is read)
+RENDER_FACTOR = 4
+RENDER_SECONDS = 10.0
+#: Jinja constructs an answer prompt may not use: other files, macros (recursion), any call
+#: (``range``, methods), repetition operators and nested loops
+_REFUSED_NODES = {
+    "Extends": "{% extends %}",
+    "Include": "{% include %}",
+    "Import": "{% import %}",
+    "FromImport": "{% from ... import %}",
+    "Macro": "{% macro %}",
+    "CallBlock": "{% call %}",
+    "Call": "a call (range(), a method)",
+    "Mul": "the * operator",
+    "Pow": "the ** operator",
+    "FilterBlock": "{% filter %}",
+}
+#: filters whose arguments can multiply the output (``center(10**9)``, ``indent``, ...)
+_REFUSED_FILTERS = frozenset(
+    {"center", "indent", "wordwrap", "format", "replace", "batch", "slice", "truncate", "xmlattr"}
+)
+
+
+def _refused_construct(tree: Any) -> str | None:
+    """The first construct of a parsed Jinja template that an answer prompt may not use, as
+    text for the error, or None."""
+    from collections import deque
+
+    from jinja2 import nodes
+
+    queue: deque[tuple[Any, int]] = deque([(tree, 0)])  # breadth first: the outermost first
+    while queue:
+        node, loops = queue.popleft()
+        kind = type(node).__name__
+        if kind in _REFUSED_NODES:
+            return _REFUSED_NODES[kind]
+        if isinstance(node, nodes.Filter | nodes.Test) and node.name in _REFUSED_FILTERS:
+            return f"the {node.name} filter"
+        if isinstance(node, nodes.For):
+            if loops:
+                return "a loop inside a loop"
+            loops += 1
+        queue.extend((child, loops) for child in node.iter_child_nodes())
+    return None
+
+
 @dataclass
 class Mem0Answerer:
     """Answers as Mem0's ``answer_question`` does (see the module docstring); role
@@ -223,6 +272,8 @@ class Mem0Answerer:
     _index: dict[str, _ConversationIndex] = field(init=False, default_factory=dict, repr=False)
     _lock: threading.Lock = field(init=False, default_factory=threading.Lock, repr=False)
     _jinja: Any = field(init=False, repr=False)
+    #: the message of the render failure that fails every later render at once
+    _failed: str | None = field(init=False, default=None, repr=False)
 
     def __post_init__(self) -> None:
         # a dependency for this alone; imported only under the protocol. The sandbox renders
@@ -232,14 +283,26 @@ class Mem0Answerer:
         from jinja2 import TemplateSyntaxError
         from jinja2.sandbox import SandboxedEnvironment
 
+        env = SandboxedEnvironment()
         try:
-            self._jinja = SandboxedEnvironment().from_string(self.prompt.text)
+            refused = _refused_construct(env.parse(self.prompt.text))
+            self._jinja = env.from_string(self.prompt.text)
         except TemplateSyntaxError as exc:
             raise JudgeError(
                 f"--memeval-protocol=mem0: ANSWER_PROMPT (sha256 {self.prompt.sha256[:12]}…) is "
                 f"not a template Jinja can read ({exc.message}, line {exc.lineno}); use the "
                 "pinned file (no --memeval-protocol-source, or a checkout at the pinned commit)"
             ) from None
+        except RecursionError:
+            refused = "expressions nested too deeply"
+        if refused is not None:
+            raise JudgeError(
+                f"--memeval-protocol=mem0: ANSWER_PROMPT (sha256 {self.prompt.sha256[:12]}…) "
+                f"uses {refused}, which an answer prompt is not allowed (it could read other "
+                "files, recurse or loop without bound); use the pinned file (no "
+                "--memeval-protocol-source, or a checkout at the pinned commit)"
+            )
+        self._failed = None
 
     @property
     def label(self) -> str:
@@ -286,22 +349,46 @@ class Mem0Answerer:
     def render_filing(self, question: Question, filing: Filing) -> str:
         from jinja2.exceptions import SecurityError
 
+        if self._failed is not None:  # a template that failed once fails the same way at once
+            raise JudgeError(self._failed)
+        values = {
+            "speaker_1_user_id": filing.speaker_1,
+            "speaker_2_user_id": filing.speaker_2,
+            "speaker_1_memories": json.dumps(list(filing.speaker_1_lines), indent=4),
+            "speaker_2_memories": json.dumps(list(filing.speaker_2_lines), indent=4),
+            "speaker_1_graph_memories": json.dumps(None, indent=4),
+            "speaker_2_graph_memories": json.dumps(None, indent=4),
+            "question": question.question,
+        }
+        where = f"--memeval-protocol=mem0: ANSWER_PROMPT (sha256 {self.prompt.sha256[:12]}…)"
+        limit = RENDER_FACTOR * (len(self.prompt.text) + sum(map(len, values.values()))) + (1 << 16)
+        deadline = time.monotonic() + RENDER_SECONDS
+        parts: list[str] = []
+        size = 0
         try:
-            text: str = self._jinja.render(
-                speaker_1_user_id=filing.speaker_1,
-                speaker_2_user_id=filing.speaker_2,
-                speaker_1_memories=json.dumps(list(filing.speaker_1_lines), indent=4),
-                speaker_2_memories=json.dumps(list(filing.speaker_2_lines), indent=4),
-                speaker_1_graph_memories=json.dumps(None, indent=4),
-                speaker_2_graph_memories=json.dumps(None, indent=4),
-                question=question.question,
-            )
+            for part in self._jinja.generate(**values):
+                parts.append(part)
+                size += len(part)
+                if size > limit:
+                    self._failed = (
+                        f"{where} renders more than {limit} characters ({RENDER_FACTOR} times "
+                        "its inputs); use the pinned file"
+                    )
+                    raise JudgeError(self._failed)
+                if time.monotonic() > deadline:
+                    self._failed = (
+                        f"{where} took more than {RENDER_SECONDS:g}s to render; use the pinned file"
+                    )
+                    raise JudgeError(self._failed)
         except SecurityError as exc:
-            raise JudgeError(
-                f"--memeval-protocol=mem0: ANSWER_PROMPT (sha256 {self.prompt.sha256[:12]}…) "
-                f"does what the Jinja sandbox refuses ({exc}); use the pinned file"
-            ) from None
-        return text
+            self._failed = (
+                f"{where} does what the Jinja sandbox refuses ({exc}); use the pinned file"
+            )
+            raise JudgeError(self._failed) from None
+        except (RecursionError, MemoryError, OverflowError, TypeError, ValueError) as exc:
+            self._failed = f"{where} cannot be rendered ({type(exc).__name__}); use the pinned file"
+            raise JudgeError(self._failed) from None
+        return "".join(parts)
 
     def render(self, question: Question, memories: Sequence[Memory]) -> str:
         """The system message for a question (exposed for tests and previews)."""

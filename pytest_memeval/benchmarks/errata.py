@@ -47,7 +47,7 @@ __all__ = [
 NON_SCORING_TYPES = frozenset({"WRONG_CITATION"})
 #: errata files larger than this are refused (the audit's files are 10-40 kB)
 MAX_ERRATA_BYTES = 16 * 1024 * 1024
-_AUDIT_ID = re.compile(r"locomo_(\d+)_qa(\d+)")
+_AUDIT_ID = re.compile(r"locomo_(\d{1,9})_qa(\d{1,9})")  # a longer number is no position
 _CONV_FILE = re.compile(r"errors_conv_(\d+)\.json")
 _FIX = "pass the audit's own files (--memeval-errata=locomo-audit) or fix the file"
 

@@ -92,6 +92,8 @@ _CATEGORY_NAMES: dict[int, str] = {int(k): v.name for k, v in CATEGORIES.items()
 
 _SESSION_KEY = re.compile(r"session_(\d+)")
 _EVIDENCE_ID = re.compile(r"D\d+:\d+")
+#: ``Question.meta`` key: the ids of the question's conversation a memory may cite
+SOURCE_IDS_META = "conversation_source_ids"
 _TURN_META_KEYS = ("blip_caption", "query", "img_url")
 _ESCAPED_SURROGATE_BYTES = re.compile(rb"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
 
@@ -218,7 +220,9 @@ def _parse_conversation(source: str, sample_id: str, raw: object) -> Conversatio
     return Conversation(id=sample_id, sessions=tuple(sessions), speakers=tuple(speakers))
 
 
-def _parse_questions(source: str, sample_id: str, raw: object) -> list[Question]:
+def _parse_questions(
+    source: str, sample_id: str, raw: object, source_ids: frozenset[str] = frozenset()
+) -> list[Question]:
     if not isinstance(raw, list):
         raise _err(source, sample_id, "qa", f"must be a list of questions, got {_type_name(raw)}")
     questions: list[Question] = []
@@ -265,7 +269,7 @@ def _parse_questions(source: str, sample_id: str, raw: object) -> list[Question]
                 "evidence",
                 f"must be a list of dia_id strings like 'D1:3', got {evidence_raw!r:.60}",
             )
-        meta: dict[str, Any] = {}
+        meta: dict[str, Any] = {SOURCE_IDS_META: source_ids}
         adversarial = item.get("adversarial_answer")
         if adversarial is not None:
             meta["adversarial_answer"] = adversarial
@@ -334,8 +338,14 @@ def parse_locomo(data: bytes, source: str) -> ParsedLocomo:
         for required in ("conversation", "qa"):
             if required not in sample:
                 raise _err(source, sample_id, required, "missing field")
-        conversations.append(_parse_conversation(source, sample_id, sample["conversation"]))
-        questions.extend(_parse_questions(source, sample_id, sample["qa"]))
+        conversation = _parse_conversation(source, sample_id, sample["conversation"])
+        conversations.append(conversation)
+        # the ids a memory may cite for evidence recall: this conversation's turns and sessions
+        source_ids = frozenset(
+            [s.id for s in conversation.sessions]
+            + [t.id for s in conversation.sessions for t in s.turns]
+        )
+        questions.extend(_parse_questions(source, sample_id, sample["qa"], source_ids))
     return ParsedLocomo(
         conversations=tuple(conversations),
         questions=tuple(questions),
@@ -385,7 +395,9 @@ def score_locomo(question: Question, prediction: Prediction) -> dict[str, float]
 
     ``f1`` is the official per-category score (unrounded); ``set_f1`` and ``bleu1`` (Mem0/A-Mem)
     are omitted for category 5, which that protocol skips; ``evidence_recall`` is added when any
-    retrieved memory carries ``source_ids`` (ids in retrieval order, duplicates dropped).
+    retrieved memory carries ``source_ids`` (ids in retrieval order, duplicates dropped; only
+    ids that are turns or sessions of the question's conversation count, so a memory claiming
+    every id it can think of gains nothing from the ids that do not exist).
     """
     from ..metrics import bleu1, evidence_recall, locomo_f1, set_f1
 
@@ -400,7 +412,10 @@ def score_locomo(question: Question, prediction: Prediction) -> dict[str, float]
         scores["bleu1"] = float(bleu1(pred, gold))
     if any(m.source_ids for m in prediction.memories):
         retrieved = list(dict.fromkeys(s for m in prediction.memories for s in m.source_ids))
-        scores["evidence_recall"] = float(evidence_recall(retrieved, question.evidence))
+        valid = question.meta.get(SOURCE_IDS_META)
+        scores["evidence_recall"] = float(
+            evidence_recall(retrieved, question.evidence, valid_ids=valid)
+        )
     return scores
 
 

@@ -59,7 +59,7 @@ AUDIT_SETS: dict[str, tuple[str, str]] = {
 }
 #: a wrong-answer file is read up to this many bytes (the audit's are about 0.5 MB)
 MAX_BYTES = 64 << 20
-_QID = re.compile(r"^locomo_(\d+)_qa(\d+)$")
+_QID = re.compile(r"^locomo_(\d{1,9})_qa(\d{1,9})$")  # a longer number is no position
 _SHAPE = (
     f"expected the shape of {AUDIT_REPO} ap-baseline/v1/ap_eval_results.json: "
     '{"detailed_results": {"locomo_exp_user_0": [{"question_id": "locomo_0_qa0", '

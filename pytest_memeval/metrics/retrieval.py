@@ -24,8 +24,17 @@ __all__ = [
 ]
 
 
-def evidence_recall(retrieved_ids: Sequence[str] | None, evidence_ids: Sequence[str]) -> float:
+def evidence_recall(
+    retrieved_ids: Sequence[str] | None,
+    evidence_ids: Sequence[str],
+    valid_ids: Collection[str] | None = None,
+) -> float:
     """LoCoMo's per-question evidence recall (docs/scoring.md#evidence-recall).
+
+    ``valid_ids``: the ids a retrieval can really return (the conversation's turn and session
+    ids); a retrieved id outside it, or a part of a comma-joined one, is dropped first, so a
+    memory citing ids that do not exist in the conversation counts for nothing. None: all count
+    (upstream's inputs, where the context ids come from the conversation itself).
 
     - ``retrieved_ids`` None (no retrieval context recorded) or empty ``evidence_ids`` -> 1.0.
     - If the first retrieved id starts with ``S`` (session-summary retrieval, ids ``S<n>``): an
@@ -41,6 +50,12 @@ def evidence_recall(retrieved_ids: Sequence[str] | None, evidence_ids: Sequence[
     """
     if retrieved_ids is None or len(evidence_ids) == 0:
         return 1.0
+    if valid_ids is not None:
+        kept: list[str] = []
+        for c in retrieved_ids:
+            parts = [p.strip() for p in c.split(",")] if "," in c else [c]
+            kept.extend(p for p in parts if p in valid_ids)
+        retrieved_ids = kept
     if len(retrieved_ids) == 0:
         return 0.0
     if retrieved_ids[0].startswith("S"):

@@ -243,6 +243,10 @@ def _walk_in_order(node: ast.AST) -> list[ast.AST]:
     return found
 
 
+def _one_line(exc: BaseException) -> str:
+    return " ".join(str(exc).split())[:160] or type(exc).__name__
+
+
 def extract(source: SourceText, ref: StringRef) -> Template:
     """The string ``ref`` names in ``source``, by parsing (never executing) the file."""
     where = f"{source.file.repo}@{source.file.commit[:12]}:{source.file.path}"
@@ -250,6 +254,13 @@ def extract(source: SourceText, ref: StringRef) -> Template:
         tree = ast.parse(source.text, filename=source.file.path)
     except SyntaxError as exc:
         raise ProtocolSourceError(f"{where}: cannot parse it as Python ({exc.msg})") from None
+    except (RecursionError, MemoryError, ValueError) as exc:
+        # an expression nested thousands deep (the parser's stack, then the tree's build, give
+        # out), or a NUL byte: not an upstream file
+        what = "nested too deeply" if not isinstance(exc, ValueError) else _one_line(exc)
+        raise ProtocolSourceError(
+            f"{where}: cannot parse it as Python ({what}); use a checkout of the pinned commit"
+        ) from None
 
     def missing(detail: str) -> ProtocolSourceError:
         return ProtocolSourceError(f"{where}: no {ref.describe()} ({detail})")

@@ -26,7 +26,10 @@ Settings ride in the URL's fragment (never sent to the service)::
 
 from __future__ import annotations
 
+import contextlib
+import http.client
 import json
+import socket
 import threading
 import time
 import urllib.error
@@ -36,7 +39,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ..errors import AdapterError
+from ..errors import AdapterError, terminal_safe
 from ..records import Conversation, Memory, Question
 from .wire import (
     conversation_to_dict,
@@ -128,9 +131,44 @@ class HttpClient:
             request.add_header("Content-Type", "application/json")
         deadline = time.monotonic() + s.timeout
         self.requests += 1
+        # the whole exchange (connect, headers, body, error body) is bounded by #timeout whatever
+        # the pacing: a watchdog shuts the socket down at the deadline (a reply trickled one byte
+        # at a time never trips the per-read socket timeout)
+        watch = _Watchdog()
+        timer = threading.Timer(s.timeout, watch.fire)
+        timer.daemon = True
+        timer.start()
         try:
-            with urllib.request.urlopen(request, timeout=s.timeout) as reply:
-                raw = self._read(reply, deadline, url)
+            raw = self._exchange(_opener(s.url, watch, self.name), request, deadline, url)
+        except AdapterError:
+            raise
+        except Exception as exc:
+            if watch.fired:  # whatever the shut-down socket made the read raise
+                raise _Retryable(f"no reply within #timeout={s.timeout:g}s") from None
+            if isinstance(exc, _Retryable):
+                raise
+            raise _Retryable(f"connection failed ({_exc_line(exc)})") from None
+        finally:
+            timer.cancel()
+        if watch.fired:  # the socket was shut down under a read that then saw "end of reply"
+            raise _Retryable(f"no reply within #timeout={s.timeout:g}s")
+        if not raw.strip():
+            return {}
+        try:
+            return json.loads(raw)
+        except (ValueError, RecursionError):
+            raise AdapterError(
+                f"{self.name}: {method} {url}: the reply is not JSON: {_snippet(raw)}"
+            ) from None
+
+    def _exchange(
+        self, opener: urllib.request.OpenerDirector, request: Any, deadline: float, url: str
+    ) -> bytes:
+        s = self.settings
+        method = request.get_method()
+        try:
+            with opener.open(request, timeout=s.timeout) as reply:
+                return self._read(reply, deadline, url)
         except urllib.error.HTTPError as exc:
             status = exc.code
             text = _snippet(exc.fp.read(2048) if exc.fp is not None else b"")
@@ -144,17 +182,11 @@ class HttpClient:
             ) from None
         except (TimeoutError, urllib.error.URLError, ConnectionError, OSError) as exc:
             reason = getattr(exc, "reason", exc)
+            if isinstance(reason, AdapterError):
+                raise reason from None
             if isinstance(reason, TimeoutError) or isinstance(exc, TimeoutError):
                 raise _Retryable(f"no reply within #timeout={s.timeout:g}s") from None
-            raise _Retryable(f"connection failed ({reason})") from None
-        if not raw.strip():
-            return {}
-        try:
-            return json.loads(raw)
-        except ValueError:
-            raise AdapterError(
-                f"{self.name}: {method} {url}: the reply is not JSON: {_snippet(raw)}"
-            ) from None
+            raise _Retryable(f"connection failed ({_exc_line(reason)})") from None
 
     def _read(self, reply: Any, deadline: float, url: str) -> bytes:
         limit = self.settings.max_bytes
@@ -183,7 +215,131 @@ class HttpClient:
 
 
 def _snippet(raw: bytes) -> str:
-    return raw[:200].decode("utf-8", "replace").strip()
+    """The start of a service's reply as one safe line (control characters escaped)."""
+    return terminal_safe(" ".join(raw[:200].decode("utf-8", "replace").split()))
+
+
+def _exc_line(exc: object) -> str:
+    return terminal_safe(" ".join(str(exc).split()), 300) or type(exc).__name__
+
+
+def _origin(url: str) -> tuple[str, str, int | None]:
+    parts = urllib.parse.urlsplit(url)
+    scheme = parts.scheme.lower()
+    try:
+        port = parts.port
+    except ValueError:
+        port = -1
+    return scheme, (parts.hostname or "").lower(), port or {"http": 80, "https": 443}.get(scheme)
+
+
+class _Watchdog:
+    """The sockets of one request; :meth:`fire` (the deadline) shuts them down."""
+
+    def __init__(self) -> None:
+        self.fired = False
+        self._lock = threading.Lock()
+        self._sockets: list[socket.socket] = []
+
+    def add(self, sock: socket.socket) -> None:
+        with self._lock:
+            self._sockets.append(sock)
+            late = self.fired
+        if late:
+            _shutdown(sock)
+
+    def fire(self) -> None:
+        with self._lock:
+            self.fired = True
+            sockets = list(self._sockets)
+        for sock in sockets:
+            _shutdown(sock)
+
+
+def _shutdown(sock: socket.socket) -> None:
+    with contextlib.suppress(OSError):
+        sock.shutdown(socket.SHUT_RDWR)
+
+
+def _watched(cls: type[http.client.HTTPConnection], watch: _Watchdog) -> Any:
+    class Watched(cls):  # type: ignore[valid-type,misc]
+        def connect(self) -> None:
+            super().connect()
+            watch.add(self.sock)
+
+    return Watched
+
+
+class _WatchedHttp(urllib.request.HTTPHandler):
+    def __init__(self, watch: _Watchdog) -> None:
+        super().__init__()
+        self.watch = watch
+
+    def do_open(self, http_class: Any, req: Any, **kwargs: Any) -> Any:
+        return super().do_open(_watched(http_class, self.watch), req, **kwargs)
+
+
+class _WatchedHttps(urllib.request.HTTPSHandler):
+    def __init__(self, watch: _Watchdog) -> None:
+        super().__init__()
+        self.watch = watch
+
+    def do_open(self, http_class: Any, req: Any, **kwargs: Any) -> Any:
+        return super().do_open(_watched(http_class, self.watch), req, **kwargs)
+
+
+class _SameOrigin(urllib.request.HTTPRedirectHandler):
+    """Follows a redirect only to the service's own origin (scheme, host, port) and only for a
+    GET: a redirect elsewhere would score another host's memories, a non-http(s) target is never
+    connected to, and a redirected POST would silently become a GET."""
+
+    def __init__(self, base: str, name: str) -> None:
+        super().__init__()
+        self.base = base
+        self.name = name
+
+    def http_error_302(self, req: Any, fp: Any, code: int, msg: str, headers: Any) -> Any:
+        location = headers.get("location") or headers.get("uri")
+        if location:
+            self._check(req, fp, code, urllib.parse.urljoin(req.full_url, location))
+        return super().http_error_302(req, fp, code, msg, headers)
+
+    http_error_301 = http_error_303 = http_error_307 = http_error_308 = http_error_302
+
+    def _check(self, req: Any, fp: Any, code: int, newurl: str) -> None:
+        method = req.get_method()
+        target = urllib.parse.urlsplit(newurl).scheme.lower()
+        if target not in ("http", "https"):
+            problem = "not an http(s) URL; refused, never connected to"
+        elif _origin(newurl) != _origin(self.base):
+            problem = "another origin than --memsys names; refused"
+        elif method != "GET":
+            problem = f"refused: following it would turn the {method} into a GET"
+        else:
+            return
+        if fp is not None:
+            fp.close()
+        raise AdapterError(
+            f"{self.name}: {method} {terminal_safe(req.full_url, 200)}: HTTP {code} redirect to "
+            f"{terminal_safe(newurl, 200)}: {problem} (point --memsys=http:URL at the service "
+            "itself)"
+        )
+
+
+def _opener(base: str, watch: _Watchdog, name: str) -> urllib.request.OpenerDirector:
+    """http(s) only (no ftp:, file:, data: handlers), same-origin redirects, watched sockets."""
+    opener = urllib.request.OpenerDirector()
+    for handler in (
+        urllib.request.ProxyHandler(),
+        urllib.request.UnknownHandler(),
+        urllib.request.HTTPDefaultErrorHandler(),
+        _SameOrigin(base, name),
+        urllib.request.HTTPErrorProcessor(),
+        _WatchedHttp(watch),
+        _WatchedHttps(watch),
+    ):
+        opener.add_handler(handler)
+    return opener
 
 
 def _retry_after(value: str | None) -> float | None:
@@ -209,8 +365,14 @@ class HttpMemorySystem:
         deadline = time.monotonic() + timeout
         while True:
             reply = self.client.call("GET", f"/ready?{query}")
-            if isinstance(reply, Mapping) and reply.get("ready") is True:
+            ready = reply.get("ready") if isinstance(reply, Mapping) else None
+            if ready is True:
                 return True
+            if ready is not False:  # a reply of the wrong type is not "not yet": fail at once
+                raise AdapterError(
+                    f'{self.client.name}: GET /ready: expected {{"ready": true|false}}, got '
+                    f"{_shape(reply)}; see the wire format in the README"
+                )
             if time.monotonic() + self.client.settings.poll > deadline:
                 return False
             time.sleep(self.client.settings.poll)
@@ -248,7 +410,7 @@ class AnsweringHttpSystem(HttpMemorySystem):
 
 
 def _shape(value: object) -> str:
-    return json.dumps(value)[:120] if not isinstance(value, bytes) else repr(value[:120])
+    return terminal_safe(json.dumps(value, ensure_ascii=False)[:120])
 
 
 def http_factories(spec: str) -> list[tuple[str, Callable[[], object]]]:

@@ -28,7 +28,7 @@ import json
 import math
 import urllib.parse
 from collections.abc import Mapping
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from ..errors import AdapterError
@@ -81,9 +81,14 @@ def _date_in(value: object) -> datetime | None:
     if not isinstance(value, str) or not value:
         return None
     try:
-        return datetime.fromisoformat(value)
-    except ValueError:
+        parsed = datetime.fromisoformat(value)
+        if parsed.tzinfo is not None:
+            # a date whose UTC instant lies outside year 1-9999 (0001-01-01T00:00:00+14:00)
+            # breaks every comparison and conversion later: kept as the text it came as
+            parsed.astimezone(UTC)
+    except (ValueError, OverflowError):
         return None
+    return parsed
 
 
 def _json_meta(meta: Mapping[str, Any]) -> dict[str, Any]:

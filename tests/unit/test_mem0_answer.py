@@ -199,8 +199,10 @@ def test_answer_model_warning_and_prompt_conflict() -> None:
 
 def test_the_prompt_is_rendered_in_jinjas_sandbox() -> None:
     """A local checkout's ANSWER_PROMPT is used even off the pin: it is rendered, never run."""
-    reach = "{{ ''.__class__.__mro__[1].__subclasses__() }} {{question}}"
+    reach = "{{ ''.__class__.__mro__[1] }} {{question}}"
     with pytest.raises(JudgeError, match="does what the Jinja sandbox refuses"):
         _answerer(reach).render(QUESTION, [])
+    with pytest.raises(JudgeError, match=r"uses a call \(range\(\), a method\)"):
+        _answerer("{{ ''.__class__.__mro__[1].__subclasses__() }} {{question}}")
     with pytest.raises(JudgeError, match=r"not a template Jinja can read .*line 1"):
         _answerer("{{ question")
