@@ -485,9 +485,17 @@ def scoreboard_table(
         Cell("nearest published"),
         Cell("role"),
     )
+    if headline is None:
+        # the metric that decided CORRECT/WRONG (the first judge's, when one ran), as the
+        # context overlay recorded it
+        headline = {
+            (str(e.get("benchmark")), str(e.get("label"))): e.get("metric")
+            for e in (summary.context or {}).get("runs", ())
+            if isinstance(e, Mapping)
+        }
     rows = []
     for run in summary.runs:
-        metric = (headline or {}).get((run.benchmark, run.label)) or pass_metric(summary, run)
+        metric = headline.get((run.benchmark, run.label)) or pass_metric(summary, run)
         value = run.overall.metrics.get(metric) if metric else None
         ci = _row_ci(run.overall, metric) if metric else None
         near = nearest_published(value, metric, baselines.get(run.benchmark, ()))
@@ -517,9 +525,10 @@ def scoreboard_table(
             )
         )
     caption = (
-        "overall: the micro mean over the categories in overall; CI: 95% bootstrap resampling "
-        "whole clusters (conversations); control: a built-in bound (no-memory floor, "
-        "full-context, oracle evidence)"
+        "overall: the micro mean over the categories in overall; 95% CI: bootstrap resampling "
+        "whole clusters (the benchmark's conversations or cases); nearest published: the closest "
+        "published overall, labelled comparable or reference; control: a built-in bound "
+        "(no-memory floor, full-context, oracle evidence)"
     )
     return Table(header, tuple(rows), caption=caption)
 
