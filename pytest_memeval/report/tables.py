@@ -386,6 +386,18 @@ def baselines_table(runs: Sequence[RunSummary], listed: Sequence[Baseline]) -> T
         *(_num(_column_label(row, scopes)) for row in first.categories),
     )
     ordered = [first.overall, first.overall_all, *first.categories]
+    # a category a baseline publishes but this run did not select still gets its column
+    # (a published number is never hidden)
+    have = {str(row.category_id) for row in first.categories}
+    missing = list(
+        dict.fromkeys(str(k) for b in listed for k in b.by_category if str(k) not in have)
+    )
+    extra_rows = [
+        CategoryRow(key=f"category {k}", category_id=_category_id(k), shared="", count=0)
+        for k in missing
+    ]
+    header = (*header, *(_num(row.key) for row in extra_rows))
+    ordered.extend(extra_rows)
     rows: list[Row] = []
     for run in runs:
         for m in families:
@@ -429,6 +441,10 @@ def baselines_table(runs: Sequence[RunSummary], listed: Sequence[Baseline]) -> T
         "comparison"
     )
     return Table(header, tuple(rows), notes=notes, caption=caption)
+
+
+def _category_id(key: str) -> int | str:
+    return int(key) if key.isdigit() else key
 
 
 def _column_label(row: CategoryRow, scopes: Mapping[str, str]) -> str:
@@ -501,10 +517,13 @@ def scoreboard_table(
         near = nearest_published(value, metric, baselines.get(run.benchmark, ()))
         published = "-"
         if near is not None and near.overall is not None:
+            what = [near.metric] if near.metric != metric else []
+            if near.overall_scope != "overall":
+                what.append(near.overall_scope)
             published = (
-                f"{near.system} {fmt_num(near.overall)} {near.metric} ({near.label})"
-                if near.metric != metric
-                else f"{near.system} {fmt_num(near.overall)} ({near.label})"
+                f"{near.system} {fmt_num(near.overall)}"
+                + "".join(f" {w}" for w in what)
+                + f" ({near.label})"
             )
         statuses = run.overall_all.statuses
         rows.append(

@@ -70,8 +70,10 @@ def test_errata_columns_context_tokens_and_warning(pytester: pytest.Pytester) ->
                 "*errata source: */audit — local */audit; 3 entries, 2 score-corrupting.*",
                 "locomo · context tokens handed to the answerer (cl100k_base*",
                 "system*questions*mean tokens*p50*p95*max*accuracy*Pareto",
-                "*WARNING budget: locomo · bm25: top-k 10 >= the session count of 2 of 2 "
-                "conversations (sessions per conversation 2-2) and the turn count of 2*",
+                # bm25 retrieves turns: warned at the turn count, worded for turns
+                "*WARNING budget: locomo · bm25: top-k 10 >= the turn count of 2 of 2 "
+                "conversations (turns per conversation 3-5): it retrieves turns, so it gets the "
+                "whole history there*",
             ]
         )
         assert "WARNING budget: locomo · oracle" not in result.stdout.str()
