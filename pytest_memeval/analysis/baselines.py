@@ -18,6 +18,8 @@ __all__ = [
     "Baseline",
     "RunProtocol",
     "baselines_for",
+    "comparability_label",
+    "comparability_reasons",
     "mark_comparability",
     "not_comparable",
 ]
@@ -42,8 +44,18 @@ class Baseline:
     needs_protocol: str | None = None  # --memeval-protocol
     needs_judge_style: str | None = None  # the judge style that produced the metric
     needs_judge_model: str | None = None  # the judge model it was published with
-    #: set when the run differs (the report lists it apart, with this reason)
+    #: the model that wrote the published answers (None: not recorded)
+    needs_answerer: str | None = None
+    #: set when the run differs: the first of ``reasons`` (what to change first)
     not_comparable: str | None = None
+    #: every way the run differs (protocol, judge, judge model, answerer, metric); empty: the
+    #: baseline is "comparable", else it is shown as a "reference" with these reasons
+    reasons: tuple[str, ...] = ()
+
+    @property
+    def label(self) -> str:
+        """``comparable`` or ``reference`` (shown beside the number, never instead of it)."""
+        return comparability_label(self.reasons)
 
 
 @dataclass(frozen=True)
@@ -54,39 +66,71 @@ class RunProtocol:
     protocol: str | None = None
     judge_style: str | None = None
     judge_model: str | None = None
+    #: the answerer's label (``extractive``, ``openai:gpt-4o-mini``); None: not recorded
+    answerer: str | None = None
 
 
-def not_comparable(baseline: Baseline, run: RunProtocol) -> str | None:
-    """Why ``baseline`` must not stand beside the run's number (None: it may). The protocol,
-    judge style and judge model are checked first (their reasons say what to change), then the
-    metric: every judge style writes its own metric name, so a run's graded ``judge_graded`` never
-    stands beside a published binary ``judge_mem0_official``."""
+def comparability_label(reasons: Sequence[str]) -> str:
+    """``comparable`` (no difference) or ``reference`` (shown with its reasons)."""
+    return "reference" if reasons else "comparable"
+
+
+def comparability_reasons(baseline: Baseline, run: RunProtocol) -> list[str]:
+    """Every way the run differs from how ``baseline`` was measured, each starting with what
+    differs (``protocol:``, ``judge:``, ``judge model:``, ``answerer:``, ``metric:``); empty: the
+    two numbers are comparable. The protocol, judge style and judge model come first (their
+    reasons say what to change), then the answerer and the metric: every judge style writes its
+    own metric name, so a run's graded ``judge_graded`` never stands for a published binary
+    ``judge_mem0_official``."""
+    out: list[str] = []
     if baseline.needs_protocol is not None and run.protocol != baseline.needs_protocol:
-        return (
-            f"published under the {baseline.needs_protocol} protocol; this run "
+        out.append(
+            f"protocol: published under the {baseline.needs_protocol} protocol; this run "
             + (f"used --memeval-protocol={run.protocol}" if run.protocol else "used no protocol")
             + f" (run with --memeval-protocol={baseline.needs_protocol})"
         )
     if baseline.needs_judge_style is not None and run.judge_style != baseline.needs_judge_style:
-        return (
-            f"{baseline.metric} was published by the {baseline.needs_judge_style} judge, this "
-            f"run's is {run.judge_style or 'none'}"
+        out.append(
+            f"judge: {baseline.metric} was published by the {baseline.needs_judge_style} judge, "
+            f"this run's is {run.judge_style or 'none'}"
         )
     if baseline.needs_judge_model is not None and run.judge_model != baseline.needs_judge_model:
-        return (
-            f"judged by {baseline.needs_judge_model}, this run by {run.judge_model or 'no judge'}"
+        out.append(
+            f"judge model: judged by {baseline.needs_judge_model}, this run by "
+            f"{run.judge_model or 'no judge'}"
         )
+    if baseline.needs_answerer is not None and run.answerer is not None:
+        model = run.answerer.partition(":")[2] or run.answerer
+        if model != baseline.needs_answerer:
+            out.append(
+                f"answerer: published answers by {baseline.needs_answerer}, this run's by "
+                f"{run.answerer}"
+            )
     if baseline.metric not in run.metrics:
         judged = sorted(m for m in run.metrics if m.startswith(("judge_", "nugget")))
-        return f"published as {baseline.metric}; this run has no {baseline.metric}" + (
-            f" (its judge metrics: {', '.join(judged)})" if judged else ""
+        out.append(
+            f"metric: published as {baseline.metric}; this run has no {baseline.metric}"
+            + (f" (its judge metrics: {', '.join(judged)})" if judged else "")
         )
-    return None
+    return out
+
+
+def not_comparable(baseline: Baseline, run: RunProtocol) -> str | None:
+    """The first of :func:`comparability_reasons`, without its ``what:`` prefix (None: the
+    baseline is comparable)."""
+    reasons = comparability_reasons(baseline, run)
+    return reasons[0].partition(": ")[2] if reasons else None
 
 
 def mark_comparability(baselines: Sequence[Baseline], run: RunProtocol) -> list[Baseline]:
-    """The baselines with ``not_comparable`` set where the run differs from their protocol."""
-    return [replace(b, not_comparable=not_comparable(b, run)) for b in baselines]
+    """The baselines with ``reasons`` (and ``not_comparable``, the first) set where the run
+    differs from how they were measured."""
+    out = []
+    for b in baselines:
+        reasons = tuple(comparability_reasons(b, run))
+        first = reasons[0].partition(": ")[2] if reasons else None
+        out.append(replace(b, reasons=reasons, not_comparable=first))
+    return out
 
 
 def _pct(values: Mapping[int | str, float]) -> dict[int | str, float]:
@@ -172,6 +216,7 @@ def _build() -> tuple[Baseline, ...]:
                 needs_protocol="mem0",
                 needs_judge_style="mem0-official",
                 needs_judge_model="gpt-4o-mini",
+                needs_answerer="gpt-4o-mini",
                 overall=overall / 100.0,
                 by_category=_pct({1: c1, 2: c2, 3: c3, 4: c4}),
             )
@@ -187,6 +232,7 @@ def _build() -> tuple[Baseline, ...]:
                 protocol=_MEM0_F1,
                 source="Mem0 paper (arXiv 2504.19413), Table 1 F1 (overall implied, 1,540-weighted)",
                 needs_protocol="mem0",
+                needs_answerer="gpt-4o-mini",
                 overall=_weighted_overall(cats),
                 by_category=cats,
             )

@@ -85,21 +85,39 @@ class ConversationSize:
 def top_k_warnings(
     benchmark: str,
     sizes: Sequence[ConversationSize],
-    systems: Sequence[tuple[str, int]],
+    systems: Sequence[tuple[str, int] | tuple[str, int, str | None]],
 ) -> list[str]:
-    """One warning per (system label, k) whose k is at least the session count (or the turn
-    count) of some conversation: a system that retrieves whole sessions (or every turn) then gets
-    the whole history, so retrieval is bypassed and the comparison is not at an equal budget."""
+    """One warning per (system label, k[, unit]) whose k reaches the whole history of some
+    conversation, so retrieval is bypassed and the comparison is not at an equal budget.
+
+    ``unit`` is what the system retrieves: ``"turns"`` (bm25, embedding: warned only where k is
+    at least a conversation's turn count), ``"sessions"`` (warned where k is at least its session
+    count) or None, not declared (warned at the session count, worded as a condition: the
+    plugin cannot tell whether the system returns sessions)."""
     if not sizes:
         return []
     out = []
     fewest = min(s.sessions for s in sizes)
-    for label, k in systems:
+    most = max(s.sessions for s in sizes)
+    for entry in systems:
+        label, k = entry[0], entry[1]
+        unit = entry[2] if len(entry) > 2 else None
+        by_turns = [s for s in sizes if s.turns is not None and k >= s.turns]
+        if unit == "turns":
+            if not by_turns:
+                continue
+            turns = [s.turns for s in sizes if s.turns is not None]
+            out.append(
+                f"{benchmark} · {label}: top-k {k} >= the turn count of {len(by_turns)} of "
+                f"{len(sizes)} conversations (turns per conversation {min(turns)}-{max(turns)}): "
+                "it retrieves turns, so it gets the whole history there (retrieval bypassed); "
+                "compare systems at an equal budget (a smaller top-k, or "
+                "--memeval-context-budget=N)"
+            )
+            continue
         by_sessions = [s for s in sizes if k >= s.sessions]
         if not by_sessions:
             continue
-        by_turns = [s for s in sizes if s.turns is not None and k >= s.turns]
-        most = max(s.sessions for s in sizes)
         line = (
             f"{benchmark} · {label}: top-k {k} >= the session count of {len(by_sessions)} of "
             f"{len(sizes)} conversations (sessions per conversation {fewest}-{most})"
@@ -107,8 +125,12 @@ def top_k_warnings(
         if by_turns:
             line += f" and the turn count of {len(by_turns)}"
         line += (
-            ": a system that retrieves whole sessions gets the whole history there (retrieval "
-            "bypassed); compare systems at an equal budget "
+            (
+                ": it retrieves whole sessions, so it gets the whole history there"
+                if unit == "sessions"
+                else ": if it retrieves whole sessions, it gets the whole history there"
+            )
+            + " (retrieval bypassed); compare systems at an equal budget "
             + (
                 f"(top-k below {fewest}, or --memeval-context-budget=N)"
                 if fewest > 1

@@ -56,7 +56,7 @@ def annotate_summary(
     errata: Errata | None,
     round3: Mapping[str, Sequence[str]],
     sizes: Mapping[str, Sequence[ConversationSize]],
-    systems: Sequence[tuple[str, int]],
+    systems: Sequence[tuple[str, int] | tuple[str, int, str | None]],
     budget: int | None,
     tokenizer: str,
 ) -> None:

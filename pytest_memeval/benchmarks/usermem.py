@@ -403,6 +403,11 @@ class UserMemory:
     )
     metrics: Sequence[str] = METRICS
     pass_metric: str = "keyword_recall"
+    #: why a question may have no pass metric offline (shown beside the UNSCORED count)
+    unscored_reason: str = (
+        "a case without gold facts has no offline keyword_recall; only an LLM judge scores it "
+        "(--memeval-judge=PROVIDER:MODEL)"
+    )
     #: one case = one history + one question: the cases are the independent units
     cluster_unit: str = "case"
     #: reward >= 0.6 passes (docs/scoring.md#keyword-recall; --memeval-pass-threshold overrides)

@@ -625,6 +625,7 @@ class Controller:
             protocol=state.settings.llm.protocol,
             judge_style=style,
             judge_model=model,
+            answerer=state.answerer.label if state.answerer is not None else None,
         )
 
     @pytest.hookimpl(trylast=True)
@@ -636,6 +637,19 @@ class Controller:
 
         settings = self.state.settings
         summary = self.build_summary()
+        from ..report.model import published_entries, unscored_notes
+
+        unscored_notes(
+            summary,
+            {
+                name: getattr(bench, "unscored_reason", None)
+                for name, bench in self.state.benchmarks.items()
+            },
+        )
+        summary.published = published_entries(self.baselines(summary))
+        for name, ds in (summary.provenance.get("datasets") or {}).items():
+            if isinstance(ds, dict):
+                ds["questions_run"] = self._questions_run(name, summary)
         failed = check_summary(summary, settings)
         self.config.hook.pytest_memeval_modify_summary(config=self.config, summary=summary)
         self.summary = summary
@@ -661,6 +675,22 @@ class Controller:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
     # ---- terminal ----------------------------------------------------------------------------
+    def _questions_run(self, benchmark: str, summary: Summary | None = None) -> int:
+        """Questions of ``benchmark`` that ran (or were restored): what -k / -m / --deselect
+        left of the selection, counted from the results (the controller of an xdist run
+        collects nothing, so its item list cannot say)."""
+        summary = summary or self.summary
+        if summary is None:
+            return len(self.state.selected.get(benchmark, []))
+        return len(
+            {
+                r.question_id
+                for run in summary.runs
+                if run.benchmark == benchmark
+                for r in run.results
+            }
+        )
+
     def _config_lines(self) -> list[str]:
         state = self.state
         s = state.settings
@@ -669,7 +699,7 @@ class Controller:
             digest = next(iter(ds.sha256.values()), "")[:12]
             variant = f" variant={ds.variant}" if ds.variant else ""
             parts.append(
-                f"{name}{variant}: {len(state.selected.get(name, []))}/{len(ds.questions)} "
+                f"{name}{variant}: {self._questions_run(name)}/{len(ds.questions)} "
                 f"questions, sha256 {digest}…"
             )
         selection = []

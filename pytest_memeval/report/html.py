@@ -25,7 +25,7 @@ from datetime import datetime
 from typing import Any
 
 from ..analysis.baselines import Baseline
-from ..records import QuestionResult, finite_float
+from ..records import STATUS_CORRECT, QuestionResult, finite_float
 from .model import (
     RunSummary,
     Summary,
@@ -37,6 +37,8 @@ from .model import (
     runs_by_benchmark,
 )
 from .tables import (
+    Cell,
+    Row,
     Table,
     baselines_table,
     check_lines,
@@ -44,9 +46,10 @@ from .tables import (
     fmt_num,
     latency_table,
     official_table,
-    provenance_table,
+    provenance_items,
     row_label,
     run_table,
+    scoreboard_table,
     tokens_note,
     tokens_table,
 )
@@ -130,6 +133,10 @@ ol.notes{font-size:12px;color:var(--muted);margin:4px 0 12px;padding-left:22px}
 ul.legend{list-style:none;padding:0;margin:4px 0;font-size:12px}
 ul.legend li{margin:2px 0}
 .swatch{display:inline-block;width:11px;height:11px;margin-right:6px;vertical-align:-1px}
+.swatch.hatched{border:2px solid;background:repeating-linear-gradient(45deg,currentColor 0 2px,
+#fff 2px 5px)}
+details.provenance{margin-top:28px}details.provenance>summary{font-size:17px;font-weight:600}
+table.scoreboard td,table.scoreboard th{font-size:14px}
 svg text{font:12px system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;fill:#1d2330}
 svg .grid{stroke:#e3e6ec}
 .controls{display:flex;flex-wrap:wrap;gap:10px;align-items:center;margin:8px 0}
@@ -311,11 +318,13 @@ def content_security_policy(script: str) -> str:
 # ---- tables ------------------------------------------------------------------------------------
 
 
-def render_table(table: Table, table_id: str = "") -> str:
+def render_table(table: Table, table_id: str = "", table_class: str = "") -> str:
     """A table as HTML: cells escaped, numeric cells right-aligned, intervals in a muted span
     after their value, a row class per kind (``total``, ``extra``, ``published``), numbered notes
     and the caption below."""
     id_attr = f' id="{esc(table_id)}"' if table_id else ""
+    if table_class:
+        id_attr += f' class="{esc(table_class)}"'
     out = [f'<div class="scroll"><table{id_attr}><thead><tr>']
     for cell in table.header:
         text = esc(cell.text)
@@ -344,10 +353,37 @@ def _baselines_section(runs: Sequence[RunSummary], baselines: Sequence[Baseline]
     if table is None:
         return ""
     return (
-        "<h3>Published baselines</h3>"
-        '<p class="note">Each published figure has a column of its own, labelled with its '
-        "protocol (numbered notes); protocols differ from this run's, so never read two columns "
-        "as one measurement.</p>" + render_table(table)
+        "<h3>This run beside the published figures</h3>"
+        '<p class="note">Every published figure of the benchmark, with its label: comparable '
+        "(same protocol, metric, judge and judge model as this run) or reference (measured "
+        "another way; its note below says how).</p>" + render_table(table)
+    )
+
+
+def _provenance_section(summary: Summary) -> str:
+    """Configuration and provenance, last and collapsed: one key/value table, each nested
+    mapping (package versions, tokenizer digests) as a small table of its own, never raw JSON."""
+    rows = []
+    nested = []
+    for key, value in provenance_items(summary.provenance, files=True):
+        if isinstance(value, Mapping) and value:
+            inner = "".join(
+                f"<tr><td>{esc(k)}</td><td>{esc(_plain(v) or '-')}</td></tr>"
+                for k, v in value.items()
+            )
+            nested.append(
+                f"<h4>{esc(key)}</h4>"
+                '<div class="scroll"><table><thead><tr><th>name</th><th>value</th></tr></thead>'
+                f"<tbody>{inner}</tbody></table></div>"
+            )
+            continue
+        if isinstance(value, list):
+            value = ", ".join(_plain(v) for v in value)
+        rows.append(Row((Cell(str(key)), Cell("-" if value in (None, "") else _plain(value)))))
+    table = render_table(Table((Cell("key"), Cell("value")), tuple(rows)))
+    return (
+        '<details class="provenance" id="config"><summary>Configuration and provenance'
+        f"</summary>{table}{''.join(nested)}</details>"
     )
 
 
@@ -355,23 +391,30 @@ def _baselines_section(runs: Sequence[RunSummary], baselines: Sequence[Baseline]
 
 
 def _chart(
-    summary: Summary, runs: Sequence[RunSummary], baselines: Sequence[Baseline], metric: str
+    summary: Summary,
+    runs: Sequence[RunSummary],
+    baselines: Sequence[tuple[int, Baseline]],
+    metric: str,
 ) -> str:
-    """Horizontal grouped bars: one group per category (and overall rows), one bar per series."""
+    """Horizontal grouped bars: one group per category (and overall rows), one bar per series;
+    this run's bars solid, published bars (``(note number, baseline)``) hatched and outlined in
+    their colour, whatever their metric or label (the legend says both)."""
     first = runs[0]
     scopes = overall_scopes(first)
     groups = [*first.categories, first.overall, first.overall_all]
     series: list[tuple[str, str, list[float | None]]] = []
+    published: set[int] = set()
     for i, run in enumerate(r for r in runs if metric in r.metrics):
         values = []
         for row in groups:
             match = run.row(row.key)
             values.append(finite_float(match.metrics.get(metric)) if match else None)
         series.append((f"{run.label} ({metric}, this run)", _PALETTE_RUNS[i % 7], values))
-    for i, b in enumerate(x for x in baselines if x.metric == metric):
-        n = baselines.index(b) + 1
+    for i, (n, b) in enumerate(baselines):
         values = [finite_float(baseline_value(b, row)) for row in groups]
-        label = f"[{n}] {b.system}, published {b.metric} ({b.protocol})"
+        why = f": {'; '.join(b.reasons)}" if b.reasons else ""
+        label = f"[{n}] {b.system}, published {b.metric}, {b.label}{why}"
+        published.add(len(series))
         series.append((label, _PALETTE_BASE[i % 7], values))
     if not series:
         return ""
@@ -388,6 +431,16 @@ def _chart(
         f'<svg width="{width}" height="{height}" viewBox="0 0 {width} {height}" role="img" '
         f'aria-label="{esc(f"{metric} by category, this run against published baselines")}">'
     ]
+    hatch = []
+    for s_index in sorted(published):
+        color = series[s_index][1]
+        hatch.append(
+            f'<pattern id="hatch-{s_index}" width="6" height="6" patternUnits="userSpaceOnUse" '
+            f'patternTransform="rotate(45)"><rect width="6" height="6" fill="#fff"/>'
+            f'<line x1="0" y1="0" x2="0" y2="6" stroke="{color}" stroke-width="3"/></pattern>'
+        )
+    if hatch:
+        parts.append(f"<defs>{''.join(hatch)}</defs>")
     for tick in range(5):
         tick_value = top * tick / 4
         x = label_w + plot_w * tick / 4
@@ -414,20 +467,31 @@ def _chart(
                 continue
             w = max(plot_w * value / top, 0.5)
             tip = esc(f"{label}: {row.key} = {value:.3f}")
+            fill = (
+                f'fill="url(#hatch-{s})" stroke="{color}" class="published"'
+                if s in published
+                else f'fill="{color}"'
+            )
             parts.append(
-                f'<rect x="{label_w}" y="{y}" width="{w:.1f}" height="{bar_h}" fill="{color}">'
+                f'<rect x="{label_w}" y="{y}" width="{w:.1f}" height="{bar_h}" {fill}>'
                 f"<title>{tip}</title></rect>"
             )
             parts.append(f'<text x="{label_w + w + 4:.1f}" y="{y + bar_h - 2}">{value:.3f}</text>')
     parts.append("</svg>")
     legend = "".join(
-        f'<li><span class="swatch" style="background:{color}"></span>{esc(label)}</li>'
-        for label, color, _ in series
+        (
+            f'<li class="published"><span class="swatch hatched" style="border-color:{color};'
+            f'color:{color}"></span>{esc(label)}</li>'
+            if i in published
+            else f'<li><span class="swatch" style="background:{color}"></span>{esc(label)}</li>'
+        )
+        for i, (label, color, _) in enumerate(series)
     )
     return (
         f"<h3>Chart: {esc(metric)} by category</h3>"
-        f'<p class="note">Bars of this run ({esc(metric)}) and published baselines of the same '
-        "metric family; each bar is labelled with its source and protocol.</p>"
+        f'<p class="note">Solid bars: this run ({esc(metric)}). Hatched bars: published figures, '
+        "each labelled comparable (measured as this run) or reference (measured another way, "
+        "the reasons in the legend).</p>"
         f'<ul class="legend">{legend}</ul><div class="scroll">{"".join(parts)}</div>'
     )
 
@@ -440,10 +504,12 @@ def _worst_best(
 ) -> tuple[list[QuestionResult], list[QuestionResult]]:
     scored = [r for r in results if finite_float(r.scores.get(metric)) is not None]
     scored.sort(key=lambda r: (finite_float(r.scores.get(metric)) or 0.0, r.question_id))
-    n_best = min(5, len(scored) // 2)
-    n_worst = min(5, len(scored) - n_best)
-    worst = scored[:n_worst]
-    best = list(reversed(scored[len(scored) - n_best :])) if n_best else []
+    # "best" holds only answers that passed (never a WRONG at 0.000); "worst" the lowest of
+    # the others, so no question is in both lists
+    correct = [r for r in scored if r.status == STATUS_CORRECT]
+    best = list(reversed(correct[-5:]))
+    chosen = {id(r) for r in best}
+    worst = [r for r in scored if id(r) not in chosen][:5]
     return worst, best
 
 
@@ -654,7 +720,12 @@ def render_html(
         f"systems: {', '.join(systems) or '-'} · created {prov.get('created', '-')}"
     )
     body: list[str] = []
-    nav = ['<a href="#config">configuration</a>']
+    nav = []
+    board = scoreboard_table(summary, baselines)
+    if board is not None:
+        nav.append('<a href="#scoreboard">scoreboard</a>')
+        body.append('<h2 id="scoreboard">Scoreboard</h2>')
+        body.append(render_table(board, "scoreboard-table", "scoreboard"))
     for b_index, (bench, runs) in enumerate(benches.items()):
         nav.append(f'<a href="#bench-{b_index}">{esc(bench)}</a>')
         body.append(f'<h2 id="bench-{b_index}">{esc(bench)}</h2>')
@@ -677,14 +748,21 @@ def render_html(
             body.append("<h3>Comparison across systems</h3>")
             body.append(render_table(comparison_table(summary, runs)))
         body.append(_baselines_section(runs, list(baselines.get(bench, ()))))
-        # charts put bars side by side: only baselines measured like this run
-        bench_baselines = [b for b in baselines.get(bench, ()) if not b.not_comparable]
+        # every published figure goes in a chart, hatched and labelled: in its own metric's
+        # chart where the run has the metric, else beside the headline metric
+        numbered = list(enumerate(baselines.get(bench, ()), 1))
         chart_metrics = [m for m in [pass_metric(summary, runs[0])] if m]
-        for b in bench_baselines:
+        for _, b in numbered:
             if b.metric not in chart_metrics and any(b.metric in r.metrics for r in runs):
                 chart_metrics.append(b.metric)
         for metric in chart_metrics:
-            body.append(_chart(summary, runs, bench_baselines, metric))
+            own = [
+                (n, b)
+                for n, b in numbered
+                if b.metric == metric
+                or (metric == chart_metrics[0] and b.metric not in chart_metrics)
+            ]
+            body.append(_chart(summary, runs, own, metric))
         from .overlays import html_overlays
 
         body.append(html_overlays(summary, bench))
@@ -708,6 +786,8 @@ def render_html(
     nav.append('<a href="#questions">questions</a>')
     body.append('<h2 id="questions">Questions</h2>')
     body.append(_questions_section(summary))
+    nav.append('<a href="#config">configuration</a>')
+    body.append(_provenance_section(summary))
     data = json_for_script(_question_data(summary, max_memories, memory_chars, text_chars))
     csp_meta = (
         f'<meta http-equiv="Content-Security-Policy" content="{esc(content_security_policy(_JS))}">'
@@ -723,8 +803,6 @@ def render_html(
         f"<style>{PAGE_CSS}</style></head>\n<body>"
         f"<header><h1>pytest-memeval report</h1><p>{esc(subtitle)}</p></header>"
         f"<nav>{''.join(nav)}</nav><main>"
-        '<h2 id="config">Configuration and provenance</h2>'
-        f"{render_table(provenance_table(summary, files=True))}"
         f"{''.join(body)}</main>\n"
         f'<script type="application/json" id="memeval-data">{data}</script>\n'
         f"<script>{_JS}</script>\n</body></html>\n"

@@ -24,6 +24,7 @@ from .tables import (
     plain,
     provenance_table,
     run_table,
+    scoreboard_table,
     tokens_table,
 )
 
@@ -53,7 +54,7 @@ def md_cell(value: object, limit: int | None = None) -> str:
 
 def render_table(table: Table) -> list[str]:
     """A table as Markdown lines: cells escaped, numeric columns right-aligned, intervals in
-    brackets after their value, overall rows in bold, numbered notes below."""
+    brackets after their value, overall rows in bold, the notes below, numbered."""
     align = ["---:" if c.numeric else "---" for c in table.header]
     lines = [
         "| " + " | ".join(md_cell(c.text) for c in table.header) + " |",
@@ -94,6 +95,9 @@ def render_markdown(summary: Summary, baselines: Mapping[str, Sequence[Baseline]
                 "",
             ]
         )
+    board = scoreboard_table(summary, baselines)
+    if board is not None:
+        lines.extend(["### Scoreboard", "", *render_table(board), ""])
     for bench, runs in runs_by_benchmark(summary).items():
         for run in runs:
             main = pass_metric(summary, run)
@@ -127,10 +131,10 @@ def render_markdown(summary: Summary, baselines: Mapping[str, Sequence[Baseline]
         if table is not None:
             lines.extend(
                 [
-                    f"### {md_text(bench)} · published baselines",
+                    f"### {md_text(bench)} · this run beside the published figures",
                     "",
-                    "Each baseline has its own column, labelled with its protocol (numbered notes "
-                    "below); protocols differ from this run's, so compare with care.",
+                    "Every published figure is shown with its label: comparable (measured as "
+                    "this run) or reference (measured another way; its note says how).",
                     "",
                     *render_table(table),
                     "",

@@ -28,8 +28,10 @@ __all__ = [
     "judge_metric",
     "overall_scopes",
     "pass_metric",
+    "published_entries",
     "runs_by_benchmark",
     "unit_count",
+    "unscored_notes",
 ]
 
 
@@ -249,6 +251,8 @@ class Summary:
     errata: dict[str, Any] | None = None
     #: --memeval-judge-calibration's block (run.calibration.run_calibration), JSON-ready
     judge_calibration: dict[str, Any] | None = None
+    #: benchmark -> its published baselines with values, label and reasons (published_entries)
+    published: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     extra: dict[str, Any] = field(default_factory=dict)
 
     def extra_dict(self) -> dict[str, Any]:
@@ -281,6 +285,8 @@ class Summary:
             out["errata"] = self.errata
         if self.judge_calibration is not None:
             out["judge_calibration"] = self.judge_calibration
+        if any(self.published.values()):
+            out["published"] = self.published
         out.update(self.extra)
         return out
 
@@ -293,6 +299,34 @@ class Summary:
             "provenance": {"judge_metric": None, **self.provenance},
             "extra": self.extra_dict(),
         }
+
+
+def published_entries(
+    baselines: Mapping[str, Sequence[Baseline]],
+) -> dict[str, list[dict[str, Any]]]:
+    """The JSON report's ``extra.published``: per benchmark, every published baseline shown with
+    its values (0-1 scale, per category keyed by the benchmark's category id), its label
+    (``comparable`` / ``reference``) and the reasons of a reference."""
+    return {
+        bench: [
+            {
+                "name": b.name,
+                "system": b.system,
+                "metric": b.metric,
+                "overall": b.overall,
+                "overall_scope": b.overall_scope,
+                "by_category": {str(k): v for k, v in b.by_category.items()},
+                "label": b.label,
+                "reasons": list(b.reasons),
+                "protocol": b.protocol,
+                "source": b.source,
+                "verified": b.verified,
+                "variant": b.variant,
+            }
+            for b in listed
+        ]
+        for bench, listed in baselines.items()
+    }
 
 
 def finite_or_none(value: float | None) -> float | None:
@@ -369,6 +403,39 @@ def overall_scopes(run: RunSummary) -> dict[str, str]:
     if not outside:
         return {"overall": "all", "overall_all": "all"}
     return {"overall": f"excl. {', '.join(outside)}", "overall_all": "all categories"}
+
+
+def _unscored_reason(result: QuestionResult, metric: str | None) -> str:
+    if result.error:
+        return result.error.splitlines()[0][:200]
+    # a judge that gave no usable verdict records ``unscored`` under its metric's details
+    for key, value in result.details.items():
+        if isinstance(value, Mapping) and value.get("unscored"):
+            return f"the {key} judge gave no usable verdict"
+    used = result.details.get("pass_metric")
+    name = used if isinstance(used, str) and used else metric or "pass metric"
+    return f"no {name} value for the question"
+
+
+def unscored_notes(summary: Summary, hints: Mapping[str, str | None] | None = None) -> None:
+    """Add to each run's ``notes`` why its UNSCORED questions have no score: one note per reason
+    with its count, followed by the benchmark's own explanation (``hints``) where it has one."""
+    for run in summary.runs:
+        metric = pass_metric(summary, run)
+        counts: dict[str, int] = {}
+        for r in run.results:
+            if r.status == "UNSCORED":
+                reason = _unscored_reason(r, metric)
+                counts[reason] = counts.get(reason, 0) + 1
+        if not counts:
+            continue
+        total = len(run.results)
+        hint = (hints or {}).get(run.benchmark)
+        for reason, n in sorted(counts.items(), key=lambda kv: -kv[1]):
+            note = f"UNSCORED {n} of {total}: {reason}"
+            if hint and reason.startswith("no "):
+                note += f" ({hint})"
+            run.notes.append(note)
 
 
 #: memories shown per question in the reports (the run folder keeps all of them, up to k)

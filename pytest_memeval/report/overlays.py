@@ -220,9 +220,32 @@ def markdown_overlays(
 # ---- html --------------------------------------------------------------------------------------
 
 
+def _tick_label(value: float) -> str:
+    """``1``, ``10``, ``100``, ``1k``, ``10k``, ``1M``; ``2.5k`` between powers of ten."""
+    for size, suffix in ((1e6, "M"), (1e3, "k")):
+        if value >= size:
+            return f"{value / size:g}{suffix}"
+    return f"{value:g}"
+
+
+def _nice_step(span: float, count: int = 4) -> float:
+    """A 1-2-5 step that cuts ``span`` into about ``count`` intervals."""
+    raw = span / count if span > 0 else 1.0
+    power = 10 ** math.floor(math.log10(raw))
+    for factor in (1, 2, 5, 10):
+        if raw <= factor * power:
+            return float(factor * power)
+    return float(10 * power)
+
+
 def tradeoff_svg(points: Sequence[Mapping[str, Any]], title: str) -> str:
-    """Accuracy (y) against mean context tokens (x), one dot per system, the Pareto front drawn
-    as a line through its points in token order. ``points``: the ``extra.context.runs`` entries."""
+    """Accuracy (y) against mean context tokens (x), one dot per system, and the Pareto front
+    drawn as a staircase through its points in token order (to the right edge: everything below
+    and to the right of it is dominated). ``points``: the ``extra.context.runs`` entries.
+
+    The x axis is logarithmic (ticks 1, 10, 100, 1k, ...) when the token counts differ by more
+    than 20x; a system with 0 tokens has no place on a log axis, so it is left out of the plot and
+    named in a line under it. Otherwise the axis is linear from 0 with 1-2-5 ticks."""
     usable = [
         p
         for p in points
@@ -233,17 +256,31 @@ def tradeoff_svg(points: Sequence[Mapping[str, Any]], title: str) -> str:
     left, top, plot_w, plot_h, right, bottom = 64, 16, 460, 260, 150, 44
     width, height = left + plot_w + right, top + plot_h + bottom
     means = [float(p["mean"]) for p in usable]
-    x_max = max(means) * 1.1 or 1.0
     positive = [m for m in means if m > 0]
     # a log axis when the systems' token counts differ by more than 20x (full-context vs top-k)
-    log_x = bool(positive) and max(means) / min(positive) > 20
+    log_x = bool(positive) and max(positive) / min(positive) > 20
+    left_out = [p for p in usable if log_x and float(p["mean"]) <= 0]
+    plotted = [p for p in usable if p not in left_out]
     metric_label = " / ".join(dict.fromkeys(str(p.get("metric") or "accuracy") for p in usable))
     y_max = min(1.0, math.ceil(max(float(p["accuracy"]) for p in usable) * 11) / 10) or 1.0
+    if log_x:
+        lo_exp = math.floor(math.log10(min(positive)))
+        hi_exp = math.ceil(math.log10(max(positive)))
+        hi_exp = max(hi_exp, lo_exp + 1)
+        x_ticks = [10.0**e for e in range(lo_exp, hi_exp + 1)]
+        x_lo, x_hi = x_ticks[0], x_ticks[-1]
+    else:
+        step = _nice_step(max(means) or 1.0)
+        x_hi = step * math.ceil((max(means) or 1.0) / step)
+        x_lo = 0.0
+        x_ticks = [step * i for i in range(round(x_hi / step) + 1)]
 
     def sx(v: float) -> float:
         if log_x:
-            return left + plot_w * math.log10(1 + v) / math.log10(1 + x_max)
-        return left + plot_w * v / x_max
+            return left + plot_w * (math.log10(v) - math.log10(x_lo)) / (
+                math.log10(x_hi) - math.log10(x_lo)
+            )
+        return left + plot_w * (v - x_lo) / (x_hi - x_lo)
 
     def sy(v: float) -> float:
         return top + plot_h * (1 - min(v, y_max) / y_max)
@@ -252,16 +289,11 @@ def tradeoff_svg(points: Sequence[Mapping[str, Any]], title: str) -> str:
         f'<svg class="tradeoff" width="{width}" height="{height}" viewBox="0 0 {width} {height}" '
         f'role="img" aria-label="{esc(title)}">'
     ]
-    x_ticks = (
-        [0.0, *(10.0**e for e in range(1, int(math.log10(x_max)) + 1))]
-        if log_x
-        else [x_max * t / 4 for t in range(5)]
-    )
     for xv in x_ticks:
         parts.append(
             f'<line class="grid" x1="{sx(xv):.1f}" y1="{top}" x2="{sx(xv):.1f}" '
-            f'y2="{top + plot_h}"/><text x="{sx(xv):.1f}" y="{top + plot_h + 14}" '
-            f'text-anchor="middle">{xv:,.0f}</text>'
+            f'y2="{top + plot_h}"/><text class="xtick" x="{sx(xv):.1f}" '
+            f'y="{top + plot_h + 14}" text-anchor="middle">{_tick_label(xv)}</text>'
         )
     for tick in range(5):
         yv = y_max * tick / 4
@@ -277,16 +309,22 @@ def tradeoff_svg(points: Sequence[Mapping[str, Any]], title: str) -> str:
         f'transform="rotate(-90 14 {top + plot_h / 2:.1f})">'
         f"{esc(metric_label)} (overall)</text>"
     )
-    front = sorted((p for p in usable if p.get("pareto")), key=lambda p: float(p["mean"]))
-    if len(front) > 1:
-        path = " ".join(
-            f"{'M' if i == 0 else 'L'}{sx(float(p['mean'])):.1f},{sy(float(p['accuracy'])):.1f}"
-            for i, p in enumerate(front)
-        )
+    front = sorted(
+        (p for p in plotted if p.get("pareto")),
+        key=lambda p: (float(p["mean"]), float(p["accuracy"])),
+    )
+    if front:
+        # a staircase: right along each point's accuracy until the next (better) point
+        coords = [(sx(float(p["mean"])), sy(float(p["accuracy"]))) for p in front]
+        path = [f"M{coords[0][0]:.1f},{coords[0][1]:.1f}"]
+        for x1, y1 in coords[1:]:
+            path.append(f"H{x1:.1f}V{y1:.1f}")
+        path.append(f"H{left + plot_w:.1f}")
         parts.append(
-            f'<path class="front" d="{path}" fill="none" stroke="#c2410c" stroke-width="2"/>'
+            f'<path class="front" d="{"".join(path)}" fill="none" stroke="#c2410c" '
+            'stroke-width="2"><title>Pareto front</title></path>'
         )
-    for p in usable:
+    for p in plotted:
         x, y = sx(float(p["mean"])), sy(float(p["accuracy"]))
         on = bool(p.get("pareto"))
         tip = esc(
@@ -299,6 +337,11 @@ def tradeoff_svg(points: Sequence[Mapping[str, Any]], title: str) -> str:
             f'<text x="{x + 8:.1f}" y="{y - 6:.1f}">{esc(str(p.get("label"))[:40])}</text>'
         )
     parts.append("</svg>")
+    if left_out:
+        names = ", ".join(
+            f"{p.get('label')} ({float(p['accuracy']):.3f} {p.get('metric')})" for p in left_out
+        )
+        parts.append(f'<p class="note">0 tokens, not on the log axis: {esc(names)}.</p>')
     return "".join(parts)
 
 
@@ -328,7 +371,7 @@ def html_overlays(summary: Summary, bench: str) -> str:
             f'<h3 id="tradeoff-{esc(bench)}">{esc(bench)} · accuracy vs context tokens</h3>'
             f'<p class="note">Tokens of the memory texts handed to the answerer per question '
             f"({esc(tokenizer)}). Orange: the Pareto front (no other system is as accurate with "
-            "fewer tokens).</p>"
+            "fewer tokens), the orange line its staircase.</p>"
         )
         chart = tradeoff_svg(_runs(summary, bench, "context"), f"{bench}: accuracy vs tokens")
         parts.append(f'<div class="scroll">{chart}</div>{_html_table(header, rows)}')

@@ -42,11 +42,13 @@ __all__ = [
     "fmt_num",
     "latency_figures",
     "latency_table",
+    "nearest_published",
     "official_table",
     "plain",
     "provenance_items",
     "row_label",
     "run_table",
+    "scoreboard_table",
     "tokens_note",
     "tokens_table",
 ]
@@ -91,7 +93,7 @@ class Row:
 class Table:
     header: tuple[Cell, ...]
     rows: tuple[Row, ...]
-    #: numbered notes under the table (the baselines' protocols and sources)
+    #: notes under the table, numbered ``[n]`` (rows refer to them by that number)
     notes: tuple[str, ...] = ()
     #: one sentence under the table
     caption: str = ""
@@ -354,57 +356,200 @@ def _official_value(run: RunSummary, row: CategoryRow) -> float | None:
     return run.official.value(row.key)
 
 
+def _run_metric_value(run: RunSummary, metric: str, row: CategoryRow) -> float | None:
+    """The run's figure for ``metric`` on the row matching ``row`` (BEAM's official composite
+    when the beam protocol produced ``metric``)."""
+    if _official_column(run, metric):
+        return _official_value(run, row)
+    match = run.row(row.key)
+    return match.metrics.get(metric) if match is not None else None
+
+
 def baselines_table(runs: Sequence[RunSummary], listed: Sequence[Baseline]) -> Table | None:
-    """Categories x (this run's metric per system, then one column per comparable baseline),
-    with a numbered note per baseline (its protocol and source). Baselines measured another way
-    (``not_comparable`` set) are never put beside the run's numbers: they are listed apart in
-    the caption, "not comparable: <why>" (or, when none is comparable, in a table of their
-    own). None without baselines."""
+    """One row per series: this run's systems (their pass metric and each metric a baseline was
+    published as, where the run has it), then every published baseline of the benchmark with its
+    values (overall and per category where published) and its comparability label:
+    ``comparable`` (same protocol, metric, judge and judge model) or ``reference`` (measured
+    another way; the reasons are its numbered note). A number is never hidden for a difference:
+    the label says how far to trust the comparison. None without baselines."""
     if not listed or not runs:
         return None
-    baselines = [b for b in listed if not b.not_comparable]
-    apart = [b for b in listed if b.not_comparable]
-    if not baselines:
-        return Table(
-            (Cell("published baseline"), Cell("not comparable because")),
-            tuple(
-                Row((Cell(f"{b.system} ({b.name})"), Cell(str(b.not_comparable))), "published")
-                for b in apart
-            ),
-        )
-    run_cols, grid = baseline_grid(runs, baselines)
-    header = (
-        Cell("category"),
-        Cell("id"),
-        *(
-            _num(
-                f"{run.label}: {m} (this run"
-                + (", BEAM official)" if _official_column(run, m) else ")")
-            )
-            for run, m in run_cols
-        ),
-        *(_num(f"[{i + 1}] {b.system}: {b.metric}") for i, b in enumerate(baselines)),
-    )
     first = runs[0]
     scopes = overall_scopes(first)
-    rows = tuple(
-        Row(
-            (
-                Cell(row_label(row, scopes)),
-                Cell("" if row.category_id is None else str(row.category_id)),
-                *(_num(fmt_num(v)) for v in values),
-            ),
-            "total" if row is first.overall or row is first.overall_all else "",
+    families = list(dict.fromkeys([*(first.metrics[:1]), *(b.metric for b in listed)]))
+    header = (
+        Cell("series"),
+        Cell("system"),
+        Cell("metric"),
+        Cell("label"),
+        *(_num(_column_label(row, scopes)) for row in (first.overall, first.overall_all)),
+        *(_num(_column_label(row, scopes)) for row in first.categories),
+    )
+    ordered = [first.overall, first.overall_all, *first.categories]
+    # a category a baseline publishes but this run did not select still gets its column
+    # (a published number is never hidden)
+    have = {str(row.category_id) for row in first.categories}
+    missing = list(
+        dict.fromkeys(str(k) for b in listed for k in b.by_category if str(k) not in have)
+    )
+    extra_rows = [
+        CategoryRow(key=f"category {k}", category_id=_category_id(k), shared="", count=0)
+        for k in missing
+    ]
+    header = (*header, *(_num(row.key) for row in extra_rows))
+    ordered.extend(extra_rows)
+    rows: list[Row] = []
+    for run in runs:
+        for m in families:
+            if m not in run.metrics:
+                continue
+            official = " (BEAM official)" if _official_column(run, m) else ""
+            rows.append(
+                Row(
+                    (
+                        Cell("this run"),
+                        Cell(run.label),
+                        Cell(m + official),
+                        Cell(""),
+                        *(_num(fmt_num(_run_metric_value(run, m, row))) for row in ordered),
+                    ),
+                    "total",
+                )
+            )
+    for i, b in enumerate(listed):
+        rows.append(
+            Row(
+                (
+                    Cell(f"[{i + 1}] published"),
+                    Cell(b.system + ("" if b.verified else " (unverified)")),
+                    Cell(b.metric),
+                    Cell(b.label),
+                    *(_num(fmt_num(baseline_value(b, row))) for row in ordered),
+                ),
+                "published",
+            )
         )
-        for row, values in grid
-    )
     notes = tuple(
-        f"{b.system} ({b.name}){'' if b.verified else ' (unverified)'}: {b.protocol}; "
-        f"overall covers {b.overall_scope}. Source: {b.source}."
-        for b in baselines
+        f"{b.system} ({b.name}), {b.label}"
+        + (f" ({'; '.join(b.reasons)})" if b.reasons else "")
+        + f". Measured as: {b.protocol}; overall covers {b.overall_scope}. Source: {b.source}."
+        for b in listed
     )
-    caption = "; ".join(f"not comparable: {b.system} ({b.name}): {b.not_comparable}" for b in apart)
-    return Table(header, rows, notes=notes, caption=caption, id_column=1)
+    caption = (
+        "comparable: same protocol, metric, judge and judge model as this run; reference: "
+        "measured another way (its note says how), shown for orientation, not as a like-for-like "
+        "comparison"
+    )
+    return Table(header, tuple(rows), notes=notes, caption=caption)
+
+
+def _category_id(key: str) -> int | str:
+    return int(key) if key.isdigit() else key
+
+
+def _column_label(row: CategoryRow, scopes: Mapping[str, str]) -> str:
+    label = row_label(row, scopes)
+    return label if row.category_id is None else f"{label} [{row.category_id}]"
+
+
+#: the built-in systems that bound a benchmark (a floor, a ceiling without retrieval, the gold
+#: evidence): marked "control" in the scoreboard
+CONTROL_SYSTEMS: frozenset[str] = frozenset({"no-memory", "full-context", "oracle"})
+
+
+def nearest_published(
+    value: float | None, metric: str | None, baselines: Sequence[Baseline]
+) -> Baseline | None:
+    """The published figure to read a run's headline beside: a comparable baseline of the same
+    metric first, then any of the same metric, then any reference; among equals the one whose
+    overall is closest to ``value``. None without a published overall."""
+    usable = [b for b in baselines if b.overall is not None]
+    if not usable:
+        return None
+
+    def rank(b: Baseline) -> tuple[int, float]:
+        tier = 0 if (b.metric == metric and not b.reasons) else 1 if b.metric == metric else 2
+        assert b.overall is not None
+        gap = abs(b.overall - value) if value is not None else 0.0
+        return tier, gap
+
+    return min(usable, key=rank)
+
+
+def scoreboard_table(
+    summary: Summary,
+    baselines: Mapping[str, Sequence[Baseline]],
+    headline: Mapping[tuple[str, str], str | None] | None = None,
+) -> Table | None:
+    """The headline first: one row per benchmark x system with its headline metric over
+    ``overall``, the metric's cluster-bootstrap 95% CI, n, errors and unscored, the nearest
+    published figure (value and label) and whether the system is a control. ``headline`` maps
+    (benchmark, label) to the metric (default: the benchmark's pass metric)."""
+    if not summary.runs:
+        return None
+    from .model import pass_metric
+
+    header = (
+        Cell("benchmark"),
+        Cell("system"),
+        Cell("metric"),
+        _num("overall"),
+        Cell("95% CI"),
+        _num("n"),
+        _num("errors"),
+        _num("unscored"),
+        Cell("nearest published"),
+        Cell("role"),
+    )
+    if headline is None:
+        # the metric that decided CORRECT/WRONG (the first judge's, when one ran), as the
+        # context overlay recorded it
+        headline = {
+            (str(e.get("benchmark")), str(e.get("label"))): e.get("metric")
+            for e in (summary.context or {}).get("runs", ())
+            if isinstance(e, Mapping)
+        }
+    rows = []
+    for run in summary.runs:
+        metric = headline.get((run.benchmark, run.label)) or pass_metric(summary, run)
+        value = run.overall.metrics.get(metric) if metric else None
+        ci = _row_ci(run.overall, metric) if metric else None
+        near = nearest_published(value, metric, baselines.get(run.benchmark, ()))
+        published = "-"
+        if near is not None and near.overall is not None:
+            what = [near.metric] if near.metric != metric else []
+            if near.overall_scope != "overall":
+                what.append(near.overall_scope)
+            published = (
+                f"{near.system} {fmt_num(near.overall)}"
+                + "".join(f" {w}" for w in what)
+                + f" ({near.label})"
+            )
+        statuses = run.overall_all.statuses
+        rows.append(
+            Row(
+                (
+                    Cell(run.benchmark),
+                    Cell(run.label),
+                    Cell(metric or "-"),
+                    _num(fmt_num(value)),
+                    Cell(f"[{ci[0]:.2f}, {ci[1]:.2f}]" if ci is not None else "-"),
+                    _num(str(run.overall_all.count)),
+                    _num(str(statuses.get("ERROR", 0))),
+                    _num(str(statuses.get("UNSCORED", 0))),
+                    Cell(published),
+                    Cell("control" if run.system in CONTROL_SYSTEMS else ""),
+                ),
+                "extra" if run.system in CONTROL_SYSTEMS else "",
+            )
+        )
+    caption = (
+        "overall: the micro mean over the categories in overall; 95% CI: bootstrap resampling "
+        "whole clusters (the benchmark's conversations or cases); nearest published: the closest "
+        "published overall, labelled comparable or reference; control: a built-in bound "
+        "(no-memory floor, full-context, oracle evidence)"
+    )
+    return Table(header, tuple(rows), caption=caption)
 
 
 def latency_table(runs: Sequence[RunSummary]) -> Table | None:
@@ -540,7 +685,8 @@ def provenance_items(prov: Mapping[str, Any], *, files: bool = False) -> list[tu
             rows.append(
                 (
                     f"dataset {name}{variant}",
-                    f"{ds.get('questions_selected', '?')}/{ds.get('questions_total', '?')} questions",
+                    f"{ds.get('questions_run', ds.get('questions_selected', '?'))}/"
+                    f"{ds.get('questions_total', '?')} questions",
                 )
             )
             digests = ds.get("sha256")

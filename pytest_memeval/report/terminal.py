@@ -17,6 +17,7 @@ from .tables import (
     fmt_num,
     official_table,
     run_table,
+    scoreboard_table,
 )
 
 __all__ = ["escape_controls", "render_summary", "render_table", "render_wrong"]
@@ -34,8 +35,8 @@ def escape_controls(text: str) -> str:
 
 def render_table(table: Table) -> list[str]:
     """A table as aligned plain-text lines (text columns left, numeric right; intervals left out
-    and category ids folded into the label, ``single-hop [4]``, for width); numbered notes below
-    as ``[n] ...``."""
+    and category ids folded into the label, ``single-hop [4]``, for width); the notes below as
+    ``[n] ...``."""
     fold = table.id_column
 
     def cells(row: Sequence[Cell]) -> list[str]:
@@ -74,7 +75,10 @@ def render_summary(
     config_lines: Sequence[str],
 ) -> list[str]:
     lines: list[str] = []
-    lines.extend(config_lines)
+    board = scoreboard_table(summary, baselines)
+    if board is not None:
+        lines.append("scoreboard")
+        lines.extend(render_table(board))
     for bench, runs in runs_by_benchmark(summary).items():
         for run in runs:
             lines.append("")
@@ -89,10 +93,7 @@ def render_summary(
         table = baselines_table(runs, baselines.get(bench, []))
         if table is not None:
             lines.append("")
-            lines.append(
-                f"{bench} · published baselines (own columns; protocols differ from "
-                "this run's, see notes)"
-            )
+            lines.append(f"{bench} · this run beside the published figures (label, notes)")
             lines.extend(render_table(table))
         if len(runs) > 1:
             lines.append("")
@@ -101,6 +102,9 @@ def render_summary(
         from .overlays import terminal_overlays
 
         lines.extend(terminal_overlays(summary, bench, render_table))
+    if config_lines:
+        lines.append("")
+        lines.extend(config_lines)
     return [escape_controls(line) for line in lines]
 
 

@@ -34,10 +34,14 @@ def add_overlays(summary: Any, state: Any) -> None:
     from .budget import tokenizer_label
 
     settings = state.settings
+    # only systems that produced results (a name that resolved to nothing gets no warning),
+    # each with what it retrieves (``retrieves = "turns"`` on bm25 and embedding)
+    ran = {(run.benchmark, run.system) for run in summary.runs}
     systems = [
-        (ref.label, ref.k)
+        (ref.label, ref.k, getattr(ref.factory, "retrieves", None))
         for ref in state.systems or ()
         if getattr(ref.factory, "ignores_top_k", False) is not True
+        and any(system == ref.label for _, system in ran)
     ]
     sizes = {
         name: conversation_sizes(ds, state.selected.get(name, []))

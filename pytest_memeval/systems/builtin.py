@@ -98,6 +98,8 @@ class BM25System:
     """
 
     name = "bm25"
+    #: one memory per turn: only a top-k at least the turn count returns the whole history
+    retrieves = "turns"
 
     def __init__(self, *, k1: float = 1.5, b: float = 0.75) -> None:
         self.k1 = k1

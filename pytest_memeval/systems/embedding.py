@@ -121,6 +121,8 @@ class EmbeddingSystem:
     """
 
     name = "embedding"
+    #: one memory per turn: only a top-k at least the turn count returns the whole history
+    retrieves = "turns"
 
     def __init__(self, encoder: Encoder | None = None) -> None:
         self._encoder = encoder

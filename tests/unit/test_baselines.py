@@ -53,3 +53,53 @@ def test_selection() -> None:
     beam = baselines_for("beam", variant="1M")
     assert [b.name for b in beam] == ["beam-light-1m"]
     assert {b.name for b in baselines_for("longmemeval", variant="oracle")} == {"lme-gpt-4o-oracle"}
+
+
+def test_label_and_every_reason() -> None:
+    """Issue 22: a baseline measured another way is a "reference" with every reason (protocol,
+    judge, judge model, answerer, metric), never hidden; one measured the same way is
+    "comparable"."""
+    from pytest_memeval.analysis.baselines import RunProtocol, mark_comparability
+
+    mem0 = [_by_name("mem0-j-mem0")]
+    bare = RunProtocol(metrics=frozenset({"f1"}), answerer="extractive")
+    (row,) = mark_comparability(mem0, bare)
+    assert row.label == "reference"
+    assert [r.split(":")[0] for r in row.reasons] == [
+        "protocol",
+        "judge",
+        "judge model",
+        "answerer",
+        "metric",
+    ]
+    assert "this run's by extractive" in row.reasons[3]
+    # the first reason stays the one-line not_comparable, without its "protocol:" prefix
+    assert row.not_comparable is not None and row.not_comparable.startswith("published under")
+    same = RunProtocol(
+        metrics=frozenset({"judge_mem0_official"}),
+        protocol="mem0",
+        judge_style="mem0-official",
+        judge_model="gpt-4o-mini",
+        answerer="openai:gpt-4o-mini",
+    )
+    (row,) = mark_comparability(mem0, same)
+    assert row.label == "comparable" and row.reasons == () and row.not_comparable is None
+    other_model = RunProtocol(**{**same.__dict__, "answerer": "openai:gpt-4.1"})
+    (row,) = mark_comparability(mem0, other_model)
+    assert row.label == "reference"
+    assert row.reasons == ("answerer: published answers by gpt-4o-mini, this run's by "
+                           "openai:gpt-4.1",)  # fmt: skip
+
+
+def test_nearest_published_prefers_comparable_then_same_metric() -> None:
+    from dataclasses import replace
+
+    from pytest_memeval.report.tables import nearest_published
+
+    f1_far = replace(_by_name("locomo-gpt-3.5-16k"), reasons=())  # 0.378, comparable
+    f1_near = replace(_by_name("locomo-rag-obs-top5"), reasons=("protocol: x",))  # 0.414
+    judge = replace(_by_name("mem0-j-mem0"), reasons=("metric: y",))
+    assert nearest_published(0.41, "f1", [judge, f1_near, f1_far]) is f1_far
+    assert nearest_published(0.41, "f1", [judge, f1_near]) is f1_near
+    assert nearest_published(0.41, "bleu1", [judge, f1_near]) is f1_near
+    assert nearest_published(0.41, "f1", []) is None

@@ -246,7 +246,11 @@ def test_official_table_json_and_baseline_column() -> None:
     ie = next(values for row, values in grid if row.key == "information_extraction")
     assert ie[0] == pytest.approx(2 / 3)
     bt = baselines_table([run], chosen)
-    assert bt is not None and "BEAM official" in bt.header[2].text
+    # the run's row beside the published one names BEAM's official composite as its metric
+    assert bt is not None
+    this_run = [c.text for c in bt.rows[0].cells]
+    assert this_run[0] == "this run" and "BEAM official" in this_run[2]
+    assert this_run[4] == fmt_num(17 / 36)
     text = "\n".join(render_summary(Summary(runs=[run]), {"beam": chosen}, []))
     assert "BEAM official" in text and fmt_num(17 / 36) in text
     assert "BEAM official" in render_markdown(Summary(runs=[run]), {"beam": chosen})

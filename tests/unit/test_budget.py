@@ -171,3 +171,18 @@ def test_oracle_forgets_the_previous_conversation() -> None:
 @pytest.mark.parametrize("name", ["full-context", "no-memory", "oracle"])
 def test_systems_exempt_from_the_top_k_warning(name: str) -> None:
     assert getattr(BUILTIN_SYSTEMS[name], "ignores_top_k", False) is True
+
+
+def test_top_k_warning_by_what_the_system_retrieves() -> None:
+    """Issue 22: a turn-level system (bm25) is warned only where k reaches the turn count, in
+    words about turns; a session-level system at the session count; an undeclared one at the
+    session count, worded as a condition."""
+    sizes = [ConversationSize("a", 2, 30), ConversationSize("b", 3, 8)]
+    assert top_k_warnings("demo", sizes, [("bm25", 5, "turns")]) == []
+    (line,) = top_k_warnings("demo", sizes, [("bm25", 10, "turns")])
+    assert "turn count of 1 of 2 conversations (turns per conversation 8-30)" in line
+    assert "it retrieves turns" in line and "sessions" not in line
+    (line,) = top_k_warnings("demo", sizes, [("sessions", 5, "sessions")])
+    assert ": it retrieves whole sessions, so it gets the whole history" in line
+    (line,) = top_k_warnings("demo", sizes, [("mine", 5, None)])
+    assert ": if it retrieves whole sessions, it gets the whole history" in line

@@ -33,7 +33,7 @@ ALLOWED_TAGS = {
     "html", "head", "meta", "title", "style", "body", "header", "h1", "h2", "h3", "h4", "p",
     "nav", "a", "main", "div", "table", "thead", "tbody", "tr", "th", "td", "span", "br", "ol",
     "ul", "li", "code", "details", "summary", "svg", "rect", "line", "text", "label", "select",
-    "option", "input", "noscript", "button", "script",
+    "option", "input", "noscript", "button", "script", "defs", "pattern", "path", "circle",
 }  # fmt: skip
 
 
@@ -151,28 +151,35 @@ def test_structure_and_values() -> None:
     parsed = _parse(page)
     tags = [t for t, _ in parsed.tags]
     assert parsed.title == "pytest-memeval report"
-    # run tables (2), comparison, baselines, worst/best (single-hop, multi-hop, adversarial per
-    # run: 6), provenance, latency, tokens, questions
-    assert tags.count("table") == 2 + 1 + 1 + 6 + 1 + 1 + 1 + 1
+    # scoreboard, run tables (2), comparison, baselines, worst/best (single-hop, multi-hop,
+    # adversarial per run: 6), provenance (+ its judge_metric mapping as a small table),
+    # latency, tokens, questions
+    assert tags.count("table") == 1 + 2 + 1 + 1 + 6 + 2 + 1 + 1 + 1
     assert "Configuration and provenance" in page
+    # the scoreboard opens the page; provenance closes it, collapsed
+    assert page.index('id="scoreboard"') < page.index('id="bench-0"')
+    assert page.index('<details class="provenance" id="config">') > page.index('id="questions"')
     assert "<td>pytest-memeval 9.8.7</td>" in page
     assert "<td>79fa87e9" + "0" * 56 + "</td>" in page
     assert "<td>abc1234def</td>" in page and "<td>mem0:openai:gpt-4o-mini</td>" in page
     # per-category row with CI: single-hop f1 = mean(1..12)/12 = 0.542
     assert '<td class="num">0.542 <span class="ci">[0.38, 0.44]</span></td>' in page
-    # protocol-labelled baseline columns and notes
+    # every published baseline a row with its values, label and notes
     for i, b in enumerate(baselines_for("locomo"), 1):
-        assert f"[{i}] {esc(b.system)}: {esc(b.metric)}</th>" in page
+        assert f"<td>[{i}] published</td><td>{esc(b.system)}</td>" in page
         assert esc(b.protocol) in page
     # one chart for f1 (pass metric) and one for judge (a Mem0 J baseline matches)
     assert tags.count("svg") == 2
     assert "Chart: f1 by category" in page and "Chart: judge_mem0_official by category" in page
     # bars: f1 chart: 2 runs x 5 groups + 2 f1 baselines with values (locomo-gpt-3.5-16k and
-    # rag: categories 4, 1, 5 + overall_all = 4 each); judge chart: 2 x 5 (unscored m2 still
-    # leaves m1) + Mem0 J: categories 4 and 1 (it has no 5) + overall = 3
-    assert tags.count("rect") == (10 + 4 + 4) + (10 + 3)
-    # worst and best: single-hop has 12 scored -> 5 worst and 5 best
-    assert page.count("<td>worst 1</td>") == 6
+    # rag: categories 4, 1, 5 + overall_all = 4 each) + the set_f1 baseline, a metric this run
+    # lacks, beside the headline (categories 4, 1 + overall = 3); judge chart: 2 x 5 (unscored
+    # m2 still leaves m1) + Mem0 J: categories 4 and 1 (it has no 5) + overall = 3; plus one
+    # hatch pattern <rect> per published series (3 + 1)
+    assert tags.count("rect") == (10 + 4 + 4 + 3) + (10 + 3) + 4
+    assert page.count('class="published"><title>') == 4 + 4 + 3 + 3
+    # worst and best: single-hop has 12 scored -> 5 best (CORRECT only) and 5 worst
+    assert page.count("<td>worst 1</td>") == 4
     assert page.count("<td>best 5</td>") == 2
     # latency with Mem0's published figures, flagged unverified
     assert "Mem0 (published) (unverified)" in page

@@ -95,10 +95,12 @@ def test_svg_points_front_and_escaping() -> None:
     assert "(log scale)" in svg  # 20,000 vs 60 tokens
     assert "<script>" not in svg and "full-context&lt;script&gt;" in svg
     path = re.search(r'<path class="front" d="([^"]+)"', svg)
-    assert path is not None and path.group(1).count("L") == 1  # oracle -> full-context
-    # the cheaper front point is drawn left of the dearer one
-    xs = [float(x) for x in re.findall(r"[ML]([\d.]+),", path.group(1))]
-    assert xs[0] < xs[1]
+    # a staircase: from the cheaper front point right, up to the dearer one, on to the edge
+    assert path is not None
+    steps = re.fullmatch(r"M([\d.]+),([\d.]+)H([\d.]+)V([\d.]+)H([\d.]+)", path.group(1))
+    assert steps is not None, path.group(1)
+    x0, y0, x1, y1, edge = (float(v) for v in steps.groups())
+    assert x0 < x1 < edge and y1 < y0  # oracle -> full-context: dearer and more accurate
     html = html_overlays(summary, "locomo")
     assert '<h3 id="tradeoff-locomo">' in html and "budget warning" in html
     assert "95.72%" in html and "<script>" not in html
@@ -113,3 +115,28 @@ def test_svg_linear_axis_and_nothing_to_draw() -> None:
         terminal_overlays(empty, "locomo", render_table) == []
         and html_overlays(empty, "locomo") == ""
     )
+
+
+def test_svg_log_axis_drops_zero_with_a_note_and_has_sane_ticks() -> None:
+    """Issue 22: no 0 on a log axis, ticks 1, 10, 100, 1k..., a Pareto line even with a single
+    point on the front."""
+    points = [
+        _point("no-memory", 0.0, 0.0, True),
+        _point("bm25", 150.0, 0.4, True),
+        _point("full-context", 20000.0, 0.35, False),
+    ]
+    svg = tradeoff_svg(points, "t")
+    assert "(log scale)" in svg
+    ticks = re.findall(r'<text class="xtick"[^>]*>([^<]+)</text>', svg)
+    assert ticks == ["100", "1k", "10k", "100k"]
+    assert svg.count("<circle") == 2  # no-memory has no place on a log axis...
+    assert "0 tokens, not on the log axis: no-memory (0.000 f1)" in svg  # ...and says so
+    path = re.search(r'<path class="front" d="([^"]+)"', svg)
+    assert path is not None and path.group(1).startswith("M") and "H" in path.group(1)
+
+
+def test_svg_linear_ticks_are_round() -> None:
+    svg = tradeoff_svg([_point("a", 0.0, 0.1, True), _point("b", 173.0, 0.6, True)], "t")
+    assert "(log scale)" not in svg and svg.count("<circle") == 2
+    ticks = re.findall(r'<text class="xtick"[^>]*>([^<]+)</text>', svg)
+    assert ticks == ["0", "50", "100", "150", "200"]
