@@ -237,6 +237,8 @@ class Controller:
         self.store: RunStore | None = None
         #: (path, one line) per report that could not be written at session end
         self.report_errors: list[tuple[Path, str]] = []
+        #: stored rows (merged or resumed) whose numbers differed from the re-computed ones
+        self.rescored: list[str] = []
 
     @pytest.hookimpl
     def pytest_sessionstart(self, session: pytest.Session) -> None:
@@ -260,9 +262,20 @@ class Controller:
                 check_resume_config(folder, settings.numbers())
                 self.store = RunStore(folder)
                 self.store.repair_torn_tail()
-                stored = {
-                    key: r for key, r in self.store.stored().items() if r.status != STATUS_ERROR
-                }
+                from .stored import check_rows
+
+                checked = check_rows(
+                    self.config,
+                    state,
+                    (
+                        (f"{folder}", r)
+                        for r in self.store.stored().values()
+                        if r.status != STATUS_ERROR
+                    ),
+                    "--memeval-resume",
+                )
+                stored = checked.results
+                self.rescored += checked.rescored
                 self.results.update(stored)
                 state.resume_ids = frozenset(stored)
             else:
@@ -434,6 +447,8 @@ class Controller:
             "lost": list(self.lost),
             "run_id": self.store.run_id if self.store is not None else None,
             "resumed": settings.run.resume is not None,
+            # stored rows whose offline numbers were re-computed to other values (merge, resume)
+            "rescored": list(self.rescored),
             **self._calibration_provenance(),
         }
 
@@ -782,6 +797,14 @@ class Controller:
                 + "; ".join(f"{x['nodeid']}: {x['reason'][:160]}" for x in self.lost[:5])
                 + (" ..." if len(self.lost) > 5 else ""),
                 red=True,
+            )
+        if self.rescored:
+            tr.write_line(
+                f"memeval: {len(self.rescored)} stored result(s) did not match their re-computed "
+                "scores and were re-scored from the stored prediction and the dataset's gold: "
+                + "; ".join(self.rescored[:3])
+                + (" ..." if len(self.rescored) > 3 else ""),
+                yellow=True,
             )
         if self.duplicates:
             shown = ", ".join("/".join(k) for k in self.duplicates[:3])

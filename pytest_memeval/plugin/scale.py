@@ -36,6 +36,8 @@ __all__ = ["ScaleHooks", "apply_merge_defaults", "run_config"]
 _LOCAL_OPTIONS = frozenset(
     {
         "memeval_merge",
+        "memeval_merge_partial",
+        "memeval_cache_import_verify",
         "memeval_shard",
         "memeval_cache_dir",
         "memeval_json",
@@ -169,6 +171,8 @@ class ScaleHooks:
     def __init__(self, config: pytest.Config) -> None:
         self.config = config
         self.merged_ok = False
+        #: selected questions no merged shard holds a result for
+        self.missing = 0
 
     @property
     def settings(self) -> Any:
@@ -179,17 +183,15 @@ class ScaleHooks:
     # ---- merge -------------------------------------------------------------------------------
     @pytest.hookimpl(tryfirst=True)
     def pytest_memeval_make_system(self, config: pytest.Config, name: str) -> Any:
-        """A merge never runs a system: each ``--memsys`` value stands for the system names the
-        shards recorded, so a merge machine needs none of them installed."""
+        """A merge never runs, resolves or imports a system: each ``--memsys`` value stands for
+        the system names the shards recorded (or for itself), so a merge machine needs none of
+        them installed, and a shard folder naming ``pkg.module:attr`` never gets it imported."""
         if not self.settings.run.merge:
             return None
-        from ..run.shards import _read_json
+        from ..run.shards import recorded_bases
 
-        stored = _read_json(Path(self.settings.run.merge[0]) / "config.json", "run configuration")
-        bases = (stored.get("system_bases") or {}).get(name) if isinstance(stored, dict) else None
-        if not bases:
-            return None
-        return [(str(base), _not_run) for base in bases]
+        bases = recorded_bases(Path(self.settings.run.merge[0])).get(name) or [name]
+        return [(base, _not_run) for base in bases]
 
     def merge_into(self, controller: Controller) -> None:
         """Read and check the shards, and hand their results to the controller."""
@@ -205,11 +207,20 @@ class ScaleHooks:
                 f"{', '.join(diffs[:5])} (e.g. another dataset file under --memeval-data, or an "
                 "option given here); give the shards' options or none"
             )
-        for result in shards.results.values():
+        from .stored import check_rows
+
+        checked = check_rows(
+            self.config,
+            state,
+            ((str(run.folder), r) for run in shards.runs for r in run.results.values()),
+            "--memeval-merge",
+        )
+        controller.rescored += checked.rescored
+        for result in checked.results.values():
             controller._add(result)
         for out in shards.outputs:
             controller.add_worker_output(out)
-        state.resume_ids = frozenset(shards.results)
+        state.resume_ids = frozenset(checked.results)
         self.merged_ok = True
 
     @pytest.hookimpl(trylast=True)
@@ -230,6 +241,7 @@ class ScaleHooks:
         if controller is not None:
             for item in dropped:
                 if isinstance(item, MemevalItem) and result_key(item) not in controller.results:
+                    self.missing += 1
                     controller._lost(item.nodeid, "not run: no merged shard holds this question")
 
     def _finish_shard(self, session: pytest.Session) -> None:
@@ -276,6 +288,16 @@ class ScaleHooks:
         settings = self.settings
         if self.merged_ok and session.exitstatus == pytest.ExitCode.NO_TESTS_COLLECTED:
             session.exitstatus = pytest.ExitCode.OK  # nothing to run is what a merge means
+        if self.merged_ok and self.missing and not self.config.getoption("memeval_merge_partial"):
+            reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+            if reporter is not None:
+                reporter.write_line(
+                    f"memeval: --memeval-merge: {self.missing} selected question(s) have no "
+                    "result in the merged shards (counted as ERROR): add the missing shards' run "
+                    "folders, or pass --memeval-merge-partial to accept a partial merge",
+                    red=True,
+                )
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
         if settings.selection.shard is not None:
             self._finish_shard(session)
         if settings.active and settings.run.cache_export is not None:
