@@ -269,6 +269,12 @@ def outputs_problem(data: object) -> str | None:
     for name in ("judge_warnings", "judge_unscored"):
         if not _count(data.get(name, 0)):
             return f"'{name}' is not a count"
+    imported = data.get("imported") or {}
+    if not isinstance(imported, dict) or not all(
+        isinstance(roles, dict) and all(_count(n) for n in roles.values())
+        for roles in imported.values()
+    ):
+        return "'imported' is not an object of counts by role"
     tokens = data.get("tokens") or {}
     if not isinstance(tokens, dict):
         return "'tokens' is not an object"

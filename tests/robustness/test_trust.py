@@ -229,3 +229,90 @@ def test_hostile_shard_files_are_one_line(
     _one_line_error(r, "malformed 'shard' entry")
     r = _pytest(pytester.path, "--memeval=demo", "--memsys=bm25", f"--memeval-shard={'1' * 5000}/2")
     _one_line_error(r, "--memeval-shard=", "at most 9 digits")
+
+
+@pytest.mark.parametrize(
+    ("option", "mode"),
+    [("--memeval-rejudge", []), ("--memeval-rejudge", ["-n", "2"]), ("--memeval-reanswer", [])],
+    ids=["rejudge-n0", "rejudge-n2", "reanswer-n0"],
+)
+def test_rejudge_and_reanswer_rescore_and_check_stored_rows(
+    pytester: pytest.Pytester, mode: list[str], option: str
+) -> None:
+    """The question and gold come from the dataset, the metrics are re-computed; a stored row of
+    another conversation is an ERROR naming the row."""
+    cache = pytester.path / "cache"
+    args = ["--memeval=demo", "--memsys=bm25", "--memeval-limit=1", f"--memeval-cache-dir={cache}"]
+    r = _pytest(pytester.path, *args, *mode)
+    assert r.returncode == 0, r.stdout[-2000:]
+    (run,) = (cache / "runs").iterdir()
+    rows = _rows(run)
+    forged = next(x for x in rows if x["status"] == "WRONG")
+    forged["status"], forged["scores"]["f1"] = "CORRECT", 1.0
+    forged["gold"] = forged["prediction"]
+    moved = next(x for x in rows if x is not forged)
+    moved["conversation"] = "demo-9"
+    _write_rows(run, rows)
+    out = pytester.path / "r.json"
+    r = _pytest(pytester.path, *args, *mode, f"{option}={run.name}", f"--memeval-json={out}")
+    questions = {q["id"]: q for x in read_json(out)["runs"] for q in x["questions"]}
+    assert questions[forged["id"]]["status"] == "WRONG"
+    assert questions[forged["id"]]["gold"] != forged["prediction"]
+    assert questions[moved["id"]]["status"] == "ERROR"
+    assert "names conversation 'demo-9'" in questions[moved["id"]]["error"]
+    assert "INTERNALERROR" not in r.stdout + r.stderr
+
+
+# ---- 3: imported cache entries are tagged, counted and can be verified ------------------------
+
+
+@pytest.mark.parametrize("mode", [[], ["-n", "2"]], ids=["n0", "n2"])
+def test_forged_cache_import_is_counted_and_verified(
+    pytester: pytest.Pytester, mode: list[str]
+) -> None:
+    """Labels rewritten in an export turn every verdict CORRECT with no judge call; the import is
+    named (file and sha256) with its verdict count, and re-asking a sample finds the forgery."""
+    from llm_server import OPENAI_PATH, LLMServer
+
+    with LLMServer(
+        reply=lambda m, model, p: json.dumps({"reasoning": "r", "label": "WRONG"})
+    ) as server:
+        env = server.env("sk-test-key")
+        args = ["--memeval=demo", "--memsys=bm25", "--memeval-judge=openai:gpt-4o-mini"]
+        export = pytester.path / "x.jsonl"
+        r = _pytest(
+            pytester.path,
+            *args,
+            f"--memeval-cache-dir={pytester.path / 'one'}",
+            f"--memeval-cache-export={export}",
+            env=env,
+        )
+        assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
+        calls = server.count(OPENAI_PATH)
+        export.write_text(export.read_text().replace("WRONG", "CORRECT"))
+        import hashlib
+
+        digest = hashlib.sha256(export.read_bytes()).hexdigest()[:12]
+        out = pytester.path / "two.json"
+        r = _pytest(
+            pytester.path,
+            *args,
+            *mode,
+            f"--memeval-cache-dir={pytester.path / 'two'}",
+            f"--memeval-cache-import={export}",
+            "--memeval-cache-import-verify=3",
+            f"--memeval-json={out}",
+            env=env,
+        )
+        assert server.count(OPENAI_PATH) == calls + 3  # only the sample was asked again
+    label = f"{export} (sha256 {digest})"
+    assert f"llm cache import {label}: {calls} verdicts, 0 answers" in r.stdout, r.stdout[-3000:]
+    assert "3 of 13 imported verdicts re-asked (seed 0), 3 disagree" in r.stdout
+    provenance = read_json(out)["provenance"]
+    assert provenance["cache_imports"] == {label: {"judge": calls}}
+    verify = provenance["cache_import_verify"]
+    assert (verify["asked"], verify["disagree"], len(verify["rows"])) == (3, 3, 3)
+    questions = [q for run in read_json(out)["runs"] for q in run["questions"]]
+    judged = [q for q in questions if not q["details"]["judge_mem0"].get("skipped")]
+    assert len(judged) == calls
+    assert all(q["details"]["judge_mem0"]["imported_from"] == [label] for q in judged)
