@@ -316,3 +316,97 @@ def test_forged_cache_import_is_counted_and_verified(
     judged = [q for q in questions if not q["details"]["judge_mem0"].get("skipped")]
     assert len(judged) == calls
     assert all(q["details"]["judge_mem0"]["imported_from"] == [label] for q in judged)
+
+
+# ---- 10 and 12: hostile cache files, export targets --------------------------------------------
+
+
+def _cache_with_entries(folder: Path, n: int = 3) -> Path:
+    from pytest_memeval.llm.base import Completion
+    from pytest_memeval.llm.cache import CACHE_FILENAME, LLMCache
+
+    cache = LLMCache(folder)
+    for i in range(n):
+        cache.put(f"{i:064x}", Completion(text=f"v{i}", input_tokens=1, output_tokens=1, model="m"))
+    cache.close()
+    return folder / CACHE_FILENAME
+
+
+def test_cache_import_line_nested_200k_deep_is_skipped(tmp_path: Path) -> None:
+    from pytest_memeval.errors import MemevalError
+    from pytest_memeval.llm.transfer import FORMAT, import_cache
+
+    deep = "[" * 200_000 + "]" * 200_000
+    source = tmp_path / "x.jsonl"
+    value = json.dumps({"v": 1, "text": "t", "input_tokens": 1, "output_tokens": 1})
+    source.write_text(
+        json.dumps({"format": FORMAT})
+        + "\n"
+        + deep
+        + "\n"
+        + json.dumps({"key": "a" * 64, "value": "[" * 100_000 + "]" * 100_000})
+        + "\n"
+        + json.dumps({"key": "b" * 64, "value": value})
+        + "\n"
+    )
+    assert import_cache(tmp_path / "c" / "llm.sqlite3", source) == (1, 2)
+    (tmp_path / "h.jsonl").write_text(deep + "\n")
+    with pytest.raises(MemevalError, match="not an LLM-cache export"):
+        import_cache(tmp_path / "c" / "llm.sqlite3", tmp_path / "h.jsonl")
+
+
+def test_cache_export_of_a_blob_value_is_one_line(tmp_path: Path) -> None:
+    import sqlite3
+
+    from pytest_memeval.errors import MemevalError
+    from pytest_memeval.llm.transfer import export_cache, main
+
+    db = _cache_with_entries(tmp_path / "llm")
+    conn = sqlite3.connect(db)
+    conn.execute("INSERT INTO completions VALUES (?, ?, ?)", ("c" * 64, b"\x00\xff", 1.0))
+    conn.commit()
+    conn.close()
+    with pytest.raises(MemevalError, match="row 4 holds a bytes value, not the cache's text"):
+        export_cache(db, tmp_path / "out.jsonl")
+    assert not (tmp_path / "out.jsonl").exists()
+    assert main(["export", str(tmp_path / "out.jsonl"), "--cache-dir", str(tmp_path)]) == 2
+
+
+@pytest.mark.parametrize("kind", ["fifo", "symlink", "directory", "device"])
+def test_cache_export_never_replaces_what_is_not_a_regular_file(tmp_path: Path, kind: str) -> None:
+    from pytest_memeval.errors import MemevalError
+    from pytest_memeval.llm.transfer import export_cache
+
+    db = _cache_with_entries(tmp_path / "llm")
+    target = tmp_path / "out.jsonl"
+    victim = tmp_path / "victim.txt"
+    victim.write_text("keep me")
+    if kind == "fifo":
+        os.mkfifo(target)
+    elif kind == "symlink":
+        target.symlink_to(victim)
+    elif kind == "directory":
+        target.mkdir()
+    else:
+        target = Path("/dev/null")
+    with pytest.raises(MemevalError, match="not a regular file; the export never replaces it"):
+        export_cache(db, target)
+    assert victim.read_text() == "keep me"
+    assert kind != "device" or Path("/dev/null").is_char_device()
+    assert kind != "fifo" or not target.is_file()
+    assert kind != "symlink" or target.is_symlink()
+    assert [p.name for p in tmp_path.iterdir() if p.name.endswith(".tmp")] == []
+
+
+def test_cache_export_replaces_a_regular_file_atomically(tmp_path: Path) -> None:
+    from pytest_memeval.llm.transfer import FORMAT, export_cache
+
+    db = _cache_with_entries(tmp_path / "llm")
+    target = tmp_path / "out.jsonl"
+    target.write_text("old")
+    before = os.stat(target).st_ino
+    assert export_cache(db, target) == 3
+    lines = target.read_text().splitlines()
+    assert json.loads(lines[0]) == {"format": FORMAT} and len(lines) == 4
+    assert os.stat(target).st_ino != before  # a new file moved into place, never written over
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["llm", "out.jsonl"]
