@@ -32,6 +32,8 @@ class Completion:
     output_tokens: int = 0
     cached: bool = False
     model: str = ""
+    #: a cache hit imported from another machine's export: "FILE (sha256 HEX12)"; "" otherwise
+    source: str = ""
 
 
 class LLMClient(Protocol):

@@ -26,6 +26,7 @@ turns this cache off for the rest of the process with one ``logging`` line, neve
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import hashlib
 import json
 import logging
@@ -33,13 +34,14 @@ import os
 import sqlite3
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from .base import Completion, Request
 from .redact import redact
 
-__all__ = ["CACHE_FILENAME", "LLMCache", "cache_key", "canonical_request"]
+__all__ = ["CACHE_FILENAME", "LLMCache", "cache_key", "canonical_request", "import_label"]
 
 log = logging.getLogger("pytest_memeval.llm")
 
@@ -48,7 +50,18 @@ _SCHEMA = (
     "CREATE TABLE IF NOT EXISTS completions ("
     " key TEXT PRIMARY KEY, value TEXT NOT NULL, created REAL NOT NULL)"
 )
+#: which entries came from ``--memeval-cache-import`` (the file as given and its sha256); a
+#: completion computed here replaces the tag
+_IMPORTED_SCHEMA = (
+    "CREATE TABLE IF NOT EXISTS imported ("
+    " key TEXT PRIMARY KEY, source TEXT NOT NULL, sha256 TEXT NOT NULL)"
+)
 _VALUE_VERSION = 1
+
+
+def import_label(source: str, sha256: str) -> str:
+    """How an import is named in summaries and provenance."""
+    return f"{source} (sha256 {sha256[:12]})"
 
 
 def canonical_request(*, provider: str, model: str, base_url: str | None, request: Request) -> str:
@@ -99,7 +112,7 @@ def _decode(raw: object) -> Completion | None:
         return None
     try:
         data = json.loads(raw)
-    except ValueError:
+    except (ValueError, RecursionError):
         return None
     if not isinstance(data, dict) or data.get("v") != _VALUE_VERSION:
         return None
@@ -136,6 +149,9 @@ class LLMCache:
         self.hits = 0
         self.misses = 0
         self.writes = 0
+        #: import label -> role -> hits served from that imported file
+        self.import_hits: dict[str, dict[str, int]] = {}
+        self._trace = threading.local()
 
     # -- pickling (multiprocessing "spawn"): never ship a connection or a lock ------------------
     def __getstate__(self) -> dict[str, Any]:
@@ -143,11 +159,13 @@ class LLMCache:
         state["_conn"] = None
         state["_orphans"] = []
         state["_lock"] = None
+        state["_trace"] = None
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
         self._lock = threading.Lock()
+        self._trace = threading.local()
         self._pid = -1  # force a fresh connection in this process
 
     # -- state --------------------------------------------------------------------------------
@@ -225,6 +243,7 @@ class LLMCache:
                 try:
                     mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()
                     conn.execute(_SCHEMA)
+                    conn.execute(_IMPORTED_SCHEMA)
                     break
                 except sqlite3.OperationalError as exc:
                     if "locked" not in str(exc) or time.monotonic() > deadline:
@@ -247,7 +266,11 @@ class LLMCache:
             try:
                 row = (
                     self._connection()
-                    .execute("SELECT value FROM completions WHERE key = ?", (key,))
+                    .execute(
+                        "SELECT c.value, i.source, i.sha256 FROM completions c LEFT JOIN "
+                        "imported i ON i.key = c.key WHERE c.key = ?",
+                        (key,),
+                    )
                     .fetchone()
                 )
             except (sqlite3.Error, OSError) as exc:
@@ -258,7 +281,34 @@ class LLMCache:
                 self.misses += 1
             else:
                 self.hits += 1
+                if row[1] is not None:
+                    found = dataclasses.replace(
+                        found, source=import_label(str(row[1]), str(row[2]))
+                    )
             return found
+
+    def note_import(self, role: str, completion: Completion) -> None:
+        """Count a hit served from an imported file (by file and role) and add it to this
+        thread's trace (:meth:`trace`)."""
+        if not completion.source:
+            return
+        with self._lock:
+            roles = self.import_hits.setdefault(completion.source, {})
+            roles[role] = roles.get(role, 0) + 1
+        sources = getattr(self._trace, "sources", None)
+        if sources is not None:
+            sources.append(completion.source)
+
+    @contextlib.contextmanager
+    def trace(self) -> Iterator[list[str]]:
+        """The import labels of the hits this thread is served inside the block."""
+        previous = getattr(self._trace, "sources", None)
+        found: list[str] = []
+        self._trace.sources = found
+        try:
+            yield found
+        finally:
+            self._trace.sources = previous
 
     def put(self, key: str, completion: Completion) -> None:
         if self._disabled_reason is not None:
@@ -266,10 +316,12 @@ class LLMCache:
         value = _encode(completion)
         with self._lock:
             try:
-                self._connection().execute(
+                conn = self._connection()
+                conn.execute(
                     "INSERT OR REPLACE INTO completions (key, value, created) VALUES (?, ?, ?)",
                     (key, value, time.time()),
                 )
+                conn.execute("DELETE FROM imported WHERE key = ?", (key,))
                 self.writes += 1
             except (sqlite3.Error, OSError) as exc:
                 self._disable("write failed", exc)

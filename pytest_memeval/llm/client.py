@@ -154,6 +154,7 @@ class ProviderClient:
             hit = self.cache.get(key)
             if hit is not None:
                 self.accounting.record(role, self.label, cache_hits=1)
+                self.cache.note_import(role, hit)
                 return self._clean(hit)
             self.accounting.record(role, self.label, cache_misses=1)
 

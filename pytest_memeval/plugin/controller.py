@@ -119,7 +119,12 @@ def merge_outputs(outputs: list[dict[str, Any]]) -> dict[str, Any]:
     cache_off: list[str] = []
     tokens = TokenAccounting()
     warnings = unscored = 0
+    imported: dict[str, dict[str, int]] = {}
     for out in outputs:
+        for label, roles in (out.get("imported") or {}).items():
+            into = imported.setdefault(str(label), {})
+            for role, n in roles.items():
+                into[str(role)] = into.get(str(role), 0) + int(n)
         cache_off += [str(x) for x in out.get("cache_off") or () if str(x) not in cache_off]
         for system, n in (out.get("ingests") or {}).items():
             ingests[system] = ingests.get(system, 0) + int(n)
@@ -137,6 +142,7 @@ def merge_outputs(outputs: list[dict[str, Any]]) -> dict[str, Any]:
         "tokens": tokens.to_dict(),
         "judge_warnings": warnings,
         "judge_unscored": unscored,
+        "imported": imported,
     }
 
 
@@ -253,6 +259,10 @@ class Controller:
         self.store: RunStore | None = None
         #: (path, one line) per report that could not be written at session end
         self.report_errors: list[tuple[Path, str]] = []
+        #: stored rows (merged or resumed) whose numbers differed from the re-computed ones
+        self.rescored: list[str] = []
+        #: --memeval-cache-import-verify: what re-asking the judge found (None: not asked)
+        self.import_verify: dict[str, Any] | None = None
 
     @pytest.hookimpl
     def pytest_sessionstart(self, session: pytest.Session) -> None:
@@ -276,9 +286,20 @@ class Controller:
                 check_resume_config(folder, settings.numbers())
                 self.store = RunStore(folder)
                 self.store.repair_torn_tail()
-                stored = {
-                    key: r for key, r in self.store.stored().items() if r.status != STATUS_ERROR
-                }
+                from .stored import check_rows
+
+                checked = check_rows(
+                    self.config,
+                    state,
+                    (
+                        (f"{folder}", r)
+                        for r in self.store.stored().values()
+                        if r.status != STATUS_ERROR
+                    ),
+                    "--memeval-resume",
+                )
+                stored = checked.results
+                self.rescored += checked.rescored
                 self.results.update(stored)
                 state.resume_ids = frozenset(stored)
             else:
@@ -450,6 +471,11 @@ class Controller:
             "lost": list(self.lost),
             "run_id": self.store.run_id if self.store is not None else None,
             "resumed": settings.run.resume is not None,
+            # stored rows whose offline numbers were re-computed to other values (merge, resume)
+            "rescored": list(self.rescored),
+            # LLM-cache hits served from --memeval-cache-import files: file -> role -> count
+            "cache_imports": self.merged().get("imported") or {},
+            "cache_import_verify": self.import_verify,
             **self._calibration_provenance(),
         }
 
@@ -754,6 +780,19 @@ class Controller:
                 f"  llm cache: {llm.cache.get('hits', 0)} hits, {llm.cache.get('misses', 0)} "
                 "misses; " + ("; ".join(per_role) or "no calls")
             )
+            for label, roles in sorted((self.merged().get("imported") or {}).items()):
+                llm_line.append(
+                    f"  llm cache import {label}: {roles.get('judge', 0)} verdicts, "
+                    f"{roles.get('answerer', 0)} answers served from it (not asked here)"
+                )
+            verify = self.import_verify
+            if verify is not None:
+                llm_line.append(
+                    f"  llm cache import verify: {verify['asked']} of {verify['imported']} "
+                    f"imported verdicts re-asked (seed {verify['seed']}), "
+                    f"{verify['disagree']} disagree"
+                    + (": " + "; ".join(verify["rows"][:3]) if verify["rows"] else "")
+                )
             for off in llm.cache_off:
                 llm_line.append(
                     f"  llm cache OFF in a process ({off}): its calls were not cached; delete "
@@ -824,6 +863,14 @@ class Controller:
                 + "; ".join(f"{x['nodeid']}: {x['reason'][:160]}" for x in self.lost[:5])
                 + (" ..." if len(self.lost) > 5 else ""),
                 red=True,
+            )
+        if self.rescored:
+            tr.write_line(
+                f"memeval: {len(self.rescored)} stored result(s) did not match their re-computed "
+                "scores and were re-scored from the stored prediction and the dataset's gold: "
+                + "; ".join(self.rescored[:3])
+                + (" ..." if len(self.rescored) > 3 else ""),
+                yellow=True,
             )
         if self.duplicates:
             shown = ", ".join("/".join(k) for k in self.duplicates[:3])

@@ -455,6 +455,7 @@ class MemevalItem(pytest.Function):
                 f"{self.system.label} / {self.question.id} in run {state.rejudge_run}; run it "
                 "once without --memeval-rejudge (same --memeval-cache-dir) to store it"
             )
+        self._check_stored(stored, "--memeval-rejudge")
         result.latency = dict(stored.latency)
         result.details["rejudged"] = True
         result.details["rejudged_from"] = state.rejudge_run.name if state.rejudge_run else None
@@ -464,6 +465,18 @@ class MemevalItem(pytest.Function):
             answered_by=str(stored.details.get("answered_by", "")),
             details={k: v for k, v in stored.details.items() if k == "answer_prompt"},
         )
+
+    def _check_stored(self, stored: QuestionResult, option: str) -> None:
+        """A stored row is data from a run folder: it must be of this question's conversation
+        (the question text and gold are always the loaded dataset's, the metrics re-computed)."""
+        if stored.conversation_id != self.question.conversation_id:
+            raise MemevalError(
+                f"{option}: run {self.state.rejudge_run}: the stored row of {self.benchmark} / "
+                f"{self.system.label} / {self.question.id} names conversation "
+                f"{stored.conversation_id!r}, not the dataset's "
+                f"{self.question.conversation_id!r}; the folder is edited or of another dataset: "
+                "rerun without it"
+            )
 
     def _reanswered_prediction(self, result: QuestionResult) -> Prediction:
         """--memeval-reanswer: the stored retrieval, answered again (no memory-system call)."""
@@ -479,6 +492,7 @@ class MemevalItem(pytest.Function):
                 f"{self.system.label} / {self.question.id} in run {state.rejudge_run}; run it "
                 "once without --memeval-reanswer (same --memeval-cache-dir) to store it"
             )
+        self._check_stored(stored, "--memeval-reanswer")
         if stored.details.get("answered_by") == "system":
             raise MemevalError(
                 f"--memeval-reanswer: {self.system.label} answered {self.question.id} with its "

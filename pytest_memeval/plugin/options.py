@@ -291,6 +291,12 @@ OPTIONS: tuple[_Opt, ...] = (
         multiple=True,
     ),
     _Opt(
+        "memeval-merge-partial",
+        "accept a merge whose shards do not hold a result for every selected question (the "
+        "missing ones count as ERROR); without it such a merge exits non-zero",
+        flag=True,
+    ),
+    _Opt(
         "memeval-reanswer",
         "answer (and judge) again from the retrievals stored by an earlier run (default: the "
         "latest) without calling the memory system",
@@ -303,6 +309,12 @@ OPTIONS: tuple[_Opt, ...] = (
         "the cache folder's LLM cache (repeatable; local entries win)",
         metavar="FILE",
         multiple=True,
+    ),
+    _Opt(
+        "memeval-cache-import-verify",
+        "ask the judge again, bypassing the cache, for a seeded random sample of N verdicts "
+        "that came from --memeval-cache-import files, and report how many disagree",
+        metavar="N",
     ),
     _Opt(
         "memeval-cache-export",

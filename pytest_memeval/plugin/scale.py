@@ -23,6 +23,7 @@ import pytest
 
 from .. import __version__
 from ..errors import AdapterError, MemevalError
+from ..records import QuestionResult, ResultKey
 from ..run.store import JUDGE_NAMES
 from .options import OPTIONS, split_values
 
@@ -36,6 +37,8 @@ __all__ = ["ScaleHooks", "apply_merge_defaults", "run_config"]
 _LOCAL_OPTIONS = frozenset(
     {
         "memeval_merge",
+        "memeval_merge_partial",
+        "memeval_cache_import_verify",
         "memeval_shard",
         "memeval_cache_dir",
         "memeval_json",
@@ -169,6 +172,8 @@ class ScaleHooks:
     def __init__(self, config: pytest.Config) -> None:
         self.config = config
         self.merged_ok = False
+        #: selected questions no merged shard holds a result for
+        self.missing = 0
 
     @property
     def settings(self) -> Any:
@@ -179,17 +184,15 @@ class ScaleHooks:
     # ---- merge -------------------------------------------------------------------------------
     @pytest.hookimpl(tryfirst=True)
     def pytest_memeval_make_system(self, config: pytest.Config, name: str) -> Any:
-        """A merge never runs a system: each ``--memsys`` value stands for the system names the
-        shards recorded, so a merge machine needs none of them installed."""
+        """A merge never runs, resolves or imports a system: each ``--memsys`` value stands for
+        the system names the shards recorded (or for itself), so a merge machine needs none of
+        them installed, and a shard folder naming ``pkg.module:attr`` never gets it imported."""
         if not self.settings.run.merge:
             return None
-        from ..run.shards import _read_json
+        from ..run.shards import recorded_bases
 
-        stored = _read_json(Path(self.settings.run.merge[0]) / "config.json", "run configuration")
-        bases = (stored.get("system_bases") or {}).get(name) if isinstance(stored, dict) else None
-        if not bases:
-            return None
-        return [(str(base), _not_run) for base in bases]
+        bases = recorded_bases(Path(self.settings.run.merge[0])).get(name) or [name]
+        return [(base, _not_run) for base in bases]
 
     def merge_into(self, controller: Controller) -> None:
         """Read and check the shards, and hand their results to the controller."""
@@ -205,11 +208,20 @@ class ScaleHooks:
                 f"{', '.join(diffs[:5])} (e.g. another dataset file under --memeval-data, or an "
                 "option given here); give the shards' options or none"
             )
-        for result in shards.results.values():
+        from .stored import check_rows
+
+        checked = check_rows(
+            self.config,
+            state,
+            ((str(run.folder), r) for run in shards.runs for r in run.results.values()),
+            "--memeval-merge",
+        )
+        controller.rescored += checked.rescored
+        for result in checked.results.values():
             controller._add(result)
         for out in shards.outputs:
             controller.add_worker_output(out)
-        state.resume_ids = frozenset(shards.results)
+        state.resume_ids = frozenset(checked.results)
         self.merged_ok = True
 
     @pytest.hookimpl(trylast=True)
@@ -230,6 +242,7 @@ class ScaleHooks:
         if controller is not None:
             for item in dropped:
                 if isinstance(item, MemevalItem) and result_key(item) not in controller.results:
+                    self.missing += 1
                     controller._lost(item.nodeid, "not run: no merged shard holds this question")
 
     def _finish_shard(self, session: pytest.Session) -> None:
@@ -257,9 +270,29 @@ class ScaleHooks:
                 pass
 
     # ---- LLM cache ---------------------------------------------------------------------------
+    def verify_count(self) -> int:
+        """``--memeval-cache-import-verify=N`` (0 when not given), checked."""
+        raw = self.config.getoption("memeval_cache_import_verify", None)
+        if raw in (None, ""):
+            return 0
+        text = str(raw).strip()
+        if not text.isdigit() or len(text) > 9:
+            raise pytest.UsageError(
+                f"--memeval-cache-import-verify={text[:40]!r}: expected a count of verdicts to "
+                "re-ask (0 to 999999999), e.g. --memeval-cache-import-verify=20"
+            )
+        n = int(text)
+        if n and (not self.settings.run.cache_import or not self.settings.llm.judges):
+            raise pytest.UsageError(
+                "--memeval-cache-import-verify re-asks the judge for verdicts imported with "
+                "--memeval-cache-import: give both, and a --memeval-judge"
+            )
+        return n
+
     @pytest.hookimpl
     def pytest_sessionstart(self, session: pytest.Session) -> None:
         settings = self.settings
+        self.verify_count()
         if not settings.active or not settings.run.cache_import:
             return
         from ..llm.cache import CACHE_FILENAME
@@ -271,11 +304,37 @@ class ScaleHooks:
             except MemevalError as exc:
                 raise pytest.UsageError(f"--memeval-cache-import={path}: {exc}") from None
 
+    def verify_imports(self) -> None:
+        """Re-ask the judge, bypassing the cache, for a seeded random sample of the verdicts that
+        came from imported files, and record how many disagree on the controller."""
+        from .keys import CONTROLLER_KEY, STATE_KEY
+
+        n = self.verify_count()
+        controller = self.config.stash.get(CONTROLLER_KEY, None)
+        state = self.config.stash[STATE_KEY]
+        if not n or controller is None or state.llm is None:
+            return
+        controller.import_verify = verify_imported_verdicts(
+            state, list(controller.results.values()), n, state.settings.selection.seed
+        )
+
     @pytest.hookimpl(tryfirst=True)
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         settings = self.settings
+        if settings.active and settings.run.cache_import:
+            self.verify_imports()
         if self.merged_ok and session.exitstatus == pytest.ExitCode.NO_TESTS_COLLECTED:
             session.exitstatus = pytest.ExitCode.OK  # nothing to run is what a merge means
+        if self.merged_ok and self.missing and not self.config.getoption("memeval_merge_partial"):
+            reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+            if reporter is not None:
+                reporter.write_line(
+                    f"memeval: --memeval-merge: {self.missing} selected question(s) have no "
+                    "result in the merged shards (counted as ERROR): add the missing shards' run "
+                    "folders, or pass --memeval-merge-partial to accept a partial merge",
+                    red=True,
+                )
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
         if settings.selection.shard is not None:
             self._finish_shard(session)
         if settings.active and settings.run.cache_export is not None:
@@ -291,3 +350,65 @@ class ScaleHooks:
                 if reporter is not None:
                     reporter.write_line(f"memeval: --memeval-cache-export failed: {exc}", red=True)
                 session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+def verify_imported_verdicts(
+    state: RunState, results: list[QuestionResult], n: int, seed: int
+) -> dict[str, Any]:
+    """Draw ``n`` of the (result, judge) verdicts served from an imported cache file (seeded,
+    over a sorted list, so the draw is the same whatever the worker order), judge each again with
+    the same judge and an uncached client, and compare the scores."""
+    import copy
+    import random
+
+    from ..errors import JudgeError
+    from ..run.runtime import score_key
+
+    llm = state.llm
+    assert llm is not None
+    questions = {(b, q.id): q for b, qs in state.selected.items() for q in qs}
+    candidates: list[tuple[ResultKey, int]] = []
+    by_key = {r.key: r for r in results}
+    for result in sorted(results, key=lambda r: r.key):
+        if result.prediction is None or (result.benchmark, result.question_id) not in questions:
+            continue
+        for index, spec in enumerate(llm.judges):
+            key = score_key(llm.judge_for(spec, result.benchmark).metric, spec.first, spec.label)
+            info = result.details.get(key)
+            if isinstance(info, dict) and info.get("imported_from"):
+                candidates.append((result.key, index))
+    sample = random.Random(seed).sample(candidates, min(n, len(candidates)))
+    rows: list[str] = []
+    asked = disagree = 0
+    for result_key, index in sorted(sample):
+        result = by_key[result_key]
+        spec = llm.judges[index]
+        judge = llm.judge_for(spec, result.benchmark)
+        client = copy.copy(spec.client)
+        client.cache = None  # asked again, never answered from (or written to) the cache
+        question = questions[(result.benchmark, result.question_id)]
+        assert result.prediction is not None
+        try:
+            fresh = judge.judge(question, result.prediction, client)
+        except JudgeError as exc:
+            rows.append(f"{'/'.join(result_key)}: not re-asked ({str(exc)[:120]})")
+            continue
+        asked += 1
+        differing = []
+        for name, value in fresh.scores.items():
+            stored = result.scores.get(score_key(name, spec.first, spec.label))
+            if (stored is None) != (value is None) or (
+                stored is not None and value is not None and abs(stored - value) > 1e-9
+            ):
+                differing.append(f"{name} imported {stored} vs asked {value}")
+        if differing:
+            disagree += 1
+            rows.append(f"{'/'.join(result_key)} ({spec.label}): {', '.join(differing)}")
+    return {
+        "requested": n,
+        "imported": len(candidates),
+        "asked": asked,
+        "seed": seed,
+        "disagree": disagree,
+        "rows": rows,
+    }

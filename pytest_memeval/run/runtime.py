@@ -8,6 +8,7 @@ worker process has its own).
 
 from __future__ import annotations
 
+import contextlib
 import math
 import threading
 from collections.abc import Mapping, Sequence
@@ -186,7 +187,8 @@ class LLMRuntime:
             judge = self.judge_for(spec, benchmark)
             key = score_key(judge.metric, spec.first, spec.label)
             try:
-                result: JudgeResult = judge.judge(question, prediction, spec.client)
+                with self._import_trace() as imported:
+                    result: JudgeResult = judge.judge(question, prediction, spec.client)
             except CircuitOpenError as exc:  # the endpoint is down: UNSCORED, not an error
                 self.unscored += 1
                 scores[key] = None
@@ -213,10 +215,17 @@ class LLMRuntime:
             info = result.to_dict()
             info["label"] = spec.label
             info["style"] = judge.name
+            if imported:  # served (in part) from a --memeval-cache-import file
+                info["imported_from"] = sorted(set(imported))
             details[key] = info
             if spec.first and result.reasoning:
                 details["judge_reasoning"] = result.reasoning
         return scores, details
+
+    def _import_trace(self) -> contextlib.AbstractContextManager[list[str]]:
+        if self.cache is None:
+            return contextlib.nullcontext([])
+        return self.cache.trace()
 
     def prompt_hashes(self, benchmarks: Sequence[str]) -> dict[str, str]:
         hashes: dict[str, str] = {}
@@ -236,6 +245,12 @@ class LLMRuntime:
             "cache_off": [f"{self.cache.path}: {off}"] if self.cache is not None and off else [],
             "judge_warnings": self.warnings,
             "judge_unscored": self.unscored,
+            # import label -> role -> hits served from a --memeval-cache-import file
+            "imported": (
+                {k: dict(v) for k, v in self.cache.import_hits.items()}
+                if self.cache is not None
+                else {}
+            ),
         }
 
 

@@ -22,7 +22,7 @@ from typing import Any
 
 from ..errors import MemevalError
 from ..records import Question, QuestionResult, ResultKey
-from .store import CONFIG_FILE, RESULTS_FILE, read_results
+from .store import CONFIG_FILE, RESULTS_FILE, scan_results
 
 __all__ = [
     "OUTPUTS_FILE",
@@ -32,12 +32,15 @@ __all__ = [
     "fingerprint_difference",
     "load_shards",
     "parse_shard",
+    "recorded_bases",
     "shard_questions",
 ]
 
 #: what each shard's processes reported at the end (ingest counts, LLM cache and tokens)
 OUTPUTS_FILE = "outputs.json"
-_SHARD_RE = re.compile(r"^\s*(\d+)\s*/\s*(\d+)\s*$")
+_SHARD_RE = re.compile(r"^\s*(\d{1,9})\s*/\s*(\d{1,9})\s*$")
+#: more shards than this is a typo (each shard holds at least one conversation to be useful)
+MAX_SHARDS = 10_000
 #: config.json files larger than this are not read (they hold options, not results)
 _MAX_CONFIG_BYTES = 4 << 20
 
@@ -61,10 +64,15 @@ def parse_shard(value: str, source: str = "--memeval-shard") -> Shard:
     match = _SHARD_RE.match(str(value))
     if match is None:
         raise MemevalError(
-            f"{source}={value!r}: expected I/N (this machine's shard I of N, 1 <= I <= N), "
+            f"{source}={str(value)[:40]!r}: expected I/N (this machine's shard I of N, "
+            "1 <= I <= N, at most 9 digits each), "
             f"e.g. {source}=1/4"
         )
     index, count = int(match[1]), int(match[2])
+    if count > MAX_SHARDS:
+        raise MemevalError(
+            f"{source}={value!r}: at most {MAX_SHARDS} shards; split the run into fewer shards"
+        )
     if count < 1 or not 1 <= index <= count:
         raise MemevalError(
             f"{source}={value!r}: the shard number must be between 1 and the shard count, "
@@ -170,7 +178,23 @@ def _read_json(path: Path, what: str) -> Any:
             f"folder <cache>/runs/<run-id>/ holding {CONFIG_FILE} and {RESULTS_FILE}"
         ) from None
     except ValueError as exc:
-        raise MemevalError(f"--memeval-merge: {path}: not valid JSON ({exc})") from None
+        raise MemevalError(f"--memeval-merge: {path}: not valid JSON ({str(exc)[:200]})") from None
+    except RecursionError:
+        raise MemevalError(
+            f"--memeval-merge: {path}: nested too deeply to be a {what}; restore it from its run"
+        ) from None
+
+
+def recorded_bases(folder: Path) -> dict[str, list[str]]:
+    """``--memsys`` value -> the system names a run folder recorded (``system_bases`` of its
+    config.json); entries of the wrong type are left out (the merge then refuses the mismatch)."""
+    stored = _read_json(Path(folder) / CONFIG_FILE, "run configuration")
+    raw = stored.get("system_bases") if isinstance(stored, dict) else None
+    out: dict[str, list[str]] = {}
+    for name, bases in (raw or {}).items() if isinstance(raw, dict) else ():
+        if isinstance(bases, list) and bases and all(isinstance(b, str) for b in bases):
+            out[str(name)] = list(bases)
+    return out
 
 
 def read_shard_run(folder: Path) -> ShardRun:
@@ -188,19 +212,86 @@ def read_shard_run(folder: Path) -> ShardRun:
         )
     raw = config.get("shard")
     shard = None
-    if isinstance(raw, dict):
-        try:
-            shard = Shard(int(raw["index"]), int(raw["count"]))
-        except (KeyError, TypeError, ValueError):
+    if raw is not None:
+        index = raw.get("index") if isinstance(raw, dict) else None
+        count = raw.get("count") if isinstance(raw, dict) else None
+        if (
+            type(index) is not int
+            or type(count) is not int
+            or not 1 <= index <= count <= MAX_SHARDS
+        ):
             raise MemevalError(
-                f"--memeval-merge: {folder / CONFIG_FILE}: malformed 'shard' entry {raw!r}"
-            ) from None
+                f"--memeval-merge: {folder / CONFIG_FILE}: malformed 'shard' entry (expected "
+                f'{{"index": I, "count": N}} with 1 <= I <= N <= {MAX_SHARDS}); rerun that shard '
+                "or restore its config.json"
+            )
+        shard = Shard(index, count)
     outputs: dict[str, Any] = {}
     if (folder / OUTPUTS_FILE).is_file():
         data = _read_json(folder / OUTPUTS_FILE, "process report")
-        outputs = data if isinstance(data, dict) else {}
-    results = {r.key: r for r in read_results(folder)}
+        problem = outputs_problem(data)
+        if problem is not None:
+            raise MemevalError(
+                f"--memeval-merge: {folder / OUTPUTS_FILE}: {problem}; it is written by the shard's "
+                "run: restore it, or delete it (the merge then counts no ingests or LLM calls "
+                "for that shard)"
+            )
+        outputs = data
+    rows, problems = scan_results(folder)
+    if problems:
+        raise MemevalError(
+            f"--memeval-merge: {folder}/{problems[0]}"
+            + (f" (and {len(problems) - 1} more)" if len(problems) > 1 else "")
+            + "; restore the file from its run, or rerun that shard"
+        )
+    results = {r.key: r for r in rows}
     return ShardRun(folder, shard, dict(config["fingerprint"]), results, outputs)
+
+
+def _count(value: object) -> bool:
+    return type(value) is int and 0 <= value < 1 << 53
+
+
+def outputs_problem(data: object) -> str | None:
+    """Why an ``outputs.json`` is not of the shape a run writes (the field named), or None."""
+    if not isinstance(data, dict):
+        return "not a JSON object"
+    for name in ("ingests", "cache"):
+        values = data.get(name) or {}
+        if not isinstance(values, dict):
+            return f"'{name}' is not an object"
+        for key, value in values.items():
+            if not _count(value):
+                return f"{name}.{key} is {str(value)[:40]!r}, not a count"
+    off = data.get("cache_off") or []
+    if not isinstance(off, list) or not all(isinstance(x, str) for x in off):
+        return "'cache_off' is not a list of strings"
+    for name in ("judge_warnings", "judge_unscored"):
+        if not _count(data.get(name, 0)):
+            return f"'{name}' is not a count"
+    imported = data.get("imported") or {}
+    if not isinstance(imported, dict) or not all(
+        isinstance(roles, dict) and all(_count(n) for n in roles.values())
+        for roles in imported.values()
+    ):
+        return "'imported' is not an object of counts by role"
+    tokens = data.get("tokens") or {}
+    if not isinstance(tokens, dict):
+        return "'tokens' is not an object"
+    for role, models in tokens.items():
+        if not isinstance(models, dict):
+            return f"tokens.{role} is not an object"
+        for label, counters in models.items():
+            if not isinstance(counters, dict):
+                return f"tokens.{role}.{label} is not an object"
+            for key, value in counters.items():
+                if not _number(value):
+                    return f"tokens.{role}.{label}.{key} is {str(value)[:40]!r}, not a number"
+    return None
+
+
+def _number(value: object) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and 0 <= value < 1e15
 
 
 def load_shards(folders: Iterable[Path]) -> ShardSet:

@@ -27,6 +27,8 @@ __all__ = [
     "config_mismatch",
     "find_run",
     "read_results",
+    "row_problem",
+    "scan_results",
 ]
 
 RESULTS_FILE = "results.jsonl"
@@ -72,21 +74,90 @@ def find_run(cache_dir: Path, name: str | None, option: str = "--memeval-resume"
 
 
 def read_results(folder: Path) -> Iterator[QuestionResult]:
-    """Every complete line of a run's results file, in order (a later line for the same
-    :attr:`QuestionResult.key` supersedes an earlier one)."""
+    """Every complete, well-formed line of a run's results file, in order (a later line for the
+    same :attr:`QuestionResult.key` supersedes an earlier one); malformed lines are skipped
+    (:func:`scan_results` names them)."""
+    yield from scan_results(folder)[0]
+
+
+def scan_results(folder: Path) -> tuple[list[QuestionResult], list[str]]:
+    """(the well-formed results, one line per malformed row: ``results.jsonl line N: why``).
+    A last line without its newline (the process died mid-write) is skipped silently; any other
+    line that is not a result of the stored shape is named, never raised: a run folder may come
+    from another machine."""
     path = folder / RESULTS_FILE
     try:
         raw = path.read_bytes()
     except OSError:
-        return
-    for line in raw.split(b"\n"):
+        return [], []
+    lines = raw.split(b"\n")
+    torn = not raw.endswith(b"\n")
+    out: list[QuestionResult] = []
+    problems: list[str] = []
+    for number, line in enumerate(lines, 1):
         if not line.strip():
             continue
         try:
             data = json.loads(line)
-            yield QuestionResult.from_dict(data)
-        except (ValueError, KeyError, TypeError):
-            continue  # a line cut short by a crash
+        except (ValueError, RecursionError):
+            if not (torn and number == len(lines)):
+                problems.append(f"{RESULTS_FILE} line {number}: not a JSON object")
+            continue
+        problem = row_problem(data)
+        if problem is not None:
+            problems.append(f"{RESULTS_FILE} line {number}: {problem}")
+            continue
+        try:
+            out.append(QuestionResult.from_dict(data))
+        except (ValueError, KeyError, TypeError) as exc:
+            problems.append(f"{RESULTS_FILE} line {number}: {type(exc).__name__}")
+    return out, problems
+
+
+def _number(value: object) -> bool:
+    return value is None or (isinstance(value, int | float) and not isinstance(value, bool))
+
+
+def row_problem(data: object) -> str | None:
+    """Why a stored results line is not of the shape :meth:`QuestionResult.to_dict` writes (the
+    field named), or None."""
+    if not isinstance(data, dict):
+        return "not a JSON object"
+    for name in ("id", "benchmark", "system"):
+        if not isinstance(data.get(name), str) or not data[name]:
+            return f"'{name}' is not a non-empty string"
+    for name in ("flow", "conversation", "cluster", "category", "question", "status", "nodeid"):
+        if not isinstance(data.get(name, ""), str):
+            return f"'{name}' is not a string"
+    for name in ("prediction", "error"):
+        if not isinstance(data.get(name), str | None):
+            return f"'{name}' is not a string or null"
+    for name in ("scores", "latency"):
+        values = data.get(name) or {}
+        if not isinstance(values, dict):
+            return f"'{name}' is not an object"
+        for key, value in values.items():
+            if not _number(value) or (name == "latency" and value is None):
+                return f"{name}.{key} is {str(value)[:40]!r}, not a number"
+    if not isinstance(data.get("details") or {}, dict):
+        return "'details' is not an object"
+    memories = data.get("memories") or []
+    if not isinstance(memories, list):
+        return "'memories' is not a list"
+    for i, memory in enumerate(memories):
+        if not isinstance(memory, dict) or not isinstance(memory.get("text", ""), str):
+            return f"memories[{i}] is not a memory object with a text"
+        if not _number(memory.get("score")):
+            return f"memories[{i}].score is {str(memory.get('score'))[:40]!r}, not a number"
+        for name in ("id", "date", "speaker"):
+            if not isinstance(memory.get(name), str | int | None) or isinstance(
+                memory.get(name), bool
+            ):
+                return f"memories[{i}].{name} is not a string"
+        ids = memory.get("source_ids") or []
+        if not isinstance(ids, list) or not all(isinstance(x, str | int) for x in ids):
+            return f"memories[{i}].source_ids is not a list of ids"
+    return None
 
 
 #: the key of config.json holding the settings that change the numbers of a run
@@ -150,7 +221,7 @@ def read_config(folder: Path) -> dict[str, Any] | None:
     try:
         raw = (folder / CONFIG_FILE).read_bytes()
         data = json.loads(raw)
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):
         return None
     return data if isinstance(data, dict) else None
 

@@ -1,0 +1,125 @@
+"""Stored results are data, not truth: every row read back from a run folder (a merge's shards, a
+resumed run) is checked against the dataset loaded here and scored again (pytest glue).
+
+A run folder may come from another machine (a CI artifact, a colleague's upload), so a row's
+benchmark, question id, conversation and system must name a question of this session's
+selection and one of its systems; the question text, gold, category and cluster are taken from
+the loaded dataset, never from the row; every offline metric is re-computed from the stored
+prediction and memories with the benchmark's own score function, and the verdict decided again.
+Judge scores (an LLM's verdict) cannot be re-computed offline and are kept as stored; a row
+whose stored offline numbers differ from the re-computed ones is named (``rescored``).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+import pytest
+
+from ..errors import MemevalError
+from ..records import STATUS_ERROR, Prediction, QuestionResult, ResultKey
+from ..run.question import clean_scores, decide
+
+if TYPE_CHECKING:
+    from ..records import Question
+    from .items import RunState
+
+__all__ = ["CheckedRows", "check_rows"]
+
+
+@dataclass
+class CheckedRows:
+    """Rows that name a question and system of this session, re-scored from the dataset."""
+
+    results: dict[ResultKey, QuestionResult] = field(default_factory=dict)
+    #: ``where: key: metric stored -> recomputed`` for every row whose stored numbers were wrong
+    rescored: list[str] = field(default_factory=list)
+
+
+def _differs(a: float | None, b: float | None) -> bool:
+    if a is None or b is None:
+        return (a is None) != (b is None)
+    if math.isnan(a) or math.isnan(b):
+        return math.isnan(a) != math.isnan(b)
+    return abs(a - b) > 1e-9
+
+
+def check_rows(
+    config: pytest.Config,
+    state: RunState,
+    rows: Iterable[tuple[str, QuestionResult]],
+    option: str,
+) -> CheckedRows:
+    """``rows`` are (where it came from, result). Raises MemevalError naming the first row that
+    names no question or system of this session (an invented id, another benchmark's row, a
+    question of another conversation); re-scores every other built-in row."""
+    from .items import question_run, result_skeleton
+
+    questions: dict[tuple[str, str], Question] = {
+        (bench, q.id): q for bench, qs in state.selected.items() for q in qs
+    }
+    systems = {ref.label: ref for ref in state.systems or ()}
+    runs = {}
+    out = CheckedRows()
+    for where, row in rows:
+        named = f"{where}: {'/'.join(row.key)}"
+        if row.flow:  # a hand-written test's result: its own assertions made it, nothing to redo
+            out.results[row.key] = row
+            continue
+        question = questions.get((row.benchmark, row.question_id))
+        problem = None
+        if row.benchmark not in state.benchmarks:
+            problem = f"benchmark {row.benchmark!r} is not in this run"
+        elif question is None:
+            problem = f"question id {row.question_id!r} is not a selected question of the dataset"
+        elif row.conversation_id != question.conversation_id:
+            problem = (
+                f"conversation {row.conversation_id!r} is not the question's "
+                f"({question.conversation_id!r})"
+            )
+        elif row.system not in systems:
+            problem = f"system {row.system!r} is not one of this run's ({', '.join(systems)})"
+        if problem is not None:
+            raise MemevalError(
+                f"{option}: {named}: {problem}; the row does not belong to this run's dataset "
+                "(edited, or from another run): restore the folder from its run or rerun it"
+            )
+        assert question is not None
+        if row.benchmark not in runs:
+            runs[row.benchmark] = question_run(config, state, row.benchmark)
+        run = runs[row.benchmark]
+        ref = systems[row.system]
+        fresh = result_skeleton(row.benchmark, ref, question, row.nodeid)
+        fresh.latency = dict(row.latency)
+        fresh.memories = list(row.memories)
+        fresh.details = dict(row.details) | fresh.details
+        fresh.details.pop("pass_metric", None)
+        if row.status == STATUS_ERROR or row.prediction is None:
+            fresh.error = row.error or "no prediction stored"
+            fresh.status = STATUS_ERROR
+            out.results[fresh.key] = fresh
+            continue
+        fresh.prediction = row.prediction
+        prediction = Prediction(
+            text=row.prediction,
+            memories=tuple(row.memories),
+            answered_by=str(row.details.get("answered_by", "")),
+        )
+        offline = clean_scores(run.score(question, prediction))
+        judged = {k: v for k, v in row.scores.items() if k not in offline}
+        fresh.scores = offline | (judged if run.judge is not None else {})
+        decide(run, fresh, outcome="passed", require_metric=True)
+        changed = [
+            f"{k} {row.scores.get(k)} -> {v}"
+            for k, v in offline.items()
+            if _differs(row.scores.get(k), v)
+        ]
+        if fresh.status != row.status:
+            changed.append(f"status {row.status} -> {fresh.status}")
+        if changed:
+            out.rescored.append(f"{named}: {', '.join(changed)}")
+        out.results[fresh.key] = fresh
+    return out
