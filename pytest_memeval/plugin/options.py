@@ -578,6 +578,10 @@ def read_settings(config: pytest.Config) -> Settings:
         raise pytest.UsageError(
             f"{src('memeval_protocol')}={protocol!r}: expected one of {', '.join(PROFILES)}"
         )
+    if protocol is None and style is None and "locomo-plus" in benchmarks and val("memeval_judge"):
+        # LoCoMo-Plus has no reference answers: only its own judge reads its items
+        # (docs/scoring.md#locomo-plus)
+        protocol = "locomo-plus"
     protocol_source = (
         config.invocation_params.dir / str(val("memeval_protocol_source"))
         if val("memeval_protocol_source")
@@ -594,10 +598,6 @@ def read_settings(config: pytest.Config) -> Settings:
             "of the protocol's upstream repository"
         )
     judges = _csv(val("memeval_judge"))
-    if protocol is None and judges and style is None and "locomo-plus" in benchmarks:
-        # LoCoMo-Plus has no reference answers: only its own judge reads its items
-        # (docs/scoring.md#locomo-plus)
-        protocol = "locomo-plus"
     answerer = str(val("memeval_answerer"))
     specs = [(j, src("memeval_judge")) for j in judges]
     if answerer != "extractive":
