@@ -94,7 +94,7 @@ def test_cue_goes_time_gap_before_a_query_a_week_after_the_last_session() -> Non
     assert (second.question_date - cue2.date).days == 30
     # three years back: before every session (upstream's cue_idx None)
     conv3 = ds.conversation(third.conversation_id)
-    assert [s.id for s in conv3.sessions_by_date()][0] == CUE_SESSION
+    assert conv3.sessions_by_date()[0].id == CUE_SESSION
 
 
 def test_missing_files_name_the_layout(tmp_path: Path) -> None:
