@@ -25,6 +25,7 @@ ENTRY_POINT_GROUP = "pytest_memeval.benchmarks"
 BUILTIN_BENCHMARKS: dict[str, str] = {
     "demo": "pytest_memeval.benchmarks.demo:BENCHMARK",
     "locomo": "pytest_memeval.benchmarks.locomo:BENCHMARK",
+    "locomo-plus": "pytest_memeval.benchmarks.locomo_plus:BENCHMARK",
     "longmemeval": "pytest_memeval.benchmarks.longmemeval:BENCHMARK",
     "beam": "pytest_memeval.benchmarks.beam:BENCHMARK",
     "usermem": "pytest_memeval.benchmarks.usermem:BENCHMARK",

@@ -51,6 +51,8 @@ SHARED_CATEGORY: Mapping[tuple[str, str], str] = MappingProxyType(
     {
         **{("locomo", name): shared for name, shared in _LOCOMO.items()},
         **{("demo", name): shared for name, shared in _LOCOMO.items()},
+        # LoCoMo-Plus: apply an earlier implicit cue to a later trigger (docs/scoring.md#locomo-plus)
+        ("locomo-plus", "cognitive"): "synthesis",
         # LongMemEval question types (docs/scoring.md#longmemeval-records)
         ("longmemeval", "single-session-user"): "fact-recall",
         ("longmemeval", "single-session-assistant"): "fact-recall",

@@ -45,6 +45,7 @@ __all__ = [
     "LocomoBenchmark",
     "ParsedLocomo",
     "build_dataset",
+    "evidence_text",
     "find_lone_surrogate",
     "load_locomo_file",
     "parse_locomo",
@@ -220,8 +221,43 @@ def _parse_conversation(source: str, sample_id: str, raw: object) -> Conversatio
     return Conversation(id=sample_id, sessions=tuple(sessions), speakers=tuple(speakers))
 
 
+def evidence_text(conversation: Conversation, evidence: Sequence[str]) -> str:
+    """The evidence turns as LoCoMo-Plus's judge reads them (``data/unified_input.py``,
+    ``_parse_evidence_list`` then ``_evidence_to_text``): each id split on ``;``, ``Dn:k`` looked up
+    as the k-th turn (by position) of ``session_n``, one ``Speaker：text`` line each (a
+    full-width colon, as upstream writes it); ``[id] [Missing turn]`` for a turn that does not
+    exist and ``[id] [Parse error]`` for an id that is not ``<x>n:k``."""
+    sessions = {s.id: s.turns for s in conversation.sessions}
+    lines: list[str] = []
+    for raw in evidence:
+        for part in str(raw).split(";"):
+            evid = part.strip()
+            if not evid:
+                continue
+            pieces = evid.split(":")
+            try:
+                if len(pieces) != 2:
+                    raise ValueError(evid)
+                session_idx = int(pieces[0].replace("D", ""))
+                turn_idx = int(pieces[1])
+            except ValueError:
+                lines.append(f"[{evid}] [Parse error]")
+                continue
+            turns = sessions.get(f"S{session_idx}", ())
+            if 0 <= turn_idx - 1 < len(turns):
+                turn = turns[turn_idx - 1]
+                lines.append(f"{turn.speaker}：{turn.text}")
+            else:
+                lines.append(f"[{evid}] [Missing turn]")
+    return "\n".join(lines)
+
+
 def _parse_questions(
-    source: str, sample_id: str, raw: object, source_ids: frozenset[str] = frozenset()
+    source: str,
+    sample_id: str,
+    raw: object,
+    source_ids: frozenset[str] = frozenset(),
+    conversation: Conversation | None = None,
 ) -> list[Question]:
     if not isinstance(raw, list):
         raise _err(source, sample_id, "qa", f"must be a list of questions, got {_type_name(raw)}")
@@ -275,6 +311,8 @@ def _parse_questions(
             meta["adversarial_answer"] = adversarial
         if any(_EVIDENCE_ID.fullmatch(e) is None for e in evidence):
             meta["malformed_evidence"] = True
+        if conversation is not None:  # LoCoMo-Plus's judge reads the evidence as text
+            meta["evidence_text"] = evidence_text(conversation, evidence)
         questions.append(
             Question(
                 id=f"{sample_id}-q{i + 1}",
@@ -345,7 +383,9 @@ def parse_locomo(data: bytes, source: str) -> ParsedLocomo:
             [s.id for s in conversation.sessions]
             + [t.id for s in conversation.sessions for t in s.turns]
         )
-        questions.extend(_parse_questions(source, sample_id, sample["qa"], source_ids))
+        questions.extend(
+            _parse_questions(source, sample_id, sample["qa"], source_ids, conversation)
+        )
     return ParsedLocomo(
         conversations=tuple(conversations),
         questions=tuple(questions),

@@ -432,6 +432,8 @@ class Controller:
                 "sha256": dict(ds.sha256),
                 "questions_selected": len(state.selected.get(name, [])),
                 "questions_total": len(ds.questions),
+                # how a suite built its items from several files (LoCoMo-Plus's stitching)
+                **({"pairing": ds.meta["pairing"]} if "pairing" in ds.meta else {}),
             }
         return {
             "plugin": "pytest-memeval",

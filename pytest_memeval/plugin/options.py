@@ -52,7 +52,8 @@ class _Opt:
 OPTIONS: tuple[_Opt, ...] = (
     _Opt(
         "memeval",
-        "benchmark(s) to run: demo, locomo, longmemeval, beam, usermem (comma list)",
+        "benchmark(s) to run: demo, locomo, locomo-plus, longmemeval, beam, usermem (comma "
+        "list; locomo,locomo-plus is LoCoMo-Plus's unified set)",
         metavar="BENCH[,BENCH]",
     ),
     _Opt(
@@ -175,8 +176,9 @@ OPTIONS: tuple[_Opt, ...] = (
     ),
     _Opt(
         "memeval-protocol",
-        "official protocol: mem0, longmemeval, beam, locomo (upstream prompts, request "
-        "parameters, parsing and aggregation, read from the pinned upstream source)",
+        "official protocol: mem0, longmemeval, beam, locomo, locomo-plus (upstream prompts, "
+        "request parameters, parsing and aggregation, read from the pinned upstream source; "
+        "locomo-plus is the default when --memeval=locomo-plus runs with a judge)",
         metavar="NAME",
     ),
     _Opt(
@@ -385,7 +387,7 @@ def addoptions(parser: pytest.Parser) -> None:
 
 
 #: built-in benchmarks without variants, and the variants of the others (for --memeval-variant)
-_NO_VARIANTS = ("demo", "locomo", "usermem")
+_NO_VARIANTS = ("demo", "locomo", "locomo-plus", "usermem")
 _VARIANTS = "longmemeval (oracle, s, m, or a .json file) and beam (100K, 500K, 1M, 10M)"
 
 #: seconds above this are refused (a thread join or socket timeout overflows near 1e308)
@@ -594,6 +596,10 @@ def read_settings(config: pytest.Config) -> Settings:
         raise pytest.UsageError(
             f"{src('memeval_protocol')}={protocol!r}: expected one of {', '.join(PROFILES)}"
         )
+    if protocol is None and style is None and "locomo-plus" in benchmarks and val("memeval_judge"):
+        # LoCoMo-Plus has no reference answers: only its own judge reads its items
+        # (docs/scoring.md#locomo-plus)
+        protocol = "locomo-plus"
     protocol_source = (
         config.invocation_params.dir / str(val("memeval_protocol_source"))
         if val("memeval_protocol_source")
@@ -602,7 +608,7 @@ def read_settings(config: pytest.Config) -> Settings:
     if protocol_source is not None and protocol is None:
         raise pytest.UsageError(
             f"{src('memeval_protocol_source')} needs --memeval-protocol=NAME "
-            "(mem0, longmemeval, beam, locomo)"
+            "(mem0, longmemeval, beam, locomo, locomo-plus)"
         )
     if protocol_source is not None and not protocol_source.is_dir():
         raise pytest.UsageError(

@@ -16,12 +16,20 @@ from typing import Any
 
 from .source import StringRef, UpstreamFile
 
-__all__ = ["PROFILES", "ProtocolProfile", "RequestShape", "get_profile"]
+__all__ = [
+    "LOCOMO_PLUS",
+    "LOCOMO_PLUS_TEMPLATE_KEYS",
+    "PROFILES",
+    "ProtocolProfile",
+    "RequestShape",
+    "get_profile",
+]
 
 MEM0_COMMIT = "b3ede5b7c0ac0e847b03786a603c107ac943b3ee"
 LONGMEMEVAL_COMMIT = "9e0b455f4ef0e2ab8f2e582289761153549043fc"
 BEAM_COMMIT = "b2a3ee8ba12d68f83143dda191097dc3e028ddd3"
 LOCOMO_COMMIT = "92286325a40764bee61f77824ddb95233b11c4d6"  # branch `code` (scorer + QA prompts)
+LOCOMO_PLUS_COMMIT = "059f4e3d38f7f1f96765e8e2cb7de3097551bffb"
 
 MEM0_JUDGE_FILE = UpstreamFile(
     "mem0ai/mem0",
@@ -58,6 +66,36 @@ LOCOMO_FILE = UpstreamFile(
     LOCOMO_COMMIT,
     "task_eval/evaluate_gpts.py",
     "e878692fd25919c4069b87ee5c2c5c24d8916e97c55b00500e9bf8b467c065a0",
+)
+LOCOMO_PLUS_PROMPTS_FILE = UpstreamFile(
+    "xjtuleeyf/Locomo-Plus",
+    LOCOMO_PLUS_COMMIT,
+    "evaluation_framework/task_eval/prompt.py",
+    "e43e3ee7115a30938e727fe0eab16694186c08e3f9619f9d8dd5e603d96fc2b1",
+)
+LOCOMO_PLUS_UTILS_FILE = UpstreamFile(
+    "xjtuleeyf/Locomo-Plus",
+    LOCOMO_PLUS_COMMIT,
+    "evaluation_framework/task_eval/utils.py",
+    "55fb916e46ac10a521670f96594abd117dfc63b1342ca67e81a2fab6780233a5",
+)
+#: the judge's code path (reply parsing, label scores): reproduced in protocols/judges.py, pinned
+#: here for the record (its sha256 is in the provenance notes; no text is read from it)
+LOCOMO_PLUS_JUDGE_FILE = UpstreamFile(
+    "xjtuleeyf/Locomo-Plus",
+    LOCOMO_PLUS_COMMIT,
+    "evaluation_framework/task_eval/llm_as_judge.py",
+    "9ca4997392b1e97a03635379ca601ec5fadfe09ead471542f10433f9af071a33",
+)
+#: PROMPT_TEMPLATES keys: upstream's category names (LoCoMo 1-5, then Cognitive) and "default"
+LOCOMO_PLUS_TEMPLATE_KEYS: tuple[str, ...] = (
+    "multi-hop",
+    "single-hop",
+    "temporal",
+    "common-sense",
+    "adversarial",
+    "Cognitive",
+    "default",
 )
 
 
@@ -260,7 +298,44 @@ LOCOMO = ProtocolProfile(
     aggregation="per-question F1 rounded to 3 dp, micro mean; overall_all includes category 5",
 )
 
-PROFILES: dict[str, ProtocolProfile] = {p.name: p for p in (MEM0, LONGMEMEVAL, BEAM, LOCOMO)}
+LOCOMO_PLUS = ProtocolProfile(
+    name="locomo-plus",
+    benchmarks=("locomo-plus", "locomo"),
+    repo="xjtuleeyf/Locomo-Plus",
+    commit=LOCOMO_PLUS_COMMIT,
+    judge_style="locomo-plus-official",
+    metric="judge_locomo_plus_official",
+    # llm_as_judge.py defaults (judge.sh passes only the model): call_llm sends model, one user
+    # message, temperature=float(0.0), max_tokens=int(512)
+    judge=RequestShape(
+        "gpt-4o-mini", temperature=0.0, max_tokens=512, max_tokens_field="max_tokens"
+    ),
+    prompts={
+        **{
+            key: (LOCOMO_PLUS_PROMPTS_FILE, StringRef("entry", "PROMPT_TEMPLATES", key=key))
+            for key in LOCOMO_PLUS_TEMPLATE_KEYS
+        },
+        "conversation_start": (LOCOMO_PLUS_UTILS_FILE, StringRef("constant", "CONV_START_PROMPT")),
+    },
+    fill="PROMPT_TEMPLATES[category] (else ['default']).format(gold=, pred=, evidence=), then "
+    "CONV_START_PROMPT.format('A', 'B') + prompt.strip() (utils._prepend_conv_prefix)",
+    parsing='llm_as_judge._parse_judge_response: regex {.."label": .."reason": ..}, else '
+    "json.loads(reply)['label']; on any exception the first of 'correct', 'wrong', 'partial' "
+    "found in the lower-cased reply",
+    unscored="counted as 0 (label_to_score: any label other than correct / partial / wrong)",
+    aggregation="correct = 1, partial = 0.5, wrong = 0; mean per category and overall (micro)",
+    judged_categories="all (LoCoMo 1-5 by upstream's names, Cognitive)",
+    notes=(
+        f"llm_as_judge.py sha256 {LOCOMO_PLUS_JUDGE_FILE.sha256} (its parsing and scoring are "
+        "reproduced; checked against the file in tests/unit/test_locomo_plus.py)",
+        "upstream turns an API error into the reply text '[API Error: ...]'; here a failed call "
+        "is retried, then the question is UNSCORED",
+    ),
+)
+
+PROFILES: dict[str, ProtocolProfile] = {
+    p.name: p for p in (MEM0, LONGMEMEVAL, BEAM, LOCOMO, LOCOMO_PLUS)
+}
 
 
 def get_profile(name: str) -> ProtocolProfile:

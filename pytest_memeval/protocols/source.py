@@ -181,15 +181,19 @@ class StringRef:
     ``kind``: ``"constant"`` (module-level ``NAME = "..."``), ``"local"`` (every ``NAME = "..."``
     inside function ``function``, in source order; ``index`` picks one), ``"message"`` (the
     ``"content"`` value of the dict assigned to ``NAME`` inside ``function``; may be an
-    f-string)."""
+    f-string), ``"entry"`` (the plain string under the literal key ``key`` of the module-level
+    dict literal ``NAME = {...}``: LoCoMo-Plus's ``PROMPT_TEMPLATES``)."""
 
     kind: str
     name: str
     function: str | None = None
     index: int = 0
     expect_count: int | None = None  # for "local": how many assignments the file must have
+    key: str | None = None  # for "entry": the dict key
 
     def describe(self) -> str:
+        if self.kind == "entry":
+            return f"entry {self.name}[{self.key!r}]"
         where = f" in function {self.function}()" if self.function else ""
         return f"{self.kind} {self.name}{where}" + (
             f" #{self.index + 1}" if self.kind == "local" else ""
@@ -273,6 +277,21 @@ def extract(source: SourceText, ref: StringRef) -> Template:
                 if template is None or template.fields:
                     raise missing("it is not a plain string literal")
                 return template
+        raise missing("no such module-level assignment")
+    if ref.kind == "entry":
+        for node in tree.body:
+            value = _assigned(node, ref.name)
+            if value is None:
+                continue
+            if not isinstance(value, ast.Dict):
+                raise missing("it is not a dict literal")
+            for key, item in zip(value.keys, value.values, strict=True):
+                if isinstance(key, ast.Constant) and key.value == ref.key:
+                    template = _as_template(item)
+                    if template is None or template.fields:
+                        raise missing("its value is not a plain string literal")
+                    return template
+            raise missing("no such key")
         raise missing("no such module-level assignment")
     if ref.function is None:
         raise missing("a function name is needed")
