@@ -188,7 +188,8 @@ class LLMRuntime:
             try:
                 result: JudgeResult = judge.judge(question, prediction, spec.client)
             except CircuitOpenError as exc:  # the endpoint is down: UNSCORED, not an error
-                self.unscored += 1
+                with self._lock:  # judged on the pipeline's threads
+                    self.unscored += 1
                 scores[key] = None
                 details[key] = {"unscored": True, "label": spec.label, "error": str(exc)}
                 continue
@@ -200,9 +201,10 @@ class LLMRuntime:
             if result.skipped:
                 details[key] = {"skipped": True, "label": spec.label}
                 continue
-            if result.unscored:
-                self.unscored += 1
-            self.warnings += len(result.warnings)
+            with self._lock:
+                if result.unscored:
+                    self.unscored += 1
+                self.warnings += len(result.warnings)
             for name, value in result.scores.items():
                 target = score_key(name, spec.first, spec.label)
                 if value is not None and isinstance(value, float) and math.isnan(value):
