@@ -15,6 +15,7 @@ from .accounting import TokenAccounting
 from .base import ChatMessage, Completion, Request
 from .cache import LLMCache, cache_key
 from .providers import Provider, ProviderConfig, build_provider, resolve_config
+from .ratelimit import RateLimiter, estimate_tokens
 from .redact import redact
 from .retry import (
     CircuitBreaker,
@@ -94,6 +95,8 @@ class ProviderClient:
         self._lock = threading.Lock()
         self.requests = 0  # HTTP requests sent, retries included
         self.retries = 0
+        #: --memeval-llm-rpm / --memeval-llm-tpm, shared by every process of the machine
+        self.limiter: RateLimiter | None = None
 
     @property
     def label(self) -> str:
@@ -112,6 +115,8 @@ class ProviderClient:
         return completion if text == completion.text else dataclasses.replace(completion, text=text)
 
     def _send(self, request: Request) -> Completion:
+        if self.limiter is not None:  # wait for a slot before taking a concurrency one
+            self.limiter.acquire(estimate_tokens(request))
         self.concurrency.acquire()
         try:
             with self._lock:
@@ -165,6 +170,8 @@ class ProviderClient:
             with self._lock:
                 self.retries += 1
             self.accounting.record(role, self.label, retries=1)
+            if self.limiter is not None and exc.status == 429:
+                self.limiter.pause(delay)  # every process waits, not only this call
             log.info(
                 "%s",
                 self._redact(

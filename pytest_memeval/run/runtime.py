@@ -9,6 +9,7 @@ worker process has its own).
 from __future__ import annotations
 
 import math
+import os
 import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -91,6 +92,7 @@ class LLMRuntime:
         self.protocol = protocol
         self.settings = settings
         self.accounting = TokenAccounting()
+        self.cache_dir = cache_dir
         self.semaphore = make_semaphore(settings.concurrency)
         self.cache: LLMCache | None = None
         if not settings.no_cache:
@@ -123,6 +125,24 @@ class LLMRuntime:
         self.unscored: int = 0
 
     def _client(self, spec: str) -> ProviderClient:
+        client = self._make_client(spec)
+        if self.settings.rpm is not None or self.settings.tpm is not None:
+            from ..llm.ratelimit import RateLimiter, limiter_path
+
+            config = client.config
+            client.limiter = RateLimiter(
+                limiter_path(
+                    self.cache_dir / "llm",
+                    config.provider,
+                    config.base_url,
+                    os.environ.get(config.key_env),
+                ),
+                self.settings.rpm,
+                self.settings.tpm,
+            )
+        return client
+
+    def _make_client(self, spec: str) -> ProviderClient:
         return make_client(
             spec,
             base_url=self.settings.base_url,
