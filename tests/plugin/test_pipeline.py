@@ -184,3 +184,4 @@ def test_resume_after_sigkill_mid_window_pays_no_reply_twice(pytester: pytest.Py
     # none twice after the resume, and together every request of the run
     assert len(again) == len(set(again))
     assert len(set(first) | set(again)) == 28
+
