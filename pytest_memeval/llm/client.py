@@ -115,10 +115,13 @@ class ProviderClient:
         return completion if text == completion.text else dataclasses.replace(completion, text=text)
 
     def _send(self, request: Request) -> Completion:
-        if self.limiter is not None:  # wait for a slot before taking a concurrency one
-            self.limiter.acquire(estimate_tokens(request))
+        sdk = getattr(self.provider, "sdk", None) if self.limiter is not None else None
+        if sdk is not None:
+            sdk.get()  # build the SDK client (its import) before a rate slot is taken
         self.concurrency.acquire()
         try:
+            if self.limiter is not None:  # the slot is taken right before the request is sent
+                self.limiter.acquire(estimate_tokens(request))
             with self._lock:
                 self.requests += 1
             return self.provider.send(request)

@@ -185,3 +185,22 @@ def test_resume_after_sigkill_mid_window_pays_no_reply_twice(pytester: pytest.Py
     assert len(again) == len(set(again))
     assert len(set(first) | set(again)) == 28
 
+
+
+def test_rpm_limit_is_shared_by_two_workers(pytester: pytest.Pytester, server: LLMServer) -> None:
+    """600 a minute (10 a second) for the whole machine, not for each of the 2 workers."""
+    rpm = 600
+    result = pytester.runpytest(
+        *LLM_ARGS,
+        f"--memeval-cache-dir={pytester.path / 'cache'}",
+        f"--memeval-llm-rpm={rpm}",
+        "-n",
+        "2",
+    )
+    assert result.ret == 0, result.stdout.str()
+    times = sorted(r.time for r in server.requests)
+    assert len(times) == 28
+    span = times[-1] - times[0]
+    minimum = (len(times) - 1) * 60.0 / rpm  # 2.7 s at exactly the limit
+    assert (len(times) - 1) / span <= rpm / 60.0 * 1.1  # never more than 10 % over the limit
+    assert span < minimum * 4 + 10  # and not absurdly slow
