@@ -2,7 +2,7 @@
 
     python perf/run.py                       # everything (about 5 minutes on 2 cores)
     python perf/run.py --quick               # small sizes, well under a minute (the smoke test)
-    python perf/run.py --only harness,xdist  # some sections: f1, harness, xdist, judge, longmemeval
+    python perf/run.py --only harness,xdist  # some sections: f1, harness, xdist, judge, pipeline, longmemeval
     python perf/run.py --json perf.json      # also save every number
     python perf/run.py --profile             # add a cProfile of the instant LoCoMo run (and the
                                              # warm judge rerun)
@@ -28,6 +28,11 @@ warmjudge a LoCoMo run (instant system, ``--memeval-limit=20``: 200 questions) w
           ``--memeval-judge=openai:gpt-4o-mini`` against the loopback server: one cold run fills the
           LLM cache, then the warm rerun (best of 3) vs the same run with offline metrics only, and
           the HTTP requests the warm reruns made.
+pipeline  the plugin's own LLM path: a judged LoCoMo run (bm25, LLM answerer + mem0 judge,
+          ``--memeval-limit=20``; 2 in --quick) against the loopback server at 200 ms, concurrency
+          32, at ``-n 0`` and ``-n 2`` (``-n 0`` only in --quick): wall vs 1.3 x (calls x latency /
+          concurrency) + the same run without LLM calls; per-question results vs concurrency 1;
+          HTTP requests of the warm rerun.
 longmemeval  a generated LongMemEval-S-size file (``perf/gen_longmemeval.py``, ~277 MB, 500
           questions): the loader's peak RSS vs the file size, and a ``pytest --collect-only`` of it.
 
@@ -62,6 +67,7 @@ from targets.f1 import section_f1  # noqa: E402
 from targets.harness import section_harness  # noqa: E402
 from targets.judge import section_judge  # noqa: E402
 from targets.longmemeval import section_longmemeval  # noqa: E402
+from targets.pipeline import section_pipeline  # noqa: E402
 from targets.pyspy import format_pyspy, pyspy_phases  # noqa: E402
 from targets.table import format_table, machine_info  # noqa: E402
 from targets.warmjudge import section_warmjudge  # noqa: E402
@@ -78,7 +84,7 @@ __all__ = [
     "write_answers",
 ]
 
-SECTIONS = ("f1", "harness", "xdist", "judge", "warmjudge", "longmemeval", "board")
+SECTIONS = ("f1", "harness", "xdist", "judge", "warmjudge", "pipeline", "longmemeval", "board")
 
 RUNNERS: dict[str, Callable[[Context], list[Row]]] = {
     "f1": section_f1,
@@ -86,6 +92,7 @@ RUNNERS: dict[str, Callable[[Context], list[Row]]] = {
     "xdist": section_xdist,
     "judge": section_judge,
     "warmjudge": section_warmjudge,
+    "pipeline": section_pipeline,
     "longmemeval": section_longmemeval,
     "board": section_board,
 }

@@ -15,6 +15,7 @@ from .accounting import TokenAccounting
 from .base import ChatMessage, Completion, Request
 from .cache import LLMCache, cache_key
 from .providers import Provider, ProviderConfig, build_provider, resolve_config
+from .ratelimit import RateLimiter, estimate_tokens
 from .redact import redact
 from .retry import (
     CircuitBreaker,
@@ -94,6 +95,8 @@ class ProviderClient:
         self._lock = threading.Lock()
         self.requests = 0  # HTTP requests sent, retries included
         self.retries = 0
+        #: --memeval-llm-rpm / --memeval-llm-tpm, shared by every process of the machine
+        self.limiter: RateLimiter | None = None
 
     @property
     def label(self) -> str:
@@ -112,8 +115,13 @@ class ProviderClient:
         return completion if text == completion.text else dataclasses.replace(completion, text=text)
 
     def _send(self, request: Request) -> Completion:
+        sdk = getattr(self.provider, "sdk", None) if self.limiter is not None else None
+        if sdk is not None:
+            sdk.get()  # build the SDK client (its import) before a rate slot is taken
         self.concurrency.acquire()
         try:
+            if self.limiter is not None:  # the slot is taken right before the request is sent
+                self.limiter.acquire(estimate_tokens(request))
             with self._lock:
                 self.requests += 1
             return self.provider.send(request)
@@ -166,6 +174,8 @@ class ProviderClient:
             with self._lock:
                 self.retries += 1
             self.accounting.record(role, self.label, retries=1)
+            if self.limiter is not None and exc.status == 429:
+                self.limiter.pause(delay)  # every process waits, not only this call
             log.info(
                 "%s",
                 self._redact(

@@ -9,8 +9,10 @@ deterministically.
 
 from __future__ import annotations
 
+import datetime
 import email.utils
 import random as _random
+import re
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -140,7 +142,7 @@ def parse_retry_after(
             pass
     raw = lowered.get("retry-after")
     if raw is None:
-        return None
+        return _ratelimit_reset(lowered, time.time() if now is None else now)
     try:
         value = float(raw)
         return value if value >= 0 else None
@@ -152,6 +154,31 @@ def parse_retry_after(
         return None
     current = time.time() if now is None else now
     return max(0.0, when.timestamp() - current)
+
+
+_DURATION = re.compile(r"(\d+(?:\.\d+)?)(ms|h|m|s)")
+_UNIT = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
+
+
+def _ratelimit_reset(lowered: Mapping[str, str], now: float) -> float | None:
+    """Without ``retry-after``: the longest wait the rate-limit headers give, OpenAI's
+    ``x-ratelimit-reset-requests`` / ``-tokens`` (``1s``, ``6m0s``, ``20ms``) or Anthropic's
+    ``anthropic-ratelimit-*-reset`` (an RFC 3339 time)."""
+    waits: list[float] = []
+    for name in ("x-ratelimit-reset-requests", "x-ratelimit-reset-tokens"):
+        raw = lowered.get(name, "").strip()
+        parts = _DURATION.findall(raw)
+        if parts and "".join(n + u for n, u in parts) == raw:
+            waits.append(sum(float(n) * _UNIT[u] for n, u in parts))
+    for name, raw in lowered.items():
+        if name.startswith("anthropic-ratelimit-") and name.endswith("-reset"):
+            try:
+                when = datetime.datetime.fromisoformat(raw.strip().replace("Z", "+00:00"))
+            except ValueError:
+                continue
+            if when.tzinfo is not None:
+                waits.append(max(0.0, when.timestamp() - now))
+    return max(waits) if waits else None
 
 
 def call_with_retry(

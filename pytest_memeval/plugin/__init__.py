@@ -602,6 +602,8 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     state = config.stash.get(STATE_KEY, None)
     if state is None:
         return
+    if state.pipeline is not None:  # -x, --maxfail, Ctrl-C: cancel what is not sent yet
+        state.pipeline.close()
     if hasattr(config, "workerinput"):
         config.workeroutput[PROPERTY_NAME] = worker_output(state)  # type: ignore[attr-defined]
     state.pool.clear()

@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -34,17 +34,21 @@ from ..records import (
 from ..report.terminal import describe_result
 from ..run.question import (
     IngestedSystem,
+    Prepared,
     QuestionRun,
+    Staged,
     SystemPool,
-    answer_question,
-    clean_text,
+    finish_question,
+    llm_stage,
     new_result,
+    prepare_question,
 )
 from ..systems.builtin import MissingReplayAnswer
 from .keys import RESULT_KEY, STATE_KEY
 
 if TYPE_CHECKING:
     from ..answerers.extractive import Answerer
+    from ..run.pipeline import Pipeline
     from ..run.runtime import LLMRuntime
     from ..run.settings import Settings
 
@@ -103,6 +107,19 @@ class RunState:
     #: fixture-only systems whose fixture does not exist: their first question errored with why;
     #: their other questions are not run (SystemNotFound)
     missing_systems: set[str] = field(default_factory=set)
+    #: the pipelined LLM stage (``run.pipeline``), made by the first item that needs it
+    pipeline: Pipeline | None = None
+    #: node id -> position in ``session.items`` (where an item looks ahead from)
+    item_index: dict[str, int] | None = None
+
+    def llm_pipeline(self) -> Pipeline | None:
+        """The process's LLM window: None without LLM calls or at ``--memeval-llm-concurrency=1``
+        (each question then runs its whole path in its own setup, as before)."""
+        if self.pipeline is None and self.llm is not None and self.settings.llm.concurrency > 1:
+            from ..run.pipeline import Pipeline
+
+            self.pipeline = Pipeline(self.settings.llm.concurrency)
+        return self.pipeline
 
     def stored_predictions(self) -> dict[tuple[str, str, str], QuestionResult]:
         """(benchmark, system, question id) -> stored result of the run being re-judged (the
@@ -419,23 +436,23 @@ class MemevalItem(pytest.Function):
         __tracebackhide__ = True
         state = self.state
         run = question_run(self.config, state, self.benchmark)
-        result = result_skeleton(self.benchmark, self.system, self.question, self.nodeid)
-        prediction = None
-        ingested = None
-        if state.settings.run.rejudge:
-            prediction = self._stored_prediction(result)
-        elif state.settings.run.reanswer:
-            prediction = self._reanswered_prediction(result)
         if self.system.base in state.missing_systems:
             _skip_not_run(self.system.base)
+        pipeline = state.llm_pipeline()
         try:
-            if prediction is None:
-                request = self.funcargs["request"]
-                assert isinstance(request, pytest.FixtureRequest)
-                ingested = ingested_system(
-                    request, state, self.benchmark, self.question, self.system
-                )
-            answer_question(run, self.question, result, ingested=ingested, prediction=prediction)
+            if pipeline is None:
+                prepared = self._prepare(run, None)
+                staged = llm_stage(run, prepared)
+            else:
+                if self.nodeid not in pipeline:
+                    pipeline.submit(self.nodeid, self._prepare(run, None), run_stage(run))
+                self._stage_ahead(run, pipeline)
+                entry = pipeline.take(self.nodeid)
+                assert entry is not None
+                staged = entry.future.result()
+                assert entry.prepared is not None  # a failed prepare raised just above
+                prepared = entry.prepared
+            result = finish_question(run, prepared, staged)
         except MissingReplayAnswer as exc:
             pytest.skip(str(exc))
         except SystemNotFound:
@@ -443,6 +460,58 @@ class MemevalItem(pytest.Function):
             raise
         self.config.hook.pytest_memeval_result(config=self.config, result=result)
         self.stash[RESULT_KEY] = result
+
+    def _prepare(self, run: QuestionRun, ingested: IngestedSystem | None) -> Prepared:
+        """This question's memory-system half, on the main thread: search with its system (the
+        pool's ingested one; ``ingested`` when staged ahead), or the stored prediction/retrieval
+        of --memeval-rejudge/--memeval-reanswer."""
+        __tracebackhide__ = True
+        state = self.state
+        result = result_skeleton(self.benchmark, self.system, self.question, self.nodeid)
+        if state.settings.run.rejudge:
+            return Prepared(self.question, result, prediction=self._stored_prediction(result))
+        if state.settings.run.reanswer:
+            return self._reanswer_prepared(result)
+        if ingested is None:
+            request = self.funcargs["request"]
+            assert isinstance(request, pytest.FixtureRequest)
+            ingested = ingested_system(request, state, self.benchmark, self.question, self.system)
+        return prepare_question(run, self.question, result, ingested=ingested)
+
+    def _stage_ahead(self, run: QuestionRun, pipeline: Pipeline) -> None:
+        """Fill the window with the next questions of this conversation and system: each is
+        searched here, in order, and its LLM half submitted. A question whose search raises keeps
+        the exception for its own setup."""
+        state = self.state
+        items = self.session.items
+        if state.item_index is None:
+            state.item_index = {item.nodeid: i for i, item in enumerate(items)}
+        at = state.item_index.get(self.nodeid)
+        if at is None:
+            return
+        conversation = (self.benchmark, self.question.conversation_id)
+        ingested = None
+        if not (state.settings.run.rejudge or state.settings.run.reanswer):
+            ingested = state.pool.live.get((self.system.base, conversation_key(*conversation)))
+            if ingested is None:
+                return
+        for other in items[at + 1 :]:
+            if len(pipeline) >= pipeline.window:
+                return
+            if not isinstance(other, MemevalItem):
+                if case_conversation(other) == conversation:
+                    continue  # a hand-written case of this conversation
+                return
+            if (other.benchmark, other.question.conversation_id) != conversation:
+                return
+            if other.system != self.system or other.nodeid in pipeline:
+                continue
+            try:
+                prepared = other._prepare(run, ingested)
+            except Exception as exc:
+                pipeline.fail(other.nodeid, exc)
+                continue
+            pipeline.submit(other.nodeid, prepared, run_stage(run))
 
     def _stored_prediction(self, result: QuestionResult) -> Prediction:
         state = self.state
@@ -478,8 +547,9 @@ class MemevalItem(pytest.Function):
                 "rerun without it"
             )
 
-    def _reanswered_prediction(self, result: QuestionResult) -> Prediction:
-        """--memeval-reanswer: the stored retrieval, answered again (no memory-system call)."""
+    def _reanswer_prepared(self, result: QuestionResult) -> Prepared:
+        """--memeval-reanswer: the stored retrieval, to be answered again (no memory-system call;
+        the answerer's call is the LLM stage's)."""
         from ..systems.wire import memory_from_dict
 
         state = self.state
@@ -505,16 +575,12 @@ class MemevalItem(pytest.Function):
 
         memories, context = context_for_answer(memories, state.settings.selection.context_budget)
         result.details.update(context)
-        assert state.answerer is not None
-        start = time.perf_counter()
-        prediction = state.answerer.answer(self.question, memories)
         result.latency = {
             k: v for k, v in stored.latency.items() if k in ("ingest", "ready", "search")
         }
-        result.latency["answer"] = time.perf_counter() - start
         result.details["reanswered_from"] = state.rejudge_run.name if state.rejudge_run else None
         result.details["memories_returned"] = stored.details.get("memories_returned", len(memories))
-        return replace(prediction, text=clean_text(prediction.text))
+        return Prepared(self.question, result, memories)
 
     def runtest(self) -> None:
         result = self.stash.get(RESULT_KEY, None)
@@ -534,6 +600,20 @@ class MemevalItem(pytest.Function):
         q = self.question
         where = f"{self.benchmark}/{q.conversation_id}/{path_component(self.system.label)}"
         return self.path, None, f"{where}::{self.name}"
+
+
+def run_stage(run: QuestionRun) -> Callable[[Prepared], Staged]:
+    """The LLM half of ``run``'s questions, for the pipeline's threads."""
+
+    def stage(prepared: Prepared) -> Staged:
+        return llm_stage(run, prepared)
+
+    return stage
+
+
+def case_conversation(item: pytest.Item) -> tuple[str, str] | None:
+    case = case_of(item)
+    return (case.benchmark, case.question.conversation_id) if case is not None else None
 
 
 def group_by_conversation(questions: list[Question]) -> Iterator[tuple[str, list[Question]]]:

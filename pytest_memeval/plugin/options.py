@@ -206,6 +206,18 @@ OPTIONS: tuple[_Opt, ...] = (
     ),
     _Opt("memeval-llm-timeout", "seconds per LLM request (default 60)", default="60", metavar="S"),
     _Opt(
+        "memeval-llm-rpm",
+        "requests a minute per provider and key, shared by every process of the machine "
+        "(xdist workers included; default: no limit)",
+        metavar="N",
+    ),
+    _Opt(
+        "memeval-llm-tpm",
+        "tokens a minute (input + max reply) per provider and key, shared like "
+        "--memeval-llm-rpm (default: no limit)",
+        metavar="N",
+    ),
+    _Opt(
         "memeval-llm-backoff",
         "first retry delay in seconds, doubled per retry with jitter (default 0.5)",
         default="0.5",
@@ -774,6 +786,12 @@ def read_settings(config: pytest.Config) -> Settings:
             ),
             no_cache=flag("memeval_no_cache"),
             prices=_prices(val("memeval_prices"), src("memeval_prices")),
+            rpm=_int(val("memeval_llm_rpm"), src("memeval_llm_rpm"), minimum=1)
+            if val("memeval_llm_rpm") not in (None, "")
+            else None,
+            tpm=_int(val("memeval_llm_tpm"), src("memeval_llm_tpm"), minimum=1)
+            if val("memeval_llm_tpm") not in (None, "")
+            else None,
         ),
         reports=ReportSettings(
             json_path=report_path("memeval_json"),

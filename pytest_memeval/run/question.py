@@ -39,13 +39,21 @@ from .budget import context_for_answer
 __all__ = [
     "Answerer",
     "IngestedSystem",
+    "Prepared",
     "QuestionRun",
+    "Retrieval",
+    "Staged",
     "SystemPool",
+    "answer_from",
     "answer_question",
     "decide",
     "decide_status",
     "evaluate",
+    "finish_question",
+    "llm_stage",
     "new_result",
+    "prepare_question",
+    "retrieve",
     "run_question",
     "select_questions",
 ]
@@ -191,24 +199,28 @@ def wait_until_ready(instance: object, name: str, timeout: float | None) -> floa
     return time.perf_counter() - start
 
 
-def run_question(
+@dataclass
+class Retrieval:
+    """What the memory system gave one question (the main-thread half of its path): the memories
+    for the answerer, or the system's own answer, with the search (or own-answer) latency."""
+
+    memories: tuple[Memory, ...]
+    latency: dict[str, float]
+    #: the system answered itself (``answer(question)``): no answerer call
+    prediction: Prediction | None = None
+
+
+def retrieve(
     ingested: IngestedSystem,
     question: Question,
     *,
     k: int,
-    answerer: Answerer,
     timeout: float | None = None,
     details: dict[str, Any] | None = None,
     budget: int | None = None,
-) -> tuple[Prediction, dict[str, float]]:
-    """Search (unless the system answers itself), answer, and time both stages.
-
-    What the system returns is normalised at this boundary (``systems.contract``): a lazy result
-    is consumed inside the timed call, values become plain ``str``/``float``/tuples, and more than
-    ``k`` memories are cut to the first ``k`` (rank order) unless the system declares
-    ``ignores_top_k = True`` (full-context). ``details``, when given, receives
-    ``memories_returned`` (what ``search`` returned) and ``truncated``, and the context tokens
-    handed to the answerer (``run.budget.context_for_answer``; ``budget`` cuts them)."""
+) -> Retrieval:
+    """Search (or let a system that answers itself answer) and time it: the memory-system half of
+    :func:`run_question`, always on the caller's thread (systems need not be thread-safe)."""
     __tracebackhide__ = True
     system = ingested.system
     name = ingested.name or type(system).__name__
@@ -236,17 +248,52 @@ def run_question(
         memories, context = context_for_answer(memories, budget)
         if details is not None:
             details.update(context)
-        start = time.perf_counter()
-        prediction = answerer.answer(question, memories)
-        latency["answer"] = time.perf_counter() - start
-        return replace(prediction, text=clean_text(prediction.text)), latency
+        return Retrieval(memories, latency)
     start = time.perf_counter()
     text = call_with_timeout(lambda: own_answer(question), timeout, "answer()")
     latency["answer"] = time.perf_counter() - start
     answer = normalise_answer(text, system=name, question_id=question.id)
     if details is not None:
         details["memories_returned"] = 0
-    return Prediction(text=clean_text(answer), memories=(), answered_by="system"), latency
+    prediction = Prediction(text=clean_text(answer), memories=(), answered_by="system")
+    return Retrieval((), latency, prediction)
+
+
+def answer_from(
+    answerer: Answerer, question: Question, memories: tuple[Memory, ...]
+) -> tuple[Prediction, float]:
+    """The answerer's prediction from ``memories`` and the seconds that call took."""
+    start = time.perf_counter()
+    prediction = answerer.answer(question, memories)
+    seconds = time.perf_counter() - start
+    return replace(prediction, text=clean_text(prediction.text)), seconds
+
+
+def run_question(
+    ingested: IngestedSystem,
+    question: Question,
+    *,
+    k: int,
+    answerer: Answerer,
+    timeout: float | None = None,
+    details: dict[str, Any] | None = None,
+    budget: int | None = None,
+) -> tuple[Prediction, dict[str, float]]:
+    """Search (unless the system answers itself), answer, and time both stages.
+
+    What the system returns is normalised at this boundary (``systems.contract``): a lazy result
+    is consumed inside the timed call, values become plain ``str``/``float``/tuples, and more than
+    ``k`` memories are cut to the first ``k`` (rank order) unless the system declares
+    ``ignores_top_k = True`` (full-context). ``details``, when given, receives
+    ``memories_returned`` (what ``search`` returned) and ``truncated``, and the context tokens
+    handed to the answerer (``run.budget.context_for_answer``; ``budget`` cuts them)."""
+    __tracebackhide__ = True
+    got = retrieve(ingested, question, k=k, timeout=timeout, details=details, budget=budget)
+    if got.prediction is not None:
+        return got.prediction, got.latency
+    prediction, seconds = answer_from(answerer, question, got.memories)
+    got.latency["answer"] = seconds
+    return prediction, got.latency
 
 
 def clean_text(text: str) -> str:
@@ -361,6 +408,85 @@ def new_result(
     )
 
 
+@dataclass
+class Prepared:
+    """A question whose memory-system half is done (on the main thread, in order): what its LLM
+    half (:func:`llm_stage`, any thread) and :func:`finish_question` (main thread) need."""
+
+    question: Question
+    result: QuestionResult
+    memories: tuple[Memory, ...] = ()
+    #: already answered (by the system itself, or the stored one of --memeval-rejudge)
+    prediction: Prediction | None = None
+
+
+@dataclass(frozen=True)
+class Staged:
+    """The LLM half's output: the prediction, the seconds the answerer's own call took (None: no
+    answerer call) and what the judges said (None: no judge)."""
+
+    prediction: Prediction
+    answer_seconds: float | None
+    judged: tuple[Mapping[str, Any], Mapping[str, Any]] | None
+
+
+def prepare_question(
+    run: QuestionRun,
+    question: Question,
+    result: QuestionResult,
+    *,
+    ingested: IngestedSystem | None = None,
+    prediction: Prediction | None = None,
+) -> Prepared:
+    """The memory-system half of :func:`answer_question` (search, or the system's own answer):
+    on the caller's thread. With ``prediction`` (rejudge) there is nothing to do."""
+    __tracebackhide__ = True
+    if prediction is not None:
+        return Prepared(question, result, prediction=prediction)
+    if ingested is None or run.answerer is None:
+        raise ValueError("answer_question needs an ingested system and an answerer")
+    k = int(result.details.get("k", 0))
+    got = retrieve(
+        ingested, question, k=k, timeout=run.timeout, details=result.details, budget=run.budget
+    )
+    result.latency = got.latency
+    return Prepared(question, result, got.memories, got.prediction)
+
+
+def llm_stage(run: QuestionRun, prepared: Prepared) -> Staged:
+    """The LLM half: the answerer's call (unless answered already), then every judge. Touches no
+    memory system and no pytest state, so it may run on any thread (the pipeline's)."""
+    __tracebackhide__ = True
+    prediction = prepared.prediction
+    seconds: float | None = None
+    if prediction is None:
+        assert run.answerer is not None
+        prediction, seconds = answer_from(run.answerer, prepared.question, prepared.memories)
+    judged = run.judge(prepared.question, prediction.text) if run.judge is not None else None
+    return Staged(prediction, seconds, judged)
+
+
+def finish_question(run: QuestionRun, prepared: Prepared, staged: Staged) -> QuestionResult:
+    """Score (the scoring hooks run on the caller's thread), merge the judges' verdicts, decide."""
+    result = prepared.result
+    prediction = staged.prediction
+    k = int(result.details.get("k", 0))
+    if staged.answer_seconds is not None:
+        result.latency["answer"] = staged.answer_seconds
+    result.prediction = prediction.text
+    # every retrieved memory up to k (what --memeval-reanswer answers from)
+    result.memories = list(prediction.memories[:k])
+    result.details["answered_by"] = prediction.answered_by
+    result.details.update(prediction.details)  # what the answerer reports (the Mem0 filing)
+    scores = clean_scores(run.score(prepared.question, prediction))
+    if staged.judged is not None:
+        judged, judge_details = staged.judged
+        scores.update(clean_scores(judged))
+        result.details.update(judge_details)
+    result.scores = scores
+    return decide(run, result, outcome="passed", require_metric=True)
+
+
 def answer_question(
     run: QuestionRun,
     question: Question,
@@ -370,31 +496,12 @@ def answer_question(
     prediction: Prediction | None = None,
 ) -> QuestionResult:
     """The whole path of one built-in question: search and answer with the ``ingested`` system
-    (or take a stored ``prediction``: ``--memeval-rejudge`` / ``--memeval-reanswer``), score,
-    judge, decide. Fills and returns ``result`` (from :func:`new_result`)."""
+    (or take a stored ``prediction``: ``--memeval-rejudge``), score, judge, decide. Fills and
+    returns ``result`` (from :func:`new_result`). The pipeline (``run.pipeline``) runs the same
+    three steps, the middle one on its threads."""
     __tracebackhide__ = True
-    k = int(result.details.get("k", 0))
-    if prediction is None:
-        if ingested is None or run.answerer is None:
-            raise ValueError("answer_question needs an ingested system and an answerer")
-        prediction, result.latency = run_question(
-            ingested,
-            question,
-            k=k,
-            answerer=run.answerer,
-            timeout=run.timeout,
-            details=result.details,
-            budget=run.budget,
-        )
-    result.prediction = prediction.text
-    # every retrieved memory up to k (what --memeval-reanswer answers from)
-    result.memories = list(prediction.memories[:k])
-    result.details["answered_by"] = prediction.answered_by
-    result.details.update(prediction.details)  # what the answerer reports (the Mem0 filing)
-    scores, details = evaluate(run, question, prediction)
-    result.scores = scores
-    result.details.update(details)
-    return decide(run, result, outcome="passed", require_metric=True)
+    prepared = prepare_question(run, question, result, ingested=ingested, prediction=prediction)
+    return finish_question(run, prepared, llm_stage(run, prepared))
 
 
 def evaluate(

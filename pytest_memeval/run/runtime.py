@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import math
+import os
 import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -92,6 +93,7 @@ class LLMRuntime:
         self.protocol = protocol
         self.settings = settings
         self.accounting = TokenAccounting()
+        self.cache_dir = cache_dir
         self.semaphore = make_semaphore(settings.concurrency)
         self.cache: LLMCache | None = None
         if not settings.no_cache:
@@ -124,6 +126,24 @@ class LLMRuntime:
         self.unscored: int = 0
 
     def _client(self, spec: str) -> ProviderClient:
+        client = self._make_client(spec)
+        if self.settings.rpm is not None or self.settings.tpm is not None:
+            from ..llm.ratelimit import RateLimiter, limiter_path
+
+            config = client.config
+            client.limiter = RateLimiter(
+                limiter_path(
+                    self.cache_dir / "llm",
+                    config.provider,
+                    config.base_url,
+                    os.environ.get(config.key_env),
+                ),
+                self.settings.rpm,
+                self.settings.tpm,
+            )
+        return client
+
+    def _make_client(self, spec: str) -> ProviderClient:
         return make_client(
             spec,
             base_url=self.settings.base_url,
@@ -190,7 +210,8 @@ class LLMRuntime:
                 with self._import_trace() as imported:
                     result: JudgeResult = judge.judge(question, prediction, spec.client)
             except CircuitOpenError as exc:  # the endpoint is down: UNSCORED, not an error
-                self.unscored += 1
+                with self._lock:  # judged on the pipeline's threads
+                    self.unscored += 1
                 scores[key] = None
                 details[key] = {"unscored": True, "label": spec.label, "error": str(exc)}
                 continue
@@ -202,9 +223,10 @@ class LLMRuntime:
             if result.skipped:
                 details[key] = {"skipped": True, "label": spec.label}
                 continue
-            if result.unscored:
-                self.unscored += 1
-            self.warnings += len(result.warnings)
+            with self._lock:
+                if result.unscored:
+                    self.unscored += 1
+                self.warnings += len(result.warnings)
             for name, value in result.scores.items():
                 target = score_key(name, spec.first, spec.label)
                 if value is not None and isinstance(value, float) and math.isnan(value):

@@ -91,6 +91,9 @@ class LLMSettings:
     no_cache: bool = False
     #: model -> {input, output} dollars per million tokens (--memeval-prices)
     prices: dict[str, dict[str, float]] | None = None
+    #: --memeval-llm-rpm / --memeval-llm-tpm: per provider and key, for the whole machine
+    rpm: int | None = None
+    tpm: int | None = None
 
     @property
     def uses_llm(self) -> bool:

@@ -85,12 +85,17 @@ def test_run_quick_prints_the_table(perf_data_dir: Path, tmp_path: Path) -> None
 
     data = json.loads(out_json.read_text(encoding="utf-8"))
     assert data["mode"] == "quick" and not data["errors"]
-    assert set(data["seconds"]) == {"f1", "harness", "xdist", "judge", "warmjudge", "board"}
+    assert set(data["seconds"]) == {"f1", "harness", "xdist", "judge", "warmjudge", "pipeline", "board"}
     # the board: built from the synthetic reports, index page far below its 2 MB bound
     board = _row(lines, "memeval-board, 6 runs x 300 q")
     assert board[4] == "< 30 s" and board[5] in ("yes", "NO")
     assert _row(lines, "  index page size")[5] == "yes"
     assert data["raw"]["board"]["pages"] > 6 and 0 < data["raw"]["board"]["index_bytes"] < 2e6
+    # the plugin's own LLM path: identical rows to concurrency 1, no request when warm
+    pipeline = data["raw"]["pipeline"]
+    assert pipeline["questions"] == 20 and set(pipeline["modes"]) == {"0"}
+    mode = pipeline["modes"]["0"]
+    assert mode["identical"] is True and mode["warm_requests"] == 0 and mode["calls"] > 20
     assert data["raw"]["f1"]["identical"] is True
     assert data["raw"]["harness"]["questions"] == 100
     assert data["raw"]["harness"]["statuses"]["CORRECT"] > 0

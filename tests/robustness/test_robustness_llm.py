@@ -82,11 +82,26 @@ def test_circuit_breaker_stops_calling_a_dead_endpoint(
         "--memeval-llm-circuit-breaker=2",
         f"--memeval-cache-dir={pytester.path / 'cache'}",
         f"--memeval-json={out}",
+        "--memeval-llm-concurrency=1",  # one call at a time: the exact count
     )
     questions = read_json(out)["runs"][0]["questions"]
     statuses = Counter(q["status"] for q in questions)
     # two real connection failures, then no more calls: 11 judged questions UNSCORED
     assert statuses["ERROR"] == 2 and statuses["UNSCORED"] == 11, (statuses, result.stdout.str())
+    # pipelined (a window of 4): the calls already in flight when it opens fail too, no more
+    windowed = pytester.path / "w.json"
+    pytester.runpytest(
+        "--memeval=demo",
+        "--memsys=bm25",
+        "--memeval-judge=openai:gpt-4o-mini",
+        "--memeval-llm-retries=0",
+        "--memeval-llm-circuit-breaker=2",
+        f"--memeval-cache-dir={pytester.path / 'cache'}",
+        f"--memeval-json={windowed}",
+        "--memeval-llm-concurrency=4",
+    )
+    counts = Counter(q["status"] for q in read_json(windowed)["runs"][0]["questions"])
+    assert 2 <= counts["ERROR"] <= 4 and counts["ERROR"] + counts["UNSCORED"] == 13, counts
     unscored = [q for q in questions if q["status"] == "UNSCORED"]
     for q in unscored:
         error = q["details"]["judge_mem0"]["error"]

@@ -1,0 +1,206 @@
+"""The pipelined LLM stage (``run.pipeline``): the same requests and results at any window, calls
+overlapped across questions, and nothing paid twice on ``--memeval-resume`` after a kill."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import read_json
+from llm_server import OPENAI_PATH, LLMServer
+
+pytestmark = pytest.mark.usefixtures("memeval_env")
+
+MODES = pytest.mark.parametrize("mode", [[], ["-n", "2"]], ids=["no-n", "n2"])
+
+
+def reply(messages: list[dict[str, str]], model: str, params: dict[str, Any]) -> str:
+    text = "\n".join(m["content"] for m in messages)
+    if "ANSWER:" in text or "short answer" in text.lower():
+        return "The memories say so.\nANSWER: beagle"
+    verdict = "CORRECT" if "beagle" in text.lower() or "2024" in text else "WRONG"
+    return json.dumps({"reasoning": "compared with the gold answer", "label": verdict})
+
+
+@pytest.fixture
+def server(monkeypatch: pytest.MonkeyPatch) -> Iterator[LLMServer]:
+    with LLMServer(reply=reply, latency=0.05) as srv:
+        for key, value in srv.env("sk-pipeline-test").items():
+            monkeypatch.setenv(key, value)
+        yield srv
+
+
+LLM_ARGS = [
+    "--memeval=demo",
+    "--memsys=bm25",
+    "--memeval-answerer=openai:gpt-4o-mini",
+    "--memeval-judge=openai:gpt-4o-mini",
+]
+
+
+def _rows(report: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """Each question's result row without its timings (the only thing a window may change)."""
+    return {
+        q["id"]: {k: v for k, v in q.items() if k != "latency"}
+        for run in report["runs"]
+        for q in run["questions"]
+    }
+
+
+def _stored(cache: Path) -> bool:
+    return any(p.stat().st_size for p in cache.glob("runs/*/results.jsonl"))
+
+
+def _bodies(server: LLMServer) -> Counter[str]:
+    return Counter(json.dumps(r.body, sort_keys=True) for r in server.requests)
+
+
+@MODES
+def test_window_1_and_32_send_the_same_requests_and_record_the_same_results(
+    pytester: pytest.Pytester, server: LLMServer, mode: list[str]
+) -> None:
+    reports = {}
+    bodies = {}
+    for window in (1, 32):
+        server.reset()
+        out = pytester.path / f"r{window}.json"
+        result = pytester.runpytest(
+            *LLM_ARGS,
+            f"--memeval-cache-dir={pytester.path / f'cache{window}'}",
+            f"--memeval-llm-concurrency={window}",
+            f"--memeval-json={out}",
+            *mode,
+        )
+        assert result.ret == 0, result.stdout.str()
+        reports[window] = read_json(out)
+        bodies[window] = _bodies(server)
+        if window == 32 and not mode:
+            # one process: only the pipeline can have several questions' calls in flight
+            assert server.max_in_flight > 1
+        elif window == 1 and not mode:
+            assert server.max_in_flight == 1
+    rows1, rows32 = _rows(reports[1]), _rows(reports[32])
+    assert len(rows1) == 15 and rows1 == rows32
+    assert sum(1 for r in rows1.values() if r["prediction"] == "beagle") > 5
+    # the same requests (so the same cache keys), each sent once
+    assert bodies[1] == bodies[32] and max(bodies[32].values()) == 1
+    assert sum(bodies[32].values()) == 15 + 13  # 15 answers, 13 judged (category 5 is not)
+
+
+@MODES
+def test_rejudge_and_reanswer_through_the_window_match_window_1(
+    pytester: pytest.Pytester, server: LLMServer, mode: list[str]
+) -> None:
+    cache = pytester.path / "cache"
+    first = pytester.runpytest(*LLM_ARGS, f"--memeval-cache-dir={cache}", *mode)
+    assert first.ret == 0, first.stdout.str()
+    for flag in ("--memeval-rejudge", "--memeval-reanswer"):
+        rows = {}
+        for window in (1, 32):
+            out = pytester.path / f"{flag[2:]}{window}.json"
+            result = pytester.runpytest(
+                *LLM_ARGS,
+                f"--memeval-cache-dir={cache}",
+                f"--memeval-llm-concurrency={window}",
+                flag,
+                f"--memeval-json={out}",
+                *mode,
+            )
+            assert result.ret == 0, result.stdout.str()
+            rows[window] = {
+                k: {f: v for f, v in r.items() if f != "details"}
+                for k, r in _rows(read_json(out)).items()
+            }
+        assert len(rows[1]) == 15 and rows[1] == rows[32], flag
+
+
+def test_resume_after_sigkill_mid_window_pays_no_reply_twice(pytester: pytest.Pytester) -> None:
+    latency = 0.3
+    with LLMServer(reply=reply, latency=latency) as srv:
+        env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_XDIST")}
+        env.update(srv.env("sk-pipeline-test"))
+        env["PYTEST_ADDOPTS"] = "-p no:benchmark"
+        cache = pytester.path / "cache"
+        cmd = [
+            sys.executable,
+            "-m",
+            "pytest",
+            *LLM_ARGS,
+            f"--memeval-cache-dir={cache}",
+            "--memeval-llm-concurrency=8",
+            "-p",
+            "no:cacheprovider",
+            "-p",
+            "no:xdist",
+        ]
+        proc = subprocess.Popen(
+            cmd,
+            cwd=pytester.path,
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+        deadline = time.time() + 120
+        # a few results stored, more questions' calls in flight
+        while time.time() < deadline and (srv.count(OPENAI_PATH) < 16 or not _stored(cache)):
+            time.sleep(0.01)
+        os.killpg(proc.pid, signal.SIGKILL)
+        killed_at = time.time()
+        proc.wait()
+        # a request cut short by the kill reached the server without its body: never answered
+        before = [r for r in srv.requests if r.body is not None]
+        sent = len(srv.requests)
+        assert 16 <= len(before) < 28  # killed mid-run, calls in flight
+        out = pytester.path / "r.json"
+        done = subprocess.run(
+            [*cmd, "--memeval-resume", f"--memeval-json={out}"],
+            cwd=pytester.path,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        assert done.returncode == 0, done.stdout + done.stderr
+        after = srv.requests[sent:]
+    report = read_json(out)
+    assert len(_rows(report)) == 15
+    first = {json.dumps(r.body, sort_keys=True): r.time for r in before}
+    again = [json.dumps(r.body, sort_keys=True) for r in after]
+    repeated = [body for body in again if body in first]
+    # only requests still waiting for their reply at the kill are sent again (at most the window)
+    assert len(repeated) <= 8
+    for body in repeated:
+        assert first[body] > killed_at - latency - 1.0
+    # none twice after the resume, and together every request of the run
+    assert len(again) == len(set(again))
+    assert len(set(first) | set(again)) == 28
+
+
+
+def test_rpm_limit_is_shared_by_two_workers(pytester: pytest.Pytester, server: LLMServer) -> None:
+    """600 a minute (10 a second) for the whole machine, not for each of the 2 workers."""
+    rpm = 600
+    result = pytester.runpytest(
+        *LLM_ARGS,
+        f"--memeval-cache-dir={pytester.path / 'cache'}",
+        f"--memeval-llm-rpm={rpm}",
+        "-n",
+        "2",
+    )
+    assert result.ret == 0, result.stdout.str()
+    times = sorted(r.time for r in server.requests)
+    assert len(times) == 28
+    span = times[-1] - times[0]
+    minimum = (len(times) - 1) * 60.0 / rpm  # 2.7 s at exactly the limit
+    assert (len(times) - 1) / span <= rpm / 60.0 * 1.1  # never more than 10 % over the limit
+    assert span < minimum * 4 + 10  # and not absurdly slow
