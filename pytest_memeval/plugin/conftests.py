@@ -44,7 +44,9 @@ WHERE_FIXTURES = (
 )
 
 #: packages whose modules are pytest's or the plugin's own (never a user's memory system)
-_OWN = frozenset({"_pytest", "pytest", "pluggy", "pytest_memeval", "builtins", "xdist"})
+#: top-level packages whose modules are never a user's conftest (pytest's own package is matched
+#: with its leading underscore stripped)
+_OWN = frozenset({"pytest", "pluggy", "pytest_memeval", "builtins", "xdist"})
 
 
 class ConftestSystemWarning(UserWarning):
@@ -78,7 +80,7 @@ def loaded_modules(config: pytest.Config) -> list[LoadedModule]:
             if isinstance(plugin, ModuleType)
             else sys.modules.get(getattr(type(plugin), "__module__", ""))
         )
-        if module is None or str(getattr(module, "__name__", "")).split(".")[0] in _OWN:
+        if module is None or str(getattr(module, "__name__", "")).split(".")[0].lstrip("_") in _OWN:
             continue
         file = getattr(module, "__file__", None)
         if not file:
