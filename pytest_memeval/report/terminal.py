@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from typing import Any
 
 from ..analysis.baselines import Baseline
+from ..errors import terminal_safe
 from ..records import STATUS_WRONG, QuestionResult
 from .model import Summary, runs_by_benchmark
 from .tables import (
@@ -22,15 +22,11 @@ from .tables import (
 
 __all__ = ["escape_controls", "render_summary", "render_table", "render_wrong"]
 
-#: C0 controls but tab and newline, DEL and C1 controls: what a terminal may act on (ESC starts
-#: colour, cursor and title sequences; CSI 0x9b does the same in one byte)
-_CONTROLS = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
-
 
 def escape_controls(text: str) -> str:
-    """``text`` with every terminal control character shown as its ``\\xNN`` escape, so data and
-    model output are printed, never executed by the terminal."""
-    return _CONTROLS.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+    """``text`` with every terminal control character shown as its escape, so data and model output
+    are printed, never executed by the terminal (the one rule of :func:`errors.terminal_safe`)."""
+    return terminal_safe(text)
 
 
 def render_table(table: Table) -> list[str]:
