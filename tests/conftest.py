@@ -6,6 +6,8 @@ import contextlib
 import importlib
 import json
 import os
+import subprocess
+import sys
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -207,3 +209,22 @@ def report_summary(
         summary.gates = [GateOutcome(hostile, False, None, hostile)]
         summary.regression = [RegressionOutcome(hostile, "f1", True, hostile)]
     return summary
+
+
+def run_pytest(
+    cwd: Path, *args: str, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """A pytest run in its own process, as a user starts it: no outer xdist worker's variables, no
+    MEMEVAL_DATA_DIR unless ``env`` gives it, no cache provider."""
+    full_env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_XDIST")}
+    full_env["PYTEST_ADDOPTS"] = "-p no:benchmark"
+    full_env.pop("MEMEVAL_DATA_DIR", None)
+    full_env.update(env or {})
+    return subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *args],
+        cwd=cwd,
+        env=full_env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )

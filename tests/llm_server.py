@@ -541,3 +541,12 @@ def main(argv: list[str] | None = None) -> None:
 
 if __name__ == "__main__":
     main()
+
+def judge_reply(messages: list[dict[str, str]], model: str, params: dict[str, Any]) -> str:
+    """The end-to-end tests' scripted model: an answer prompt gets "beagle"; a judge prompt gets
+    CORRECT when the answer or gold says "beagle" or "2024", else WRONG (Mem0's JSON shape)."""
+    text = "\n".join(m["content"] for m in messages)
+    if "ANSWER:" in text or "short answer" in text.lower():
+        return "The memories say so.\nANSWER: beagle"
+    verdict = "CORRECT" if "beagle" in text.lower() or "2024" in text else "WRONG"
+    return json.dumps({"reasoning": "compared with the gold answer", "label": verdict})

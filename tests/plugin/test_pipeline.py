@@ -16,24 +16,17 @@ from typing import Any
 
 import pytest
 from conftest import read_json
-from llm_server import OPENAI_PATH, LLMServer
+from llm_server import OPENAI_PATH, LLMServer, judge_reply
 
 pytestmark = pytest.mark.usefixtures("memeval_env")
 
 MODES = pytest.mark.parametrize("mode", [[], ["-n", "2"]], ids=["no-n", "n2"])
 
 
-def reply(messages: list[dict[str, str]], model: str, params: dict[str, Any]) -> str:
-    text = "\n".join(m["content"] for m in messages)
-    if "ANSWER:" in text or "short answer" in text.lower():
-        return "The memories say so.\nANSWER: beagle"
-    verdict = "CORRECT" if "beagle" in text.lower() or "2024" in text else "WRONG"
-    return json.dumps({"reasoning": "compared with the gold answer", "label": verdict})
-
 
 @pytest.fixture
 def server(monkeypatch: pytest.MonkeyPatch) -> Iterator[LLMServer]:
-    with LLMServer(reply=reply, latency=0.05) as srv:
+    with LLMServer(reply=judge_reply, latency=0.05) as srv:
         for key, value in srv.env("sk-pipeline-test").items():
             monkeypatch.setenv(key, value)
         yield srv
@@ -125,7 +118,7 @@ def test_rejudge_and_reanswer_through_the_window_match_window_1(
 
 def test_resume_after_sigkill_mid_window_pays_no_reply_twice(pytester: pytest.Pytester) -> None:
     latency = 0.3
-    with LLMServer(reply=reply, latency=latency) as srv:
+    with LLMServer(reply=judge_reply, latency=latency) as srv:
         env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_XDIST")}
         env.update(srv.env("sk-pipeline-test"))
         env["PYTEST_ADDOPTS"] = "-p no:benchmark"

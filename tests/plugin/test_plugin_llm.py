@@ -8,19 +8,12 @@ from typing import Any
 
 import pytest
 from conftest import question_scores, read_json
-from llm_server import ANTHROPIC_PATH, OPENAI_PATH, LLMServer
+from llm_server import ANTHROPIC_PATH, OPENAI_PATH, LLMServer, judge_reply
 
 pytestmark = pytest.mark.usefixtures("memeval_env")
 
 CANARY = "sk-canary-7f3a9c1e5b2d4680"
 
-
-def judge_reply(messages: list[dict[str, str]], model: str, params: dict[str, Any]) -> str:
-    text = "\n".join(m["content"] for m in messages)
-    if "ANSWER:" in text or "short answer" in text.lower():
-        return "The memories say so.\nANSWER: beagle"
-    verdict = "CORRECT" if "beagle" in text.lower() or "2024" in text else "WRONG"
-    return json.dumps({"reasoning": "compared with the gold answer", "label": verdict})
 
 
 @pytest.fixture

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 import yaml
 from conftest import REPO, question_scores, read_json
+from conftest import run_pytest as _pytest
 
 from pytest_memeval.errors import MemevalError
 from pytest_memeval.llm.base import Completion
@@ -75,23 +76,6 @@ def test_locomo_shard_balance(data_dir: Path) -> None:
 
 
 # ---- end to end ------------------------------------------------------------------------------
-
-
-def _pytest(
-    cwd: Path, *args: str, env: dict[str, str] | None = None
-) -> subprocess.CompletedProcess[str]:
-    full_env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_XDIST")}
-    full_env["PYTEST_ADDOPTS"] = "-p no:benchmark"
-    full_env.pop("MEMEVAL_DATA_DIR", None)
-    full_env.update(env or {})
-    return subprocess.run(
-        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *args],
-        cwd=cwd,
-        env=full_env,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
 
 
 def _tables(report: dict[str, Any]) -> list[Any]:

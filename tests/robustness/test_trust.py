@@ -10,31 +10,14 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 from conftest import read_json
+from conftest import run_pytest as _pytest
 
 pytestmark = pytest.mark.usefixtures("memeval_env")
-
-
-def _pytest(
-    cwd: Path, *args: str, env: dict[str, str] | None = None
-) -> subprocess.CompletedProcess[str]:
-    full_env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_XDIST")}
-    full_env["PYTEST_ADDOPTS"] = "-p no:benchmark"
-    full_env.pop("MEMEVAL_DATA_DIR", None)
-    full_env.update(env or {})
-    return subprocess.run(
-        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *args],
-        cwd=cwd,
-        env=full_env,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
 
 
 @pytest.fixture(scope="module")
