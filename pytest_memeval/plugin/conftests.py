@@ -43,7 +43,6 @@ WHERE_FIXTURES = (
     "command line, and testpaths when started from the rootdir."
 )
 
-#: packages whose modules are pytest's or the plugin's own (never a user's memory system)
 #: top-level packages whose modules are never a user's conftest (pytest's own package is matched
 #: with its leading underscore stripped)
 _OWN = frozenset({"pytest", "pluggy", "pytest_memeval", "builtins", "xdist"})

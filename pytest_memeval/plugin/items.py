@@ -12,6 +12,7 @@ an infrastructure failure), the verdict in ``call`` (``--memeval-strict`` turns 
 
 from __future__ import annotations
 
+import itertools
 import re
 import time
 from collections.abc import Callable, Iterator
@@ -495,7 +496,7 @@ class MemevalItem(pytest.Function):
             ingested = state.pool.live.get((self.system.base, conversation_key(*conversation)))
             if ingested is None:
                 return
-        for other in items[at + 1 :]:
+        for other in itertools.islice(items, at + 1, None):  # no copy of the item list per item
             if len(pipeline) >= pipeline.window:
                 return
             if not isinstance(other, MemevalItem):
