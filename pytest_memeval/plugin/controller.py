@@ -15,24 +15,20 @@ import subprocess
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from .. import __version__
-from ..analysis.aggregate import CategoryMeta, aggregate_run, group_runs, metric_union
-from ..analysis.baselines import Baseline, RunProtocol, baselines_for, mark_comparability
-from ..analysis.beam_official import OfficialComposite, official_composite
-from ..benchmarks import get_benchmark
 from ..errors import MemevalError
-from ..judges import resolve_judge_alias
 from ..records import STATUS_ERROR, QuestionResult, ResultKey
-from ..report.json_report import write_json, write_text_atomic
-from ..report.model import LLMUsage, RunSummary, Summary
-from ..report.terminal import render_summary, render_wrong
-from ..run.store import NUMBERS_KEY, RunStore, check_resume_config, find_run
-from .items import RunState
 from .keys import STATE_KEY
+
+if TYPE_CHECKING:  # imported where used: a pytest run without --memeval never loads them
+    from ..analysis.baselines import Baseline, RunProtocol
+    from ..analysis.beam_official import OfficialComposite
+    from ..report.model import RunSummary, Summary
+    from ..run.store import RunStore
+    from .items import RunState
 
 __all__ = ["PROPERTY_NAME", "Controller", "flat_properties"]
 
@@ -167,6 +163,7 @@ def write_reports(
     """Write every report asked for. One that fails (disk full, folder removed meanwhile, a
     renderer bug) never stops the others: each failure is (its path, one line) in the list."""
     from ..analysis.regression import save_baseline
+    from ..report.json_report import write_json, write_text_atomic
 
     errors: list[tuple[Path, str]] = []
     markdown: str | None = None
@@ -242,6 +239,8 @@ class Controller:
     def pytest_sessionstart(self, session: pytest.Session) -> None:
         """Open the results store (or the run being resumed) once the data loaded and before any
         xdist worker starts (xdist starts them in a trylast implementation)."""
+        from ..run.store import NUMBERS_KEY, RunStore, check_resume_config, find_run
+
         state = self.state
         settings = state.settings
         if not settings.active:
@@ -385,6 +384,8 @@ class Controller:
 
     # ---- aggregation -------------------------------------------------------------------------
     def provenance(self) -> dict[str, Any]:
+        from .. import __version__
+
         state = self.state
         settings = state.settings
         datasets = {}
@@ -485,7 +486,11 @@ class Controller:
         return {"judge_calibration": provenance(self.calibration)}
 
     def build_summary(self) -> Summary:
+        from ..analysis.aggregate import CategoryMeta, aggregate_run, group_runs, metric_union
         from ..analysis.stats import add_confidence_intervals, add_pooled_judge_std
+        from ..benchmarks import get_benchmark
+        from ..judges import resolve_judge_alias
+        from ..report.model import LLMUsage, Summary
         from ..run.runtime import judge_agreement
 
         runs = []
@@ -575,6 +580,8 @@ class Controller:
         self, benchmark: str, results: Sequence[QuestionResult], run: RunSummary
     ) -> OfficialComposite | None:
         """BEAM's official composite when the beam protocol scored this benchmark."""
+        from ..analysis.beam_official import official_composite
+
         protocol = self.state.protocol
         if (
             protocol is None
@@ -587,6 +594,8 @@ class Controller:
         )
 
     def baselines(self, summary: Summary) -> dict[str, list[Baseline]]:
+        from ..analysis.baselines import baselines_for, mark_comparability
+
         chosen: dict[str, list[Baseline]] = {}
         for run in summary.runs:
             if run.benchmark not in chosen:
@@ -603,6 +612,8 @@ class Controller:
         return chosen
 
     def _run_protocol(self, benchmark: str, summary: Summary) -> RunProtocol:
+        from ..analysis.baselines import RunProtocol
+
         state = self.state
         metrics: set[str] = set()
         for run in summary.runs:
@@ -746,6 +757,8 @@ class Controller:
     def pytest_terminal_summary(
         self, terminalreporter: Any, exitstatus: int, config: pytest.Config
     ) -> None:
+        from ..report.terminal import render_summary, render_wrong
+
         summary = self.summary
         if summary is None:
             return
