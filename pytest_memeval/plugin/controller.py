@@ -245,6 +245,7 @@ class Controller:
         settings = state.settings
         if not settings.active:
             return
+        self._check_metric_names()
         try:
             if settings.run.rejudge is not None:
                 state.rejudge_run = find_run(
@@ -280,6 +281,32 @@ class Controller:
             raise pytest.UsageError(
                 f"--memeval-cache-dir={settings.cache_dir}: cannot write the results store ({exc})"
             ) from None
+
+    def _check_metric_names(self) -> None:
+        """Every metric a gate or ``--memeval-max-drop`` names is one this run produces (the
+        benchmarks' metrics, the judges' names), checked before any question runs. Hand-written
+        ``memeval_case`` tests (explicit paths) and score plugins can record any name: then only
+        the run's end can tell."""
+        from ..analysis.gates import check_metric_names
+        from ..analysis.regression import CORRECT_METRIC
+
+        state = self.state
+        checks = state.settings.checks
+        named: list[tuple[str, str, str | None, str]] = [
+            ("--memeval-fail-under", g.text, g.benchmark, g.metric) for g in checks.gates
+        ]
+        named += [("--memeval-max-drop", f"{m}:{p:g}", None, m) for m, p in checks.max_drops]
+        if not named or state.settings.selection.explicit_paths:
+            return
+        scorers = self.config.pluginmanager.hook.pytest_memeval_question_scores.get_hookimpls()
+        if len(scorers) > 1:  # a plugin or conftest adds scores of its own
+            return
+        llm = state.llm
+        heads = {b: llm.judge_keys(b) if llm is not None else [] for b in state.benchmarks}
+        metrics = {b: tuple(bench.metrics) for b, bench in state.benchmarks.items()}
+        problem = check_metric_names(named, metrics, heads, always=(CORRECT_METRIC,))
+        if problem is not None:
+            raise pytest.UsageError(problem)
 
     # ---- gathering ---------------------------------------------------------------------------
     @pytest.hookimpl(tryfirst=True)
@@ -803,8 +830,10 @@ class Controller:
                 f"(benchmark, system, flow, question): {shown}; the later one is kept",
                 yellow=True,
             )
-        for gate in summary.gates:
-            if not gate.passed:
+        for gate in summary.gates:  # one line each, passed or not: a passing gate shows its value
+            if gate.passed:
+                tr.write_line(gate.message, green=True)
+            else:
                 tr.write_line(gate.message, red=True)
         failed_paths = {path for path, _ in self.report_errors}
         for label, path in _report_targets(settings):
