@@ -234,6 +234,8 @@ class Controller:
         self.store: RunStore | None = None
         #: (path, one line) per report that could not be written at session end
         self.report_errors: list[tuple[Path, str]] = []
+        #: run folders deleted by --memeval-keep-runs at session end
+        self.pruned: list[Path] = []
 
     @pytest.hookimpl
     def pytest_sessionstart(self, session: pytest.Session) -> None:
@@ -661,6 +663,7 @@ class Controller:
     @pytest.hookimpl(trylast=True)
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         self._record_unfinished()
+        self._prune_runs()
         if not self.results and self.calibration is None:
             return
         from ..analysis.checks import check_summary
@@ -685,6 +688,36 @@ class Controller:
             session.exitstatus = pytest.ExitCode.OK
         if failed and session.exitstatus == pytest.ExitCode.OK:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+    def _prune_runs(self) -> None:
+        """--memeval-keep-runs: the oldest run folders beyond N go (never this run's folder, the
+        one resumed, nor the one re-judged or re-answered). The controller only: never a worker."""
+        if self.store is None:
+            return
+        from ..run.store import prune_runs
+
+        state = self.state
+        protect = [self.store.folder]
+        if state.rejudge_run is not None:
+            protect.append(state.rejudge_run)
+        self.pruned = prune_runs(state.settings.cache_dir, state.settings.run.keep_runs, protect)
+
+    def _run_lines(self) -> list[str]:
+        """Where this run's results are, how to continue it, what was pruned."""
+        if self.store is None:
+            return []
+        run_id = self.store.run_id
+        lines = [
+            f"memeval: run {run_id} stored in {self.store.folder.resolve()} "
+            f"(continue it with --memeval-resume={run_id})"
+        ]
+        if self.pruned:
+            keep = self.state.settings.run.keep_runs
+            lines.append(
+                f"memeval: removed {len(self.pruned)} older run folder(s) "
+                f"(--memeval-keep-runs={keep} keeps the newest {keep}; 0 keeps all)"
+            )
+        return lines
 
     # ---- terminal ----------------------------------------------------------------------------
     def _config_lines(self) -> list[str]:
@@ -835,6 +868,8 @@ class Controller:
                 tr.write_line(gate.message, green=True)
             else:
                 tr.write_line(gate.message, red=True)
+        for line in self._run_lines():
+            tr.write_line(line)
         failed_paths = {path for path, _ in self.report_errors}
         for label, path in _report_targets(settings):
             if path is not None and path not in failed_paths:

@@ -127,6 +127,13 @@ OPTIONS: tuple[_Opt, ...] = (
         metavar="RUN",
         const="latest",
     ),
+    _Opt(
+        "memeval-keep-runs",
+        "run folders to keep under <cache>/runs: at the end of a run the oldest beyond N are "
+        "deleted, never the one resumed or re-judged (default 20; 0 keeps all)",
+        default="20",
+        metavar="N",
+    ),
     _Opt("memeval-strict", "report WRONG answers as test failures", flag=True),
     _Opt(
         "memeval-show-wrong",
@@ -724,6 +731,7 @@ def read_settings(config: pytest.Config) -> Settings:
             pass_threshold=threshold,
             strict=strict,
             show_wrong=_int(val("memeval_show_wrong"), src("memeval_show_wrong"), minimum=0),
+            keep_runs=_int(val("memeval_keep_runs"), src("memeval_keep_runs"), minimum=0),
             timeout=item_timeout,
             resume=str(val("memeval_resume")) if val("memeval_resume") else None,
             rejudge=str(val("memeval_rejudge")) if val("memeval_rejudge") else None,
