@@ -2,7 +2,8 @@
 
     python perf/run.py                       # everything (about 5 minutes on 2 cores)
     python perf/run.py --quick               # small sizes, well under a minute (the smoke test)
-    python perf/run.py --only harness,xdist  # some sections: f1, harness, xdist, judge, pipeline, longmemeval
+    python perf/run.py --only harness,xdist  # some sections: f1, harness, idle, xdist, judge,
+                                             # warmjudge, pipeline, longmemeval, board
     python perf/run.py --json perf.json      # also save every number
     python perf/run.py --profile             # add a cProfile of the instant LoCoMo run (and the
                                              # warm judge rerun)
@@ -20,6 +21,9 @@ harness   a full LoCoMo run (``python -m pytest``) with an instant memory system
           dict, ``perf/instant_system.py``) and the offline metrics vs a bare pytest run of 1,986
           trivial parametrized tests; wall time, best of 3; the same with ``--collect-only -q``; the
           plugin's own collect / load seconds from ``--memeval-json``.
+idle      what the installed plugin costs a run that does not use it: 20 trivial tests with the
+          plugin vs ``-p no:memeval``, wall and CPU, best of 7 (3 in --quick), interleaved; and
+          ``import pytest_memeval.plugin`` after pytest in a fresh interpreter.
 xdist     a memory system whose ingest sleeps 1 s per conversation and whose answer sleeps 20 ms:
           ``-n 2`` vs ``-n 0`` over LoCoMo; ingests per system from the JSON provenance.
 judge     judge calls against the loopback server (``perf/bench_judge.py``): wall vs the ideal
@@ -65,6 +69,7 @@ from targets.board import section_board  # noqa: E402
 from targets.common import Context, Row, child_env, data_dir, write_answers  # noqa: E402
 from targets.f1 import section_f1  # noqa: E402
 from targets.harness import section_harness  # noqa: E402
+from targets.idle import section_idle  # noqa: E402
 from targets.judge import section_judge  # noqa: E402
 from targets.longmemeval import section_longmemeval  # noqa: E402
 from targets.pipeline import section_pipeline  # noqa: E402
@@ -84,11 +89,22 @@ __all__ = [
     "write_answers",
 ]
 
-SECTIONS = ("f1", "harness", "xdist", "judge", "warmjudge", "pipeline", "longmemeval", "board")
+SECTIONS = (
+    "f1",
+    "harness",
+    "idle",
+    "xdist",
+    "judge",
+    "warmjudge",
+    "pipeline",
+    "longmemeval",
+    "board",
+)
 
 RUNNERS: dict[str, Callable[[Context], list[Row]]] = {
     "f1": section_f1,
     "harness": section_harness,
+    "idle": section_idle,
     "xdist": section_xdist,
     "judge": section_judge,
     "warmjudge": section_warmjudge,

@@ -9,23 +9,44 @@ benchmarks (``Benchmark``, ``CategoryInfo``, ``Dataset``, ``LoadRequest``). Metr
 
 from __future__ import annotations
 
-from .benchmarks.base import Benchmark, CategoryInfo, Dataset, LoadRequest
-from .errors import AdapterError, DatasetError, JudgeError, MemevalError
-from .records import (
-    Conversation,
-    Memory,
-    Prediction,
-    Question,
-    QuestionResult,
-    Session,
-    Turn,
-)
-from .systems.base import MemorySystem
+from importlib import import_module
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .benchmarks.base import Benchmark, CategoryInfo, Dataset, LoadRequest
+    from .errors import AdapterError, DatasetError, JudgeError, MemevalError
+    from .records import (
+        Conversation,
+        Memory,
+        Prediction,
+        Question,
+        QuestionResult,
+        Session,
+        Turn,
+    )
+    from .systems.base import MemorySystem
+
+#: public name -> the module defining it, imported on first use (PEP 562): the pytest11 plugin
+#: imports this package on every pytest run, with or without --memeval
+_EXPORTS = {
+    **dict.fromkeys(("Benchmark", "CategoryInfo", "Dataset", "LoadRequest"), ".benchmarks.base"),
+    **dict.fromkeys(("AdapterError", "DatasetError", "JudgeError", "MemevalError"), ".errors"),
+    **dict.fromkeys(
+        ("Conversation", "Memory", "Prediction", "Question", "QuestionResult", "Session", "Turn"),
+        ".records",
+    ),
+    "MemorySystem": ".systems.base",
+}
 
 __version__ = "0.1.0"
 
 
 def __getattr__(name: str) -> object:
+    module = _EXPORTS.get(name)
+    if module is not None:
+        value = getattr(import_module(module, __name__), name)
+        globals()[name] = value
+        return value
     if name == "Score":  # never produced or consumed by the plugin; kept importable for now
         import warnings
 

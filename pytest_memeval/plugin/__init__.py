@@ -6,40 +6,21 @@ import gc
 import time
 from collections.abc import Generator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from ..benchmarks import LoadRequest, get_benchmark
 from ..errors import MemevalError, UnknownSystemError
-from ..records import (
-    STATUS_CORRECT,
-    STATUS_UNSCORED,
-    STATUS_WRONG,
-    Prediction,
-    QuestionResult,
-    ResultKey,
-)
-from ..run.question import clean_scores, decide, evaluate, select_questions
+from ..records import STATUS_CORRECT, STATUS_UNSCORED, STATUS_WRONG
 from . import hookspecs
-from .controller import PROPERTY_NAME, Controller, flat_properties, worker_output
-from .items import (
-    BenchmarkNode,
-    MemevalCase,
-    MemevalItem,
-    RunState,
-    SystemRef,
-    case_flow,
-    case_of,
-    conversation_key,
-    ingested_system,
-    not_run_reason,
-    question_run,
-    result_key,
-    result_skeleton,
-)
 from .keys import CONTROLLER_KEY, RECORDER_KEY, RESULT_KEY, STATE_KEY
 from .options import addoptions, read_settings
+
+# Everything else is imported where it is used: installed, the plugin costs a pytest run without
+# --memeval only option registration and configure (perf/run.py "plugin idle" row).
+if TYPE_CHECKING:
+    from ..records import Prediction, QuestionResult
+    from .items import MemevalCase, RunState, SystemRef
 
 _STATUS_WORDS = {
     STATUS_CORRECT: ("correct", "C", "CORRECT"),
@@ -74,17 +55,24 @@ class Builtins:
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    from .scale import apply_merge_defaults
+    if config.getoption("memeval_merge", None):
+        from .scale import apply_merge_defaults
 
-    apply_merge_defaults(config)  # --memeval-merge: options default to the shards' own
+        apply_merge_defaults(config)  # --memeval-merge: options default to the shards' own
     settings = read_settings(config)
-    state = RunState(settings=settings)
-    state.pool.timeout = settings.run.timeout
-    config.stash[STATE_KEY] = state
     config.pluginmanager.register(Builtins(), "memeval-builtins")
     config.addinivalue_line("markers", "memeval: a pytest-memeval benchmark question")
     if not settings.active:
+        # idle (no --memeval): no run state, and the plugin's run-time modules stay unimported;
+        # every hook below reads a missing STATE_KEY as "not active"
         return
+    from ..benchmarks import get_benchmark
+    from .items import RunState
+
+    state = RunState(settings=settings)
+    state.pool.timeout = settings.run.timeout
+    config.stash[STATE_KEY] = state
+
     for name in settings.selection.benchmarks:
         try:
             bench = get_benchmark(name)
@@ -131,12 +119,18 @@ def pytest_configure(config: pytest.Config) -> None:
 
         config.pluginmanager.register(CalibrationHooks(config), "memeval-calibration")
     if not hasattr(config, "workerinput"):
+        from .controller import Controller
+
         controller = Controller(config)
         config.stash[CONTROLLER_KEY] = controller
         config.pluginmanager.register(controller, "memeval-controller")
 
 
 def _load(config: pytest.Config, state: RunState) -> None:
+    from ..benchmarks import LoadRequest
+    from ..records import ResultKey
+    from ..run.question import select_questions
+
     settings = state.settings
     if state.systems is None:  # first: a --memsys typo fails before any data is read
         state.systems = _resolve_systems(config, state)
@@ -254,14 +248,17 @@ def _protocol(config: pytest.Config, settings: Any) -> Any:
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_sessionstart(session: pytest.Session) -> None:
-    state = session.config.stash[STATE_KEY]
-    if state.settings.active:
+    state = session.config.stash.get(STATE_KEY, None)
+    if state is not None and state.settings.active:
         _load(session.config, state)
 
 
 def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
     """With --memeval and no explicit paths, run the benchmark alone (no test files)."""
-    settings = config.stash[STATE_KEY].settings
+    state = config.stash.get(STATE_KEY, None)
+    if state is None:
+        return None
+    settings = state.settings
     if settings.active and not settings.selection.explicit_paths:
         return True
     return None
@@ -286,6 +283,7 @@ def _resolve_systems(config: pytest.Config, state: RunState) -> list[SystemRef]:
         may_define,
         register_system,
     )
+    from .items import SystemRef
 
     builtin_names = available_systems()
     available = ", ".join(builtin_names)
@@ -348,6 +346,8 @@ def pytest_make_collect_report(
     if isinstance(collector, pytest.Session) and report.passed:
         state = collector.config.stash.get(STATE_KEY, None)
         if state is not None and state.settings.active:
+            from .items import BenchmarkNode
+
             start = time.perf_counter()
             report.result.extend(
                 BenchmarkNode.for_benchmark(collector, name) for name in state.selected
@@ -360,9 +360,11 @@ def pytest_make_collect_report(
 def pytest_collection_modifyitems(
     session: pytest.Session, config: pytest.Config, items: list[pytest.Item]
 ) -> None:
-    state = config.stash[STATE_KEY]
-    if not state.settings.active:
+    state = config.stash.get(STATE_KEY, None)
+    if state is None or not state.settings.active:
         return
+    from .items import result_key
+
     start = time.perf_counter()
     items[:] = group_items(items)
     resume = state.resume_ids
@@ -407,10 +409,12 @@ def _load_bleu_tokenizer() -> None:
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if "memeval_case" not in metafunc.fixturenames:
         return
+    from .items import MemevalCase
+
     config = metafunc.config
-    state = config.stash[STATE_KEY]
+    state = config.stash.get(STATE_KEY, None)
     cases: list[MemevalCase] = []
-    if state.settings.active:
+    if state is not None and state.settings.active:
         assert state.systems is not None  # resolved at session start
         for bench, questions in state.selected.items():
             for ref in state.systems:
@@ -419,6 +423,8 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 
 
 def _conversation_key(item: pytest.Item) -> tuple[str, str] | None:
+    from .items import MemevalItem, case_of
+
     if isinstance(item, MemevalItem):
         return (item.benchmark, item.question.conversation_id)
     case = case_of(item)
@@ -452,6 +458,8 @@ class Recorder:
         self.text: str | None = None
 
     def __call__(self, metric: str, value: float | None) -> None:
+        from ..run.question import clean_scores
+
         if not isinstance(metric, str) or not metric:
             raise TypeError("memeval_record(metric, value): metric must be a non-empty string")
         self.scores.update(clean_scores({metric: value}))
@@ -459,6 +467,10 @@ class Recorder:
     def prediction(self, text: str) -> dict[str, float | None]:
         """Score ``text`` as this case's answer, exactly as a built-in item scores its prediction
         (the benchmark's metrics, plugins' extra scores, every configured judge)."""
+        from ..records import Prediction
+        from ..run.question import evaluate
+        from .items import question_run
+
         config = self.item.config
         state = config.stash[STATE_KEY]
         self.text = text
@@ -479,6 +491,8 @@ def memeval_case(request: pytest.FixtureRequest) -> MemevalCase:
 @pytest.fixture
 def memeval_system(request: pytest.FixtureRequest, memeval_case: MemevalCase) -> object:
     """The memory system with this case's conversation ingested (shared with built-in items)."""
+    from .items import ingested_system
+
     state = request.config.stash[STATE_KEY]
     case = memeval_case
     return ingested_system(request, state, case.benchmark, case.question, case.system).system
@@ -505,27 +519,42 @@ def pytest_runtest_makereport(
     result = _result_for(item, call)
     entry = None
     if result is not None:
+        from .controller import PROPERTY_NAME
+
         entry = (PROPERTY_NAME, result.to_dict())
         item.user_properties.append(entry)
     report = yield
-    if (
-        call.excinfo is not None
-        and isinstance(call.excinfo.value, MemevalError)
-        and (isinstance(item, MemevalItem) or case_of(item) is not None)
-    ):
-        # the plugin's own errors (judge, dataset, adapter contract, timeout) say what to fix in
-        # one line; their tracebacks would only show plugin internals
-        report.longrepr = f"{type(call.excinfo.value).__name__}: {call.excinfo.value}"
+    if call.excinfo is not None and isinstance(call.excinfo.value, MemevalError):
+        from .items import MemevalItem, case_of
+
+        if isinstance(item, MemevalItem) or case_of(item) is not None:
+            # the plugin's own errors (judge, dataset, adapter contract, timeout) say what to fix
+            # in one line; their tracebacks would only show plugin internals
+            report.longrepr = f"{type(call.excinfo.value).__name__}: {call.excinfo.value}"
     if entry is not None:
         # this phase's report holds the result (each report copies the list); the item keeps only
         # the flat properties, so later reports (teardown, what JUnit reads) do not carry the
         # whole result again, across xdist's wire and into the controller
+        from .controller import flat_properties
+
         at = next(i for i, p in enumerate(item.user_properties) if p is entry)
         item.user_properties[at : at + 1] = flat_properties(entry[1])
     return report
 
 
 def _result_for(item: pytest.Item, call: pytest.CallInfo[None]) -> QuestionResult | None:
+    if STATE_KEY not in item.config.stash:
+        return None  # idle: no benchmark question or case exists
+    from ..run.question import decide
+    from .items import (
+        MemevalItem,
+        case_flow,
+        case_of,
+        not_run_reason,
+        question_run,
+        result_skeleton,
+    )
+
     if isinstance(item, MemevalItem):
         bench, ref, question, flow = item.benchmark, item.system, item.question, ""
     else:
@@ -574,6 +603,8 @@ def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> 
     state = item.config.stash.get(STATE_KEY, None)
     if state is None or not state.pool.live:
         return
+    from .items import conversation_key
+
     key = _conversation_key(nextitem) if nextitem is not None else None
     if nextitem is not None and key is None:
         return  # an unrelated test in between: keep what is live
@@ -583,8 +614,10 @@ def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> 
 def pytest_report_teststatus(
     report: pytest.TestReport, config: pytest.Config
 ) -> tuple[str, str, str] | None:
-    if report.when != "call" or not report.passed:
+    if report.when != "call" or not report.passed or STATE_KEY not in config.stash:
         return None
+    from .controller import PROPERTY_NAME
+
     for name, value in report.user_properties:
         status = None
         if name == PROPERTY_NAME and isinstance(value, dict):
@@ -605,5 +638,7 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     if state.pipeline is not None:  # -x, --maxfail, Ctrl-C: cancel what is not sent yet
         state.pipeline.close()
     if hasattr(config, "workerinput"):
+        from .controller import PROPERTY_NAME, worker_output
+
         config.workeroutput[PROPERTY_NAME] = worker_output(state)  # type: ignore[attr-defined]
     state.pool.clear()

@@ -15,24 +15,20 @@ import subprocess
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from .. import __version__
-from ..analysis.aggregate import aggregate_run, benchmark_shape, group_runs, metric_union
-from ..analysis.baselines import Baseline, RunProtocol, baselines_for, mark_comparability
-from ..analysis.beam_official import OfficialComposite, official_composite
-from ..benchmarks import get_benchmark
 from ..errors import MemevalError
-from ..judges import resolve_judge_alias
 from ..records import STATUS_ERROR, QuestionResult, ResultKey
-from ..report.json_report import summary_json, write_json, write_text_atomic
-from ..report.model import LLMUsage, RunSummary, Summary
-from ..report.terminal import render_summary, render_wrong
-from ..run.store import NUMBERS_KEY, RunStore, check_resume_config, find_run
-from .items import RunState
 from .keys import STATE_KEY
+
+if TYPE_CHECKING:  # imported where used: a pytest run without --memeval never loads them
+    from ..analysis.baselines import Baseline, RunProtocol
+    from ..analysis.beam_official import OfficialComposite
+    from ..report.model import RunSummary, Summary
+    from ..run.store import RunStore
+    from .items import RunState
 
 __all__ = ["PROPERTY_NAME", "Controller", "flat_properties"]
 
@@ -176,6 +172,7 @@ def write_reports(
     """Write every report asked for. One that fails (disk full, folder removed meanwhile, a
     renderer bug) never stops the others: each failure is (its path, one line) in the list."""
     from ..analysis.regression import save_baseline
+    from ..report.json_report import summary_json, write_json, write_text_atomic
 
     errors: list[tuple[Path, str]] = []
     markdown: str | None = None
@@ -263,15 +260,20 @@ class Controller:
         self.rescored: list[str] = []
         #: --memeval-cache-import-verify: what re-asking the judge found (None: not asked)
         self.import_verify: dict[str, Any] | None = None
+        #: run folders deleted by --memeval-keep-runs at session end
+        self.pruned: list[Path] = []
 
     @pytest.hookimpl
     def pytest_sessionstart(self, session: pytest.Session) -> None:
         """Open the results store (or the run being resumed) once the data loaded and before any
         xdist worker starts (xdist starts them in a trylast implementation)."""
+        from ..run.store import NUMBERS_KEY, RunStore, check_resume_config, find_run
+
         state = self.state
         settings = state.settings
         if not settings.active:
             return
+        self._check_metric_names()
         try:
             if settings.run.rejudge is not None:
                 state.rejudge_run = find_run(
@@ -318,6 +320,32 @@ class Controller:
             raise pytest.UsageError(
                 f"--memeval-cache-dir={settings.cache_dir}: cannot write the results store ({exc})"
             ) from None
+
+    def _check_metric_names(self) -> None:
+        """Every metric a gate or ``--memeval-max-drop`` names is one this run produces (the
+        benchmarks' metrics, the judges' names), checked before any question runs. Hand-written
+        ``memeval_case`` tests (explicit paths) and score plugins can record any name: then only
+        the run's end can tell."""
+        from ..analysis.gates import check_metric_names
+        from ..analysis.regression import CORRECT_METRIC
+
+        state = self.state
+        checks = state.settings.checks
+        named: list[tuple[str, str, str | None, str]] = [
+            ("--memeval-fail-under", g.text, g.benchmark, g.metric) for g in checks.gates
+        ]
+        named += [("--memeval-max-drop", f"{m}:{p:g}", None, m) for m, p in checks.max_drops]
+        if not named or state.settings.selection.explicit_paths:
+            return
+        scorers = self.config.pluginmanager.hook.pytest_memeval_question_scores.get_hookimpls()
+        if len(scorers) > 1:  # a plugin or conftest adds scores of its own
+            return
+        llm = state.llm
+        heads = {b: llm.judge_keys(b) if llm is not None else [] for b in state.benchmarks}
+        metrics = {b: tuple(bench.metrics) for b, bench in state.benchmarks.items()}
+        problem = check_metric_names(named, metrics, heads, always=(CORRECT_METRIC,))
+        if problem is not None:
+            raise pytest.UsageError(problem)
 
     # ---- gathering ---------------------------------------------------------------------------
     @pytest.hookimpl(tryfirst=True)
@@ -422,6 +450,8 @@ class Controller:
 
     # ---- aggregation -------------------------------------------------------------------------
     def provenance(self) -> dict[str, Any]:
+        from .. import __version__
+
         state = self.state
         settings = state.settings
         datasets = {}
@@ -529,7 +559,16 @@ class Controller:
         return {"judge_calibration": provenance(self.calibration)}
 
     def build_summary(self) -> Summary:
+        from ..analysis.aggregate import (
+            aggregate_run,
+            benchmark_shape,
+            group_runs,
+            metric_union,
+        )
         from ..analysis.stats import add_confidence_intervals, add_pooled_judge_std
+        from ..benchmarks import get_benchmark
+        from ..judges import resolve_judge_alias
+        from ..report.model import LLMUsage, Summary
         from ..run.runtime import judge_agreement
 
         runs = []
@@ -610,6 +649,8 @@ class Controller:
         self, benchmark: str, results: Sequence[QuestionResult], run: RunSummary
     ) -> OfficialComposite | None:
         """BEAM's official composite when the beam protocol scored this benchmark."""
+        from ..analysis.beam_official import official_composite
+
         protocol = self.state.protocol
         if (
             protocol is None
@@ -622,6 +663,8 @@ class Controller:
         )
 
     def baselines(self, summary: Summary) -> dict[str, list[Baseline]]:
+        from ..analysis.baselines import baselines_for, mark_comparability
+
         chosen: dict[str, list[Baseline]] = {}
         for run in summary.runs:
             if run.benchmark not in chosen:
@@ -638,6 +681,8 @@ class Controller:
         return chosen
 
     def _run_protocol(self, benchmark: str, summary: Summary) -> RunProtocol:
+        from ..analysis.baselines import RunProtocol
+
         state = self.state
         metrics: set[str] = set()
         for run in summary.runs:
@@ -659,6 +704,7 @@ class Controller:
     @pytest.hookimpl(trylast=True)
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         self._record_unfinished()
+        self._prune_runs()
         if not self.results and self.calibration is None:
             return
         from ..analysis.checks import check_summary
@@ -701,6 +747,36 @@ class Controller:
             session.exitstatus = pytest.ExitCode.OK
         if failed and session.exitstatus == pytest.ExitCode.OK:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+    def _prune_runs(self) -> None:
+        """--memeval-keep-runs: the oldest run folders beyond N go (never this run's folder, the
+        one resumed, nor the one re-judged or re-answered). The controller only: never a worker."""
+        if self.store is None:
+            return
+        from ..run.store import prune_runs
+
+        state = self.state
+        protect = [self.store.folder]
+        if state.rejudge_run is not None:
+            protect.append(state.rejudge_run)
+        self.pruned = prune_runs(state.settings.cache_dir, state.settings.run.keep_runs, protect)
+
+    def _run_lines(self) -> list[str]:
+        """Where this run's results are, how to continue it, what was pruned."""
+        if self.store is None:
+            return []
+        run_id = self.store.run_id
+        lines = [
+            f"memeval: run {run_id} stored in {self.store.folder.resolve()} "
+            f"(continue it with --memeval-resume={run_id})"
+        ]
+        if self.pruned:
+            keep = self.state.settings.run.keep_runs
+            lines.append(
+                f"memeval: removed {len(self.pruned)} older run folder(s) "
+                f"(--memeval-keep-runs={keep} keeps the newest {keep}; 0 keeps all)"
+            )
+        return lines
 
     # ---- terminal ----------------------------------------------------------------------------
     def _questions_run(self, benchmark: str, summary: Summary | None = None) -> int:
@@ -829,6 +905,8 @@ class Controller:
     def pytest_terminal_summary(
         self, terminalreporter: Any, exitstatus: int, config: pytest.Config
     ) -> None:
+        from ..report.terminal import render_summary, render_wrong
+
         summary = self.summary
         if summary is None:
             return
@@ -881,9 +959,13 @@ class Controller:
                 f"(benchmark, system, flow, question): {shown}; the later one is kept",
                 yellow=True,
             )
-        for gate in summary.gates:
-            if not gate.passed:
+        for gate in summary.gates:  # one line each, passed or not: a passing gate shows its value
+            if gate.passed:
+                tr.write_line(gate.message, green=True)
+            else:
                 tr.write_line(gate.message, red=True)
+        for line in self._run_lines():
+            tr.write_line(line)
         failed_paths = {path for path, _ in self.report_errors}
         for label, path in _report_targets(settings):
             if path is not None and path not in failed_paths:

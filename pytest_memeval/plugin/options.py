@@ -128,6 +128,13 @@ OPTIONS: tuple[_Opt, ...] = (
         metavar="RUN",
         const="latest",
     ),
+    _Opt(
+        "memeval-keep-runs",
+        "run folders to keep under <cache>/runs: at the end of a run the oldest beyond N are "
+        "deleted, never the one resumed or re-judged (default 20; 0 keeps all)",
+        default="20",
+        metavar="N",
+    ),
     _Opt("memeval-strict", "report WRONG answers as test failures", flag=True),
     _Opt(
         "memeval-show-wrong",
@@ -434,6 +441,8 @@ def _csv(value: Any) -> tuple[str, ...]:
 def _check_judge_alias(named: list[tuple[str, str, str]]) -> None:
     """``judge`` (``judge@LABEL``) names the first judge's metric: without --memeval-judge there is
     none, and a gate or regression on it could only fail."""
+    if not named:
+        return
     from ..judges import resolve_judge_alias
 
     for option, text, metric in named:
@@ -602,8 +611,8 @@ def read_settings(config: pytest.Config) -> Settings:
             f"{src('memeval_judge_style')}={style!r}: expected one of {', '.join(styles)}"
         )
     protocol = str(val("memeval_protocol")).strip() if val("memeval_protocol") else None
-    from ..protocols.profiles import PROFILES
-
+    if protocol is not None:  # imported only then: the profiles import the scorers (numpy)
+        from ..protocols.profiles import PROFILES
     if protocol is not None and protocol not in PROFILES:
         raise pytest.UsageError(
             f"{src('memeval_protocol')}={protocol!r}: expected one of {', '.join(PROFILES)}"
@@ -642,8 +651,6 @@ def read_settings(config: pytest.Config) -> Settings:
                 f"{', '.join(PROVIDERS)}, e.g. openai:gpt-4o-mini (or --memeval-answerer=extractive)"
             )
     timeout = _seconds(val("memeval_llm_timeout"), src("memeval_llm_timeout"), example="60")
-    from ..analysis.gates import parse_gate
-    from ..analysis.regression import parse_max_drop
 
     def many(dest: str) -> list[str]:
         value = val(dest)
@@ -653,12 +660,16 @@ def read_settings(config: pytest.Config) -> Settings:
 
     gates = []
     for expr in many("memeval_fail_under"):
+        from ..analysis.gates import parse_gate
+
         try:
             gates.append(parse_gate(expr))
         except MemevalError as exc:
             raise pytest.UsageError(str(exc)) from None
     max_drops = []
     for expr in many("memeval_max_drop"):
+        from ..analysis.regression import parse_max_drop
+
         try:
             max_drops.append(parse_max_drop(expr))
         except MemevalError as exc:
@@ -710,17 +721,19 @@ def read_settings(config: pytest.Config) -> Settings:
         resume=val("memeval_resume"),
     )
 
-    from ..run.calibration import CalibrationError, calibration_settings
+    calibration = None
+    if val("memeval_judge_calibration") or val("memeval_calibration_wrong"):
+        from ..run.calibration import CalibrationError, calibration_settings
 
-    try:
-        calibration = calibration_settings(
-            val("memeval_judge_calibration"),
-            val("memeval_calibration_wrong"),
-            benchmarks=benchmarks,
-            judges=judges,
-        )
-    except CalibrationError as exc:
-        raise pytest.UsageError(str(exc)) from None
+        try:
+            calibration = calibration_settings(
+                val("memeval_judge_calibration"),
+                val("memeval_calibration_wrong"),
+                benchmarks=benchmarks,
+                judges=judges,
+            )
+        except CalibrationError as exc:
+            raise pytest.UsageError(str(exc)) from None
     if calibration is None and benchmarks:
         from ..analysis.calibration import is_calibration_metric
 
@@ -754,6 +767,7 @@ def read_settings(config: pytest.Config) -> Settings:
             pass_threshold=threshold,
             strict=strict,
             show_wrong=_int(val("memeval_show_wrong"), src("memeval_show_wrong"), minimum=0),
+            keep_runs=_int(val("memeval_keep_runs"), src("memeval_keep_runs"), minimum=0),
             timeout=item_timeout,
             resume=str(val("memeval_resume")) if val("memeval_resume") else None,
             rejudge=str(val("memeval_rejudge")) if val("memeval_rejudge") else None,
@@ -830,10 +844,10 @@ def scale_settings(
     resume: Any,
 ) -> ScaleSettings:
     """These options, validated (``pytest.UsageError`` with the fix)."""
-    from ..run.shards import parse_shard
-
     parsed = None
     if shard not in (None, ""):
+        from ..run.shards import parse_shard
+
         try:
             parsed = parse_shard(str(shard))
         except MemevalError as exc:

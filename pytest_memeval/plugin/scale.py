@@ -53,6 +53,7 @@ _LOCAL_OPTIONS = frozenset(
         "memeval_max_drop",
         "memeval_alpha",
         "memeval_show_wrong",
+        "memeval_keep_runs",
         "memeval_cache_import",
         "memeval_cache_export",
         "memeval_timeout",

@@ -57,6 +57,8 @@ class RunSettings:
     pass_threshold: float | None = None
     strict: bool = False
     show_wrong: int = 5
+    #: run folders kept under <cache>/runs (the oldest beyond it are pruned; 0: keep all)
+    keep_runs: int = 20
     #: seconds a memory-system call may take (None: no limit)
     timeout: float | None = None
     resume: str | None = None

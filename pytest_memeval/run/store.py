@@ -13,7 +13,8 @@ import json
 import os
 import re
 import secrets
-from collections.abc import Iterator, Mapping
+import shutil
+from collections.abc import Collection, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +27,7 @@ __all__ = [
     "check_resume_config",
     "config_mismatch",
     "find_run",
+    "prune_runs",
     "read_results",
     "row_problem",
     "scan_results",
@@ -34,6 +36,8 @@ __all__ = [
 RESULTS_FILE = "results.jsonl"
 CONFIG_FILE = "config.json"
 _RUN_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,100}$")
+#: the folders :func:`new_run_id` names: the only ones --memeval-keep-runs ever deletes
+_GENERATED_RUN = re.compile(r"^\d{8}T\d{6}Z-[0-9a-f]{6}$")
 
 
 def _runs_dir(cache_dir: Path) -> Path:
@@ -71,6 +75,45 @@ def find_run(cache_dir: Path, name: str | None, option: str = "--memeval-resume"
         available = ", ".join(sorted(p.name for p in runs.glob("*"))[-5:]) or "none"
         raise MemevalError(f"{option}={name}: no such run under {runs} (latest: {available})")
     return folder
+
+
+def _last_used(folder: Path) -> float:
+    """When a run folder was last written (its results file: a resumed run is recent again)."""
+    for path in (folder / RESULTS_FILE, folder / CONFIG_FILE, folder):
+        try:
+            return path.stat().st_mtime
+        except OSError:
+            continue
+    return 0.0
+
+
+def prune_runs(cache_dir: Path, keep: int, protect: Collection[Path] = ()) -> list[Path]:
+    """Delete the least recently written run folders under ``<cache_dir>/runs`` beyond the newest
+    ``keep`` (0: keep all). Folders in ``protect`` (the run being written, resumed or re-judged)
+    are never deleted and count among the kept. Only folders named as the plugin names runs
+    (``20261203T105020Z-278b0c``) are touched; one that cannot be deleted is left. Returns the
+    deleted folders."""
+    if keep <= 0:
+        return []
+    runs = _runs_dir(cache_dir)
+    try:
+        folders = [p for p in runs.iterdir() if p.is_dir() and _GENERATED_RUN.match(p.name)]
+    except OSError:
+        return []
+    kept = {p.resolve() for p in protect}
+    by_age = sorted(folders, key=_last_used, reverse=True)  # newest first
+    removed: list[Path] = []
+    budget = keep - sum(1 for p in folders if p.resolve() in kept)
+    for folder in by_age:
+        if folder.resolve() in kept:
+            continue
+        if budget > 0:
+            budget -= 1
+            continue
+        shutil.rmtree(folder, ignore_errors=True)
+        if not folder.exists():
+            removed.append(folder)
+    return removed
 
 
 def read_results(folder: Path) -> Iterator[QuestionResult]:

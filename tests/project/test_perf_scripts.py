@@ -42,7 +42,7 @@ def test_run_quick_prints_the_table(perf_data_dir: Path, tmp_path: Path) -> None
         env=env,
         capture_output=True,
         text=True,
-        timeout=300,
+        timeout=1200,  # a hang guard, not a budget: --quick takes ~1-3 min with the load
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     lines = proc.stdout.splitlines()
@@ -61,6 +61,14 @@ def test_run_quick_prints_the_table(perf_data_dir: Path, tmp_path: Path) -> None
     assert ours > 0 and ref > 0
     assert float(harness[3]) == pytest.approx(ours / ref, rel=0.01)
     assert harness[4] == "<= 1.5x" and harness[5] in ("yes", "NO")
+
+    # idle: the installed plugin vs -p no:memeval on trivial tests, side by side
+    idle = _row(lines, "plugin idle: 20 trivial tests, plugin vs -p no:memeval")
+    i_ours, i_ref = float(idle[1].split()[0]), float(idle[2].split()[0])
+    assert i_ours > 0 and i_ref > 0
+    assert float(idle[3]) == pytest.approx(i_ours / i_ref, rel=0.01)
+    assert idle[4] == "<= 1.1x" and idle[5] in ("yes", "NO")
+    assert float(_row(lines, "  `import pytest_memeval.plugin` after pytest")[1].split()[0]) > 0
 
     # xdist: every conversation ingested exactly once per mode, identical scores
     for mode in ("2", "0"):
@@ -85,7 +93,17 @@ def test_run_quick_prints_the_table(perf_data_dir: Path, tmp_path: Path) -> None
 
     data = json.loads(out_json.read_text(encoding="utf-8"))
     assert data["mode"] == "quick" and not data["errors"]
-    assert set(data["seconds"]) == {"f1", "harness", "xdist", "judge", "warmjudge", "pipeline", "board"}
+    assert set(data["seconds"]) == {
+        "f1",
+        "harness",
+        "idle",
+        "xdist",
+        "judge",
+        "warmjudge",
+        "pipeline",
+        "board",
+    }
+    assert len(data["raw"]["idle"]["walls"]["with"]) == 3
     # the board: built from the synthetic reports, index page far below its 2 MB bound
     board = _row(lines, "memeval-board, 6 runs x 300 q")
     assert board[4] == "< 30 s" and board[5] in ("yes", "NO")
