@@ -30,6 +30,7 @@ from ..records import STATUS_ERROR, QuestionResult, ResultKey
 from ..report.json_report import summary_json, write_json, write_text_atomic
 from ..report.model import LLMUsage, RunSummary, Summary
 from ..report.terminal import render_summary, render_wrong
+from ..run.estimate import Estimate
 from ..run.store import NUMBERS_KEY, RunStore, check_resume_config, find_run
 from .items import RunState
 from .keys import STATE_KEY
@@ -263,6 +264,8 @@ class Controller:
         self.rescored: list[str] = []
         #: --memeval-cache-import-verify: what re-asking the judge found (None: not asked)
         self.import_verify: dict[str, Any] | None = None
+        #: --memeval-estimate: what the run would send (set at session end)
+        self.estimate: Estimate | None = None
 
     @pytest.hookimpl
     def pytest_sessionstart(self, session: pytest.Session) -> None:
@@ -302,7 +305,7 @@ class Controller:
                 self.rescored += checked.rescored
                 self.results.update(stored)
                 state.resume_ids = frozenset(stored)
-            else:
+            elif not settings.llm.estimate:  # an estimate leaves no run folder behind
                 from .scale import run_config
 
                 self.store = RunStore.create(settings.cache_dir)
@@ -342,7 +345,7 @@ class Controller:
         if result.key in self.results and result.key not in self.state.resume_ids:
             self.duplicates.append(result.key)
         self.results[result.key] = result
-        if self.store is not None:
+        if self.store is not None and not self.state.settings.llm.estimate:
             self.store.append(result)
 
     def _lost(self, nodeid: str, reason: str, *, crashed: bool = False) -> None:
@@ -658,6 +661,9 @@ class Controller:
 
     @pytest.hookimpl(trylast=True)
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        if self.state.settings.llm.estimate and self.state.settings.active:
+            self._finish_estimate(session)
+            return
         self._record_unfinished()
         if not self.results and self.calibration is None:
             return
@@ -701,6 +707,32 @@ class Controller:
             session.exitstatus = pytest.ExitCode.OK
         if failed and session.exitstatus == pytest.ExitCode.OK:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+    def _finish_estimate(self, session: pytest.Session) -> None:
+        """--memeval-estimate: no summary, report or run folder; the estimate, exit status 0
+        (the placeholder verdicts decide nothing)."""
+        outputs = list(self.worker_outputs) or [worker_output(self.state)]
+        tokenizers: dict[str, str] = {}
+        approximate: list[str] = []
+        for out in outputs:
+            info = out.get("estimate") or {}
+            tokenizers.update({str(k): str(v) for k, v in (info.get("tokenizers") or {}).items()})
+            approximate += [str(x) for x in info.get("approximate") or ()]
+        llm = self.state.settings.llm
+        self.estimate = Estimate.from_accounting(
+            merge_outputs(outputs)["tokens"],
+            prices=llm.prices,
+            concurrency=llm.concurrency,
+            processes=len(self.worker_outputs) or 1,
+            rpm=llm.rpm,
+            tpm=llm.tpm,
+            tokenizers=tokenizers,
+            approximate=approximate,
+        )
+        if self.store is not None:
+            self.store.close()
+        if session.exitstatus == pytest.ExitCode.TESTS_FAILED:
+            session.exitstatus = pytest.ExitCode.OK
 
     # ---- terminal ----------------------------------------------------------------------------
     def _questions_run(self, benchmark: str, summary: Summary | None = None) -> int:
@@ -829,6 +861,12 @@ class Controller:
     def pytest_terminal_summary(
         self, terminalreporter: Any, exitstatus: int, config: pytest.Config
     ) -> None:
+        if self.estimate is not None:
+            terminalreporter.write_sep("=", "memeval estimate")
+            priced = self.state.settings.llm.prices is not None
+            for line in self.estimate.lines(priced=priced):
+                terminalreporter.write_line(line)
+            return
         summary = self.summary
         if summary is None:
             return
