@@ -712,6 +712,9 @@ class Controller:
         """--memeval-estimate: no summary, report or run folder; the estimate, exit status 0
         (the placeholder verdicts decide nothing)."""
         outputs = list(self.worker_outputs) or [worker_output(self.state)]
+        if self.worker_outputs and self.calibration is not None:
+            # the calibration's judge calls are made here, on the controller (as in merged())
+            outputs.append(worker_output(self.state) | {"ingests": {}})
         tokenizers: dict[str, str] = {}
         approximate: list[str] = []
         for out in outputs:
