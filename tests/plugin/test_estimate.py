@@ -127,3 +127,23 @@ def test_estimate_prices_and_rate_limits(pytester: pytest.Pytester, server: LLMS
     head = next(line for line in out.splitlines() if line.startswith("estimate: "))
     assert f"${tokens:.4f}" in head  # 1 $ per input token
     assert calls == 28 and "wall ~60 s" in head and "--memeval-llm-rpm=28" in out
+
+
+@MODES
+def test_a_partly_warm_cache_is_subtracted_request_by_request(
+    pytester: pytest.Pytester, server: LLMServer, mode: list[str]
+) -> None:
+    """Answers and verdicts a smaller run cached are not counted; the rest is exactly what the
+    full run then sends (the estimate looked up the real cache keys)."""
+    cache = pytester.path / "cache"
+    args = ["--memeval=demo", *LLM_ARGS, f"--memeval-cache-dir={cache}", *mode]
+    small = pytester.runpytest(*args, "--memeval-limit=1")
+    assert small.ret in (0, 1), small.stdout.str()
+    cached = server.count(OPENAI_PATH)
+    assert cached > 0
+    calls, _, out = _estimate(pytester, server, *args)
+    assert f"{cached} served from the LLM cache" in out
+    server.reset()
+    full = pytester.runpytest(*args)
+    assert full.ret in (0, 1), full.stdout.str()
+    assert calls == server.count(OPENAI_PATH) == 15 + 13 - cached
