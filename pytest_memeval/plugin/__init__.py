@@ -206,7 +206,9 @@ def _load(config: pytest.Config, state: RunState) -> None:
             state.answerer = ExtractiveAnswerer()
         else:
             assert state.llm is not None and state.llm.answerer is not None
-            state.answerer = state.llm.answerer
+            state.answerer = (
+                state.llm.estimate_answerer() if llm_settings.estimate else state.llm.answerer
+            )
 
 
 def _protocol(config: pytest.Config, settings: Any) -> Any:

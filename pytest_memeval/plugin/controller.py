@@ -27,6 +27,7 @@ if TYPE_CHECKING:  # imported where used: a pytest run without --memeval never l
     from ..analysis.baselines import Baseline, RunProtocol
     from ..analysis.beam_official import OfficialComposite
     from ..report.model import RunSummary, Summary
+    from ..run.estimate import Estimate
     from ..run.store import RunStore
     from .items import RunState
 
@@ -262,6 +263,8 @@ class Controller:
         self.import_verify: dict[str, Any] | None = None
         #: run folders deleted by --memeval-keep-runs at session end
         self.pruned: list[Path] = []
+        #: --memeval-estimate: what the run would send (set at session end)
+        self.estimate: Estimate | None = None
 
     @pytest.hookimpl
     def pytest_sessionstart(self, session: pytest.Session) -> None:
@@ -304,7 +307,7 @@ class Controller:
                 self.rescored += checked.rescored
                 self.results.update(stored)
                 state.resume_ids = frozenset(stored)
-            else:
+            elif not settings.llm.estimate:  # an estimate leaves no run folder behind
                 from .scale import run_config
 
                 self.store = RunStore.create(settings.cache_dir)
@@ -370,7 +373,7 @@ class Controller:
         if result.key in self.results and result.key not in self.state.resume_ids:
             self.duplicates.append(result.key)
         self.results[result.key] = result
-        if self.store is not None:
+        if self.store is not None and not self.state.settings.llm.estimate:
             self.store.append(result)
 
     def _lost(self, nodeid: str, reason: str, *, crashed: bool = False) -> None:
@@ -703,6 +706,9 @@ class Controller:
 
     @pytest.hookimpl(trylast=True)
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        if self.state.settings.llm.estimate and self.state.settings.active:
+            self._finish_estimate(session)
+            return
         self._record_unfinished()
         self._prune_runs()
         if not self.results and self.calibration is None:
@@ -777,6 +783,36 @@ class Controller:
                 f"(--memeval-keep-runs={keep} keeps the newest {keep}; 0 keeps all)"
             )
         return lines
+    def _finish_estimate(self, session: pytest.Session) -> None:
+        """--memeval-estimate: no summary, report or run folder; the estimate, exit status 0
+        (the placeholder verdicts decide nothing)."""
+        outputs = list(self.worker_outputs) or [worker_output(self.state)]
+        if self.worker_outputs and self.calibration is not None:
+            # the calibration's judge calls are made here, on the controller (as in merged())
+            outputs.append(worker_output(self.state) | {"ingests": {}})
+        tokenizers: dict[str, str] = {}
+        approximate: list[str] = []
+        for out in outputs:
+            info = out.get("estimate") or {}
+            tokenizers.update({str(k): str(v) for k, v in (info.get("tokenizers") or {}).items()})
+            approximate += [str(x) for x in info.get("approximate") or ()]
+        from ..run.estimate import Estimate
+
+        llm = self.state.settings.llm
+        self.estimate = Estimate.from_accounting(
+            merge_outputs(outputs)["tokens"],
+            prices=llm.prices,
+            concurrency=llm.concurrency,
+            processes=len(self.worker_outputs) or 1,
+            rpm=llm.rpm,
+            tpm=llm.tpm,
+            tokenizers=tokenizers,
+            approximate=approximate,
+        )
+        if self.store is not None:
+            self.store.close()
+        if session.exitstatus == pytest.ExitCode.TESTS_FAILED:
+            session.exitstatus = pytest.ExitCode.OK
 
     # ---- terminal ----------------------------------------------------------------------------
     def _questions_run(self, benchmark: str, summary: Summary | None = None) -> int:
@@ -905,6 +941,13 @@ class Controller:
     def pytest_terminal_summary(
         self, terminalreporter: Any, exitstatus: int, config: pytest.Config
     ) -> None:
+        if self.estimate is not None:
+            terminalreporter.write_sep("=", "memeval estimate")
+            priced = self.state.settings.llm.prices is not None
+            for line in self.estimate.lines(priced=priced):
+                terminalreporter.write_line(line)
+            return
+
         from ..report.terminal import render_summary, render_wrong
 
         summary = self.summary

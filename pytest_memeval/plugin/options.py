@@ -245,6 +245,12 @@ OPTIONS: tuple[_Opt, ...] = (
     ),
     _Opt("memeval-no-cache", "do not read or write the LLM cache", flag=True),
     _Opt(
+        "memeval-estimate",
+        "ingest and search for real, render every LLM request, send none: print the calls, input "
+        "tokens (after cache hits), cost and wall time the run would take (docs/scale.md)",
+        flag=True,
+    ),
+    _Opt(
         "memeval-prices",
         "JSON price table {model: {input: $/Mtok, output: $/Mtok}} for the cost in the summary",
         metavar="PATH",
@@ -799,6 +805,7 @@ def read_settings(config: pytest.Config) -> Settings:
                 val("memeval_llm_circuit_breaker"), src("memeval_llm_circuit_breaker"), minimum=0
             ),
             no_cache=flag("memeval_no_cache"),
+            estimate=flag("memeval_estimate"),
             prices=_prices(val("memeval_prices"), src("memeval_prices")),
             rpm=_int(val("memeval_llm_rpm"), src("memeval_llm_rpm"), minimum=1)
             if val("memeval_llm_rpm") not in (None, "")

@@ -97,7 +97,12 @@ class LLMRuntime:
         self.semaphore = make_semaphore(settings.concurrency)
         self.cache: LLMCache | None = None
         if not settings.no_cache:
-            self.cache = LLMCache(cache_dir / "llm")
+            if settings.estimate:  # read the real cache, write nothing
+                from ..llm.estimate import EstimateCache
+
+                self.cache = EstimateCache(cache_dir / "llm")
+            else:
+                self.cache = LLMCache(cache_dir / "llm")
         self._lock = threading.Lock()
         self.breaker = CircuitBreaker(settings.circuit_breaker)
         self.answerer_client: ProviderClient | None = None
@@ -127,6 +132,11 @@ class LLMRuntime:
 
     def _client(self, spec: str) -> ProviderClient:
         client = self._make_client(spec)
+        if self.settings.estimate:  # the real client and cache keys; a provider that sends nothing
+            from ..llm.estimate import EstimatingProvider
+
+            client.provider = EstimatingProvider(client.config)
+            return client
         if self.settings.rpm is not None or self.settings.tpm is not None:
             from ..llm.ratelimit import RateLimiter, limiter_path
 
@@ -258,10 +268,37 @@ class LLMRuntime:
             hashes.update(self.answerer.prompt_hashes)
         return hashes
 
+    def estimate_answerer(self) -> Any:
+        """--memeval-estimate: the answerer whose paid answers are gold-length placeholders."""
+        from ..llm.estimate import EstimatingProvider
+        from .estimate import PlaceholderAnswerer
+
+        assert self.answerer is not None and self.answerer_client is not None
+        provider = self.answerer_client.provider
+        assert isinstance(provider, EstimatingProvider)
+        return PlaceholderAnswerer(self.answerer, provider)
+
+    def tokenizers(self) -> dict[str, Any]:
+        """--memeval-estimate: the token counter of each model, and which are approximations."""
+        from ..llm.estimate import EstimatingProvider
+
+        names: dict[str, str] = {}
+        approximate: list[str] = []
+        clients = [s.client for s in self.judges]
+        if self.answerer_client is not None:
+            clients.append(self.answerer_client)
+        for client in clients:
+            if isinstance(client.provider, EstimatingProvider):
+                names[client.label] = client.provider.counter.name
+                if client.provider.counter.approximate is not None:
+                    approximate.append(client.provider.counter.approximate)
+        return {"tokenizers": names, "approximate": approximate}
+
     def output(self) -> dict[str, Any]:
         cache = self.cache.stats() if self.cache is not None else {}
         off = self.cache.disabled_reason if self.cache is not None else None
-        return {
+        extra = {"estimate": self.tokenizers()} if self.settings.estimate else {}
+        return extra | {
             "tokens": self.accounting.to_dict(),
             "cache": cache,
             "cache_off": [f"{self.cache.path}: {off}"] if self.cache is not None and off else [],

@@ -96,6 +96,8 @@ class LLMSettings:
     #: --memeval-llm-rpm / --memeval-llm-tpm: per provider and key, for the whole machine
     rpm: int | None = None
     tpm: int | None = None
+    #: --memeval-estimate: count the run's LLM calls and tokens, send none
+    estimate: bool = False
 
     @property
     def uses_llm(self) -> bool:

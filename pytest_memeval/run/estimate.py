@@ -1,0 +1,145 @@
+"""``--memeval-estimate``, run level and pytest-free: the answerer that hands the judges a
+placeholder answer, and the estimate's figures and lines.
+
+The estimate runs the real search and the real prompt rendering; the provider is swapped for
+:class:`~pytest_memeval.llm.estimate.EstimatingProvider` (``LLMRuntime``). An answer that would be
+paid for is replaced by a placeholder as long as the gold answer (its word count), so the judge
+prompts built from it are as long as the real run's; an answer served from the cache is the
+cached one, so the judges' cache keys are the real run's too.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+from ..judges.base import gold_text
+from ..llm.accounting import PriceTable, TokenAccounting
+from ..llm.estimate import EstimatingProvider
+from ..records import Memory, Prediction, Question
+
+__all__ = [
+    "DEFAULT_LATENCY",
+    "Estimate",
+    "PlaceholderAnswerer",
+    "placeholder_answer",
+]
+
+#: seconds an LLM call is assumed to take for the wall time (a short judge or answer reply)
+DEFAULT_LATENCY = 1.0
+
+
+def placeholder_answer(gold: object) -> str:
+    """As many words as the gold answer (at least one)."""
+    words = len(gold_text(gold).split())
+    return " ".join(["answer"] * max(1, words))
+
+
+class PlaceholderAnswerer:
+    """The configured LLM answerer, whose paid answers become :func:`placeholder_answer`."""
+
+    def __init__(self, inner: Any, provider: EstimatingProvider) -> None:
+        self.inner = inner
+        self.provider = provider
+
+    @property
+    def label(self) -> str:
+        return str(self.inner.label)
+
+    def answer(self, question: Question, memories: Sequence[Memory]) -> Prediction:
+        before = self.provider.sent_here()
+        prediction: Prediction = self.inner.answer(question, memories)
+        if self.provider.sent_here() == before:  # served from the cache: the real answer
+            return prediction
+        return replace(prediction, text=placeholder_answer(question.gold))
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """What the run would cost, from the estimate's merged token accounting."""
+
+    calls: int
+    input_tokens: int
+    output_tokens: int
+    cache_hits: int
+    by_role: dict[str, int]
+    cost: float | None
+    wall_seconds: float
+    wall_bound: str
+    tokenizers: tuple[str, ...]
+    approximate: tuple[str, ...]
+
+    @classmethod
+    def from_accounting(
+        cls,
+        tokens: Mapping[str, Any],
+        *,
+        prices: PriceTable | None,
+        concurrency: int,
+        processes: int,
+        rpm: int | None,
+        tpm: int | None,
+        tokenizers: Mapping[str, str],
+        approximate: Sequence[str] = (),
+        latency: float = DEFAULT_LATENCY,
+    ) -> Estimate:
+        acc = TokenAccounting.from_dict(tokens)
+        total = acc.total()
+        by_role = {role: usage.calls for role, usage in acc.by_role().items() if usage.calls}
+        in_flight = max(1, concurrency) * max(1, processes)
+        wall = total.calls * latency / in_flight
+        bound = f"{in_flight} calls in flight x {latency:g} s a call"
+        if rpm is not None and total.calls * 60.0 / rpm > wall:
+            wall, bound = total.calls * 60.0 / rpm, f"--memeval-llm-rpm={rpm}"
+        if tpm is not None:
+            by_tokens = (total.input_tokens + total.output_tokens) * 60.0 / tpm
+            if by_tokens > wall:
+                wall, bound = by_tokens, f"--memeval-llm-tpm={tpm}"
+        return cls(
+            calls=total.calls,
+            input_tokens=total.input_tokens,
+            output_tokens=total.output_tokens,
+            cache_hits=total.cache_hits,
+            by_role=by_role,
+            cost=acc.cost(prices) if prices is not None else None,
+            wall_seconds=wall,
+            wall_bound=bound,
+            tokenizers=tuple(f"{label}: {name}" for label, name in sorted(tokenizers.items())),
+            approximate=tuple(sorted(set(approximate))),
+        )
+
+    def lines(self, *, priced: bool) -> list[str]:
+        cost = (
+            "cost unknown (no --memeval-prices)"
+            if not priced
+            else "cost unknown (a model has no price)"
+            if self.cost is None
+            else f"${self.cost:.4f}"
+        )
+        head = (
+            f"estimate: {self.calls} LLM calls, {self.input_tokens} input tokens, "
+            f"~{self.output_tokens} output tokens, {cost}, "
+            f"wall ~{_duration(self.wall_seconds)}"
+        )
+        out = [head]
+        roles = ", ".join(f"{role} {n}" for role, n in sorted(self.by_role.items()))
+        out.append(
+            f"  calls by role: {roles or 'none'}; {self.cache_hits} served from the LLM cache "
+            "(not counted)"
+        )
+        out.append(f"  wall time bound by {self.wall_bound}")
+        for line in self.tokenizers:
+            out.append(f"  tokenizer {line}")
+        out.extend(f"  {line}" for line in self.approximate)
+        out.append("  no LLM call was made; output tokens are a rough guess (placeholder replies)")
+        return out
+
+
+def _duration(seconds: float) -> str:
+    if seconds < 90:
+        return f"{math.ceil(seconds)} s"
+    if seconds < 5400:
+        return f"{seconds / 60:.1f} min"
+    return f"{seconds / 3600:.1f} h"

@@ -1,0 +1,149 @@
+"""``--memeval-estimate``: the run's LLM calls counted, none sent; measured against the real run on
+the loopback server (call count exact, input tokens within 15 %)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from llm_server import OPENAI_PATH, LLMServer, judge_reply
+
+from pytest_memeval.llm.base import ChatMessage
+from pytest_memeval.llm.estimate import counter_for
+from pytest_memeval.llm.providers import resolve_config
+
+pytestmark = pytest.mark.usefixtures("memeval_env")
+
+MODES = pytest.mark.parametrize("mode", [[], ["-n", "2"]], ids=["no-n", "n2"])
+MODEL = "openai:gpt-4o-mini"
+LLM_ARGS = [
+    "--memsys=bm25",
+    f"--memeval-answerer={MODEL}",
+    f"--memeval-judge={MODEL}",
+]
+FIRST = re.compile(
+    r"^estimate: (\d+) LLM calls, (\d+) input tokens, ~\d+ output tokens, .+, wall ~.+$"
+)
+
+
+@pytest.fixture
+def server(monkeypatch: pytest.MonkeyPatch) -> Iterator[LLMServer]:
+    with LLMServer(reply=judge_reply, latency=0.0) as srv:
+        for key, value in srv.env("sk-estimate-test").items():
+            monkeypatch.setenv(key, value)
+        yield srv
+
+
+def _estimate(pytester: pytest.Pytester, server: LLMServer, *args: str) -> tuple[int, int, str]:
+    before = server.request_count
+    result = pytester.runpytest(*args, "--memeval-estimate")
+    out = result.stdout.str()
+    assert result.ret == 0, out
+    assert server.request_count == before, "the estimate sent an LLM request"
+    lines = out.splitlines()
+    head = lines.index(next(line for line in lines if "memeval estimate" in line))
+    match = FIRST.match(lines[head + 1])
+    assert match is not None, lines[head + 1]
+    return int(match.group(1)), int(match.group(2)), out
+
+
+def _real_input_tokens(server: LLMServer) -> int:
+    """The real requests' text, counted with the tokenizer the estimate used for the model."""
+    counter = counter_for(resolve_config(MODEL))
+    total = 0
+    for request in server.requests:
+        if request.path == OPENAI_PATH:
+            messages = [ChatMessage(m["role"], m["content"]) for m in request.body["messages"]]
+            total += counter.messages(messages)
+    return total
+
+
+def _compare(
+    pytester: pytest.Pytester, server: LLMServer, args: list[str], *, warm: bool = True
+) -> None:
+    calls, tokens, out = _estimate(pytester, server, *args)
+    assert calls > 0
+    assert f"tokenizer {MODEL}: " in out
+    server.reset()
+    real = pytester.runpytest(*args)
+    assert real.ret in (0, 1), real.stdout.str()  # WRONG answers may fail items
+    assert calls == server.count(OPENAI_PATH)
+    sent = _real_input_tokens(server)
+    assert abs(tokens - sent) <= 0.15 * sent, (tokens, sent)
+    if not warm:
+        return
+    # the real run filled the cache: nothing is left to pay for
+    warm_calls, warm_tokens, _ = _estimate(pytester, server, *args)
+    assert (warm_calls, warm_tokens) == (0, 0)
+
+
+@MODES
+def test_estimate_matches_the_real_run_on_demo(
+    pytester: pytest.Pytester, server: LLMServer, mode: list[str]
+) -> None:
+    cache = pytester.path / "cache"
+    _compare(pytester, server, ["--memeval=demo", *LLM_ARGS, f"--memeval-cache-dir={cache}", *mode])
+    assert len(list(cache.glob("runs/*"))) == 1  # the real run's; the estimates left none
+
+
+@MODES
+def test_estimate_matches_the_real_run_on_locomo(
+    pytester: pytest.Pytester,
+    server: LLMServer,
+    data_dir: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    mode: list[str],
+) -> None:
+    monkeypatch.setenv("MEMEVAL_DATA_DIR", str(data_dir))
+    cache = pytester.path / "cache"
+    args = ["--memeval=locomo", "--memeval-limit=1", *LLM_ARGS, f"--memeval-cache-dir={cache}"]
+    _compare(pytester, server, [*args, *mode], warm=False)  # a warm cache: the demo test
+
+
+def test_estimate_writes_no_run_folder_and_no_cache_entry(
+    pytester: pytest.Pytester, server: LLMServer
+) -> None:
+    cache = pytester.path / "cache"
+    args = ["--memeval=demo", *LLM_ARGS, f"--memeval-cache-dir={cache}"]
+    first, _, _ = _estimate(pytester, server, *args)
+    second, _, _ = _estimate(pytester, server, *args)
+    assert first == second == 15 + 13  # 15 answers, 13 judged (category 5 is not)
+    assert not list(cache.glob("runs/*"))
+
+
+def test_estimate_prices_and_rate_limits(pytester: pytest.Pytester, server: LLMServer) -> None:
+    prices = pytester.path / "prices.json"
+    prices.write_text('{"gpt-4o-mini": {"input": 1000000, "output": 0}}', encoding="utf-8")
+    args = [
+        "--memeval=demo",
+        *LLM_ARGS,
+        f"--memeval-cache-dir={pytester.path / 'cache'}",
+        f"--memeval-prices={prices}",
+        "--memeval-llm-rpm=28",
+    ]
+    calls, tokens, out = _estimate(pytester, server, *args)
+    head = next(line for line in out.splitlines() if line.startswith("estimate: "))
+    assert f"${tokens:.4f}" in head  # 1 $ per input token
+    assert calls == 28 and "wall ~60 s" in head and "--memeval-llm-rpm=28" in out
+
+
+@MODES
+def test_a_partly_warm_cache_is_subtracted_request_by_request(
+    pytester: pytest.Pytester, server: LLMServer, mode: list[str]
+) -> None:
+    """Answers and verdicts a smaller run cached are not counted; the rest is exactly what the
+    full run then sends (the estimate looked up the real cache keys)."""
+    cache = pytester.path / "cache"
+    args = ["--memeval=demo", *LLM_ARGS, f"--memeval-cache-dir={cache}", *mode]
+    small = pytester.runpytest(*args, "--memeval-limit=1")
+    assert small.ret in (0, 1), small.stdout.str()
+    cached = server.count(OPENAI_PATH)
+    assert cached > 0
+    calls, _, out = _estimate(pytester, server, *args)
+    assert f"{cached} served from the LLM cache" in out
+    server.reset()
+    full = pytester.runpytest(*args)
+    assert full.ret in (0, 1), full.stdout.str()
+    assert calls == server.count(OPENAI_PATH) == 15 + 13 - cached

