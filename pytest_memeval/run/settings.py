@@ -94,6 +94,8 @@ class LLMSettings:
     #: --memeval-llm-rpm / --memeval-llm-tpm: per provider and key, for the whole machine
     rpm: int | None = None
     tpm: int | None = None
+    #: --memeval-llm-batch: judge calls queued and sent through the batch APIs at the run's end
+    batch: bool = False
 
     @property
     def uses_llm(self) -> bool:
