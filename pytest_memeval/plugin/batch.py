@@ -18,6 +18,7 @@ from ..records import Question, QuestionResult
 from ..run.question import clean_scores, decide
 
 if TYPE_CHECKING:
+    from ..llm.client import ProviderClient
     from ..run.runtime import LLMRuntime
     from .controller import Controller
     from .items import RunState
@@ -70,30 +71,34 @@ def pending_keys(result: QuestionResult) -> list[str]:
     return keys
 
 
+def _sync(client: ProviderClient) -> Callable[[QueuedRequest], Completion]:
+    """The synchronous call of a queued request (cache, retries), for the batch's failures."""
+
+    def retry(q: QueuedRequest) -> Completion:
+        r = q.request
+        return client.complete(
+            r.messages,
+            temperature=r.temperature,
+            max_tokens=r.max_tokens,
+            run_index=r.run_index,
+            role="judge",
+            json_mode=r.json_mode,
+            max_tokens_field=r.max_tokens_field,
+        )
+
+    return retry
+
+
 def _route(llm: LLMRuntime) -> Callable[[tuple[str, str, str]], Route | None]:
     def route(group: tuple[str, str, str]) -> Route | None:
         for spec in llm.judges:
-            c = spec.client
-            if (c.config.provider, c.config.model, c.config.base_url) != group:
+            client = spec.client
+            if (client.config.provider, client.config.model, client.config.base_url) != group:
                 continue
-            client = c
             sdk = getattr(client.provider, "sdk", None)
             if sdk is None:
                 return None
-
-            def retry(q: QueuedRequest) -> Completion:
-                r = q.request
-                return client.complete(
-                    r.messages,
-                    temperature=r.temperature,
-                    max_tokens=r.max_tokens,
-                    run_index=r.run_index,
-                    role="judge",
-                    json_mode=r.json_mode,
-                    max_tokens_field=r.max_tokens_field,
-                )
-
-            return backend_for(client.config, sdk.get()), retry
+            return backend_for(client.config, sdk.get()), _sync(client)
         return None
 
     return route
