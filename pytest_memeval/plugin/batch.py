@@ -23,11 +23,7 @@ if TYPE_CHECKING:
     from .controller import Controller
     from .items import RunState
 
-__all__ = ["POLL_POLICY_KEY", "check_batch", "pending_keys", "settle_run", "start_batch"]
-
-#: tests shorten the polling backoff through ``config.stash`` (never a module global)
-POLL_POLICY_KEY = pytest.StashKey[PollPolicy]()
-
+__all__ = ["check_batch", "pending_keys", "settle_run", "start_batch"]
 
 def check_batch(state: RunState) -> None:
     """Refuse combinations where batching cannot work, before anything is paid."""
@@ -119,7 +115,7 @@ def settle_run(controller: Controller) -> list[str]:
         return []
     llm.queue_judges(None, "")  # from here on the judges send (retries and the rejudge)
     lines: list[str] = []
-    policy = controller.config.stash.get(POLL_POLICY_KEY, PollPolicy())
+    policy = PollPolicy()
     writer = controller.config.pluginmanager.get_plugin("terminalreporter")
 
     def log(line: str) -> None:
