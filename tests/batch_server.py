@@ -26,7 +26,7 @@ from typing import Any
 
 from llm_server import LLMServer, RecordedRequest, _Handler, _text_of, _words
 
-__all__ = ["BatchServer", "OPENAI_CREATE", "ANTHROPIC_CREATE"]
+__all__ = ["ANTHROPIC_CREATE", "OPENAI_CREATE", "BatchServer"]
 
 OPENAI_CREATE = "POST /v1/batches"
 ANTHROPIC_CREATE = "POST /v1/messages/batches"
@@ -52,7 +52,9 @@ class _BatchHandler(_Handler):
 
     def _log(self, route: str, body: Any = None) -> None:
         owner: BatchServer = self.server.owner
-        owner._record(RecordedRequest(route.split()[0], route, dict(self.headers.items()), body, "ok"))
+        owner._record(
+            RecordedRequest(route.split()[0], route, dict(self.headers.items()), body, "ok")
+        )
 
     def do_GET(self) -> None:
         owner: BatchServer = self.server.owner

@@ -50,6 +50,7 @@ __all__ = [
     "BatchOutcome",
     "BatchQueue",
     "PollPolicy",
+    "Polled",
     "QueuedRequest",
     "backend_for",
     "read_queue",
