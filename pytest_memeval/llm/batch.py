@@ -58,6 +58,8 @@ __all__ = [
 ]
 
 BATCH_DIR = "batch"
+#: requests per batch (OpenAI allows 50,000 a file, Anthropic 100,000 a batch; both cap the size)
+MAX_BATCH = 10_000
 #: judge roles whose cache misses go to the batch (answers are needed by the judge, so they are
 #: sent at once)
 BATCH_ROLES = frozenset({"judge"})
@@ -454,7 +456,12 @@ def settle(
     for q in missing.values():
         if q.key not in errors:
             groups.setdefault(q.group, []).append(q)
-    for group, items in groups.items():
+    chunks = [
+        (group, items[at : at + MAX_BATCH])
+        for group, items in groups.items()
+        for at in range(0, len(items), MAX_BATCH)
+    ]
+    for group, items in chunks:
         routed = route(group)
         if routed is None:
             for q in items:

@@ -25,6 +25,7 @@ if TYPE_CHECKING:
 
 __all__ = ["check_batch", "pending_keys", "settle_run", "start_batch"]
 
+
 def check_batch(state: RunState) -> None:
     """Refuse combinations where batching cannot work, before anything is paid."""
     llm = state.settings.llm

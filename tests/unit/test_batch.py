@@ -156,3 +156,16 @@ def test_requests_without_a_client_are_reported_not_sent(tmp_path: Path) -> None
     items = _queue(tmp_path, 1)
     outcome = settle(tmp_path, LLMCache(tmp_path / "llm"), lambda g: None)
     assert outcome.failed == {items[0].key: "no client for openai:gpt-4o-mini in this session"}
+
+
+def test_a_large_queue_is_split_into_batches(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import pytest_memeval.llm.batch as batch
+
+    monkeypatch.setattr(batch, "MAX_BATCH", 2)
+    items = _queue(tmp_path, 5)
+    api = FakeBatchAPI(tmp_path, polls=1)
+    outcome = settle(tmp_path, LLMCache(tmp_path / "llm"), lambda g: (api, lambda q: _reply(q.key)))
+    assert [len(c) for c in api.created] == [2, 2, 1] and outcome.stored == 5
+    assert sorted(k for c in api.created for k in c) == sorted(q.key for q in items)
