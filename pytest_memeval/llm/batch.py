@@ -26,6 +26,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -141,20 +142,23 @@ class BatchQueue:
         self.folder = folder
         self.path = folder / f"requests-{name}.jsonl"
         self._fd: int | None = None
+        self._lock = threading.Lock()  # the pipeline's threads judge concurrently
         self.queued = 0
 
     def add(self, item: QueuedRequest) -> None:
         line = (json.dumps(item.to_dict(), ensure_ascii=False) + "\n").encode("utf-8")
-        if self._fd is None:
-            self.folder.mkdir(parents=True, exist_ok=True)
-            self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-        os.write(self._fd, line)
-        self.queued += 1
+        with self._lock:
+            if self._fd is None:
+                self.folder.mkdir(parents=True, exist_ok=True)
+                self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+            os.write(self._fd, line)
+            self.queued += 1
 
     def close(self) -> None:
-        if self._fd is not None:
-            os.close(self._fd)
-            self._fd = None
+        with self._lock:
+            if self._fd is not None:
+                os.close(self._fd)
+                self._fd = None
 
 
 def read_queue(folder: Path) -> tuple[dict[str, QueuedRequest], list[str]]:
@@ -400,10 +404,12 @@ def settle(
     policy: PollPolicy | None = None,
     sleep: Callable[[float], None] = time.sleep,
     log: Callable[[str], None] = lambda line: None,
+    paid: Callable[[QueuedRequest, Completion], None] = lambda q, c: None,
 ) -> BatchOutcome:
     """Bring every queued request of the run folder's ``batch/`` into ``cache`` (see the module
     docstring). ``route`` gives a group's batch backend and synchronous client (None: this
-    session has no client for it, its requests are reported failed)."""
+    session has no client for it, its requests are reported failed); ``paid`` is told of every
+    reply the batch returned (token accounting)."""
     policy = policy or PollPolicy()
     outcome = BatchOutcome()
     queued, problems = read_queue(folder)
@@ -434,6 +440,8 @@ def settle(
             if isinstance(got, Completion):
                 cache.put(custom_id, got)
                 outcome.stored += 1
+                if custom_id in queued:
+                    paid(queued[custom_id], got)
                 missing.pop(custom_id, None)
             else:
                 errors[custom_id] = (got if isinstance(got, str) else "") or whole or "no result"

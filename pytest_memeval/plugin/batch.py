@@ -101,6 +101,21 @@ def _route(llm: LLMRuntime) -> Callable[[tuple[str, str, str]], Route | None]:
     return route
 
 
+def _account(llm: LLMRuntime) -> Callable[[QueuedRequest, Completion], None]:
+    """Count each batch reply as a judge call of its model (tokens as the provider reported)."""
+
+    def paid(q: QueuedRequest, completion: Completion) -> None:
+        llm.accounting.record(
+            "judge",
+            f"{q.provider}:{q.model}",
+            calls=1,
+            input_tokens=completion.input_tokens,
+            output_tokens=completion.output_tokens,
+        )
+
+    return paid
+
+
 def settle_run(controller: Controller) -> list[str]:
     """At the controller's session end: send or pick up the run's batches, then judge every
     result still waiting for one again from the cache; the store gets the new rows. Returns the
@@ -124,7 +139,7 @@ def settle_run(controller: Controller) -> list[str]:
             writer.write_line(f"memeval: {redact(line)}")
 
     try:
-        outcome = settle(folder, llm.cache, _route(llm), policy=policy, log=log)
+        outcome = settle(folder, llm.cache, _route(llm), policy=policy, log=log, paid=_account(llm))
     except (JudgeError, OSError) as exc:
         return [f"batch: {redact(str(exc))}"]
     except Exception as exc:  # an SDK error while submitting or polling: the batch stays recorded

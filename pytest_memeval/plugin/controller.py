@@ -410,8 +410,8 @@ class Controller:
 
     def merged(self) -> dict[str, Any]:
         outputs = list(self.worker_outputs) or [worker_output(self.state)]
-        if self.worker_outputs and self.calibration is not None:
-            # the calibration's judge calls were made here, on the controller
+        if self.worker_outputs and (self.calibration is not None or self.batch_lines):
+            # the calibration's and the batch's judge calls were made here, on the controller
             outputs.append(worker_output(self.state) | {"ingests": {}})
         return merge_outputs(outputs)
 

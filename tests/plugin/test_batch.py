@@ -7,6 +7,7 @@ once, then reported per question."""
 from __future__ import annotations
 
 import os
+import re
 import signal
 import sqlite3
 import subprocess
@@ -95,6 +96,10 @@ def test_batch_run_gives_the_synchronous_verdicts_and_cache_keys(
     assert server.count(_chat(model)) == 15
     assert server.count(_create(model)) == 1
     batch.stdout.fnmatch_lines(["*batch: 1 submitted, 0 picked up, 13 replies stored*"])
+    # the batch's replies are counted as judge calls with the tokens the provider reported
+    judge_line = re.compile(r"judge \d+ calls \d+ in / \d+ out tokens")
+    tokens = judge_line.findall(batch.stdout.str())
+    assert tokens == judge_line.findall(sync.stdout.str()) and tokens[0].startswith("judge 13 ")
     expected = _rows(read_json(pytester.path / "sync.json"))
     assert _rows(read_json(pytester.path / "batch.json")) == expected
     assert sum(1 for status, _, _ in expected.values() if status == "CORRECT") > 5
