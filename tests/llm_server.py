@@ -357,6 +357,9 @@ class _Handler(BaseHTTPRequestHandler):
 class LLMServer:
     """Threaded loopback server on 127.0.0.1 (port 0 = any free port). Context manager."""
 
+    #: the request handler (``tests/batch_server.py`` adds the batch APIs in a subclass)
+    handler: type[BaseHTTPRequestHandler] = _Handler
+
     def __init__(
         self,
         *,
@@ -399,7 +402,7 @@ class LLMServer:
         if self._server is not None:
             return self
         self._stopping.clear()
-        server = _Server(("127.0.0.1", self._port), _Handler)
+        server = _Server(("127.0.0.1", self._port), self.handler)
         server.owner = self
         self._server = server
         self._thread = threading.Thread(

@@ -13,6 +13,7 @@ from typing import Protocol, TypeVar
 from ..errors import JudgeError
 from .accounting import TokenAccounting
 from .base import ChatMessage, Completion, Request
+from .batch import BATCH_ROLES, BatchDeferred, BatchQueue, QueuedRequest
 from .cache import LLMCache, cache_key
 from .providers import Provider, ProviderConfig, build_provider, resolve_config
 from .ratelimit import RateLimiter, estimate_tokens
@@ -97,6 +98,8 @@ class ProviderClient:
         self.retries = 0
         #: --memeval-llm-rpm / --memeval-llm-tpm, shared by every process of the machine
         self.limiter: RateLimiter | None = None
+        #: --memeval-llm-batch: where a judge call that misses the cache is queued (not sent)
+        self.batch: BatchQueue | None = None
 
     @property
     def label(self) -> str:
@@ -165,6 +168,18 @@ class ProviderClient:
                 self.cache.note_import(role, hit)
                 return self._clean(hit)
             self.accounting.record(role, self.label, cache_misses=1)
+            if self.batch is not None and role in BATCH_ROLES:
+                self.batch.add(
+                    QueuedRequest(
+                        key,
+                        self.config.provider,
+                        self.config.model,
+                        self.config.base_url,
+                        self.config.key_env,
+                        request,
+                    )
+                )
+                raise BatchDeferred(self.label, key)
 
         if self.breaker is not None and self.breaker.open:
             self.accounting.record(role, self.label, failures=1)

@@ -290,6 +290,88 @@ def _sdk_errors(config: ProviderConfig, timeout: float) -> Iterator[None]:
         raise translated from None
 
 
+def openai_body(config: ProviderConfig, request: Request) -> dict[str, Any]:
+    """The chat-completions body of ``request`` (the synchronous call and the Batch API's lines
+    send the same one)."""
+    messages, max_tokens = request.messages, request.max_tokens
+    _check_messages(messages)
+    payload: list[Any] = [{"role": m.role, "content": m.content} for m in messages]
+    # OpenAI's own API wants max_completion_tokens (reasoning models reject max_tokens);
+    # compatible servers (vLLM, Ollama, older gateways) know max_tokens. An official
+    # protocol names the field its upstream code sends.
+    field = request.max_tokens_field or (
+        "max_completion_tokens" if config.provider == "openai" else "max_tokens"
+    )
+    body: dict[str, Any] = {
+        "model": config.model,
+        "messages": payload,
+        "temperature": request.temperature,
+    }
+    if max_tokens is not None:
+        body[field] = max_tokens
+    if request.n is not None:
+        body["n"] = request.n
+    if request.stream is not None:
+        body["stream"] = request.stream
+    if request.json_mode:
+        body["response_format"] = {"type": "json_object"}
+    return body
+
+
+def anthropic_body(config: ProviderConfig, request: Request) -> dict[str, Any]:
+    """The messages-API parameters of ``request`` (synchronous call and Message Batches alike);
+    the temperature is a plain field here (the SDK call passes it through ``extra_body``)."""
+    messages, max_tokens = request.messages, request.max_tokens
+    # the messages API requires a limit; JSON mode, n and the field name have no equivalent
+    if max_tokens is None:
+        max_tokens = ANTHROPIC_DEFAULT_MAX_TOKENS
+    _check_messages(messages)
+    system = "\n\n".join(m.content for m in messages if m.role == "system")
+    turns: list[Any] = [
+        {"role": m.role, "content": m.content} for m in messages if m.role != "system"
+    ]
+    if not turns:
+        raise PermanentError("the anthropic provider needs at least one user message")
+    body: dict[str, Any] = {"model": config.model, "messages": turns, "max_tokens": max_tokens}
+    if system:
+        body["system"] = system
+    body["temperature"] = request.temperature
+    return body
+
+
+def openai_completion(resp: Any, config: ProviderConfig) -> Completion:
+    """A chat-completions reply (the SDK's object) as a :class:`Completion`."""
+    choices = resp.choices
+    if not choices:
+        raise TransientError("reply without choices")
+    text = choices[0].message.content or ""
+    usage = resp.usage
+    return Completion(
+        text=text,
+        input_tokens=_int(getattr(usage, "prompt_tokens", 0)),
+        output_tokens=_int(getattr(usage, "completion_tokens", 0)),
+        cached=False,
+        model=str(resp.model or config.model),
+    )
+
+
+def anthropic_completion(resp: Any, config: ProviderConfig) -> Completion:
+    """A messages-API reply (the SDK's object) as a :class:`Completion`."""
+    text = "".join(
+        str(getattr(block, "text", ""))
+        for block in resp.content
+        if getattr(block, "type", None) == "text"
+    )
+    usage = resp.usage
+    return Completion(
+        text=text,
+        input_tokens=_int(getattr(usage, "input_tokens", 0)),
+        output_tokens=_int(getattr(usage, "output_tokens", 0)),
+        cached=False,
+        model=str(resp.model or config.model),
+    )
+
+
 @dataclass
 class OpenAIProvider:
     """OpenAI chat completions (also used for ``openai-compatible``)."""
@@ -299,41 +381,10 @@ class OpenAIProvider:
     sdk: _LazySDK
 
     def send(self, request: Request) -> Completion:
-        messages, max_tokens = request.messages, request.max_tokens
-        _check_messages(messages)
-        payload: list[Any] = [{"role": m.role, "content": m.content} for m in messages]
-        # OpenAI's own API wants max_completion_tokens (reasoning models reject max_tokens);
-        # compatible servers (vLLM, Ollama, older gateways) know max_tokens. An official
-        # protocol names the field its upstream code sends.
-        field = request.max_tokens_field or (
-            "max_completion_tokens" if self.config.provider == "openai" else "max_tokens"
-        )
-        limit: dict[str, Any] = {} if max_tokens is None else {field: max_tokens}
-        if request.n is not None:
-            limit["n"] = request.n
-        if request.stream is not None:
-            limit["stream"] = request.stream
-        if request.json_mode:
-            limit["response_format"] = {"type": "json_object"}
+        body = openai_body(self.config, request)
         with _sdk_errors(self.config, self.timeout):
-            resp = self.sdk.get().chat.completions.create(
-                model=self.config.model,
-                messages=payload,
-                temperature=request.temperature,
-                **limit,
-            )
-            choices = resp.choices
-            if not choices:
-                raise TransientError("reply without choices")
-            text = choices[0].message.content or ""
-            usage = resp.usage
-            return Completion(
-                text=text,
-                input_tokens=_int(getattr(usage, "prompt_tokens", 0)),
-                output_tokens=_int(getattr(usage, "completion_tokens", 0)),
-                cached=False,
-                model=str(resp.model or self.config.model),
-            )
+            resp = self.sdk.get().chat.completions.create(**body)
+            return openai_completion(resp, self.config)
 
     def close(self) -> None:
         self.sdk.close()
@@ -352,40 +403,12 @@ class AnthropicProvider:
     sdk: _LazySDK
 
     def send(self, request: Request) -> Completion:
-        messages, max_tokens = request.messages, request.max_tokens
-        # the messages API requires a limit; JSON mode, n and the field name have no equivalent
-        if max_tokens is None:
-            max_tokens = ANTHROPIC_DEFAULT_MAX_TOKENS
-        _check_messages(messages)
-        system = "\n\n".join(m.content for m in messages if m.role == "system")
-        turns: list[Any] = [
-            {"role": m.role, "content": m.content} for m in messages if m.role != "system"
-        ]
-        if not turns:
-            raise PermanentError("the anthropic provider needs at least one user message")
-        extra: dict[str, Any] = {"system": system} if system else {}
+        body = anthropic_body(self.config, request)
+        temperature = body.pop("temperature")
         with _sdk_errors(self.config, self.timeout):
             # This SDK generation no longer types ``temperature``; the API still takes it.
-            resp = self.sdk.get().messages.create(
-                model=self.config.model,
-                messages=turns,
-                max_tokens=max_tokens,
-                extra_body={"temperature": request.temperature},
-                **extra,
-            )
-            text = "".join(
-                str(getattr(block, "text", ""))
-                for block in resp.content
-                if getattr(block, "type", None) == "text"
-            )
-            usage = resp.usage
-            return Completion(
-                text=text,
-                input_tokens=_int(getattr(usage, "input_tokens", 0)),
-                output_tokens=_int(getattr(usage, "output_tokens", 0)),
-                cached=False,
-                model=str(resp.model or self.config.model),
-            )
+            resp = self.sdk.get().messages.create(**body, extra_body={"temperature": temperature})
+            return anthropic_completion(resp, self.config)
 
     def close(self) -> None:
         self.sdk.close()

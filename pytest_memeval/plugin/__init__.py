@@ -194,6 +194,11 @@ def _load(config: pytest.Config, state: RunState) -> None:
                 state.llm.answerer.add_dataset(
                     name, dataset.conversations.values(), dataset.questions
                 )
+        from .batch import check_batch, start_worker
+
+        check_batch(state)
+        if workerinput is not None:
+            start_worker(state, workerinput)
         cache = state.llm.cache
         if cache is not None and not hasattr(config, "workerinput"):
             problem = cache.check_usable()  # before any paid call, not silently later

@@ -259,6 +259,8 @@ class Controller:
         self.report_errors: list[tuple[Path, str]] = []
         #: stored rows (merged or resumed) whose numbers differed from the re-computed ones
         self.rescored: list[str] = []
+        #: --memeval-llm-batch: what sending the batches did (plugin.batch.settle_run)
+        self.batch_lines: list[str] = []
         #: --memeval-cache-import-verify: what re-asking the judge found (None: not asked)
         self.import_verify: dict[str, Any] | None = None
         #: run folders deleted by --memeval-keep-runs at session end
@@ -313,6 +315,9 @@ class Controller:
                 self.store = RunStore.create(settings.cache_dir)
                 # the resume check reads NUMBERS_KEY; the merge reads the fingerprint and shard
                 self.store.write_config(run_config(state) | {NUMBERS_KEY: settings.numbers()})
+            from .batch import start_batch
+
+            start_batch(state, self.store.folder)
             if settings.run.merge:
                 scale = self.config.pluginmanager.get_plugin("memeval-scale")
                 assert scale is not None  # registered with --memeval-merge
@@ -436,8 +441,8 @@ class Controller:
 
     def merged(self) -> dict[str, Any]:
         outputs = list(self.worker_outputs) or [worker_output(self.state)]
-        if self.worker_outputs and self.calibration is not None:
-            # the calibration's judge calls were made here, on the controller
+        if self.worker_outputs and (self.calibration is not None or self.batch_lines):
+            # the calibration's and the batch's judge calls were made here, on the controller
             outputs.append(worker_output(self.state) | {"ingests": {}})
         return merge_outputs(outputs)
 
@@ -710,6 +715,9 @@ class Controller:
             self._finish_estimate(session)
             return
         self._record_unfinished()
+        from .batch import settle_run
+
+        self.batch_lines = settle_run(self)
         self._prune_runs()
         if not self.results and self.calibration is None:
             return
@@ -956,6 +964,8 @@ class Controller:
         tr = terminalreporter
         tr.write_sep("=", "memeval summary")
         settings = self.state.settings
+        for line in self.batch_lines:
+            tr.write_line(f"memeval {line}")
         for line in render_summary(summary, self.baselines(summary), self._config_lines()):
             tr.write_line(line)
         wrong_limit = None if config.get_verbosity() > 0 else settings.run.show_wrong

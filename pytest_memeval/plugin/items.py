@@ -112,6 +112,8 @@ class RunState:
     pipeline: Pipeline | None = None
     #: node id -> position in ``session.items`` (where an item looks ahead from)
     item_index: dict[str, int] | None = None
+    #: the run folder's ``batch/`` (--memeval-llm-batch queues and batch ids; plugin.batch)
+    batch_dir: Path | None = None
 
     def llm_pipeline(self) -> Pipeline | None:
         """The process's LLM window: None without LLM calls or at ``--memeval-llm-concurrency=1``

@@ -251,6 +251,12 @@ OPTIONS: tuple[_Opt, ...] = (
         flag=True,
     ),
     _Opt(
+        "memeval-llm-batch",
+        "send judge calls through the providers' batch APIs at the end of the run (half "
+        "price; see docs/batch.md)",
+        flag=True,
+    ),
+    _Opt(
         "memeval-prices",
         "JSON price table {model: {input: $/Mtok, output: $/Mtok}} for the cost in the summary",
         metavar="PATH",
@@ -806,6 +812,7 @@ def read_settings(config: pytest.Config) -> Settings:
             ),
             no_cache=flag("memeval_no_cache"),
             estimate=flag("memeval_estimate"),
+            batch=flag("memeval_llm_batch"),
             prices=_prices(val("memeval_prices"), src("memeval_prices")),
             rpm=_int(val("memeval_llm_rpm"), src("memeval_llm_rpm"), minimum=1)
             if val("memeval_llm_rpm") not in (None, "")

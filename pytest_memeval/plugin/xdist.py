@@ -66,6 +66,8 @@ class XdistHooks:
             node.workerinput["memeval_resume"] = [list(key) for key in sorted(state.resume_ids)]
         if state is not None and state.rejudge_run is not None:
             node.workerinput["memeval_rejudge_run"] = str(state.rejudge_run)
+        if state is not None and state.batch_dir is not None:
+            node.workerinput["memeval_batch_dir"] = str(state.batch_dir)
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_testnodedown(self, node: Any, error: Any) -> None:

@@ -29,6 +29,7 @@ from ..llm import (
     make_semaphore,
     redact,
 )
+from ..llm.batch import BatchDeferred, BatchQueue
 from ..llm.client import CircuitOpenError
 from ..llm.retry import CircuitBreaker
 from ..records import Question
@@ -219,6 +220,10 @@ class LLMRuntime:
             try:
                 with self._import_trace() as imported:
                     result: JudgeResult = judge.judge(question, prediction, spec.client)
+            except BatchDeferred as exc:  # --memeval-llm-batch: judged at the run's end
+                scores[key] = None
+                details[key] = {"unscored": True, "label": spec.label, "batch_pending": [exc.key]}
+                continue
             except CircuitOpenError as exc:  # the endpoint is down: UNSCORED, not an error
                 with self._lock:  # judged on the pipeline's threads
                     self.unscored += 1
@@ -253,6 +258,15 @@ class LLMRuntime:
             if spec.first and result.reasoning:
                 details["judge_reasoning"] = result.reasoning
         return scores, details
+
+    def queue_judges(self, folder: Path | None, name: str) -> None:
+        """--memeval-llm-batch: queue every judge's cache misses in ``folder`` (this process's
+        file ``requests-<name>.jsonl``); None sends them again."""
+        queue = BatchQueue(folder, name) if folder is not None else None
+        for spec in self.judges:
+            if spec.client.batch is not None:
+                spec.client.batch.close()
+            spec.client.batch = queue
 
     def _import_trace(self) -> contextlib.AbstractContextManager[list[str]]:
         if self.cache is None:

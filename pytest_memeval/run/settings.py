@@ -98,6 +98,8 @@ class LLMSettings:
     tpm: int | None = None
     #: --memeval-estimate: count the run's LLM calls and tokens, send none
     estimate: bool = False
+    #: --memeval-llm-batch: judge calls queued and sent through the batch APIs at the run's end
+    batch: bool = False
 
     @property
     def uses_llm(self) -> bool:

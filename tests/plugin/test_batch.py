@@ -1,0 +1,202 @@
+"""``--memeval-llm-batch`` end to end (docs/batch.md): judge calls sent through OpenAI's Batch API
+and Anthropic's Message Batches on the loopback server (``tests/batch_server.py``) through the
+real SDKs give the synchronous run's verdicts and cache keys; a batch survives a SIGKILL while it
+is polled (``--memeval-resume`` picks it up, never creates it twice); failed requests are retried
+once, then reported per question."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from batch_server import ANTHROPIC_CREATE, OPENAI_CREATE, BatchServer
+from conftest import read_json
+from llm_server import ANTHROPIC_PATH, OPENAI_PATH, judge_reply
+
+pytestmark = pytest.mark.usefixtures("memeval_env")
+
+MODES = pytest.mark.parametrize("mode", [[], ["-n", "2"]], ids=["no-n", "n2"])
+#: both providers without xdist, one of them under -n 2 (the xdist path is provider-blind)
+PROVIDER_MODES = pytest.mark.parametrize(
+    ("mode", "model"),
+    [
+        ([], "openai:gpt-4o-mini"),
+        ([], "anthropic:claude-haiku-4-5"),
+        (["-n", "2"], "anthropic:claude-haiku-4-5"),
+    ],
+    ids=["openai-no-n", "anthropic-no-n", "anthropic-n2"],
+)
+JUDGED = 13  # the demo's 15 questions, category 5 not judged
+
+
+@pytest.fixture
+def server(monkeypatch: pytest.MonkeyPatch) -> Iterator[BatchServer]:
+    with BatchServer(reply=judge_reply) as srv:
+        for key, value in srv.env("sk-batch-test").items():
+            monkeypatch.setenv(key, value)
+        yield srv
+
+
+def _args(model: str, cache: Path) -> list[str]:
+    return [
+        "--memeval=demo",
+        "--memsys=bm25",
+        f"--memeval-answerer={model}",
+        f"--memeval-judge={model}",
+        f"--memeval-cache-dir={cache}",
+    ]
+
+
+def _rows(report: dict[str, Any]) -> dict[str, tuple[Any, ...]]:
+    """Each question's verdict: status, prediction, scores."""
+    return {
+        q["id"]: (q["status"], q["prediction"], q["scores"])
+        for run in report["runs"]
+        for q in run["questions"]
+    }
+
+
+def _keys(cache: Path) -> set[str]:
+    with sqlite3.connect(cache / "llm" / "llm-cache.sqlite3") as conn:
+        return {row[0] for row in conn.execute("SELECT key FROM completions")}
+
+
+def _chat(model: str) -> str:
+    return ANTHROPIC_PATH if model.startswith("anthropic") else OPENAI_PATH
+
+
+def _create(model: str) -> str:
+    return ANTHROPIC_CREATE if model.startswith("anthropic") else OPENAI_CREATE
+
+
+@PROVIDER_MODES
+def test_batch_run_gives_the_synchronous_verdicts_and_cache_keys(
+    pytester: pytest.Pytester, server: BatchServer, mode: list[str], model: str
+) -> None:
+    sync_cache, batch_cache = pytester.path / "sync", pytester.path / "batch"
+    sync = pytester.runpytest(*_args(model, sync_cache), "--memeval-json=sync.json", *mode)
+    assert sync.ret == 0, sync.stdout.str()
+    assert server.count(_chat(model)) == 15 + JUDGED
+    server.reset()
+
+    batch = pytester.runpytest(
+        *_args(model, batch_cache), "--memeval-llm-batch", "--memeval-json=batch.json", *mode
+    )
+    assert batch.ret == 0, batch.stdout.str()
+    # the answers are sent at once, every judge call in one batch
+    assert server.count(_chat(model)) == 15
+    assert server.count(_create(model)) == 1
+    batch.stdout.fnmatch_lines(["*batch: 1 submitted, 0 picked up, 13 replies stored*"])
+    # the batch's replies are counted as judge calls with the tokens the provider reported
+    judge_line = re.compile(r"judge \d+ calls \d+ in / \d+ out tokens")
+    tokens = judge_line.findall(batch.stdout.str())
+    assert tokens == judge_line.findall(sync.stdout.str()) and tokens[0].startswith("judge 13 ")
+    expected = _rows(read_json(pytester.path / "sync.json"))
+    assert _rows(read_json(pytester.path / "batch.json")) == expected
+    assert sum(1 for status, _, _ in expected.values() if status == "CORRECT") > 5
+    assert _keys(batch_cache) == _keys(sync_cache)
+
+    # a synchronous run afterwards is served from the cache: no request at all
+    server.reset()
+    again = pytester.runpytest(*_args(model, batch_cache), "--memeval-json=again.json", *mode)
+    assert again.ret == 0, again.stdout.str()
+    assert server.request_count == 0
+    assert _rows(read_json(pytester.path / "again.json")) == expected
+
+
+@MODES
+def test_batch_survives_a_sigkill_while_polled(
+    pytester: pytest.Pytester, server: BatchServer, mode: list[str]
+) -> None:
+    model = "openai:gpt-4o-mini"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_XDIST")}
+    cache = pytester.path / "cache"
+    cmd = [
+        sys.executable,
+        "-m",
+        "pytest",
+        *_args(model, cache),
+        "--memeval-llm-batch",
+        "-p",
+        "no:cacheprovider",
+        *(mode or ["-p", "no:xdist"]),
+    ]
+    server.hold.set()  # the batch stays in_progress: the run polls it until killed
+    proc = subprocess.Popen(
+        cmd,
+        cwd=pytester.path,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    try:
+        deadline = time.time() + 120
+        while time.time() < deadline and server.count("GET /v1/batches/{id}") < 1:
+            time.sleep(0.02)
+        assert server.count("GET /v1/batches/{id}") >= 1, "the run never polled its batch"
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+    assert server.count(OPENAI_CREATE) == 1
+    states = list(cache.glob("runs/*/batch/batch-*.json"))
+    assert len(states) == 1  # written before the first poll
+
+    server.hold.clear()  # the provider finishes the batch while nobody is polling
+    answered = server.count(OPENAI_PATH)
+    done = subprocess.run(
+        [*cmd, "--memeval-resume", "--memeval-json=r.json"],
+        cwd=pytester.path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "batch: 0 submitted, 1 picked up, 13 replies stored" in done.stdout
+    assert server.count(OPENAI_CREATE) == 1  # never paid twice
+    assert server.count(OPENAI_PATH) == answered  # nothing judged synchronously either
+    rows = _rows(read_json(pytester.path / "r.json"))
+    assert len(rows) == 15
+    judged = [scores for _, _, scores in rows.values() if scores.get("judge_mem0") is not None]
+    assert len(judged) == JUDGED
+
+
+@MODES
+def test_failed_batch_requests_are_retried_once_then_reported_per_question(
+    pytester: pytest.Pytester, server: BatchServer, mode: list[str]
+) -> None:
+    model = "openai:gpt-4o-mini"
+
+    def fault(index: int, custom_id: str) -> str | None:
+        if index == 0:  # the synchronous retry of the errored request fails too (400)
+            server.failure_rate, server.failure_statuses = 1.0, (400,)
+        return "errored" if index in (0, 1) else None
+
+    server.fault = fault
+    result = pytester.runpytest(
+        *_args(model, pytester.path / "cache"),
+        "--memeval-llm-batch",
+        "--memeval-json=r.json",
+        *mode,
+    )
+    assert result.ret == 0, result.stdout.str()
+    result.stdout.fnmatch_lines(
+        [
+            "*batch: 1 submitted, 0 picked up, 11 replies stored, 2 retried, 2 failed*",
+            "*batch: demo/bm25//*: UNSCORED: errored*injected errored; retried:*400*",
+        ]
+    )
+    rows = _rows(read_json(pytester.path / "r.json"))
+    unscored = [k for k, (status, _, _) in rows.items() if status == "UNSCORED"]
+    assert len(unscored) == 2
+    assert server.count(OPENAI_PATH) == 15 + 2  # the answers, then one retry per failure
