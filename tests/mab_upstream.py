@@ -85,7 +85,7 @@ def load_upstream() -> dict[str, Any] | None:
         "Counter": Counter,
         "rouge_scorer_instance": _NoRouge(),
     }
-    exec(compile(module, SCORER, "exec"), ns)  # noqa: S102 - pinned upstream source, tests only
+    exec(compile(module, SCORER, "exec"), ns)  # pinned upstream source, tests only
     return ns
 
 
@@ -158,7 +158,9 @@ def make_vectors() -> list[dict[str, Any]]:
                     scores = upstream_scores(ns, source, output, answer)
                 except (IndexError, AttributeError, ZeroDivisionError) as exc:
                     scores = {"error": type(exc).__name__}  # type: ignore[dict-item]
-                rows.append({"source": source, "output": output, "answer": answer, "scores": scores})
+                rows.append(
+                    {"source": source, "output": output, "answer": answer, "scores": scores}
+                )
     return rows
 
 
