@@ -46,18 +46,23 @@ FUNCTIONS = (
 )
 
 
-def _source() -> bytes | None:
+def upstream_file_bytes(path: str) -> bytes | None:
+    """A file of the upstream snapshot at the pinned commit (None when there is no snapshot)."""
     root = Path(os.environ.get("MEMEVAL_MAB_UPSTREAM", DEFAULT))
-    if (root / SCORER).is_file():
-        return (root / SCORER).read_bytes()
+    if (root / path).is_file():
+        return (root / path).read_bytes()
     if not root.is_dir():
         return None
     done = subprocess.run(
-        ["git", f"--git-dir={root}", "show", f"{UPSTREAM_COMMIT}:{SCORER}"],
+        ["git", f"--git-dir={root}", "show", f"{UPSTREAM_COMMIT}:{path}"],
         capture_output=True,
         check=False,
     )
     return done.stdout if done.returncode == 0 else None
+
+
+def _source() -> bytes | None:
+    return upstream_file_bytes(SCORER)
 
 
 class _NoRouge:

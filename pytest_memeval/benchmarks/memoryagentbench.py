@@ -396,6 +396,15 @@ def chunk_context(text: str, words: int = CHUNK_WORDS) -> list[str]:
     return chunks
 
 
+def _indexed(metadata: Mapping[str, Any], name: str, j: int) -> Any:
+    """Upstream ``_get_field_value``: entry ``j`` of a list long enough, else the whole value
+    (None when absent)."""
+    value = metadata.get(name)
+    if isinstance(value, list):
+        return value[j] if j < len(value) else value
+    return value
+
+
 def build(split: str, records: Sequence[Record]) -> tuple[list[Conversation], list[Question]]:
     """Conversations (one per record, chunks as turns) and questions (one per question)."""
     conversations: list[Conversation] = []
@@ -418,7 +427,10 @@ def build(split: str, records: Sequence[Record]) -> tuple[list[Conversation], li
         else:
             pairs = [(rec.questions[0], list(rec.answers))]
         for j, (text, answer) in enumerate(pairs):
-            qa_ids = rec.metadata.get("qa_pair_ids")
+            per_question = {
+                name: _indexed(rec.metadata, name, j)
+                for name in ("qa_pair_ids", "question_ids", "question_types", "question_dates")
+            }
             questions.append(
                 Question(
                     id=f"{conv_id}-q{j + 1}",
@@ -431,10 +443,12 @@ def build(split: str, records: Sequence[Record]) -> tuple[list[Conversation], li
                     meta={
                         "source": rec.source,
                         "answers": answer,  # as upstream passes it: a string or a list
-                        "qa_pair_id": qa_ids[j]
-                        if isinstance(qa_ids, list) and j < len(qa_ids)
-                        else None,
+                        "qa_pair_id": per_question["qa_pair_ids"],
+                        # read by the LLM judge of --memeval-protocol=memoryagentbench
+                        "question_id": per_question["question_ids"],
+                        "question_type": per_question["question_types"],
                     },
+                    question_date_raw=str(per_question["question_dates"] or ""),
                 )
             )
     return conversations, questions

@@ -177,7 +177,8 @@ OPTIONS: tuple[_Opt, ...] = (
     ),
     _Opt(
         "memeval-protocol",
-        "official protocol: mem0, longmemeval, beam, locomo, locomo-plus (upstream prompts, "
+        "official protocol: mem0, longmemeval, beam, locomo, locomo-plus, memoryagentbench "
+        "(upstream prompts, "
         "request parameters, parsing and aggregation, read from the pinned upstream source; "
         "locomo-plus is the default when --memeval=locomo-plus runs with a judge)",
         metavar="NAME",
@@ -625,7 +626,7 @@ def read_settings(config: pytest.Config) -> Settings:
     if protocol_source is not None and protocol is None:
         raise pytest.UsageError(
             f"{src('memeval_protocol_source')} needs --memeval-protocol=NAME "
-            "(mem0, longmemeval, beam, locomo, locomo-plus)"
+            "(mem0, longmemeval, beam, locomo, locomo-plus, memoryagentbench)"
         )
     if protocol_source is not None and not protocol_source.is_dir():
         raise pytest.UsageError(

@@ -4,15 +4,17 @@ live on random inputs when the pinned upstream snapshot is present, see tests/ma
 
 from __future__ import annotations
 
+import ast
 import json
 import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
+from fakes import ScriptedClient, make_question
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from mab_upstream import load_upstream, upstream_scores
+from mab_upstream import load_upstream, upstream_file_bytes, upstream_scores
 
 from pytest_memeval.benchmarks import LoadRequest, get_benchmark
 from pytest_memeval.benchmarks.memoryagentbench import (
@@ -23,6 +25,7 @@ from pytest_memeval.benchmarks.memoryagentbench import (
     score_source,
 )
 from pytest_memeval.errors import DatasetError
+from pytest_memeval.protocols.judges import MemoryAgentBenchOfficialJudge, load_protocol
 from pytest_memeval.records import Prediction
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "memoryagentbench"
@@ -200,3 +203,74 @@ def test_download_refused_until_pinned(tmp_path: Path) -> None:
         DatasetError, match="pin unknown: pass --memeval-data DIR with a local copy"
     ):
         get_benchmark("memoryagentbench").load(LoadRequest(None, tmp_path))
+
+
+# --------------------------------------------------------------------------- official LLM judge
+
+PROTOCOL_FIXTURE = FIXTURES.parent / "protocols" / "memoryagentbench"
+
+
+def _anscheck(path: Path) -> Any:
+    """``get_anscheck_prompt`` of an upstream(-shaped) file, executed from its source (test only)."""
+    tree = ast.parse(path.read_text("utf-8"))
+    keep = [
+        n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "get_anscheck_prompt"
+    ]
+    ns: dict[str, Any] = {}
+    exec(compile(ast.Module(body=keep, type_ignores=[]), str(path), "exec"), ns)
+    return ns["get_anscheck_prompt"]
+
+
+def _lme_question(qid: str, qtype: str, answer: Any, source: str = "longmemeval_s_-1_500") -> Any:
+    return make_question(
+        id="Accurate_Retrieval-0-q1",
+        question="When did I move?",
+        gold="x",
+        meta={"source": source, "answers": answer, "question_id": qid, "question_type": qtype},
+    )
+
+
+def _check_judge(source_dir: Path, upstream_file: Path) -> None:
+    loaded = load_protocol("memoryagentbench", source_dir=source_dir, cache_dir=Path("/x"))
+    judge = loaded.judge()
+    assert isinstance(judge, MemoryAgentBenchOfficialJudge)
+    upstream = _anscheck(upstream_file)
+    cases = [
+        ("q1", "single-session-user", ["Lisbon"]),
+        ("q2", "temporal-reasoning", "in 2019"),
+        ("q3", "knowledge-update", ["Oslo", "Norway"]),
+        ("q4", "single-session-preference", "likes {tea}"),
+        ("q5", "multi-session", "Zoë, café"),
+        ("q6_abs", "temporal-reasoning", "not mentioned"),
+    ]
+    for qid, qtype, answer in cases:
+        client = ScriptedClient(reply=" Yes.")
+        result = judge.judge(_lme_question(qid, qtype, answer), "I moved {there}", client)
+        assert result.scores == {"judge_mab_official": 1.0}
+        (call,) = client.calls
+        want = upstream(qtype, "When did I move?", answer, "I moved {there}", "_abs" in qid)
+        assert call.prompt == want
+        assert call.kwargs["temperature"] == 0 and call.kwargs["max_tokens"] == 10
+        assert call.kwargs["n"] == 1
+    no = judge.judge(_lme_question("q1", "multi-session", ["a"]), "x", ScriptedClient(reply="No"))
+    assert no.scores == {"judge_mab_official": 0.0}
+    other = _lme_question("q1", "multi-session", ["a"], source="eventqa_full")
+    skipped = judge.judge(other, "x", ScriptedClient(reply="yes"))
+    assert skipped.skipped
+
+
+def test_official_judge_renders_as_the_upstream_shaped_file() -> None:
+    path = PROTOCOL_FIXTURE / "llm_based_eval" / "longmem_qa_evaluate.py"
+    _check_judge(PROTOCOL_FIXTURE, path)
+
+
+@live
+def test_official_judge_renders_as_the_pinned_upstream_file(tmp_path: Path) -> None:
+    raw = upstream_file_bytes("llm_based_eval/longmem_qa_evaluate.py")
+    assert raw is not None
+    path = tmp_path / "llm_based_eval" / "longmem_qa_evaluate.py"
+    path.parent.mkdir()
+    path.write_bytes(raw)
+    loaded = load_protocol("memoryagentbench", source_dir=tmp_path, cache_dir=tmp_path)
+    assert all(s.matches_pin for s in loaded.sources.values())
+    _check_judge(tmp_path, path)
