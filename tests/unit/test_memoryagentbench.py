@@ -198,6 +198,27 @@ def test_parquet_without_pyarrow_names_the_extra(
     assert "pip install 'pytest-memeval[parquet]'" in str(exc.value)
 
 
+def test_parquet_in_the_hugging_face_layout(tmp_path: Path) -> None:
+    pa = pytest.importorskip("pyarrow")
+    pq = pytest.importorskip("pyarrow.parquet")
+    rows = [
+        {
+            "context": "Alice moved to Lisbon. Tom lives in Oslo.",
+            "questions": ["Where did Alice move?", "Where does Tom live?"],
+            "answers": [["Lisbon"], ["Oslo", "Oslo, Norway"]],
+            "metadata": {"source": "ruler_qa1_197K", "qa_pair_ids": ["a", "b"]},
+        }
+    ]
+    folder = tmp_path / "memoryagentbench" / "data"
+    folder.mkdir(parents=True)
+    pq.write_table(pa.Table.from_pylist(rows), folder / "Accurate_Retrieval-00000-of-00001.parquet")
+    ds = _load(tmp_path / "c", tmp_path)
+    assert [(q.id, q.meta["answers"], q.meta["qa_pair_id"]) for q in ds.questions] == [
+        ("Accurate_Retrieval-0-q1", ["Lisbon"], "a"),
+        ("Accurate_Retrieval-0-q2", ["Oslo", "Oslo, Norway"], "b"),
+    ]
+
+
 def test_download_refused_until_pinned(tmp_path: Path) -> None:
     with pytest.raises(
         DatasetError, match="pin unknown: pass --memeval-data DIR with a local copy"
