@@ -535,7 +535,12 @@ class MemoryAgentBench:
             path = split_file(folder, split)
             if path is None:
                 continue
-            st = path.resolve().stat()
+            try:
+                st = path.resolve().stat()
+            except OSError as exc:
+                raise DatasetError(
+                    f"cannot read the file: {exc.strerror or exc}", path=str(path)
+                ) from None
             built = _build(str(path.resolve()), split, (st.st_mtime_ns, st.st_size))
             questions.extend(built.questions)
             conversations.update((c.id, c) for c in built.conversations)
