@@ -29,6 +29,7 @@ BUILTIN_BENCHMARKS: dict[str, str] = {
     "longmemeval": "pytest_memeval.benchmarks.longmemeval:BENCHMARK",
     "beam": "pytest_memeval.benchmarks.beam:BENCHMARK",
     "usermem": "pytest_memeval.benchmarks.usermem:BENCHMARK",
+    "memoryagentbench": "pytest_memeval.benchmarks.memoryagentbench:BENCHMARK",
 }
 
 

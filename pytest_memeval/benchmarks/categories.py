@@ -71,6 +71,11 @@ SHARED_CATEGORY: Mapping[tuple[str, str], str] = MappingProxyType(
         ("beam", "preference_following"): "preference",
         ("beam", "summarization"): "summarization",
         ("beam", "temporal_reasoning"): "temporal",
+        # MemoryAgentBench splits (docs/scoring.md#memoryagentbench)
+        ("memoryagentbench", "Accurate_Retrieval"): "fact-recall",
+        ("memoryagentbench", "Test_Time_Learning"): "preference",
+        ("memoryagentbench", "Long_Range_Understanding"): "summarization",
+        ("memoryagentbench", "Conflict_Resolution"): "knowledge-update",
         # user-memory suite layers (docs/scoring.md#user-memory-suite)
         ("usermem", "layer1"): "fact-recall",  # exact factual recall from one session
         ("usermem", "layer2"): "multi-hop",  # disambiguate; retrieve every relevant item

@@ -52,7 +52,8 @@ class _Opt:
 OPTIONS: tuple[_Opt, ...] = (
     _Opt(
         "memeval",
-        "benchmark(s) to run: demo, locomo, locomo-plus, longmemeval, beam, usermem (comma "
+        "benchmark(s) to run: demo, locomo, locomo-plus, longmemeval, beam, usermem, "
+        "memoryagentbench (comma "
         "list; locomo,locomo-plus is LoCoMo-Plus's unified set)",
         metavar="BENCH[,BENCH]",
     ),
@@ -183,7 +184,8 @@ OPTIONS: tuple[_Opt, ...] = (
     ),
     _Opt(
         "memeval-protocol",
-        "official protocol: mem0, longmemeval, beam, locomo, locomo-plus (upstream prompts, "
+        "official protocol: mem0, longmemeval, beam, locomo, locomo-plus, memoryagentbench "
+        "(upstream prompts, "
         "request parameters, parsing and aggregation, read from the pinned upstream source; "
         "locomo-plus is the default when --memeval=locomo-plus runs with a judge)",
         metavar="NAME",
@@ -419,7 +421,11 @@ def addoptions(parser: pytest.Parser) -> None:
 
 #: built-in benchmarks without variants, and the variants of the others (for --memeval-variant)
 _NO_VARIANTS = ("demo", "locomo", "locomo-plus", "usermem")
-_VARIANTS = "longmemeval (oracle, s, m, or a .json file) and beam (100K, 500K, 1M, 10M)"
+_VARIANTS = (
+    "longmemeval (oracle, s, m, or a .json file), beam (100K, 500K, 1M, 10M) and "
+    "memoryagentbench (one split: Accurate_Retrieval, Test_Time_Learning, "
+    "Long_Range_Understanding, Conflict_Resolution)"
+)
 
 #: seconds above this are refused (a thread join or socket timeout overflows near 1e308)
 MAX_SECONDS = 7 * 24 * 3600.0
@@ -641,7 +647,7 @@ def read_settings(config: pytest.Config) -> Settings:
     if protocol_source is not None and protocol is None:
         raise pytest.UsageError(
             f"{src('memeval_protocol_source')} needs --memeval-protocol=NAME "
-            "(mem0, longmemeval, beam, locomo, locomo-plus)"
+            "(mem0, longmemeval, beam, locomo, locomo-plus, memoryagentbench)"
         )
     if protocol_source is not None and not protocol_source.is_dir():
         raise pytest.UsageError(

@@ -30,6 +30,7 @@ from .profiles import (
     LOCOMO_PLUS,
     LONGMEMEVAL,
     MEM0,
+    MEMORYAGENTBENCH,
     PROFILES,
     ProtocolProfile,
     RequestShape,
@@ -43,6 +44,7 @@ __all__ = [
     "LocomoPlusOfficialJudge",
     "LongMemEvalOfficialJudge",
     "Mem0OfficialJudge",
+    "MemoryAgentBenchOfficialJudge",
     "beam_official_item",
     "load_protocol",
     "locomo_plus_category",
@@ -177,6 +179,63 @@ class LongMemEvalOfficialJudge:
             },
             raw=[reply],
             details={"protocol": "longmemeval", "rule_set": rule},
+        )
+
+
+# --------------------------------------------------------------------------- memoryagentbench
+
+
+def mab_rule(question: Question) -> str | None:
+    """MemoryAgentBench's ``longmem_qa_evaluate.py`` choice: abstention when ``'_abs'`` is in the
+    record's question id, else by question type; None for a question outside its LongMemEval
+    sources (not judged)."""
+    if "longmemeval" not in str(question.meta.get("source", "")):
+        return None
+    if "_abs" in str(question.meta.get("question_id") or ""):
+        return "abstention"
+    qtype = question.meta.get("question_type")
+    if isinstance(qtype, str) and qtype in QUESTION_TYPE_RULES:
+        return QUESTION_TYPE_RULES[qtype]
+    raise JudgeError(
+        f"memoryagentbench protocol: question {question.id!r} has question type {qtype!r}, "
+        "which the official script does not judge"
+    )
+
+
+@dataclass
+class MemoryAgentBenchOfficialJudge:
+    """MemoryAgentBench's long-memory QA judge: LongMemEval's templates as its own file holds
+    them, ``template.format(question, answer, response)``, gpt-4o, temperature 0, max tokens 10;
+    label = ``'yes' in reply.strip().lower()``. Questions of other sources are skipped."""
+
+    templates: Mapping[str, Template]
+    shape: RequestShape
+    name: str = "memoryagentbench-official"
+    metric: str = MEMORYAGENTBENCH.metric
+
+    @property
+    def prompt_hashes(self) -> dict[str, str]:
+        return {f"memoryagentbench:{rule}": t.sha256 for rule, t in self.templates.items()}
+
+    def render(self, question: Question, prediction: str) -> str:
+        rule = mab_rule(question)
+        if rule is None:
+            raise JudgeError(f"memoryagentbench protocol: question {question.id!r} is not judged")
+        answer = question.meta.get("answers", question.gold)
+        return self.templates[rule].text.format(question.question, answer, prediction)
+
+    def judge(self, question: Question, prediction: str, client: LLMClient) -> JudgeResult:
+        rule = mab_rule(question)
+        if rule is None:
+            return JudgeResult(
+                skipped=True,
+                details={"reason": "only LongMemEval sources are LLM-judged by MemoryAgentBench"},
+            )
+        reply = _ask(client, [ChatMessage("user", self.render(question, prediction))], self.shape)
+        return JudgeResult(
+            scores={self.metric: float("yes" in reply.strip().lower())},
+            raw=[reply],
+            details={"protocol": "memoryagentbench", "rule_set": rule},
         )
 
 
@@ -485,6 +544,7 @@ class LoadedProtocol:
         | LongMemEvalOfficialJudge
         | BeamOfficialJudge
         | LocomoPlusOfficialJudge
+        | MemoryAgentBenchOfficialJudge
         | None
     ):
         p, t = self.profile, self.templates
@@ -496,6 +556,8 @@ class LoadedProtocol:
                 t["conversation_start"],
                 p.judge,
             )
+        if p.name == "memoryagentbench":
+            return MemoryAgentBenchOfficialJudge(dict(t), p.judge)
         if p.name == "mem0":
             return Mem0OfficialJudge(t["judge"], p.judge)
         if p.name == "longmemeval":

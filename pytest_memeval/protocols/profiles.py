@@ -19,6 +19,7 @@ from .source import StringRef, UpstreamFile
 __all__ = [
     "LOCOMO_PLUS",
     "LOCOMO_PLUS_TEMPLATE_KEYS",
+    "MEMORYAGENTBENCH",
     "PROFILES",
     "ProtocolProfile",
     "RequestShape",
@@ -30,6 +31,7 @@ LONGMEMEVAL_COMMIT = "9e0b455f4ef0e2ab8f2e582289761153549043fc"
 BEAM_COMMIT = "b2a3ee8ba12d68f83143dda191097dc3e028ddd3"
 LOCOMO_COMMIT = "92286325a40764bee61f77824ddb95233b11c4d6"  # branch `code` (scorer + QA prompts)
 LOCOMO_PLUS_COMMIT = "059f4e3d38f7f1f96765e8e2cb7de3097551bffb"
+MAB_COMMIT = "455306dcabc3842526eb83cd4e225e5d486c5c5d"  # HUST-AI-HYZ/MemoryAgentBench
 
 MEM0_JUDGE_FILE = UpstreamFile(
     "mem0ai/mem0",
@@ -78,6 +80,12 @@ LOCOMO_PLUS_UTILS_FILE = UpstreamFile(
     LOCOMO_PLUS_COMMIT,
     "evaluation_framework/task_eval/utils.py",
     "55fb916e46ac10a521670f96594abd117dfc63b1342ca67e81a2fab6780233a5",
+)
+MAB_LONGMEM_FILE = UpstreamFile(
+    "HUST-AI-HYZ/MemoryAgentBench",
+    MAB_COMMIT,
+    "llm_based_eval/longmem_qa_evaluate.py",
+    "ceca59bddea4203a78b417be635e63fe3f685bd957e3df12150978e21972c540",
 )
 #: the judge's code path (reply parsing, label scores): reproduced in protocols/judges.py, pinned
 #: here for the record (its sha256 is in the provenance notes; no text is read from it)
@@ -333,8 +341,33 @@ LOCOMO_PLUS = ProtocolProfile(
     ),
 )
 
+MEMORYAGENTBENCH = ProtocolProfile(
+    name="memoryagentbench",
+    benchmarks=("memoryagentbench",),
+    repo="HUST-AI-HYZ/MemoryAgentBench",
+    commit=MAB_COMMIT,
+    judge_style="memoryagentbench-official",
+    metric="judge_mab_official",
+    # llm_based_eval/longmem_qa_evaluate.py: metric_model "gpt-4o", one user message, n=1,
+    # temperature=0 (the integer), max_tokens=10
+    judge=RequestShape("gpt-4o", temperature=0, max_tokens=10, n=1, max_tokens_field="max_tokens"),
+    prompts={
+        rule: (MAB_LONGMEM_FILE, StringRef("local", "template", _LME_REF, i, expect_count=5))
+        for i, rule in enumerate(
+            ("standard", "temporal", "knowledge-update", "preference", "abstention")
+        )
+    },
+    fill="format-positional (question, answer, response); the answer as upstream's record holds "
+    "it (a list is formatted as Python formats it)",
+    parsing="'yes' in reply.strip().lower()",
+    unscored="impossible: every reply is a label (no 'yes' -> 0)",
+    aggregation="accuracy per question type and overall (micro), per sub-dataset",
+    judged_categories="questions whose metadata.source names longmemeval (the script's only "
+    "input); the others keep their offline scores",
+)
+
 PROFILES: dict[str, ProtocolProfile] = {
-    p.name: p for p in (MEM0, LONGMEMEVAL, BEAM, LOCOMO, LOCOMO_PLUS)
+    p.name: p for p in (MEM0, LONGMEMEVAL, BEAM, LOCOMO, LOCOMO_PLUS, MEMORYAGENTBENCH)
 }
 
 

@@ -57,6 +57,7 @@ def test_every_style_names_its_metric_as_specified() -> None:
         "longmemeval-official": "judge_lme_official",
         "beam-official": "nugget_official",
         "locomo-plus-official": "judge_locomo_plus_official",
+        "memoryagentbench-official": "judge_mab_official",
     }
     for style, metric in {**STYLE_METRICS, **official}.items():
         assert metric_of_style(style) == metric

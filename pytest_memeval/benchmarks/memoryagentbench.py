@@ -1,0 +1,574 @@
+"""MemoryAgentBench (arXiv 2507.05257, ICLR 2026): one long context injected once, then many
+questions about it, in four splits (the competencies): Accurate_Retrieval, Test_Time_Learning,
+Long_Range_Understanding, Conflict_Resolution.
+
+Upstream (``HUST-AI-HYZ/MemoryAgentBench``, pinned below) loads the Hugging Face dataset
+``ai-hyz/MemoryAgentBench`` (``utils/eval_data_utils.py``): each split is a list of records
+``{context, questions[], answers[], metadata{source, qa_pair_ids, question_ids, ...}}``; its
+``conversation_creator.py`` pairs ``questions[i]`` with ``answers[i]`` when both lists hold more
+than one entry, else asks ``questions[0]`` once with the whole ``answers`` list as its golds; the
+context is split into chunks (``chunk_text_into_sentences``: NLTK sentences joined up to
+``chunk_size`` 4096 tokens) that the agent memorises one after another before any question.
+
+Here each record is one conversation with one session whose turns are those chunks (``C1``,
+``C2``, ...), and each question is one item; its category is the split. The offline scores are
+upstream's ``utils/eval_other_utils.py`` rules, routed by ``metadata.source`` as its
+``post_process`` does (docs/scoring.md#memoryagentbench).
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+import re
+import string
+from collections import Counter
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any
+
+from ..errors import DatasetError
+from ..records import Conversation, Prediction, Question, Session, Turn
+from .base import (
+    CategoryInfo,
+    Dataset,
+    LoadRequest,
+    check_surrogates,
+    decode_text,
+    named_categories,
+    parse_json,
+    read_bytes,
+)
+
+__all__ = [
+    "BENCHMARK",
+    "CATEGORIES",
+    "CHUNK_WORDS",
+    "HF_DATASET",
+    "SPLITS",
+    "UPSTREAM_COMMIT",
+    "UPSTREAM_SCORER_SHA256",
+    "MemoryAgentBench",
+    "Record",
+    "chunk_context",
+    "exact_match",
+    "f1_score",
+    "normalize_answer",
+    "parse_output",
+    "parse_records",
+    "score_memoryagentbench",
+    "score_source",
+    "substring_exact_match",
+]
+
+#: the upstream repository commit whose loader and scorer this module follows
+UPSTREAM_COMMIT = "455306dcabc3842526eb83cd4e225e5d486c5c5d"
+#: sha256 of ``utils/eval_other_utils.py`` at that commit (the scorer the tests compare against)
+UPSTREAM_SCORER_SHA256 = "d77976be409298970614d477a9d8003850caddb0510e56a7e821a037d98493a2"
+#: sha256 of the loader files read at that commit (``utils/eval_data_utils.py``,
+#: ``conversation_creator.py``)
+UPSTREAM_LOADER_SHA256: Mapping[str, str] = MappingProxyType(
+    {
+        "utils/eval_data_utils.py": "f5d564996d63a07454999e94ab01087d4d07939f69936045c700fd57d338cb68",
+        "conversation_creator.py": "9a527e88c9791b37d378b59adac50d9308aac49e714f1d8ddaf3e14bb3f3bec5",
+    }
+)
+HF_DATASET = "ai-hyz/MemoryAgentBench"
+#: the Hugging Face revision and per-file sha256 are not known (Hugging Face is not reachable
+#: where this was built): the download refuses until both are recorded
+HF_REVISION: str | None = None
+HF_SHA256: Mapping[str, str] = MappingProxyType({})
+FOLDER = "memoryagentbench"
+SPLITS: tuple[str, ...] = (
+    "Accurate_Retrieval",
+    "Test_Time_Learning",
+    "Long_Range_Understanding",
+    "Conflict_Resolution",
+)
+#: words per chunk: upstream packs sentences up to 4096 gpt-4o-mini tokens (o200k_base, whose BPE
+#: file is not available offline); 3000 whitespace words is our stand-in (docs/scoring.md)
+CHUNK_WORDS = 3000
+
+CATEGORIES: Mapping[int | str, CategoryInfo] = MappingProxyType(
+    named_categories(
+        "memoryagentbench",
+        {
+            "Accurate_Retrieval": "find and use one or a few facts in a long history (AR)",
+            "Test_Time_Learning": "learn a task (labels, preferences) from the history (TTL)",
+            "Long_Range_Understanding": "understand or summarise the whole history (LRU)",
+            "Conflict_Resolution": "answer with the latest of contradicting facts (CR)",
+        },
+    )
+)
+
+_HINT = "fix the file or export the split again from the Hugging Face dataset"
+
+# ---------------------------------------------------------------------------------------------
+# scoring: upstream utils/eval_other_utils.py, rule by rule (our own code)
+# ---------------------------------------------------------------------------------------------
+
+_PUNCT = frozenset(string.punctuation)
+_ARTICLES = re.compile(r"\b(a|an|the)\b")
+_SPECIAL = frozenset({"yes", "no", "noanswer"})
+
+
+def normalize_answer(text: str) -> str:
+    """Lower-case, drop ASCII punctuation, articles as whole words become spaces, collapse
+    whitespace (in that order, as upstream ``normalize_answer``)."""
+    text = "".join(ch for ch in text.lower() if ch not in _PUNCT)
+    text = _ARTICLES.sub(" ", text)
+    return " ".join(text.split())
+
+
+def f1_score(prediction: str, gold: str) -> float:
+    """Token F1 of the normalised texts; 0 when either side is yes / no / noanswer and they
+    differ, or when no token is shared."""
+    pred, ref = normalize_answer(prediction), normalize_answer(gold)
+    if (pred in _SPECIAL or ref in _SPECIAL) and pred != ref:
+        return 0.0
+    pred_tokens, ref_tokens = pred.split(), ref.split()
+    common = sum((Counter(pred_tokens) & Counter(ref_tokens)).values())
+    if common == 0:
+        return 0.0
+    precision = common / len(pred_tokens)
+    recall = common / len(ref_tokens)
+    return (2 * precision * recall) / (precision + recall)
+
+
+def exact_match(prediction: str, gold: str) -> float:
+    return 1.0 if normalize_answer(prediction) == normalize_answer(gold) else 0.0
+
+
+def substring_exact_match(prediction: str, gold: str) -> float:
+    return 1.0 if normalize_answer(gold) in normalize_answer(prediction) else 0.0
+
+
+_ANSWER_LINE = re.compile(r"(?:Answer:)(.*)(?:\n|$)", re.IGNORECASE)
+_FIRST_LINE = re.compile(r"(?:^)(.*)(?:\n|$)")
+_ANSWER_PREFIX = re.compile(r"^Answer:", re.IGNORECASE)
+
+
+def parse_output(output: str) -> str:
+    """The answer in a reply: the rest of the first line after ``Answer:`` (any case), else the
+    first line; stripped, one more leading ``Answer:`` removed (upstream ``parse_output``)."""
+    for pattern in (_ANSWER_LINE, _FIRST_LINE):
+        m = pattern.search(output)
+        if m:
+            return _ANSWER_PREFIX.sub("", m[1].strip()).strip()
+    return ""  # unreachable: the first-line pattern matches every string
+
+
+def flatten_golds(answers: Sequence[Any]) -> list[str]:
+    """The golds a question is scored against: upstream flattens one level when the first
+    entry is a list."""
+    if answers and isinstance(answers[0], list):
+        return [g for sub in answers for g in sub]
+    return list(answers)
+
+
+def _best(metric: Callable[[str, str], float], prediction: str, golds: Sequence[str]) -> float:
+    return max(metric(prediction, g) for g in golds)
+
+
+def _lexical(prediction: str, golds: Sequence[str]) -> dict[str, float]:
+    return {
+        "exact_match": _best(exact_match, prediction, golds),
+        "f1": _best(f1_score, prediction, golds),
+        "substring_exact_match": _best(substring_exact_match, prediction, golds),
+    }
+
+
+def _raw_or_parsed(output: str, golds: Sequence[str]) -> dict[str, float]:
+    raw = _lexical(output, golds)
+    parsed = _lexical(parse_output(output), golds)
+    return {k: max(v, parsed[k]) for k, v in raw.items()}
+
+
+def _all_found(output: str, elements: Sequence[str]) -> float:
+    low = output.lower()
+    return sum(1 for e in elements if e.lower() in low) / len(elements)
+
+
+def _elements(answer: str | Sequence[Any]) -> list[str]:
+    """What upstream's recall loops iterate: the gold list (a bare string: its characters)."""
+    return [str(e) for e in answer]
+
+
+def score_source(source: str, output: str, answer: str | Sequence[Any]) -> dict[str, float]:
+    """Upstream's metrics for one reply, chosen by the record's ``metadata.source`` as its
+    ``post_process`` routes them (ROUGE left out: see docs/scoring.md). ``answer`` is the gold
+    list of the question. Recommendation (``recsys``) needs upstream's movie table and gives {}.
+    """
+    golds = [answer] if isinstance(answer, str) else flatten_golds(answer)
+    if not golds:
+        return {}  # upstream: max() of nothing raises
+    if "icl" in source:
+        return _lexical(parse_output(output), golds)
+    if "eventqa" in source:
+        scores = _lexical(parse_output(output), golds)
+        if _elements(answer):  # upstream divides by len(answer)
+            scores["eventqa_recall"] = 1.0 if _all_found(output, _elements(answer)) == 1 else 0.0
+        return scores
+    if "infbench" in source or "longmemeval" in source:
+        if "choice_eng" in source:
+            scores = _raw_or_parsed(output, golds)
+            hit = str(answer[1]).lower() in output.lower() if len(answer) > 1 else False
+            scores["substring_exact_match"] = 1.0 if hit else 0.0
+            if hit:
+                scores["exact_match"] = 1.0
+            return scores
+        return _raw_or_parsed(output, golds)
+    if "ruler" in source or "mermory_merging" in source:  # sic: upstream's spelling
+        if "ruler_niah" in source:
+            elements = _elements(answer)
+            return {"ruler_recall": _all_found(output, elements)} if elements else {}
+        return _raw_or_parsed(output, golds)
+    if "recsys" in source:
+        return {}
+    return _raw_or_parsed(output, golds)
+
+
+#: the per-question headline (our pass metric): the metric upstream's post_process computes
+#: specifically for the source when there is one, else substring exact match
+def _headline(source: str, scores: Mapping[str, float]) -> float | None:
+    for key in ("eventqa_recall", "ruler_recall"):
+        if key in scores:
+            return scores[key]
+    return scores.get("substring_exact_match")
+
+
+def score_memoryagentbench(question: Question, prediction: Prediction) -> dict[str, float]:
+    source = str(question.meta.get("source", ""))
+    answers = question.meta.get("answers", [])
+    scores = score_source(source, prediction.text, answers)
+    headline = _headline(source, scores)
+    if headline is not None:
+        scores["mab_score"] = headline
+    return scores
+
+
+# ---------------------------------------------------------------------------------------------
+# records
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Record:
+    """One row of a split (the fields the evaluation reads)."""
+
+    index: int
+    context: str
+    questions: tuple[str, ...]
+    answers: tuple[Any, ...]
+    metadata: Mapping[str, Any]
+
+    @property
+    def source(self) -> str:
+        return str(self.metadata.get("source", ""))
+
+
+def _as_list(value: object) -> list[Any]:
+    """Upstream ``_ensure_field_is_list``: a list stays, a truthy value is wrapped, else []."""
+    if isinstance(value, list):
+        return value
+    return [value] if value else []
+
+
+def _check_record(rec: object, i: int, source: str) -> Record:
+    where = f"[{i}]"
+    if not isinstance(rec, dict):
+        raise DatasetError(f"a record must be an object; {_HINT}", path=source, record=where)
+    context = rec.get("context")
+    if not isinstance(context, str) or not context.strip():
+        raise DatasetError(
+            f"must be a non-empty string; {_HINT}", path=source, record=where, field="context"
+        )
+    meta = rec.get("metadata") or {}
+    if not isinstance(meta, dict):
+        raise DatasetError(
+            f"must be an object; {_HINT}", path=source, record=where, field="metadata"
+        )
+    questions = _as_list(rec.get("questions"))
+    answers = _as_list(rec.get("answers"))
+    if not questions or not all(isinstance(q, str) for q in questions):
+        raise DatasetError(
+            f"must be a non-empty list of strings; {_HINT}",
+            path=source,
+            record=where,
+            field="questions",
+        )
+    for j, answer in enumerate(answers):
+        golds = answer if isinstance(answer, list) else [answer]
+        if not golds or not all(isinstance(g, str) for g in golds):
+            raise DatasetError(
+                f"answer {j} must be a string or a non-empty list of strings; {_HINT}",
+                path=source,
+                record=where,
+                field="answers",
+            )
+    if not answers:
+        raise DatasetError(
+            f"must hold at least one answer; {_HINT}", path=source, record=where, field="answers"
+        )
+    if len(questions) > 1 and len(answers) > 1 and len(questions) != len(answers):
+        raise DatasetError(
+            f"holds {len(answers)} answers for {len(questions)} questions; {_HINT}",
+            path=source,
+            record=where,
+            field="answers",
+        )
+    return Record(i, context, tuple(questions), tuple(answers), meta)
+
+
+def _rows_from_json(raw: bytes, source: str) -> list[object]:
+    fix = _HINT
+    text = decode_text(raw, source, fix)
+    if source.endswith(".jsonl"):
+        rows: list[object] = []
+        for n, line in enumerate(text.splitlines(), 1):
+            if line.strip():
+                try:
+                    rows.append(json.loads(line))
+                except ValueError as exc:
+                    raise DatasetError(
+                        f"line {n} is not valid JSON ({str(exc)[:120]}); {fix}", path=source
+                    ) from None
+        return rows
+    top = parse_json(text, source, fix)
+    if not isinstance(top, list):
+        raise DatasetError(f"the top level must be a list of records; {fix}", path=source)
+    return top
+
+
+def _rows_from_parquet(path: str) -> list[object]:
+    try:
+        import pyarrow.parquet as pq  # type: ignore[import-not-found,unused-ignore]
+    except ImportError:
+        raise DatasetError(
+            "reading parquet needs pyarrow: pip install 'pytest-memeval[parquet]' (or export "
+            "the split as .jsonl)",
+            path=path,
+        ) from None
+    try:
+        rows: list[object] = pq.read_table(path).to_pylist()
+    except Exception as exc:  # pyarrow raises its own ArrowInvalid / OSError family
+        raise DatasetError(f"not a readable parquet file ({exc}); {_HINT}", path=path) from None
+    return rows
+
+
+def parse_records(raw: bytes, source: str) -> tuple[Record, ...]:
+    """The records of one split file (``.json`` list, ``.jsonl`` or ``.parquet``); every problem is
+    a DatasetError naming the file, the record (``[3]``) and the field."""
+    rows = (
+        _rows_from_parquet(source) if source.endswith(".parquet") else _rows_from_json(raw, source)
+    )
+    check_surrogates(rows, source)
+    return tuple(_check_record(rec, i, source) for i, rec in enumerate(rows))
+
+
+@functools.lru_cache(maxsize=1)
+def _sentence_split() -> Callable[[str], list[str]]:
+    """nltk's Punkt English sentence splitter with the pinned tables (built once)."""
+    from ..metrics.word_tokenize import _tokenizers
+
+    split: Callable[[str], list[str]] = _tokenizers().sentences.tokenize
+    return split
+
+
+def chunk_context(text: str, words: int = CHUNK_WORDS) -> list[str]:
+    """Punkt sentences packed in order into chunks of at most ``words`` whitespace words, joined
+    with a space (a longer sentence is a chunk of its own), as upstream packs them by tokens."""
+    chunks: list[str] = []
+    current: list[str] = []
+    count = 0
+    for sentence in _sentence_split()(text):
+        n = len(sentence.split())
+        if current and count + n > words:
+            chunks.append(" ".join(current))
+            current, count = [], 0
+        current.append(sentence)
+        count += n
+    if current:
+        chunks.append(" ".join(current))
+    return chunks
+
+
+def _indexed(metadata: Mapping[str, Any], name: str, j: int) -> Any:
+    """Upstream ``_get_field_value``: entry ``j`` of a list long enough, else the whole value
+    (None when absent)."""
+    value = metadata.get(name)
+    if isinstance(value, list):
+        return value[j] if j < len(value) else value
+    return value
+
+
+def build(split: str, records: Sequence[Record]) -> tuple[list[Conversation], list[Question]]:
+    """Conversations (one per record, chunks as turns) and questions (one per question)."""
+    conversations: list[Conversation] = []
+    questions: list[Question] = []
+    for rec in records:
+        conv_id = f"{split}-{rec.index}"
+        turns = tuple(
+            Turn(f"C{n + 1}", "user", chunk) for n, chunk in enumerate(chunk_context(rec.context))
+        )
+        conversations.append(
+            Conversation(
+                id=conv_id,
+                sessions=(Session(id="S1", date=None, turns=turns),),
+                speakers=("user",),
+                meta={"source": rec.source, "split": split},
+            )
+        )
+        if len(rec.questions) > 1 and len(rec.answers) > 1:
+            pairs = [(q, a) for q, a in zip(rec.questions, rec.answers, strict=True)]
+        else:
+            pairs = [(rec.questions[0], list(rec.answers))]
+        for j, (text, answer) in enumerate(pairs):
+            per_question = {
+                name: _indexed(rec.metadata, name, j)
+                for name in ("qa_pair_ids", "question_ids", "question_types", "question_dates")
+            }
+            questions.append(
+                Question(
+                    id=f"{conv_id}-q{j + 1}",
+                    conversation_id=conv_id,
+                    category=split,
+                    question=text,
+                    gold=answer if isinstance(answer, str) else str(flatten_golds(answer)[0]),
+                    category_id=split,
+                    index=j + 1,
+                    meta={
+                        "source": rec.source,
+                        "answers": answer,  # as upstream passes it: a string or a list
+                        "qa_pair_id": per_question["qa_pair_ids"],
+                        # read by the LLM judge of --memeval-protocol=memoryagentbench
+                        "question_id": per_question["question_ids"],
+                        "question_type": per_question["question_types"],
+                    },
+                    question_date_raw=str(per_question["question_dates"] or ""),
+                )
+            )
+    return conversations, questions
+
+
+# ---------------------------------------------------------------------------------------------
+# files
+# ---------------------------------------------------------------------------------------------
+
+
+def split_file(folder: Path, split: str) -> Path | None:
+    """The file of ``split`` below ``folder``: ``<split>.jsonl`` / ``.json`` / ``.parquet``, or the
+    Hugging Face layout ``data/<split>-*.parquet`` (one shard)."""
+    for name in (f"{split}.jsonl", f"{split}.json", f"{split}.parquet"):
+        if (folder / name).is_file():
+            return folder / name
+    shards = sorted((folder / "data").glob(f"{split}-*.parquet"))
+    if len(shards) > 1:
+        raise DatasetError(
+            f"{len(shards)} parquet shards for {split}; merge them into {split}.parquet",
+            path=str(folder / "data"),
+        )
+    return shards[0] if shards else None
+
+
+@dataclass(frozen=True)
+class _Parsed:
+    conversations: tuple[Conversation, ...]
+    questions: tuple[Question, ...]
+    sha256: str
+
+
+@functools.lru_cache(maxsize=8)
+def _build(path: str, split: str, key: tuple[int, int]) -> _Parsed:
+    del key  # cache key only (mtime and size)
+    raw = read_bytes(path, _HINT)
+    conversations, questions = build(split, parse_records(raw, path))
+    return _Parsed(tuple(conversations), tuple(questions), hashlib.sha256(raw).hexdigest())
+
+
+def refuse_download() -> None:
+    """No pinned revision and sha256 are recorded for the Hugging Face files: refuse."""
+    raise DatasetError(
+        f"pin unknown: pass --memeval-data DIR with a local copy (DIR/{FOLDER}/<Split>.jsonl, "
+        f".json or .parquet; splits {', '.join(SPLITS)}). The Hugging Face files of {HF_DATASET} "
+        "have no recorded revision and sha256 yet, so pytest-memeval will not download them."
+    )
+
+
+@dataclass(frozen=True, eq=False)
+class MemoryAgentBench:
+    """The four splits of MemoryAgentBench, read from ``DIR/memoryagentbench``."""
+
+    name: str = "memoryagentbench"
+    categories: Mapping[int | str, CategoryInfo] = field(default_factory=lambda: CATEGORIES)
+    metrics: Sequence[str] = (
+        "mab_score",
+        "substring_exact_match",
+        "exact_match",
+        "f1",
+        "eventqa_recall",
+        "ruler_recall",
+    )
+    pass_metric: str = "mab_score"
+    default_threshold: float = 1.0
+    cluster_unit: str = "conversation"
+
+    def load(self, request: LoadRequest) -> Dataset:
+        if request.data_dir is None:
+            refuse_download()  # until HF_REVISION and HF_SHA256 are recorded
+        assert request.data_dir is not None
+        folder = Path(request.data_dir) / FOLDER
+        wanted = (request.variant,) if request.variant else SPLITS
+        for split in wanted:
+            if split not in SPLITS:
+                raise DatasetError(
+                    f"unknown split {split!r}; MemoryAgentBench has {', '.join(SPLITS)}"
+                )
+        questions: list[Question] = []
+        conversations: dict[str, Conversation] = {}
+        files: list[Path] = []
+        sha: dict[str, str] = {}
+        for split in wanted:
+            path = split_file(folder, split)
+            if path is None:
+                continue
+            try:
+                st = path.resolve().stat()
+            except OSError as exc:
+                raise DatasetError(
+                    f"cannot read the file: {exc.strerror or exc}", path=str(path)
+                ) from None
+            built = _build(str(path.resolve()), split, (st.st_mtime_ns, st.st_size))
+            questions.extend(built.questions)
+            conversations.update((c.id, c) for c in built.conversations)
+            files.append(path)
+            sha[str(path.relative_to(request.data_dir))] = built.sha256
+        if not files:
+            raise DatasetError(
+                f"no split file found. --memeval-data=DIR expects DIR/{FOLDER}/<Split>.jsonl "
+                f"(or .json, .parquet, or data/<Split>-*.parquet as on Hugging Face) for the "
+                f"splits {', '.join(wanted)}",
+                path=str(folder),
+            )
+        return Dataset(
+            benchmark=self.name,
+            questions=questions,
+            files=files,
+            sha256=sha,
+            variant=request.variant,
+            conversations=conversations,
+            meta={
+                "source": "data_dir",
+                "upstream": f"HUST-AI-HYZ/MemoryAgentBench@{UPSTREAM_COMMIT}",
+                "chunking": f"Punkt sentences packed to {CHUNK_WORDS} words",
+            },
+        )
+
+    def score(self, question: Question, prediction: Prediction) -> dict[str, float]:
+        return score_memoryagentbench(question, prediction)
+
+
+BENCHMARK = MemoryAgentBench()

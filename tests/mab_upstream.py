@@ -1,0 +1,175 @@
+"""Test-only: upstream MemoryAgentBench's scoring functions, executed from its own source.
+
+``utils/eval_other_utils.py`` is read at the pinned commit from a local snapshot of
+``HUST-AI-HYZ/MemoryAgentBench`` (``MEMEVAL_MAB_UPSTREAM``: a git directory or a checkout; default
+the ``fetch`` mirror), its sha256 checked, and the scoring functions taken out with ``ast`` and
+executed unchanged. Only the module's top-level imports (nltk, tiktoken, rouge_score, editdistance,
+numpy: not needed by these functions) are left out, and ``rouge_scorer_instance`` is a stub with no
+ROUGE types (rouge-score is not installable here; our scorer leaves ROUGE out too). Nothing of it
+is copied into the repository; ``make_vectors`` writes the outputs the unit tests compare with
+(``python tests/mab_upstream.py tests/fixtures/memoryagentbench/upstream_vectors.jsonl``).
+"""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+import json
+import os
+import re
+import string
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from pytest_memeval.benchmarks.memoryagentbench import UPSTREAM_COMMIT, UPSTREAM_SCORER_SHA256
+
+SCORER = "utils/eval_other_utils.py"
+DEFAULT = "/work/.mirror/HUST-AI-HYZ+MemoryAgentBench/repo"
+FUNCTIONS = (
+    "normalize_answer",
+    "f1_score",
+    "drqa_exact_match_score",
+    "substring_exact_match_score",
+    "drqa_metric_max_over_ground_truths",
+    "parse_output",
+    "calculate_metrics",
+    "post_process",
+    "_process_icl_dataset",
+    "_process_eventqa_dataset",
+    "_process_infbench_longmemeval_dataset",
+    "_process_choice_eng_dataset",
+    "_process_ruler_memory_merging_dataset",
+    "default_post_process",
+)
+
+
+def upstream_file_bytes(path: str) -> bytes | None:
+    """A file of the upstream snapshot at the pinned commit (None when there is no snapshot)."""
+    root = Path(os.environ.get("MEMEVAL_MAB_UPSTREAM", DEFAULT))
+    if (root / path).is_file():
+        return (root / path).read_bytes()
+    if not root.is_dir():
+        return None
+    done = subprocess.run(
+        ["git", f"--git-dir={root}", "show", f"{UPSTREAM_COMMIT}:{path}"],
+        capture_output=True,
+        check=False,
+    )
+    return done.stdout if done.returncode == 0 else None
+
+
+def _source() -> bytes | None:
+    return upstream_file_bytes(SCORER)
+
+
+class _NoRouge:
+    rouge_types: tuple[str, ...] = ()
+
+    def score(self, target: str, prediction: str) -> dict[str, Any]:
+        return {}
+
+
+def load_upstream() -> dict[str, Any] | None:
+    """Upstream's functions by name, or None when no snapshot is present."""
+    raw = _source()
+    if raw is None:
+        return None
+    digest = hashlib.sha256(raw).hexdigest()
+    if digest != UPSTREAM_SCORER_SHA256:
+        raise AssertionError(f"{SCORER}: sha256 {digest}, pinned {UPSTREAM_SCORER_SHA256}")
+    tree = ast.parse(raw)
+    keep = [n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name in FUNCTIONS]
+    assert {n.name for n in keep} == set(FUNCTIONS)
+    module = ast.Module(body=keep, type_ignores=[])
+    ns: dict[str, Any] = {
+        "re": re,
+        "string": string,
+        "Counter": Counter,
+        "rouge_scorer_instance": _NoRouge(),
+    }
+    exec(compile(module, SCORER, "exec"), ns)  # pinned upstream source, tests only
+    return ns
+
+
+def upstream_scores(ns: dict[str, Any], source: str, output: str, answer: Any) -> dict[str, float]:
+    """``post_process`` of upstream for one reply, values as floats (bools -> 0 / 1)."""
+    metrics, _ = ns["post_process"]({"output": output}, answer, {"sub_dataset": source})
+    return {k: float(v) for k, v in metrics.items()}
+
+
+SOURCES = (
+    "icl_banking77_5900shot_balance",
+    "eventqa_full",
+    "infbench_qa_eng_shots2",
+    "infbench_choice_eng_shots2",
+    "longmemeval_s_-1_500",
+    "ruler_qa1_197K",
+    "ruler_niah_mq_131k",
+    "factconsolidation_sh_6k",
+    "detective_qa",
+)
+OUTPUTS = (
+    "",
+    "Paris",
+    "Answer: Paris",
+    "answer:  the Paris.\nmore",
+    "I think the answer is Paris, France!",
+    "Answer: Answer: yes",
+    "no",
+    "NoAnswer",
+    "B. Mary Smith",
+    "Zoë went to São Paulo — café",
+    "The  Eiffel   Tower\n\nAnswer: an eiffel tower",
+    "label: 42\nAnswer: 17",
+    "42",
+    "first line\nsecond line",
+    "   \n  ",
+    "a an the",
+    "Smith, Mary; Jones, Bob",
+    "日本語の答え",
+    "Answer:\nParis",
+)
+ANSWERS: tuple[Any, ...] = (
+    ["Paris"],
+    ["Paris", "Paris, France"],
+    [["Paris", "City of Light"], ["France"]],
+    "Paris",
+    ["yes"],
+    ["no"],
+    ["A", "Mary Smith"],
+    ["Mary", "Smith"],
+    ["São Paulo", "cafe"],
+    ["the eiffel tower"],
+    ["17"],
+    ["42", "17"],
+    ["日本語の答え"],
+    ["?!"],
+    ["Zoë"],
+)
+
+
+def make_vectors() -> list[dict[str, Any]]:
+    ns = load_upstream()
+    if ns is None:
+        raise SystemExit(f"no upstream snapshot (set MEMEVAL_MAB_UPSTREAM; default {DEFAULT})")
+    rows = []
+    for source in SOURCES:
+        for output in OUTPUTS:
+            for answer in ANSWERS:
+                try:
+                    scores = upstream_scores(ns, source, output, answer)
+                except (IndexError, AttributeError, ZeroDivisionError) as exc:
+                    scores = {"error": type(exc).__name__}  # type: ignore[dict-item]
+                rows.append(
+                    {"source": source, "output": output, "answer": answer, "scores": scores}
+                )
+    return rows
+
+
+if __name__ == "__main__":
+    out = Path(sys.argv[1])
+    lines = [json.dumps(row, ensure_ascii=False) for row in make_vectors()]
+    out.write_text("\n".join(lines) + "\n", "utf-8")

@@ -1,0 +1,171 @@
+"""``--memeval=memoryagentbench`` end to end on hand-written split files in the Hugging Face
+records' shape: bm25 without xdist and with ``-n 2`` (the same numbers), every question collected,
+the splits as markers; and judged under ``--memeval-protocol=memoryagentbench`` through the
+loopback server, the requests compared with those the upstream-shaped judge code
+(tests/fixtures/protocols/memoryagentbench) builds for the same records."""
+
+from __future__ import annotations
+
+import ast
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import read_json
+from llm_server import OPENAI_PATH, LLMServer
+
+DATA = Path(__file__).resolve().parent.parent / "fixtures" / "memoryagentbench" / "data"
+XDIST_MODES = {"no-xdist": ["-p", "no:xdist"], "n2": ["-n", "2"]}
+
+pytestmark = pytest.mark.usefixtures("memeval_env")
+
+
+def _scores(report: dict[str, Any]) -> dict[tuple[str, str], dict[str, Any]]:
+    return {
+        (run["system"], q["id"]): {"status": q["status"], **q["scores"]}
+        for run in report["runs"]
+        for q in run["questions"]
+    }
+
+
+def test_bm25_same_numbers_without_and_with_xdist(pytester: pytest.Pytester) -> None:
+    reports = []
+    for mode in XDIST_MODES.values():
+        out = pytester.path / f"r{len(reports)}.json"
+        result = pytester.runpytest(
+            "--memeval=memoryagentbench",
+            f"--memeval-data={DATA}",
+            "--memsys=bm25",
+            f"--memeval-json={out}",
+            *mode,
+        )
+        assert result.ret in (0, 1), result.stdout.str()
+        reports.append(read_json(out))
+    first, second = reports
+    assert _scores(first) == _scores(second)
+    (run,) = first["runs"]
+    assert run["summary"]["overall"]["count"] == 6  # every question of the three files
+    scored = [q for q in run["questions"] if "mab_score" in q["scores"]]
+    assert len(scored) == 6
+    ds = first["provenance"]["datasets"]["memoryagentbench"]
+    assert ds["questions_total"] == 6
+
+
+@pytest.mark.parametrize(
+    ("marker", "count"),
+    [("Accurate_Retrieval", 3), ("Conflict_Resolution", 2), ("Test_Time_Learning", 1)],
+)
+def test_splits_are_markers(pytester: pytest.Pytester, marker: str, count: int) -> None:
+    result = pytester.runpytest(
+        "--memeval=memoryagentbench",
+        f"--memeval-data={DATA}",
+        "--memsys=bm25",
+        "--collect-only",
+        "-q",
+        "-m",
+        marker,
+        "-p",
+        "no:xdist",
+    )
+    assert result.ret == 0, result.stdout.str()
+    ids = [line for line in result.outlines if "::" in line]
+    assert len(ids) == count, result.stdout.str()
+
+
+# --------------------------------------------------------------------------- official judge
+
+PROTOCOL = Path(__file__).resolve().parent.parent / "fixtures" / "protocols" / "memoryagentbench"
+KEY = "sk-loopback-mab"
+_CONTEXT = "I moved to Lisbon in 2019. Later I adopted a cat named Miso. My brother lives in Oslo. "
+_RECORDS = [
+    {
+        "context": _CONTEXT * 3,
+        "questions": ["Where did I move?", "What is my dog's name?"],
+        "answers": [["Lisbon"], "You never mentioned a dog."],
+        "metadata": {
+            "source": "longmemeval_s_-1_500",
+            "question_ids": ["e47becba", "e47becba_abs"],
+            "question_types": ["single-session-user", "single-session-user"],
+        },
+    },
+    {
+        "context": _CONTEXT * 2,
+        "questions": ["Where does my brother live?", "Which city first?"],
+        "answers": [["Oslo"], ["Lisbon"]],
+        "metadata": {"source": "eventqa_full"},
+    },
+]
+
+
+@pytest.fixture
+def server(monkeypatch: pytest.MonkeyPatch) -> Iterator[LLMServer]:
+    with LLMServer(reply=lambda messages, model, params: "Yes") as srv:
+        for key, value in srv.env(KEY).items():
+            monkeypatch.setenv(key, value)
+        yield srv
+
+
+def _anscheck() -> Any:
+    """The upstream-shaped file's ``get_anscheck_prompt``, run from its source (test only)."""
+    path = PROTOCOL / "llm_based_eval" / "longmem_qa_evaluate.py"
+    tree = ast.parse(path.read_text("utf-8"))
+    ns: dict[str, Any] = {}
+    exec(compile(tree, str(path), "exec"), ns)
+    return ns["get_anscheck_prompt"]
+
+
+@pytest.mark.parametrize("mode", list(XDIST_MODES), ids=list(XDIST_MODES))
+def test_longmemeval_items_judged_as_upstream(
+    pytester: pytest.Pytester, server: LLMServer, mode: str
+) -> None:
+    folder = pytester.path / "data" / "memoryagentbench"
+    folder.mkdir(parents=True)
+    lines = [json.dumps(r) for r in _RECORDS]
+    (folder / "Accurate_Retrieval.jsonl").write_text("\n".join(lines) + "\n", "utf-8")
+    out = pytester.path / "r.json"
+    result = pytester.runpytest(
+        "--memeval=memoryagentbench",
+        f"--memeval-data={pytester.path / 'data'}",
+        "--memsys=bm25",
+        f"--memeval-cache-dir={pytester.path / 'cache'}",
+        "--memeval-protocol=memoryagentbench",
+        f"--memeval-protocol-source={PROTOCOL}",
+        "--memeval-judge=openai:gpt-4o",
+        f"--memeval-json={out}",
+        *XDIST_MODES[mode],
+    )
+    assert result.ret in (0, 1), result.stdout.str()
+    report = read_json(out)
+    questions = {q["id"]: q for run in report["runs"] for q in run["questions"]}
+    assert len(questions) == 4
+    bodies = [r.body for r in server.requests if r.path == OPENAI_PATH]
+    assert len(bodies) == 2  # only the LongMemEval source is judged
+    upstream = _anscheck()
+    want = sorted(
+        upstream(
+            "single-session-user",
+            rec_q,
+            answer,
+            questions[f"Accurate_Retrieval-0-q{j + 1}"]["prediction"],
+            abstention="_abs" in qid,
+        )
+        for j, (rec_q, answer, qid) in enumerate(
+            zip(
+                _RECORDS[0]["questions"],  # type: ignore[arg-type]
+                _RECORDS[0]["answers"],  # type: ignore[arg-type]
+                _RECORDS[0]["metadata"]["question_ids"],  # type: ignore[index]
+                strict=True,
+            )
+        )
+    )
+    assert sorted(b["messages"][0]["content"] for b in bodies) == want
+    for body in bodies:
+        assert body["model"] == "gpt-4o" and body["temperature"] == 0
+        assert body["max_tokens"] == 10 and body["n"] == 1
+        assert [m["role"] for m in body["messages"]] == ["user"]
+    assert questions["Accurate_Retrieval-0-q1"]["scores"]["judge_mab_official"] == 1.0
+    assert questions["Accurate_Retrieval-0-q2"]["scores"]["judge_mab_official"] == 1.0
+    assert "judge_mab_official" not in questions["Accurate_Retrieval-1-q1"]["scores"]
+    assert report["provenance"]["protocol"]["name"] == "memoryagentbench"
