@@ -315,9 +315,10 @@ class Controller:
                 self.store = RunStore.create(settings.cache_dir)
                 # the resume check reads NUMBERS_KEY; the merge reads the fingerprint and shard
                 self.store.write_config(run_config(state) | {NUMBERS_KEY: settings.numbers()})
-            from .batch import start_batch
+            if self.store is not None:  # an estimate queues no batch either
+                from .batch import start_batch
 
-            start_batch(state, self.store.folder)
+                start_batch(state, self.store.folder)
             if settings.run.merge:
                 scale = self.config.pluginmanager.get_plugin("memeval-scale")
                 assert scale is not None  # registered with --memeval-merge
