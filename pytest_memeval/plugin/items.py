@@ -482,9 +482,15 @@ class MemevalItem(pytest.Function):
         return prepare_question(run, self.question, result, ingested=ingested)
 
     def _stage_ahead(self, run: QuestionRun, pipeline: Pipeline) -> None:
-        """Fill the window with the next questions of this conversation and system: each is
-        searched here, in order, and its LLM half submitted. A question whose search raises keeps
-        the exception for its own setup."""
+        """Fill the window with the next questions of this system: each is searched here, in
+        order, and its LLM half submitted. A question whose search raises keeps the exception for
+        its own setup.
+
+        The window may reach into the next conversation of the benchmark (one conversation
+        ahead), whose system is then ingested here while this conversation's calls are in flight
+        (``SystemPool.get_ahead``: only a factory's fresh instance, never an object serving this
+        conversation too), so the window does not run dry at every conversation's start. Not
+        under xdist: a worker does not know which conversation the controller sends it next."""
         state = self.state
         items = self.session.items
         if state.item_index is None:
@@ -493,11 +499,13 @@ class MemevalItem(pytest.Function):
         if at is None:
             return
         conversation = (self.benchmark, self.question.conversation_id)
+        own = not (state.settings.run.rejudge or state.settings.run.reanswer)
         ingested = None
-        if not (state.settings.run.rejudge or state.settings.run.reanswer):
+        if own:
             ingested = state.pool.live.get((self.system.base, conversation_key(*conversation)))
             if ingested is None:
                 return
+        crossed = hasattr(self.config, "workerinput")  # a worker: never cross
         for other in itertools.islice(items, at + 1, None):  # no copy of the item list per item
             if len(pipeline) >= pipeline.window:
                 return
@@ -506,15 +514,41 @@ class MemevalItem(pytest.Function):
                     continue  # a hand-written case of this conversation
                 return
             if (other.benchmark, other.question.conversation_id) != conversation:
-                return
+                if crossed or other.benchmark != self.benchmark:
+                    return
+                crossed = True
+                conversation = (other.benchmark, other.question.conversation_id)
+                ingested = None  # the next conversation's: ingested for its first question here
             if other.system != self.system or other.nodeid in pipeline:
                 continue
+            if own and ingested is None:
+                ingested = self._ingest_ahead(other)
+                if ingested is None:
+                    return
             try:
                 prepared = other._prepare(run, ingested)
             except Exception as exc:
                 pipeline.fail(other.nodeid, exc)
                 continue
             pipeline.submit(other.nodeid, prepared, run_stage(run))
+
+    def _ingest_ahead(self, other: MemevalItem) -> IngestedSystem | None:
+        """``other``'s conversation ingested before the run reaches it, or None when that is not
+        safe or failed (its questions then meet the failure themselves, in their own setup)."""
+        state = self.state
+        request = self.funcargs["request"]
+        assert isinstance(request, pytest.FixtureRequest)
+        dataset = state.datasets[other.benchmark]
+        conv_id = other.question.conversation_id
+        try:
+            return state.pool.get_ahead(
+                other.system.base,
+                lambda: dataset.conversation(conv_id),
+                conversation_key(other.benchmark, conv_id),
+                lambda: obtain_system(request, other.system),
+            )
+        except Exception:
+            return None
 
     def _stored_prediction(self, result: QuestionResult) -> Prediction:
         state = self.state

@@ -50,6 +50,7 @@ __all__ = [
     "decide_status",
     "evaluate",
     "finish_question",
+    "is_factory",
     "llm_stage",
     "new_result",
     "prepare_question",
@@ -114,6 +115,10 @@ class SystemPool:
     its next ``ingest``. An ingest that raised is not retried for the other questions of that
     conversation: they fail with the same exception. ``ingests`` counts real ``ingest`` calls per
     system (reported to the controller).
+
+    ``get_ahead`` ingests the next conversation while the current one's LLM calls are in flight
+    (the pipeline's look-ahead at -n 0); ``release`` keeps those conversations too, so memory is
+    bounded by two conversations per system.
     """
 
     live: dict[tuple[str, str], IngestedSystem] = field(default_factory=dict)
@@ -121,6 +126,10 @@ class SystemPool:
     timeout: float | None = None
     failed: dict[tuple[str, str], BaseException] = field(default_factory=dict)
     _last_instance: dict[str, object] = field(default_factory=dict)
+    #: conversation keys ingested by ``get_ahead`` that the run has not reached yet
+    ahead: set[str] = field(default_factory=set)
+    #: systems whose ``obtain`` gives one object for every conversation: never ingested ahead
+    shared: set[str] = field(default_factory=set)
 
     def get(
         self,
@@ -139,8 +148,8 @@ class SystemPool:
         if earlier is not None:
             raise earlier
         obj = obtain()
-        if isinstance(obj, type) or (not callable(getattr(obj, "ingest", None)) and callable(obj)):
-            obj = obj()  # a factory (a class or a zero-argument callable)
+        if is_factory(obj):
+            obj = obj()  # type: ignore[operator]  # a class or a zero-argument callable
         elif self._last_instance.get(system) is obj:
             # The same object serves several conversations (a session-scoped fixture): reset it.
             reset = getattr(obj, "reset", None)
@@ -168,16 +177,54 @@ class SystemPool:
         self.live[key] = ready
         return ready
 
+    def get_ahead(
+        self,
+        system: str,
+        conversation: Callable[[], Conversation],
+        conversation_key: str,
+        obtain: Callable[[], object],
+    ) -> IngestedSystem | None:
+        """The system of a conversation the run has not reached, ingested now, when that cannot
+        disturb the conversation being run: only when ``obtain`` gives a factory (a fresh
+        instance per conversation). An object serving several conversations would be reset under
+        the current conversation's searches: None, and never asked again. None too when its
+        ingest failed before; an ingest that raises here raises (and is kept for its questions,
+        as :meth:`get` keeps it)."""
+        key = (system, conversation_key)
+        ready = self.live.get(key)
+        if ready is not None:
+            return ready
+        if key in self.failed or system in self.shared:
+            return None
+        obj = obtain()
+        if not is_factory(obj):
+            self.shared.add(system)
+            return None
+        self.ahead.add(conversation_key)
+        return self.get(system, conversation, conversation_key, lambda: obj)
+
     def release(self, keep_conversation: str | None = None) -> None:
-        """Drop every instance not serving ``keep_conversation``."""
-        for key in [k for k in self.live if k[1] != keep_conversation]:
+        """Drop every instance not serving ``keep_conversation`` or a conversation ingested
+        ahead (``keep_conversation`` None: drop everything)."""
+        if keep_conversation is None:
+            self.ahead.clear()
+        else:
+            self.ahead.discard(keep_conversation)
+        keep = {keep_conversation, *self.ahead}
+        for key in [k for k in self.live if k[1] not in keep]:
             self.live.pop(key)
-        for key in [k for k in self.failed if k[1] != keep_conversation]:
+        for key in [k for k in self.failed if k[1] not in keep]:
             self.failed.pop(key)
 
     def clear(self) -> None:
         self.live.clear()
         self.failed.clear()
+        self.ahead.clear()
+
+
+def is_factory(obj: object) -> bool:
+    """A memory-system factory (a class, or a callable without ``ingest``), not an instance."""
+    return isinstance(obj, type) or (not callable(getattr(obj, "ingest", None)) and callable(obj))
 
 
 def wait_until_ready(instance: object, name: str, timeout: float | None) -> float | None:

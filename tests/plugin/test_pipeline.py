@@ -23,7 +23,6 @@ pytestmark = pytest.mark.usefixtures("memeval_env")
 MODES = pytest.mark.parametrize("mode", [[], ["-n", "2"]], ids=["no-n", "n2"])
 
 
-
 @pytest.fixture
 def server(monkeypatch: pytest.MonkeyPatch) -> Iterator[LLMServer]:
     with LLMServer(reply=judge_reply, latency=0.05) as srv:
@@ -116,6 +115,53 @@ def test_rejudge_and_reanswer_through_the_window_match_window_1(
         assert len(rows[1]) == 15 and rows[1] == rows[32], flag
 
 
+def _conversation_of(body: Any, questions: dict[str, str]) -> str | None:
+    text = json.dumps(body)
+    found = {conv for question, conv in questions.items() if json.dumps(question)[1:-1] in text}
+    return found.pop() if len(found) == 1 else None
+
+
+@MODES
+def test_window_reaches_into_the_next_conversation_in_one_process(
+    pytester: pytest.Pytester, server: LLMServer, mode: list[str]
+) -> None:
+    """At -n 0 the window does not run dry at a conversation's start: the next conversation is
+    ingested early (bm25 is a factory: a fresh instance) and its first calls are sent while the
+    first conversation's are in flight; each conversation still ingested once per system, and the
+    results those of window 1. Under xdist a worker never reaches across (same results)."""
+    server.latency = 0.3  # every judge call of demo-1 waits for its answer's reply
+    systems = ["--memsys=bm25,full-context"]
+    reports = {}
+    for window in (1, 32):
+        server.reset()
+        out = pytester.path / f"r{window}.json"
+        result = pytester.runpytest(
+            *LLM_ARGS,
+            *systems,
+            f"--memeval-cache-dir={pytester.path / f'cache{window}'}",
+            f"--memeval-llm-concurrency={window}",
+            f"--memeval-json={out}",
+            *mode,
+        )
+        assert result.ret == 0, result.stdout.str()
+        reports[window] = read_json(out)
+        assert reports[window]["provenance"]["ingests"] == {"bm25": 2, "full-context": 2}
+    rows1, rows32 = ({
+        (run["system"], q["id"]): {k: v for k, v in q.items() if k != "latency"}
+        for run in reports[w]["runs"]
+        for q in run["questions"]
+    } for w in (1, 32))  # fmt: skip
+    assert len(rows1) == 30 and rows1 == rows32
+    questions = {r["question"]: r["conversation"] for r in rows32.values()}
+    order = [
+        _conversation_of(r.body, questions) for r in sorted(server.requests, key=lambda r: r.time)
+    ]
+    assert None not in order and set(order) == {"demo-1", "demo-2"}
+    if not mode:
+        # demo-2's first call went out before demo-1's last one (its judge calls wait 0.3 s)
+        assert order.index("demo-2") < len(order) - 1 - order[::-1].index("demo-1")
+
+
 def test_resume_after_sigkill_mid_window_pays_no_reply_twice(pytester: pytest.Pytester) -> None:
     latency = 0.3
     with LLMServer(reply=judge_reply, latency=latency) as srv:
@@ -177,7 +223,6 @@ def test_resume_after_sigkill_mid_window_pays_no_reply_twice(pytester: pytest.Py
     # none twice after the resume, and together every request of the run
     assert len(again) == len(set(again))
     assert len(set(first) | set(again)) == 28
-
 
 
 def test_rpm_limit_is_shared_by_two_workers(pytester: pytest.Pytester, server: LLMServer) -> None:

@@ -222,3 +222,24 @@ def test_categories_of_reports(tmp_path: Path) -> None:
     keys = [row.key for row in entries[0].computed.categories]
     assert set(keys) >= {c.key for c in REPORT_CATS[:2]}
     assert json.loads(path.read_text("utf-8"))["runs"][0]["summary"]["overall"]["count"] == 7 + 1
+
+
+def test_memoised_rescore_equals_the_plain_one(tmp_path: Path) -> None:
+    """verify_entries scores each distinct (question, prediction, memories) once across runs;
+    every count, value and mismatch is the one a plain per-row re-score gives."""
+    from pytest_memeval.board.verify import Verification, rescore
+
+    bench = get_benchmark("demo")
+    questions = {q.id: q for q in bench.load(LoadRequest(None, tmp_path)).questions}
+    runs = [_demo_results("bm25", tmp_path, right) for right in (4, 6, 6, 9)]
+    runs[2][3].scores["f1"] = 0.5  # a mismatch in a run whose rows the memo already holds
+    entries = load_inputs([_folder(tmp_path, f"r{i}", rows) for i, rows in enumerate(runs)])
+    memo: dict[tuple[object, ...], dict[str, float]] = {}
+    for entry in entries:
+        plain, memoised = Verification(), Verification()
+        rescore(entry, bench, questions, plain)
+        rescore(entry, bench, questions, memoised, memo)
+        assert memoised.to_dict() == plain.to_dict()
+    assert memo and len(memo) < sum(len(rows) for rows in runs)  # rows were shared
+    tiers = verify_entries(entries, None)
+    assert [tiers[e.ident].mismatch_count for e in entries] == [0, 0, 1, 0]
