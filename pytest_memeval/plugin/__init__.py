@@ -21,6 +21,7 @@ from ..records import (
     ResultKey,
 )
 from ..run.question import clean_scores, decide, evaluate, select_questions
+from ..systems.mcp import close_all as close_services
 from . import hookspecs
 from .controller import PROPERTY_NAME, Controller, flat_properties, worker_output
 from .items import (
@@ -607,3 +608,4 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     if hasattr(config, "workerinput"):
         config.workeroutput[PROPERTY_NAME] = worker_output(state)  # type: ignore[attr-defined]
     state.pool.clear()
+    close_services()  # the MCP servers this process started, with their process groups
