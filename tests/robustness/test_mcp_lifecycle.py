@@ -107,9 +107,11 @@ def _run(tmp_path: Path, memsys: str, *extra: str) -> subprocess.CompletedProces
     env["PYTEST_ADDOPTS"] = "-p no:benchmark"
     env.pop("MEMEVAL_DATA_DIR", None)
     return subprocess.run(
-        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--memeval=demo"]
-        + [f"--memsys={memsys}", f"--memeval-json={tmp_path / 'r.json'}"]
-        + [f"--memeval-cache-dir={tmp_path / 'c'}", *extra],
+        [
+            *(sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--memeval=demo"),
+            *(f"--memsys={memsys}", f"--memeval-json={tmp_path / 'r.json'}"),
+            *(f"--memeval-cache-dir={tmp_path / 'c'}", *extra),
+        ],
         cwd=tmp_path,
         env=env,
         capture_output=True,
