@@ -108,8 +108,9 @@ def parse_mcp_spec(spec: str) -> tuple[str, McpSettings]:
 
 
 #: a small process that outlives a worker killed without notice (os._exit, SIGKILL, the OOM
-#: killer): it holds the read end of a pipe only the worker writes to, and when that pipe ends it
-#: kills the server's process group (SIGTERM, then SIGKILL). Its own session keeps Ctrl-C away.
+#: killer): it holds the read end of a pipe only the worker writes to, and when that pipe ends
+#: without a word it kills the server's process group (SIGTERM, then SIGKILL); one byte tells it
+#: the worker closed the server itself. Its own session keeps Ctrl-C away.
 _WATCHDOG = """
 import os, select, signal, sys, time
 pgid = int(sys.argv[1])
@@ -122,7 +123,9 @@ def alive():
         pass
     return True
 while alive():
-    if select.select([0], [], [], 0.5)[0] and not os.read(0, 1):
+    if select.select([0], [], [], 0.5)[0]:
+        if os.read(0, 1):
+            break  # the worker closed the server itself
         for sig in (signal.SIGTERM, signal.SIGKILL):
             try:
                 os.killpg(pgid, sig)
@@ -184,6 +187,8 @@ class _ServerGroup:
     def release(self) -> None:
         """End the watchdog (the group is gone or killed) and reap it."""
         if self.lifeline is not None:
+            with contextlib.suppress(OSError):
+                os.write(self.lifeline, b"x")
             with contextlib.suppress(OSError):
                 os.close(self.lifeline)
             self.lifeline = None
