@@ -282,10 +282,13 @@ class McpConnection:
         in 64 KiB chunks; a line over ``#max_bytes`` is skipped to its end, never held, and
         answered with an error for its request."""
         import anyio
+        from mcp.client.stdio import get_default_environment
         from mcp.shared.message import SessionMessage
         from mcp.types import jsonrpc_message_adapter
 
-        process = await anyio.open_process(argv, stderr=None, start_new_session=True)
+        # the SDK's environment for servers (PATH, HOME, ...: no secrets of this process)
+        env = get_default_environment()
+        process = await anyio.open_process(argv, stderr=None, env=env, start_new_session=True)
         self.group = group = _ServerGroup(process.pid)
         limit = self.settings.max_bytes
         to_session, from_server = anyio.create_memory_object_stream[Any](0)

@@ -158,7 +158,16 @@ def _errors(tmp_path: Path) -> dict[str, set[str]]:
 
 
 @needs_proc
-@pytest.mark.parametrize("server", ["exit", "hang", "missing"])
+@pytest.mark.parametrize(
+    ("server", "mode"),
+    [
+        ("exit", MODES["no-xdist"]),
+        ("exit", MODES["n2"]),  # each worker starts it at most once
+        ("hang", MODES["no-xdist"]),  # the handshake timeout: a hang is costlier to run twice
+        ("missing", MODES["no-xdist"]),  # a spawn error
+    ],
+    ids=["exit-no-xdist", "exit-n2", "hang-no-xdist", "missing-no-xdist"],
+)
 def test_failed_start_is_tried_once_and_fails_the_rest(
     tmp_path: Path, mode: list[str], server: str
 ) -> None:
