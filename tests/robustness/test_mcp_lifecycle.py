@@ -175,6 +175,8 @@ def test_failed_start_is_tried_once_and_fails_the_rest(
     if server == "missing":
         spec = f"mcp:{tmp_path / 'no-such-server'} --flag#timeout=2&name=fake"
     r = _run(tmp_path, spec, *mode)
+    starts = _lines(tmp_path / "starts")
+    assert len(starts) <= (2 if "-n" in mode else 1), starts
     by_status = _errors(tmp_path)
     assert set(by_status) == {"ERROR"}, r.stdout[-2000:]
     (error,) = by_status["ERROR"]  # one and the same line for every question
@@ -187,8 +189,6 @@ def test_failed_start_is_tried_once_and_fails_the_rest(
         "missing": "FileNotFoundError",
     }[server]
     assert first in error, error
-    starts = _lines(tmp_path / "starts")
-    assert len(starts) <= (2 if "-n" in mode else 1), starts
     if server != "missing":
         assert starts and not _survivors(tmp_path)
 
