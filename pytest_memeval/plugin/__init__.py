@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gc
+import sys
 import time
 from collections.abc import Generator
 from pathlib import Path
@@ -649,3 +650,6 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
 
         config.workeroutput[PROPERTY_NAME] = worker_output(state)  # type: ignore[attr-defined]
     state.pool.clear()
+    mcp = sys.modules.get("pytest_memeval.systems.mcp")  # loaded only when an MCP system ran
+    if mcp is not None:
+        mcp.close_all()  # the MCP servers this process started, with their process groups

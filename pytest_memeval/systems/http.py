@@ -42,6 +42,7 @@ from typing import Any
 from ..errors import AdapterError, terminal_safe
 from ..records import Conversation, Memory, Question
 from .wire import (
+    MAX_REPLY_BYTES,
     conversation_to_dict,
     memory_from_wire,
     question_to_dict,
@@ -61,7 +62,7 @@ class HttpSettings:
     timeout: float = 30.0
     retries: int = 3
     backoff: float = 0.5
-    max_bytes: int = 16 << 20
+    max_bytes: int = MAX_REPLY_BYTES
     poll: float = 0.1
 
 

@@ -35,19 +35,27 @@ from __future__ import annotations
 import asyncio
 import atexit
 import concurrent.futures
+import contextlib
 import json
+import os
+import re
 import shlex
+import signal
+import subprocess
+import sys
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import AdapterError
+from ..errors import AdapterError, terminal_safe
 from ..records import Conversation, Memory, Question
 from .wire import (
+    MAX_REPLY_BYTES,
     conversation_to_dict,
     memory_from_wire,
     question_to_dict,
+    reply_too_large,
     spec_number,
     spec_settings,
 )
@@ -68,6 +76,7 @@ class McpSettings:
     tools: Mapping[str, str] = field(default_factory=dict)
     timeout: float = 60.0
     poll: float = 0.1
+    max_bytes: int = MAX_REPLY_BYTES
 
 
 def parse_mcp_spec(spec: str) -> tuple[str, McpSettings]:
@@ -85,16 +94,114 @@ def parse_mcp_spec(spec: str) -> tuple[str, McpSettings]:
             f"--memsys={spec}: no {'URL' if transport == 'http' else 'command'} after the prefix, "
             'e.g. --memsys="mcp:python my_server.py#ingest=store_memory&search=search_memory"'
         )
-    options = spec_settings(spec, fragment, {*_ROLES, "timeout", "poll", "name"})
-    numbers = {k: spec_number(options[k], k, spec) for k in ("timeout", "poll") if k in options}
+    options = spec_settings(spec, fragment, {*_ROLES, "timeout", "poll", "max_bytes", "name"})
+    numbers: dict[str, Any] = {
+        k: spec_number(options[k], k, spec) for k in ("timeout", "poll") if k in options
+    }
+    if "max_bytes" in options:
+        numbers["max_bytes"] = int(
+            spec_number(options["max_bytes"], "max_bytes", spec, integer=True)
+        )
     tools = {role: options[role] for role in _ROLES if options.get(role)}
     name = options.get("name") or spec.partition("#")[0]
     return name, McpSettings(transport, target, tools, **numbers)
 
 
+#: a small process that outlives a worker killed without notice (os._exit, SIGKILL, the OOM
+#: killer): it holds the read end of a pipe only the worker writes to, and when that pipe ends
+#: without a word it kills the server's process group (SIGTERM, then SIGKILL); one byte tells it
+#: the worker closed the server itself. Its own session keeps Ctrl-C away.
+_WATCHDOG = """
+import os, select, signal, sys, time
+pgid = int(sys.argv[1])
+def alive():
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        pass
+    return True
+while alive():
+    if select.select([0], [], [], 0.5)[0]:
+        if os.read(0, 1):
+            break  # the worker closed the server itself
+        for sig in (signal.SIGTERM, signal.SIGKILL):
+            try:
+                os.killpg(pgid, sig)
+            except (ProcessLookupError, PermissionError):
+                break
+            end = time.monotonic() + 2
+            while alive() and time.monotonic() < end:
+                time.sleep(0.05)
+        break
+"""
+
+#: how long a server gets to exit after its stdin closes, and after SIGTERM
+_GRACE = 1.0
+
+#: a JSON-RPC error code of our own: the reply to this request was over #max_bytes
+_OVERSIZE = -32099
+
+_ID = re.compile(
+    rb'^\s*\{\s*(?:"jsonrpc"\s*:\s*"2\.0"\s*,\s*)?"id"\s*:\s*(-?\d{1,18}|"[^"\\]{0,200}")'
+)
+
+
+class _ServerGroup:
+    """A stdio server started in a session (process group) of its own, and its watchdog."""
+
+    def __init__(self, pid: int) -> None:
+        self.pid = pid
+        self.watchdog: subprocess.Popen[bytes] | None = None
+        self.lifeline: int | None = None
+        if os.name == "posix":
+            read, self.lifeline = os.pipe()
+            try:
+                self.watchdog = subprocess.Popen(
+                    [sys.executable, "-c", _WATCHDOG, str(pid)],
+                    stdin=read,
+                    stdout=subprocess.DEVNULL,
+                    start_new_session=True,
+                )
+            finally:
+                os.close(read)
+
+    def kill(self, sig: int = signal.SIGKILL) -> None:
+        """Signal the server and every process it started in its group (never raises)."""
+        with contextlib.suppress(OSError):
+            if os.name == "posix":
+                os.killpg(self.pid, sig)
+            else:  # pragma: no cover - the server itself only
+                os.kill(self.pid, sig)
+
+    def alive(self) -> bool:
+        try:
+            os.killpg(self.pid, 0)
+        except ProcessLookupError:
+            return False
+        except OSError:
+            pass
+        return True
+
+    def release(self) -> None:
+        """End the watchdog (the group is gone or killed) and reap it."""
+        if self.lifeline is not None:
+            with contextlib.suppress(OSError):
+                os.write(self.lifeline, b"x")
+            with contextlib.suppress(OSError):
+                os.close(self.lifeline)
+            self.lifeline = None
+        if self.watchdog is not None:
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self.watchdog.wait(5.0)
+            self.watchdog = None
+
+
 class McpConnection:
     """One MCP client session, run by an asyncio loop in a daemon thread; calls are submitted
-    from the caller's thread and waited for with a timeout."""
+    from the caller's thread and waited for with a timeout. A stdio server runs in a process
+    group of its own, watched for a worker that dies, and is killed with its group on close."""
 
     def __init__(self, settings: McpSettings, name: str) -> None:
         self.settings = settings
@@ -102,9 +209,12 @@ class McpConnection:
         self.loop = asyncio.new_event_loop()
         self.session: Any = None
         self.tools: dict[str, dict[str, Any]] = {}
+        self.group: _ServerGroup | None = None
         self._ready = concurrent.futures.Future[None]()
-        self._stop: asyncio.Event | None = None
+        self._scope: Any = None  # the anyio CancelScope around the session
+        self._closing = False
         self._failure: BaseException | None = None
+        self._oversize: str | None = None  # an oversize reply whose request id was not found
         self.thread = threading.Thread(target=self._run, name=f"memeval-mcp[{name}]", daemon=True)
         self.thread.start()
         try:
@@ -112,14 +222,14 @@ class McpConnection:
         except concurrent.futures.TimeoutError:
             self.close()
             raise AdapterError(
-                f"{name}: the MCP server did not start and initialize within "
-                f"#timeout={settings.timeout:g}s"
+                f"{name}: the MCP server ({_where(settings)}) did not start and initialize "
+                f"within #timeout={settings.timeout:g}s"
             ) from None
         except Exception as exc:
             self.close()
             raise AdapterError(
-                f"{name}: cannot start or reach the MCP server ({type(exc).__name__}: "
-                f"{_exc_text(exc)})"
+                f"{name}: cannot start or reach the MCP server ({_where(settings)}): "
+                f"{_exc_name(exc)}: {_exc_text(exc)}"
             ) from None
 
     def _run(self) -> None:
@@ -128,24 +238,35 @@ class McpConnection:
             self.loop.run_until_complete(self._main())
         except BaseException as exc:
             self._failure = exc
-            if not self._ready.done():
-                self._ready.set_exception(exc)
         finally:
+            if not self._ready.done():
+                self._ready.set_exception(
+                    self._failure or ConnectionError("the MCP server closed the connection")
+                )
             self.loop.close()
 
     async def _main(self) -> None:
+        import anyio
         from mcp import ClientSession
 
-        self._stop = asyncio.Event()
-        async with self._transport() as streams, ClientSession(streams[0], streams[1]) as session:
-            await session.initialize()
-            listed = await session.list_tools()
-            for tool in listed.tools:
-                schema = getattr(tool, "input_schema", None) or getattr(tool, "inputSchema", None)
-                self.tools[tool.name] = dict(schema or {})
-            self.session = session
-            self._ready.set_result(None)
-            await self._stop.wait()
+        with anyio.CancelScope() as scope:
+            self._scope = scope
+            if self._closing:
+                return
+            async with (
+                self._transport() as streams,
+                ClientSession(streams[0], streams[1]) as session,
+            ):
+                await session.initialize()
+                listed = await session.list_tools()
+                for tool in listed.tools:
+                    schema = getattr(tool, "input_schema", None) or getattr(
+                        tool, "inputSchema", None
+                    )
+                    self.tools[tool.name] = dict(schema or {})
+                self.session = session
+                self._ready.set_result(None)
+                await anyio.sleep_forever()
 
     def _transport(self) -> Any:
         s = self.settings
@@ -153,16 +274,123 @@ class McpConnection:
             from mcp.client.streamable_http import streamable_http_client
 
             return streamable_http_client(s.target)
-        from mcp import StdioServerParameters
-        from mcp.client.stdio import stdio_client
+        return self._stdio(shlex.split(s.target))
 
-        argv = shlex.split(s.target)
-        return stdio_client(StdioServerParameters(command=argv[0], args=argv[1:]))
+    @contextlib.asynccontextmanager
+    async def _stdio(self, argv: list[str]) -> AsyncIterator[tuple[Any, Any]]:
+        """The stdio transport: newline-delimited JSON-RPC over the server's stdin/stdout, read
+        in 64 KiB chunks; a line over ``#max_bytes`` is skipped to its end, never held, and
+        answered with an error for its request."""
+        import anyio
+        from mcp.client.stdio import get_default_environment
+        from mcp.shared.message import SessionMessage
+        from mcp.types import jsonrpc_message_adapter
+
+        # the SDK's environment for servers (PATH, HOME, ...: no secrets of this process)
+        env = get_default_environment()
+        process = await anyio.open_process(argv, stderr=None, env=env, start_new_session=True)
+        self.group = group = _ServerGroup(process.pid)
+        limit = self.settings.max_bytes
+        to_session, from_server = anyio.create_memory_object_stream[Any](0)
+        to_server, from_session = anyio.create_memory_object_stream[Any](0)
+        assert process.stdout is not None and process.stdin is not None
+        stdout, stdin = process.stdout, process.stdin
+
+        def parse(line: bytes) -> Any:
+            try:
+                return SessionMessage(jsonrpc_message_adapter.validate_json(line, by_name=False))
+            except ValueError as exc:
+                return exc
+
+        def oversize(head: bytes) -> Any:
+            message = reply_too_large(f"{self.name}: an MCP reply", limit)
+            found = _ID.match(head)
+            if found is None:
+                self._oversize = message  # the waiting call reports it at its timeout
+                return ValueError(message)
+            ident = json.loads(found.group(1))
+            error = {
+                "jsonrpc": "2.0",
+                "id": ident,
+                "error": {"code": _OVERSIZE, "message": message},
+            }
+            return SessionMessage(jsonrpc_message_adapter.validate_python(error, by_name=False))
+
+        async def read() -> None:
+            buffer = bytearray()
+            head = b""
+            skipping = False
+            async with to_session:
+                while True:
+                    try:
+                        chunk = await stdout.receive(65536)
+                    except (
+                        anyio.EndOfStream,
+                        anyio.ClosedResourceError,
+                        anyio.BrokenResourceError,
+                    ):
+                        return
+                    lines = chunk.split(b"\n")
+                    for i, part in enumerate(lines):
+                        if not skipping:
+                            if len(buffer) + len(part) > limit:
+                                head = bytes(buffer[:1024]) + part[: max(0, 1024 - len(buffer))]
+                                buffer.clear()
+                                skipping = True
+                            else:
+                                buffer += part
+                        if i == len(lines) - 1:
+                            break  # the line goes on in the next chunk
+                        if skipping:
+                            item, skipping = oversize(head), False
+                        else:
+                            item = parse(bytes(buffer)) if buffer.strip() else None
+                        buffer.clear()
+                        if item is None:
+                            continue
+                        try:
+                            await to_session.send(item)
+                        except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+                            return
+
+        async def write() -> None:
+            async with from_session:
+                async for message in from_session:
+                    data = message.message.model_dump_json(by_alias=True, exclude_unset=True)
+                    try:
+                        await stdin.send(data.encode() + b"\n")
+                    except (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
+                        await to_session.aclose()
+                        return
+
+        try:
+            async with anyio.create_task_group() as tasks:
+                tasks.start_soon(read)
+                tasks.start_soon(write)
+                try:
+                    yield from_server, to_server
+                finally:
+                    tasks.cancel_scope.cancel()
+        finally:
+            with anyio.CancelScope(shield=True):
+                with contextlib.suppress(Exception):
+                    await stdin.aclose()
+                await _wait(lambda: process.returncode is None, _GRACE)
+                group.kill(signal.SIGTERM)  # also what the server started and left behind
+                await _wait(group.alive, _GRACE)
+                group.kill(signal.SIGKILL)
+                await _wait(lambda: process.returncode is None, _GRACE)
+                group.release()
+                with contextlib.suppress(Exception):
+                    await stdout.aclose()
+                with contextlib.suppress(Exception):
+                    await process.aclose()
 
     def call(self, tool: str, arguments: dict[str, Any]) -> Any:
         if self.session is None or not self.thread.is_alive():
             reason = f" ({_exc_text(self._failure)})" if self._failure else ""
             raise AdapterError(f"{self.name}: the MCP server connection is closed{reason}")
+        self._oversize = None
         future = asyncio.run_coroutine_threadsafe(
             self.session.call_tool(tool, arguments), self.loop
         )
@@ -170,11 +398,17 @@ class McpConnection:
             result = future.result(self.settings.timeout)
         except concurrent.futures.TimeoutError:
             future.cancel()
+            if self._oversize is not None:
+                raise AdapterError(self._oversize) from None
             raise AdapterError(
                 f"{self.name}: tool {tool!r} did not return within #timeout="
                 f"{self.settings.timeout:g}s"
             ) from None
         except Exception as exc:
+            if getattr(getattr(exc, "error", None), "code", None) == _OVERSIZE:
+                raise AdapterError(
+                    reply_too_large(f"{self.name}: tool {tool!r}", self.settings.max_bytes)
+                ) from None
             raise AdapterError(
                 f"{self.name}: tool {tool!r} failed ({type(exc).__name__}: {_exc_text(exc)})"
             ) from None
@@ -183,13 +417,36 @@ class McpConnection:
         return result
 
     def close(self) -> None:
-        stop = self._stop
-        if stop is not None and self.thread.is_alive() and not self.loop.is_closed():
-            try:
-                self.loop.call_soon_threadsafe(stop.set)
-            except RuntimeError:
-                return  # the loop already closed
-        self.thread.join(5.0)
+        """Stop the session and the server's process group; bounded, and never raises. Called at
+        session end, at exit and after a failed start, from any thread."""
+        self._closing = True
+        scope = self._scope
+        if scope is not None and self.thread.is_alive() and not self.loop.is_closed():
+            with contextlib.suppress(RuntimeError):  # the loop closed meanwhile
+                self.loop.call_soon_threadsafe(scope.cancel)
+        self.thread.join(4 * _GRACE + 2.0)
+        group = self.group
+        if group is not None and (self.thread.is_alive() or group.watchdog is not None):
+            group.kill(signal.SIGKILL)  # the loop is stuck: the last resort, from this thread
+            group.release()
+
+
+async def _wait(busy: Callable[[], bool], seconds: float) -> None:
+    import anyio
+
+    with anyio.move_on_after(seconds):
+        while busy():
+            await anyio.sleep(0.02)
+
+
+def _where(settings: McpSettings) -> str:
+    what = "URL" if settings.transport == "http" else "command"
+    return f"{what} {terminal_safe(settings.target, 500)!r}"
+
+
+def _exc_name(exc: BaseException) -> str:
+    inner = getattr(exc, "exceptions", None)  # an ExceptionGroup from anyio's task group
+    return _exc_name(inner[0]) if inner else type(exc).__name__
 
 
 def _exc_text(exc: BaseException | None) -> str:
@@ -198,7 +455,7 @@ def _exc_text(exc: BaseException | None) -> str:
     inner = getattr(exc, "exceptions", None)  # an ExceptionGroup from anyio's task group
     if inner:
         return _exc_text(inner[0])
-    return str(exc)[:300] or type(exc).__name__
+    return terminal_safe(" ".join(str(exc).split()), 300) or type(exc).__name__
 
 
 def _texts(result: Any) -> str:
@@ -373,17 +630,25 @@ class AnsweringMcpSystem(McpMemorySystem):
         return value
 
 
+#: this process's open connections, and the first failure of each ``--memsys`` value whose server
+#: did not start: it is not started again in this process (each xdist worker tries once), and
+#: the system's remaining questions error at once with that line
 _CONNECTIONS: dict[str, McpConnection] = {}
+_FAILED: dict[str, str] = {}
 _LOCK = threading.Lock()
 
 
-def _close_all() -> None:
-    for conn in list(_CONNECTIONS.values()):
+def close_all() -> None:
+    """Close every connection of this process and reap its server processes (the plugin calls
+    this at session end, which Ctrl-C reaches too; atexit is the fallback)."""
+    with _LOCK:
+        connections = list(_CONNECTIONS.values())
+        _CONNECTIONS.clear()
+    for conn in connections:
         conn.close()
-    _CONNECTIONS.clear()
 
 
-atexit.register(_close_all)
+atexit.register(close_all)
 
 
 def mcp_factories(spec: str) -> list[tuple[str, Callable[[], object]]]:
@@ -397,9 +662,19 @@ def mcp_factories(spec: str) -> list[tuple[str, Callable[[], object]]]:
 
     def factory() -> object:
         with _LOCK:
+            failed = _FAILED.get(spec)
+            if failed is not None:
+                raise AdapterError(failed)
             conn = _CONNECTIONS.get(spec)
             if conn is None or not conn.thread.is_alive():
-                conn = McpConnection(settings, name)
+                try:
+                    conn = McpConnection(settings, name)
+                except AdapterError as exc:
+                    _FAILED[spec] = failed = (
+                        f"{exc}; not started again in this process: the system's remaining "
+                        "questions error"
+                    )
+                    raise AdapterError(failed) from None
                 _CONNECTIONS[spec] = conn
         tools = {role: settings.tools.get(role, role) for role in _ROLES}
         for role in ("ingest", "search"):

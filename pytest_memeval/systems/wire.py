@@ -35,6 +35,7 @@ from ..errors import AdapterError
 from ..records import Conversation, Memory, Question, Session, Turn
 
 __all__ = [
+    "MAX_REPLY_BYTES",
     "conversation_from_dict",
     "conversation_to_dict",
     "memory_from_dict",
@@ -42,6 +43,18 @@ __all__ = [
     "question_from_dict",
     "question_to_dict",
 ]
+
+#: the default ``#max_bytes`` of a service's reply (HTTP body, MCP message): a reply over it errors
+#: its question, read no further than the limit
+MAX_REPLY_BYTES = 16 << 20
+
+
+def reply_too_large(where: str, limit: int) -> str:
+    """The one-line error for a service reply over ``#max_bytes``."""
+    return (
+        f"{where}: the reply is larger than #max_bytes={limit}; raise it in --memsys or return "
+        "fewer memories"
+    )
 
 
 def spec_settings(spec: str, fragment: str, known: set[str]) -> dict[str, str]:

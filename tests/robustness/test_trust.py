@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import stat
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -371,11 +372,16 @@ def test_cache_export_never_replaces_what_is_not_a_regular_file(tmp_path: Path, 
     elif kind == "directory":
         target.mkdir()
     else:
-        target = Path("/dev/null")
+        # a device node of our own (the null device's numbers), never the machine's /dev/null:
+        # a broken export would replace it with a regular file
+        try:
+            os.mknod(target, stat.S_IFCHR | 0o600, os.makedev(1, 3))
+        except (PermissionError, OSError) as exc:
+            pytest.skip(f"cannot create a device node here ({exc}); needs CAP_MKNOD")
     with pytest.raises(MemevalError, match="not a regular file; the export never replaces it"):
         export_cache(db, target)
     assert victim.read_text() == "keep me"
-    assert kind != "device" or Path("/dev/null").is_char_device()
+    assert kind != "device" or target.is_char_device()
     assert kind != "fifo" or not target.is_file()
     assert kind != "symlink" or target.is_symlink()
     assert [p.name for p in tmp_path.iterdir() if p.name.endswith(".tmp")] == []
