@@ -309,9 +309,10 @@ def test_hanging_and_failing_services_error_per_question(
         f"--memeval-json={out}",
         f"--memeval-cache-dir={tmp_path / 'c'}",
         *run_mode,
-        timeout=120,
+        timeout=600,
     )
-    assert time.monotonic() - start < 100
+    # 3-s timeouts and process starts (85 s with -n 2 at load 13); one uncut hang alone is 300 s
+    assert time.monotonic() - start < 240
     report = read_json(out)
     statuses = {run["system"]: {q["status"] for q in run["questions"]} for run in report["runs"]}
     assert statuses["hangs"] == {"ERROR"} and statuses["fails"] == {"ERROR"}
