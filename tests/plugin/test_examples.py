@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 import yaml
-from conftest import question_scores, read_json
+from conftest import RUN_MODES, question_scores, read_json
 from llm_server import EMBEDDINGS_PATH, OPENAI_PATH, LLMServer
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
@@ -69,30 +69,42 @@ def _run(run: dict[str, Any]) -> dict[str, Any]:
 # examples/custom_adapter
 
 
-def test_custom_adapter_example_runs_in_place(tmp_path: Path, run_mode: list[str]) -> None:
+def test_custom_adapter_example_runs_in_place(tmp_path: Path) -> None:
     """The README's command, from the example's folder inside the checkout: the conftest sits
-    below the rootdir (the repository's pyproject), where the plugin still finds its fixture."""
-    proc, report = run_in_place(
-        "custom_adapter", tmp_path, "--memeval=demo", "--memsys=sqlite_memory,bm25", *run_mode
-    )
-    assert f"rootdir: {EXAMPLES.parent}" in proc.stdout
-    runs = {r["system"]: r for r in report["runs"]}
-    assert set(runs) == {"sqlite_memory", "bm25"}
-    sqlite = _run(runs["sqlite_memory"])
-    assert len(sqlite) == 15
-    assert all(q["status"] in ("CORRECT", "WRONG") for q in sqlite.values())
-    # the FTS5 index finds the turn about Pixel the beagle, with its turn id, session and date
-    q1 = sqlite["demo-1-q1"]
-    beagle = [m for m in q1["memories"] if "beagle" in m["text"]]
-    assert beagle, q1["memories"]
-    assert beagle[0]["source_ids"][0].startswith("D") and beagle[0]["date"].startswith("2024-")
-    # "Jonas's" is not a query for the letter "s": every memory shares a real word with it
-    assert all(re.search(r"(?i)\b(breed|jonas|dog|pixel)", m["text"]) for m in q1["memories"]), q1[
-        "memories"
-    ]
-    overall = runs["sqlite_memory"]["summary"]["overall"]
-    assert overall["evidence_recall"] == 1.0
-    assert overall["statuses"]["CORRECT"] >= 3
+    below the rootdir (the repository's pyproject), where the plugin still finds its fixture. One
+    run in each mode (no flag, -n 2), each checked, and the two give the same scores (one test, so
+    the two runs serve both checks whatever xdist's scheduling)."""
+    scores = []
+    for mode in RUN_MODES.values():
+        proc, report = run_in_place(
+            "custom_adapter",
+            tmp_path / str(len(scores)),
+            "--memeval=demo",
+            "--memsys=sqlite_memory,bm25",
+            *mode,
+        )
+        assert f"rootdir: {EXAMPLES.parent}" in proc.stdout
+        runs = {r["system"]: r for r in report["runs"]}
+        assert set(runs) == {"sqlite_memory", "bm25"}
+        sqlite = _run(runs["sqlite_memory"])
+        assert len(sqlite) == 15
+        assert all(q["status"] in ("CORRECT", "WRONG") for q in sqlite.values())
+        # the FTS5 index finds the turn about Pixel the beagle, with its turn id, session and date
+        q1 = sqlite["demo-1-q1"]
+        beagle = [m for m in q1["memories"] if "beagle" in m["text"]]
+        assert beagle, q1["memories"]
+        assert beagle[0]["source_ids"][0].startswith("D") and beagle[0]["date"].startswith("2024-")
+        # "Jonas's" is not a query for the letter "s": every memory shares a real word with it
+        assert all(
+            re.search(r"(?i)\b(breed|jonas|dog|pixel)", m["text"]) for m in q1["memories"]
+        ), q1["memories"]
+        overall = runs["sqlite_memory"]["summary"]["overall"]
+        assert overall["evidence_recall"] == 1.0
+        assert overall["statuses"]["CORRECT"] >= 3
+        scores.append(question_scores(report))
+    # the same scores in every mode, for both systems
+    assert scores[0] == scores[1]
+    assert len(scores[0]) == 30
 
 
 def test_custom_adapter_against_no_memory(pytester: pytest.Pytester) -> None:
@@ -105,21 +117,6 @@ def test_custom_adapter_against_no_memory(pytester: pytest.Pytester) -> None:
     runs = {r["system"]: r for r in read_json(out)["runs"]}
     overall = runs["sqlite_memory"]["summary"]["overall"]
     assert overall["f1"] > runs["no-memory"]["summary"]["overall"]["f1"]
-
-
-def test_custom_adapter_same_scores_in_every_mode(tmp_path: Path) -> None:
-    scores = []
-    for mode in ([], ["-n", "2"]):
-        _, report = run_in_place(
-            "custom_adapter",
-            tmp_path / str(len(scores)),
-            "--memeval=demo",
-            "--memsys=sqlite_memory",
-            *mode,
-        )
-        scores.append(question_scores(report))
-    assert scores[0] == scores[1]
-    assert len(scores[0]) == 15
 
 
 # --------------------------------------------------------------------------------------------

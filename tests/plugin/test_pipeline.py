@@ -64,6 +64,9 @@ def test_window_1_and_32_send_the_same_requests_and_record_the_same_results(
     bodies = {}
     for window in (1, 32):
         server.reset()
+        # at window 32 each call stays 0.5 s in the server, so that several questions' calls are
+        # in flight at once however slow the scheduler is (at 0.05 s that raced high load)
+        server.latency = 0.5 if window == 32 else 0.05
         out = pytester.path / f"r{window}.json"
         result = pytester.runpytest(
             *LLM_ARGS,

@@ -1,5 +1,5 @@
-"""End-to-end plugin behaviour through pytester (each run in every mode: no flag, -n 0, -n 2,
--p no:xdist)."""
+"""End-to-end plugin behaviour through pytester (each run without distributing and with -n 2;
+test_same_scores_with_and_without_xdist adds -n 0 and -p no:xdist)."""
 
 from __future__ import annotations
 

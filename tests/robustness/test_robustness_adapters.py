@@ -158,7 +158,7 @@ def test_top_k_is_enforced_in_rank_order(pytester: pytest.Pytester, mode: list[s
 
 
 SLOW_GENERATOR_CONFTEST = """
-import time
+import threading
 import pytest
 from pytest_memeval.systems.builtin import BM25System
 
@@ -167,7 +167,7 @@ class Lazy(BM25System):
         found = super().search(question, k)
         def slow():
             if question.id == "demo-1-q1":
-                time.sleep(30)
+                threading.Event().wait()  # a certain hang: nothing ever sets it
             yield from found
         return slow()
 
@@ -185,16 +185,20 @@ def test_timeout_covers_a_lazy_search_result(pytester: pytest.Pytester, mode: li
     result = pytester.runpytest(
         "--memeval=demo",
         "--memsys=lazy",
-        "--memeval-timeout=1",
+        # bounds ingest and the healthy searches too: 10 s is hundreds of times a bm25 ingest of
+        # the demo, even at load 10
+        "--memeval-timeout=10",
         "--memeval-limit=2",
         f"--memeval-cache-dir={pytester.path / 'cache'}",
         f"--memeval-json={out}",
         *mode,
     )
-    assert time.monotonic() - start < 25
+    # the hung search is abandoned after 10 s (were it not, the run would never end); the bound
+    # leaves room for a pytester -n 2 start at high load
+    assert time.monotonic() - start < 300
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     assert result.parseoutcomes().get("errors") == 1, result.stdout.str()
-    result.stdout.fnmatch_lines(["*search() did not return within --memeval-timeout=1s*"])
+    result.stdout.fnmatch_lines(["*search() did not return within --memeval-timeout=10s*"])
     questions = {q["id"]: q for q in read_json(out)["runs"][0]["questions"]}
     assert questions["demo-1-q1"]["status"] == "ERROR"
     assert all(q["status"] != "ERROR" for i, q in questions.items() if i != "demo-1-q1")

@@ -25,7 +25,7 @@ def server() -> Iterator[FileServer]:
         "/good.json": GOOD,
         "/wrong.json": WRONG,
         "/truncated.json": Reply(GOOD, truncate_to=1000),
-        "/slow.json": Reply(GOOD, delay=1.0),
+        "/slow.json": Reply(GOOD, delay=60.0),  # far past the 0.2-s timeout (a daemon thread)
     }
     with serve_files(routes) as srv:
         yield srv

@@ -287,7 +287,7 @@ def test_graded_all_failed_unscored() -> None:
 
 
 def test_graded_runs_go_out_in_parallel() -> None:
-    barrier = threading.Barrier(5, timeout=5)
+    barrier = threading.Barrier(5, timeout=60)  # only reached if the runs were sequential
 
     def reply(_p: str, _i: int) -> str:
         barrier.wait()  # would time out if the runs were sequential

@@ -477,13 +477,14 @@ def test_backoff_is_exponential_with_full_jitter() -> None:
 
 
 def test_timeouts_drops_and_garbage_are_retried(env: pytest.MonkeyPatch, server: LLMServer) -> None:
-    server.hang_seconds = 5.0
+    server.hang_seconds = 300.0  # far past the timeout (the server's close ends it)
     server.push("hang", "drop", "garbage", "ok")
     sleeps = Sleeps()
     t0 = time.monotonic()
-    with client_for("openai", server, retry=policy(sleeps), timeout=0.3) as c:
+    # 3 s also bounds the healthy last request: a thousand times a loopback reply, even at load 10
+    with client_for("openai", server, retry=policy(sleeps), timeout=3.0) as c:
         out = c.complete(MSGS)
-    assert time.monotonic() - t0 < 3.0
+    assert time.monotonic() - t0 < 60  # one 3-s timeout, not a 300-s hang
     assert out.text == "gpt-4o-mini heard: Where did Ann go?"
     assert server.count() == 4 and len(sleeps.calls) == 3
 
@@ -601,7 +602,9 @@ def test_canary_key_appears_nowhere(
 
 
 def test_concurrency_bound_is_shared_by_clients(env: pytest.MonkeyPatch) -> None:
-    with LLMServer(latency=0.05) as srv:
+    # each call stays in the server 0.5 s: time for three threads to be in flight at once even
+    # when the scheduler is slow at high load (0.05 s raced it)
+    with LLMServer(latency=0.5) as srv:
         sem = make_semaphore(3)
         answerer = client_for("openai", srv, concurrency=sem)
         judge = client_for("anthropic", srv, concurrency=sem)
@@ -617,11 +620,12 @@ def test_concurrency_bound_is_shared_by_clients(env: pytest.MonkeyPatch) -> None
         judge.close()
         assert srv.max_in_flight == 3
     assert texts[1] == "gpt-4o-mini heard: q1" and texts[2] == "claude-sonnet-4-6 heard: q2"
-    assert elapsed >= 4 * 0.05  # 12 calls / 3 at a time
+    assert elapsed >= 4 * 0.5  # 12 calls / 3 at a time
 
 
 def test_graded_runs_go_out_in_parallel(env: pytest.MonkeyPatch) -> None:
-    with LLMServer(latency=0.2, reply=lambda m, model, p: f"{p['temperature']}") as srv:
+    # 2 s in the server: all ten threads get there first, however slow the scheduler (0.2 s raced)
+    with LLMServer(latency=2.0, reply=lambda m, model, p: f"{p['temperature']}") as srv:
         with client_for("openai", srv, concurrency=make_semaphore(16)) as c:
             runs = run_parallel(
                 lambda r: c.complete(MSGS, temperature=0.5, run_index=r).text, range(10), 10
