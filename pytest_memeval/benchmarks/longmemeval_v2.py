@@ -24,7 +24,8 @@ import functools
 import hashlib
 import json
 import re
-from collections.abc import Callable, Mapping, Sequence
+import stat
+from collections.abc import Callable, Container, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
@@ -426,24 +427,32 @@ def _state_text(state: Mapping[str, Any]) -> str:
     return "\n".join(lines).strip()
 
 
-def parse_trajectories(raw: bytes, source: str) -> dict[str, Session]:
-    """Each trajectory of ``trajectories.jsonl`` as a session: a first turn with its goal, start
-    URL and outcome, then one turn per state (URL, thoughts, action, page text)."""
+def parse_trajectories(
+    rows: Iterable[tuple[int, object]], source: str, wanted: Container[str] | None = None
+) -> dict[str, Session]:
+    """Each trajectory of ``trajectories.jsonl`` (``rows``: line number and record) as a session:
+    a first turn with its goal, start URL and outcome, then one turn per state (URL, thoughts,
+    action, page text). Only the ids in ``wanted`` (all when None) are kept; every record is
+    checked."""
     out: dict[str, Session] = {}
-    for n, rec in _jsonl(raw, source):
+    seen: set[str] = set()
+    for n, rec in rows:
         where = f"line {n}"
         if not isinstance(rec, dict):
             raise DatasetError(f"a record must be an object; {_HINT}", path=source, record=where)
         tid = _text(rec, "id", where, source, empty=False)
         where = tid
-        if tid in out:
+        if tid in seen:
             raise DatasetError(f"duplicate trajectory id; {_HINT}", path=source, record=where)
+        seen.add(tid)
         goal = _text(rec, "goal", where, source, empty=True)
         states = rec.get("states")
         if not isinstance(states, list) or not all(isinstance(s, dict) for s in states):
             raise DatasetError(
                 f"must be a list of objects; {_HINT}", path=source, record=where, field="states"
             )
+        if wanted is not None and tid not in wanted:
+            continue
         head = f"Goal: {goal}\nStart URL: {rec.get('start_url') or ''}"
         if rec.get("outcome"):
             head += f"\nOutcome: {rec['outcome']}"
@@ -456,6 +465,37 @@ def parse_trajectories(raw: bytes, source: str) -> dict[str, Session]:
             id=tid, date=None, turns=tuple(turns), meta={"domain": rec.get("domain")}
         )
     return out
+
+
+def stream_jsonl(path: Path, digest: Any) -> Iterator[tuple[int, object]]:
+    """The records of a large JSONL file read line by line (the trajectories file holds the
+    page text of every state), each line fed to ``digest`` (a hashlib object) as read."""
+    source = str(path)
+    try:
+        if not stat.S_ISREG(path.stat().st_mode):
+            raise DatasetError(f"not a regular file; {_HINT}", path=source)
+        handle = path.open("rb")
+    except OSError as exc:
+        raise DatasetError(f"cannot read the file: {exc.strerror or exc}", path=source) from None
+    with handle:
+        for n, line in enumerate(handle, 1):
+            digest.update(line)
+            try:
+                text = line.decode("utf-8-sig" if n == 1 else "utf-8")
+            except UnicodeDecodeError as exc:
+                raise DatasetError(
+                    f"line {n} is not valid UTF-8 at byte {exc.start}; {_HINT}", path=source
+                ) from None
+            if not text.strip():
+                continue
+            try:
+                rec = json.loads(text)
+            except ValueError as exc:
+                raise DatasetError(
+                    f"line {n} is not valid JSON ({str(exc)[:120]}); {_HINT}", path=source
+                ) from None
+            check_surrogates(rec, source, record=f"line {n}")
+            yield n, rec
 
 
 def parse_haystack(raw: bytes, source: str) -> dict[str, tuple[str, ...]]:
@@ -546,14 +586,17 @@ def _paths(folder: Path, tier: str) -> tuple[Path, Path, Path]:
 def _build(folder: str, tier: str, key: tuple[tuple[int, int], ...]) -> _Parsed:
     del key  # cache key only (mtimes and sizes)
     qpath, tpath, hpath = _paths(Path(folder), tier)
-    raws = [read_bytes(p, _HINT) for p in (qpath, tpath, hpath)]
-    questions = parse_questions(raws[0], str(qpath))
-    sessions = parse_trajectories(raws[1], str(tpath))
-    haystack = parse_haystack(raws[2], str(hpath))
+    qraw, hraw = read_bytes(qpath, _HINT), read_bytes(hpath, _HINT)
+    questions = parse_questions(qraw, str(qpath))
+    haystack = parse_haystack(hraw, str(hpath))
+    wanted = {t for q in questions for t in haystack.get(q.id, ())}
+    tdigest = hashlib.sha256()
+    sessions = parse_trajectories(stream_jsonl(tpath, tdigest), str(tpath), wanted)
     conversations, built = build(tier, questions, sessions, haystack, str(hpath))
-    sha = tuple(
-        (p.name if p != hpath else f"haystacks/{p.name}", hashlib.sha256(r).hexdigest())
-        for p, r in zip((qpath, tpath, hpath), raws, strict=True)
+    sha = (
+        ("questions.jsonl", hashlib.sha256(qraw).hexdigest()),
+        ("trajectories.jsonl", tdigest.hexdigest()),
+        (f"haystacks/{hpath.name}", hashlib.sha256(hraw).hexdigest()),
     )
     return _Parsed(tuple(conversations), tuple(built), sha)
 

@@ -21,7 +21,9 @@ from pytest_memeval.benchmarks.longmemeval_v2 import (
     extract_boxed,
     parse_questions,
     parse_spec,
+    parse_trajectories,
     score_reply,
+    stream_jsonl,
 )
 from pytest_memeval.errors import DatasetError
 from pytest_memeval.records import Prediction
@@ -189,6 +191,12 @@ def test_bad_trajectories_and_haystacks(tmp_path: Path) -> None:
     (folder / "trajectories.jsonl").write_text('{"id": "t1", "goal": "g", "states": []}\n{x\n')
     with pytest.raises(DatasetError, match=r"trajectories\.jsonl: line 2 is not valid JSON"):
         _load(tmp_path / "c", tmp_path / "d")
+    (folder / "trajectories.jsonl").write_bytes(b'{"id": "t1", "goal": "\xff"}\n')
+    with pytest.raises(DatasetError, match=r"trajectories\.jsonl: line 1 is not valid UTF-8"):
+        _load(tmp_path / "c", tmp_path / "d")
+    (folder / "trajectories.jsonl").write_text('{"id": "t1", "goal": "\\ud800", "states": []}')
+    with pytest.raises(DatasetError, match=r"trajectories\.jsonl.*line 1.*lone UTF-16"):
+        _load(tmp_path / "c", tmp_path / "d")
     shutil.copy(DATA / "longmemeval-v2" / "trajectories.jsonl", folder)
     hay = folder / "haystacks" / "lme_v2_small.json"
     hay.write_text(json.dumps({"q_static_1": ["web_traj_001", "nope"]}))
@@ -205,3 +213,17 @@ def test_bad_trajectories_and_haystacks(tmp_path: Path) -> None:
 def test_download_refused_until_pinned(tmp_path: Path) -> None:
     with pytest.raises(DatasetError, match="pin unknown: pass --memeval-data DIR"):
         _load(tmp_path, None)
+
+
+def test_trajectories_stream_and_keep_only_the_haystacks(tmp_path: Path) -> None:
+    import hashlib
+
+    path = DATA / "longmemeval-v2" / "trajectories.jsonl"
+    digest = hashlib.sha256()
+    kept = parse_trajectories(stream_jsonl(path, digest), str(path), {"web_traj_002"})
+    assert list(kept) == ["web_traj_002"]
+    assert digest.hexdigest() == hashlib.sha256(path.read_bytes()).hexdigest()
+    ds = _load(tmp_path)
+    assert ds.sha256["longmemeval-v2/trajectories.jsonl"] == digest.hexdigest()
+    with pytest.raises(DatasetError, match="not a regular file"):
+        list(stream_jsonl(DATA, hashlib.sha256()))
