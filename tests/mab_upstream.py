@@ -46,15 +46,23 @@ FUNCTIONS = (
 )
 
 
-def upstream_file_bytes(path: str) -> bytes | None:
-    """A file of the upstream snapshot at the pinned commit (None when there is no snapshot)."""
-    root = Path(os.environ.get("MEMEVAL_MAB_UPSTREAM", DEFAULT))
+def upstream_file_bytes(
+    path: str,
+    *,
+    env: str = "MEMEVAL_MAB_UPSTREAM",
+    default: str = DEFAULT,
+    commit: str = UPSTREAM_COMMIT,
+) -> bytes | None:
+    """A file of an upstream snapshot at the pinned commit (None when there is no snapshot);
+    MemoryAgentBench's by default, another suite's with its own ``env`` / ``default`` / ``commit``
+    (tests/lme2_upstream.py)."""
+    root = Path(os.environ.get(env, default))
     if (root / path).is_file():
         return (root / path).read_bytes()
     if not root.is_dir():
         return None
     done = subprocess.run(
-        ["git", f"--git-dir={root}", "show", f"{UPSTREAM_COMMIT}:{path}"],
+        ["git", f"--git-dir={root}", "show", f"{commit}:{path}"],
         capture_output=True,
         check=False,
     )

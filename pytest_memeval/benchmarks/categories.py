@@ -76,6 +76,14 @@ SHARED_CATEGORY: Mapping[tuple[str, str], str] = MappingProxyType(
         ("memoryagentbench", "Test_Time_Learning"): "preference",
         ("memoryagentbench", "Long_Range_Understanding"): "summarization",
         ("memoryagentbench", "Conflict_Resolution"): "knowledge-update",
+        # LongMemEval-V2 question types (docs/scoring.md#longmemeval-v2)
+        ("longmemeval-v2", "static-environment"): "fact-recall",
+        ("longmemeval-v2", "static-environment-abs"): "abstention",
+        ("longmemeval-v2", "dynamic-environment"): "knowledge-update",
+        ("longmemeval-v2", "dynamic-environment-abs"): "abstention",
+        ("longmemeval-v2", "procedure"): "ordering",
+        ("longmemeval-v2", "procedure-abs"): "abstention",
+        ("longmemeval-v2", "errors-gotchas"): "synthesis",
         # user-memory suite layers (docs/scoring.md#user-memory-suite)
         ("usermem", "layer1"): "fact-recall",  # exact factual recall from one session
         ("usermem", "layer2"): "multi-hop",  # disambiguate; retrieve every relevant item
