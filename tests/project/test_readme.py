@@ -8,6 +8,7 @@ import re
 from pathlib import Path
 
 import pytest
+import yaml
 from test_docs import README, REPO, run_command
 
 CI_RUN = REPO / ".ci" / "run"
@@ -88,3 +89,15 @@ def test_readme_memory_system_example_runs(where: str, tmp_path: Path) -> None:
     keyword_f1 = float(rows[0][3])
     assert 0.0 < keyword_f1 <= 1.0
     assert "memeval/demo/demo-1/keyword" in proc.stdout
+
+
+def test_readme_github_actions_snippet_is_valid_steps() -> None:
+    """The CI gate snippet parses as a list of GitHub Actions steps whose pytest run carries both
+    gates, and the full workflow it points at exists."""
+    steps = yaml.safe_load(_block("example: github-actions steps", "yaml"))
+    assert isinstance(steps, list) and all(isinstance(s, dict) for s in steps)
+    assert all(("run" in s) != ("uses" in s) for s in steps)
+    runs = " ".join(s["run"] for s in steps if "run" in s)
+    for option in ("--memeval-baseline=", "--memeval-max-drop=", "--memeval-fail-under="):
+        assert option in runs
+    assert (REPO / "examples" / "github-actions" / "memeval.yml").is_file()
