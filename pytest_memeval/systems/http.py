@@ -1,6 +1,6 @@
 """``--memsys=http:URL``: a memory system behind a JSON-over-HTTP service (standard library only).
 
-The protocol (README "Memory systems as services"; records as in :mod:`.wire`)::
+The protocol (docs/services.md#memory-systems-as-services; records as in :mod:`.wire`)::
 
     GET  /ready?conversation_id=ID  -> {"ready": bool, "answer": bool}
     POST /ingest  {"conversation": Conversation}                  -> {}
@@ -179,7 +179,7 @@ class HttpClient:
                 raise _Retryable(f"HTTP {status} {text}", retry_after) from None
             raise AdapterError(
                 f"{self.name}: {method} {url}: HTTP {status} {text} (not retried: the request "
-                "itself was refused; see the wire format in the README)"
+                "itself was refused; see the wire format in docs/services.md)"
             ) from None
         except (TimeoutError, urllib.error.URLError, ConnectionError, OSError) as exc:
             reason = getattr(exc, "reason", exc)
@@ -372,7 +372,7 @@ class HttpMemorySystem:
             if ready is not False:  # a reply of the wrong type is not "not yet": fail at once
                 raise AdapterError(
                     f'{self.client.name}: GET /ready: expected {{"ready": true|false}}, got '
-                    f"{_shape(reply)}; see the wire format in the README"
+                    f"{_shape(reply)}; see the wire format in docs/services.md"
                 )
             if time.monotonic() + self.client.settings.poll > deadline:
                 return False
