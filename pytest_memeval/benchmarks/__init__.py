@@ -30,6 +30,7 @@ BUILTIN_BENCHMARKS: dict[str, str] = {
     "beam": "pytest_memeval.benchmarks.beam:BENCHMARK",
     "usermem": "pytest_memeval.benchmarks.usermem:BENCHMARK",
     "memoryagentbench": "pytest_memeval.benchmarks.memoryagentbench:BENCHMARK",
+    "halumem": "pytest_memeval.benchmarks.halumem:BENCHMARK",
 }
 
 
