@@ -42,8 +42,8 @@ from .base import (
 __all__ = [
     "BENCHMARK",
     "FILES",
-    "QUESTION_TYPES",
     "HF_DATASET",
+    "QUESTION_TYPES",
     "UPSTREAM_COMMIT",
     "UPSTREAM_SHA256",
     "HaluMem",

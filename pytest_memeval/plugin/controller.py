@@ -792,6 +792,7 @@ class Controller:
                 f"(--memeval-keep-runs={keep} keeps the newest {keep}; 0 keeps all)"
             )
         return lines
+
     def _finish_estimate(self, session: pytest.Session) -> None:
         """--memeval-estimate: no summary, report or run folder; the estimate, exit status 0
         (the placeholder verdicts decide nothing)."""
