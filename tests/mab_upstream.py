@@ -46,19 +46,26 @@ FUNCTIONS = (
 )
 
 
-def upstream_file_bytes(path: str) -> bytes | None:
-    """A file of the upstream snapshot at the pinned commit (None when there is no snapshot)."""
-    root = Path(os.environ.get("MEMEVAL_MAB_UPSTREAM", DEFAULT))
+def snapshot_file_bytes(root: Path, commit: str, path: str) -> bytes | None:
+    """``path`` of an upstream snapshot ``root`` (a checkout, or a git directory read at
+    ``commit``); None when there is no snapshot or no such file. Shared by the upstream helpers
+    of every suite (tests/halumem_upstream.py)."""
     if (root / path).is_file():
         return (root / path).read_bytes()
     if not root.is_dir():
         return None
     done = subprocess.run(
-        ["git", f"--git-dir={root}", "show", f"{UPSTREAM_COMMIT}:{path}"],
+        ["git", f"--git-dir={root}", "show", f"{commit}:{path}"],
         capture_output=True,
         check=False,
     )
     return done.stdout if done.returncode == 0 else None
+
+
+def upstream_file_bytes(path: str) -> bytes | None:
+    """A file of the upstream snapshot at the pinned commit (None when there is no snapshot)."""
+    root = Path(os.environ.get("MEMEVAL_MAB_UPSTREAM", DEFAULT))
+    return snapshot_file_bytes(root, UPSTREAM_COMMIT, path)
 
 
 def _source() -> bytes | None:
