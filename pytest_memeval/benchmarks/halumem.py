@@ -436,6 +436,8 @@ def build(
                         index=n_q,
                         meta={
                             "session": s,
+                            # ask the system what it stored (the optional dump hook)
+                            "dump": True,
                             "question_type": qa["question_type"],
                             # upstream's key_memory_points for the QA judge
                             "key_memory_points": "\n".join(evidence),
