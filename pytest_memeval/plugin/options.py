@@ -53,7 +53,7 @@ OPTIONS: tuple[_Opt, ...] = (
     _Opt(
         "memeval",
         "benchmark(s) to run: demo, locomo, locomo-plus, longmemeval, beam, usermem, "
-        "memoryagentbench (comma "
+        "memoryagentbench, halumem (comma "
         "list; locomo,locomo-plus is LoCoMo-Plus's unified set)",
         metavar="BENCH[,BENCH]",
     ),
@@ -424,7 +424,7 @@ _NO_VARIANTS = ("demo", "locomo", "locomo-plus", "usermem")
 _VARIANTS = (
     "longmemeval (oracle, s, m, or a .json file), beam (100K, 500K, 1M, 10M) and "
     "memoryagentbench (one split: Accurate_Retrieval, Test_Time_Learning, "
-    "Long_Range_Understanding, Conflict_Resolution)"
+    "Long_Range_Understanding, Conflict_Resolution) and halumem (medium, long)"
 )
 
 #: seconds above this are refused (a thread join or socket timeout overflows near 1e308)
