@@ -8,14 +8,13 @@ is an LLM call (``eval/eval_tools.py`` prompts: memory integrity 0/1/2, memory a
 Hallucination / Omission); the figures are counts over those judgments
 (``aggregate_eval_results``). Here each user is one conversation (sessions as turns, in file
 order), each question one item whose category is its ``question_type``; the judgment arithmetic
-is :func:`aggregate`, equal to upstream's on recorded vectors (tests/halumem_upstream.py), and the
-judge prompts are read from the pinned ``eval/eval_tools.py`` at run time
-(:func:`judge_templates`), never copied. docs/scoring.md#halumem says what is not wired yet.
+is :func:`aggregate`, equal to upstream's on recorded vectors (tests/halumem_upstream.py); the QA
+judge is ``--memeval-protocol=halumem`` (protocols/: its prompts read from the pinned
+``eval/eval_tools.py`` at run time, never copied). docs/scoring.md#halumem says what is not wired.
 """
 
 from __future__ import annotations
 
-import ast
 import functools
 import hashlib
 import json
@@ -50,9 +49,7 @@ __all__ = [
     "aggregate",
     "build",
     "compute_f1",
-    "judge_templates",
     "parse_users",
-    "render",
 ]
 
 #: the MemTensor/HaluMem commit whose scorer and loader this module follows
@@ -80,13 +77,6 @@ FILES: Mapping[str, str] = MappingProxyType(
 )
 #: upstream's session date format (``eval_memzero.py``: ``"%b %d, %Y, %H:%M:%S"``)
 DATE_FORMAT = "%b %d, %Y, %H:%M:%S"
-#: the prompt constants of ``eval/eval_tools.py`` (taken out with ``ast`` at run time)
-PROMPTS = {
-    "integrity": "EVALUATION_PROMPT_FOR_MEMORY_INTEGRITY",
-    "accuracy": "EVALUATION_PROMPT_FOR_MEMORY_ACCURACY",
-    "update": "EVALUATION_PROMPT_FOR_UPDATE_MEMORY",
-    "question": "EVALUATION_PROMPT_FOR_QUESTION",
-}
 #: the labels upstream counts (``aggregate_eval_results``)
 UPDATE_LABELS = ("Correct", "Hallucination", "Omission", "Other")
 QA_LABELS = ("Correct", "Hallucination", "Omission")
@@ -234,46 +224,6 @@ def aggregate(
             for base, den in (("all", qa_num), ("valid", qa_valid))
         },
     }
-
-
-# ---------------------------------------------------------------------------------------------
-# judge prompts: read from the pinned eval/eval_tools.py at run time
-# ---------------------------------------------------------------------------------------------
-
-
-def judge_templates(source: bytes, path: str = "eval/eval_tools.py") -> dict[str, str]:
-    """The four prompt templates of upstream ``eval/eval_tools.py`` (the bytes must hash to the
-    pinned sha256), keyed ``integrity`` / ``accuracy`` / ``update`` / ``question``."""
-    digest = hashlib.sha256(source).hexdigest()
-    if digest != UPSTREAM_SHA256["eval/eval_tools.py"]:
-        raise DatasetError(
-            f"sha256 {digest} is not the pinned one for MemTensor/HaluMem@{UPSTREAM_COMMIT}; "
-            "check out that commit",
-            path=path,
-        )
-    found: dict[str, str] = {}
-    wanted = {v: k for k, v in PROMPTS.items()}
-    for node in ast.parse(source).body:
-        if (
-            isinstance(node, ast.Assign)
-            and len(node.targets) == 1
-            and isinstance(node.targets[0], ast.Name)
-            and node.targets[0].id in wanted
-            and isinstance(node.value, ast.Constant)
-            and isinstance(node.value.value, str)
-        ):
-            found[wanted[node.targets[0].id]] = node.value.value
-    missing = sorted(set(PROMPTS) - set(found))
-    if missing:
-        raise DatasetError(f"no prompt constant for {', '.join(missing)}", path=path)
-    return found
-
-
-def render(templates: Mapping[str, str], kind: str, **values: str) -> str:
-    """A judge prompt as upstream renders it (``str.format`` with the same field names:
-    integrity ``memories, expected_memory_point``; accuracy ``dialogue, golden_memories,
-    candidate_memory``; question ``question, reference_answer, key_memory_points, response``)."""
-    return templates[kind].format(**values)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -184,7 +184,7 @@ OPTIONS: tuple[_Opt, ...] = (
     ),
     _Opt(
         "memeval-protocol",
-        "official protocol: mem0, longmemeval, beam, locomo, locomo-plus, memoryagentbench "
+        "official protocol: mem0, longmemeval, beam, locomo, locomo-plus, memoryagentbench, halumem "
         "(upstream prompts, "
         "request parameters, parsing and aggregation, read from the pinned upstream source; "
         "locomo-plus is the default when --memeval=locomo-plus runs with a judge)",
@@ -647,7 +647,7 @@ def read_settings(config: pytest.Config) -> Settings:
     if protocol_source is not None and protocol is None:
         raise pytest.UsageError(
             f"{src('memeval_protocol_source')} needs --memeval-protocol=NAME "
-            "(mem0, longmemeval, beam, locomo, locomo-plus, memoryagentbench)"
+            "(mem0, longmemeval, beam, locomo, locomo-plus, memoryagentbench, halumem)"
         )
     if protocol_source is not None and not protocol_source.is_dir():
         raise pytest.UsageError(

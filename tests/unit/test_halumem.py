@@ -1,7 +1,8 @@
 """HaluMem: loader (shape, errors naming file / record / field), the judgment arithmetic against
 upstream ``eval/evaluation.py`` (recorded vectors always; live when the pinned snapshot is
-present, tests/halumem_upstream.py), the judge prompts taken from the pinned ``eval_tools.py``
-and rendered as upstream renders them, the refused download, and the optional ``dump`` hook."""
+present, tests/halumem_upstream.py), the QA judge of ``--memeval-protocol=halumem`` (prompt
+rendered as upstream's ``evaluation_for_question`` renders it, reply read as its regex reads it),
+the refused download, and the optional ``dump`` hook."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from fakes import ScriptedClient, make_question
 from halumem_upstream import (
     constructed_records,
     load_upstream,
@@ -21,15 +23,9 @@ from halumem_upstream import (
 )
 
 from pytest_memeval.benchmarks import LoadRequest, get_benchmark
-from pytest_memeval.benchmarks.halumem import (
-    PROMPTS,
-    aggregate,
-    compute_f1,
-    judge_templates,
-    parse_users,
-    render,
-)
+from pytest_memeval.benchmarks.halumem import aggregate, compute_f1, parse_users
 from pytest_memeval.errors import DatasetError
+from pytest_memeval.protocols.judges import HaluMemOfficialJudge, halumem_label, load_protocol
 from pytest_memeval.records import Conversation, Memory, Question, Session, Turn
 from pytest_memeval.systems.base import NO_DUMP_REASON, stored_memories
 from pytest_memeval.systems.builtin import BM25System, FullContextSystem, NoMemorySystem
@@ -117,26 +113,15 @@ def test_extraction_recall_by_hand() -> None:
     assert figures["memory_extraction_f1"] is None
 
 
-# --------------------------------------------------------------------------- prompts
+# --------------------------------------------------------------------------- QA judge (protocol)
+
+PROTOCOL_FIXTURE = FIXTURES.parent / "protocols" / "halumem"
 
 
-@with_tools
-def test_templates_come_from_the_pinned_file() -> None:
-    assert TOOLS is not None
-    templates = judge_templates(TOOLS)
-    assert set(templates) == set(PROMPTS)
-    assert all("{" in t and len(t) > 500 for t in templates.values())
-
-
-def test_templates_refuse_another_file() -> None:
-    with pytest.raises(DatasetError, match=r"sha256 .* not the pinned one") as info:
-        judge_templates(b'EVALUATION_PROMPT_FOR_QUESTION = "{question}"\n')
-    assert "eval/eval_tools.py" in str(info.value)
-
-
-def _upstream_prompts(source: bytes) -> dict[str, Any]:
-    """Upstream's ``evaluation_for_*`` functions, executed from its source with the LLM call
-    replaced by one that returns the prompt (test only)."""
+def _upstream_functions(source: bytes) -> dict[str, Any]:
+    """The ``EVALUATION_PROMPT_FOR_*`` constants and ``evaluation_for_*`` functions of an
+    upstream(-shaped) eval_tools.py, executed from its source with the LLM call replaced by one
+    that returns the prompt (test only)."""
     tree = ast.parse(source)
     keep = [n for n in tree.body if isinstance(n, ast.Assign | ast.FunctionDef)]
     ns: dict[str, Any] = {"llm_request_for_json": lambda prompt: prompt}
@@ -144,22 +129,67 @@ def _upstream_prompts(source: bytes) -> dict[str, Any]:
     return ns
 
 
+def _check_judge(source_dir: Path) -> None:
+    loaded = load_protocol("halumem", source_dir=source_dir, cache_dir=Path("/x"))
+    assert set(loaded.templates) == {"question", "integrity", "accuracy", "update"}
+    judge = loaded.judge()
+    assert isinstance(judge, HaluMemOfficialJudge)
+    upstream = _upstream_functions((source_dir / "eval" / "eval_tools.py").read_bytes())
+    question = make_question(
+        id="medium-u-q1",
+        question="Where does Ada work {now}?",
+        gold="Bristol",
+        meta={"key_memory_points": "Ada moved to Bristol.\nAda is a botanist."},
+    )
+    for reply, score in [
+        ('```json\n{"evaluation_result": "Correct"}\n```', 1.0),
+        ('x ```json {"evaluation_result": "Hallucination", "r": "}"} ``` y', 0.0),
+        ("Correct", 0.0),  # no JSON block: upstream's call raises, counted in (all) as not correct
+    ]:
+        client = ScriptedClient(reply=reply)
+        result = judge.judge(question, "In Bristol {x}", client)
+        assert result.scores == {"judge_halumem_official": score}
+        (call,) = client.calls
+        want = upstream["evaluation_for_question"](
+            "Where does Ada work {now}?",
+            "Bristol",
+            "Ada moved to Bristol.\nAda is a botanist.",
+            "In Bristol {x}",
+        )
+        assert call.prompt == want
+        assert call.kwargs["temperature"] == 0.0 and call.kwargs["max_tokens"] == 16384
+
+
+def test_official_judge_renders_as_the_upstream_shaped_file() -> None:
+    _check_judge(PROTOCOL_FIXTURE)
+
+
 @with_tools
-def test_prompts_render_as_upstream_renders_them() -> None:
+def test_official_judge_renders_as_the_pinned_upstream_file(tmp_path: Path) -> None:
     assert TOOLS is not None
-    theirs = _upstream_prompts(TOOLS)
-    templates = judge_templates(TOOLS)
-    mem, point = "Ada works in Leeds.\nAda keeps orchids {sic}", "Ada works in Leeds."
-    assert render(templates, "integrity", memories=mem, expected_memory_point=point) == theirs[
-        "evaluation_for_memory_integrity"
-    ](mem, point)
-    assert render(
-        templates, "accuracy", dialogue="[t]user: hi", golden_memories=point, candidate_memory=mem
-    ) == theirs["evaluation_for_memory_accuracy"]("[t]user: hi", point, mem)
-    q, a, r = "Where does Ada work?", "Leeds", "She works in Leeds."
-    assert render(
-        templates, "question", question=q, reference_answer=a, key_memory_points=point, response=r
-    ) == theirs["evaluation_for_question"](q, a, point, r)
+    (tmp_path / "eval").mkdir()
+    (tmp_path / "eval" / "eval_tools.py").write_bytes(TOOLS)
+    loaded = load_protocol("halumem", source_dir=tmp_path, cache_dir=tmp_path)
+    assert all(s.matches_pin for s in loaded.sources.values())
+    _check_judge(tmp_path)
+
+
+@pytest.mark.parametrize(
+    ("reply", "label"),
+    [
+        ('```json\n{"evaluation_result": "Omission"}\n```', "Omission"),
+        (
+            '```json {"evaluation_result": "Correct"} ``` ```json {"evaluation_result": "x"} ```',
+            "Correct",
+        ),
+        ("```json\n{not json}\n```", None),
+        ('```json\n["Correct"]\n```', None),
+        ('```JSON\n{"evaluation_result": "Correct"}\n```', None),
+        ('{"evaluation_result": "Correct"}', None),
+    ],
+)
+def test_reply_label_as_upstream_reads_it(reply: str, label: str | None) -> None:
+    assert halumem_label(reply) == label
 
 
 # --------------------------------------------------------------------------- loader
