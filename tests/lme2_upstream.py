@@ -14,11 +14,12 @@ from __future__ import annotations
 import ast
 import hashlib
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Any
 
-from mab_upstream import upstream_file_bytes as _file_bytes
+from mab_upstream import snapshot_file_bytes
 
 from pytest_memeval.benchmarks.longmemeval_v2 import (
     LLM_FUNCTIONS,
@@ -50,7 +51,7 @@ CONSTANTS = ("DEFAULT_SEPARATORS", "_MULTI_SELECT_FILLER_WORDS")
 
 def upstream_file_bytes(path: str) -> bytes | None:
     """A file of the upstream snapshot at the pinned commit (None when there is no snapshot)."""
-    return _file_bytes(path, env=ENV, default=DEFAULT, commit=UPSTREAM_COMMIT)
+    return snapshot_file_bytes(Path(os.environ.get(ENV, DEFAULT)), UPSTREAM_COMMIT, path)
 
 
 def load_upstream() -> dict[str, Any] | None:

@@ -46,17 +46,10 @@ FUNCTIONS = (
 )
 
 
-def upstream_file_bytes(
-    path: str,
-    *,
-    env: str = "MEMEVAL_MAB_UPSTREAM",
-    default: str = DEFAULT,
-    commit: str = UPSTREAM_COMMIT,
-) -> bytes | None:
-    """A file of an upstream snapshot at the pinned commit (None when there is no snapshot);
-    MemoryAgentBench's by default, another suite's with its own ``env`` / ``default`` / ``commit``
-    (tests/lme2_upstream.py)."""
-    root = Path(os.environ.get(env, default))
+def snapshot_file_bytes(root: Path, commit: str, path: str) -> bytes | None:
+    """``path`` of an upstream snapshot ``root`` (a checkout, or a git directory read at
+    ``commit``); None when there is no snapshot or no such file. Shared by the upstream helpers
+    of every suite (tests/halumem_upstream.py)."""
     if (root / path).is_file():
         return (root / path).read_bytes()
     if not root.is_dir():
@@ -67,6 +60,12 @@ def upstream_file_bytes(
         check=False,
     )
     return done.stdout if done.returncode == 0 else None
+
+
+def upstream_file_bytes(path: str) -> bytes | None:
+    """A file of the upstream snapshot at the pinned commit (None when there is no snapshot)."""
+    root = Path(os.environ.get("MEMEVAL_MAB_UPSTREAM", DEFAULT))
+    return snapshot_file_bytes(root, UPSTREAM_COMMIT, path)
 
 
 def _source() -> bytes | None:

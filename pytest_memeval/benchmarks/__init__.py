@@ -31,6 +31,7 @@ BUILTIN_BENCHMARKS: dict[str, str] = {
     "usermem": "pytest_memeval.benchmarks.usermem:BENCHMARK",
     "memoryagentbench": "pytest_memeval.benchmarks.memoryagentbench:BENCHMARK",
     "longmemeval-v2": "pytest_memeval.benchmarks.longmemeval_v2:BENCHMARK",
+    "halumem": "pytest_memeval.benchmarks.halumem:BENCHMARK",
 }
 
 

@@ -84,6 +84,13 @@ SHARED_CATEGORY: Mapping[tuple[str, str], str] = MappingProxyType(
         ("longmemeval-v2", "procedure"): "ordering",
         ("longmemeval-v2", "procedure-abs"): "abstention",
         ("longmemeval-v2", "errors-gotchas"): "synthesis",
+        # HaluMem question types (docs/scoring.md#halumem)
+        ("halumem", "basic_fact_recall"): "fact-recall",
+        ("halumem", "multi_hop_inference"): "multi-hop",
+        ("halumem", "dynamic_update"): "knowledge-update",
+        ("halumem", "memory_boundary"): "abstention",
+        ("halumem", "generalization_application"): "synthesis",
+        ("halumem", "memory_conflict"): "contradiction",
         # user-memory suite layers (docs/scoring.md#user-memory-suite)
         ("usermem", "layer1"): "fact-recall",  # exact factual recall from one session
         ("usermem", "layer2"): "multi-hop",  # disambiguate; retrieve every relevant item

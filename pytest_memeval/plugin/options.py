@@ -53,7 +53,7 @@ OPTIONS: tuple[_Opt, ...] = (
     _Opt(
         "memeval",
         "benchmark(s) to run: demo, locomo, locomo-plus, longmemeval, beam, usermem, "
-        "memoryagentbench, longmemeval-v2 (comma "
+        "memoryagentbench, longmemeval-v2, halumem (comma "
         "list; locomo,locomo-plus is LoCoMo-Plus's unified set)",
         metavar="BENCH[,BENCH]",
     ),
@@ -184,7 +184,7 @@ OPTIONS: tuple[_Opt, ...] = (
     ),
     _Opt(
         "memeval-protocol",
-        "official protocol: mem0, longmemeval, beam, locomo, locomo-plus, memoryagentbench "
+        "official protocol: mem0, longmemeval, beam, locomo, locomo-plus, memoryagentbench, halumem "
         "(upstream prompts, "
         "request parameters, parsing and aggregation, read from the pinned upstream source; "
         "locomo-plus is the default when --memeval=locomo-plus runs with a judge)",
@@ -424,7 +424,8 @@ _NO_VARIANTS = ("demo", "locomo", "locomo-plus", "usermem")
 _VARIANTS = (
     "longmemeval (oracle, s, m, or a .json file), beam (100K, 500K, 1M, 10M) and "
     "memoryagentbench (one split: Accurate_Retrieval, Test_Time_Learning, "
-    "Long_Range_Understanding, Conflict_Resolution) and longmemeval-v2 (tier: small, medium)"
+    "Long_Range_Understanding, Conflict_Resolution) and longmemeval-v2 (tier: small, medium), "
+    "halumem (medium, long)"
 )
 
 #: seconds above this are refused (a thread join or socket timeout overflows near 1e308)
@@ -647,7 +648,7 @@ def read_settings(config: pytest.Config) -> Settings:
     if protocol_source is not None and protocol is None:
         raise pytest.UsageError(
             f"{src('memeval_protocol_source')} needs --memeval-protocol=NAME "
-            "(mem0, longmemeval, beam, locomo, locomo-plus, memoryagentbench)"
+            "(mem0, longmemeval, beam, locomo, locomo-plus, memoryagentbench, halumem)"
         )
     if protocol_source is not None and not protocol_source.is_dir():
         raise pytest.UsageError(

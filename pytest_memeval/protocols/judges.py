@@ -27,6 +27,7 @@ from ..metrics.ordering import OrderingResult, ordering_score
 from ..records import Question
 from .profiles import (
     BEAM,
+    HALUMEM,
     LOCOMO_PLUS,
     LONGMEMEVAL,
     MEM0,
@@ -40,12 +41,14 @@ from .source import SourceText, Template, extract, read_upstream
 
 __all__ = [
     "BeamOfficialJudge",
+    "HaluMemOfficialJudge",
     "LoadedProtocol",
     "LocomoPlusOfficialJudge",
     "LongMemEvalOfficialJudge",
     "Mem0OfficialJudge",
     "MemoryAgentBenchOfficialJudge",
     "beam_official_item",
+    "halumem_label",
     "load_protocol",
     "locomo_plus_category",
     "locomo_plus_label",
@@ -236,6 +239,60 @@ class MemoryAgentBenchOfficialJudge:
             scores={self.metric: float("yes" in reply.strip().lower())},
             raw=[reply],
             details={"protocol": "memoryagentbench", "rule_set": rule},
+        )
+
+
+# --------------------------------------------------------------------------- halumem
+
+#: upstream eval/llms.py ``llm_request_for_json``: the first fenced JSON block
+_HALUMEM_JSON = re.compile(r"```json\s*(\{.*?\})\s*```", re.DOTALL)
+
+
+def halumem_label(reply: str) -> str | None:
+    """``evaluation_result`` of the reply's first ```json block, as upstream reads it; None when
+    upstream's call would raise (no block, bad JSON, not an object) or the key is absent."""
+    match = _HALUMEM_JSON.search(reply)
+    if not match:
+        return None
+    try:
+        parsed = json.loads(match.group(1).strip())
+    except ValueError:
+        return None
+    label = parsed.get("evaluation_result") if isinstance(parsed, dict) else None
+    return label if isinstance(label, str) else None
+
+
+@dataclass
+class HaluMemOfficialJudge:
+    """HaluMem's QA judge (``eval_tools.evaluation_for_question``): the pinned template filled with
+    ``question``, ``reference_answer``, ``key_memory_points`` (the evidence memory points joined by
+    newlines) and ``response``; score 1 for the label ``Correct``, else 0 (an unreadable reply
+    too, as upstream's ``(all)`` ratios count it); the label is kept in the details."""
+
+    template: Template
+    shape: RequestShape
+    name: str = "halumem-official"
+    metric: str = HALUMEM.metric
+
+    @property
+    def prompt_hashes(self) -> dict[str, str]:
+        return {"halumem:question": self.template.sha256}
+
+    def render(self, question: Question, prediction: str) -> str:
+        return self.template.text.format(
+            question=question.question,
+            reference_answer=gold_text(question.gold),
+            key_memory_points=str(question.meta.get("key_memory_points", "")),
+            response=prediction,
+        )
+
+    def judge(self, question: Question, prediction: str, client: LLMClient) -> JudgeResult:
+        reply = _ask(client, [ChatMessage("user", self.render(question, prediction))], self.shape)
+        label = halumem_label(reply)
+        return JudgeResult(
+            scores={self.metric: float(label == "Correct")},
+            raw=[reply],
+            details={"protocol": "halumem", "label": label},
         )
 
 
@@ -545,6 +602,7 @@ class LoadedProtocol:
         | BeamOfficialJudge
         | LocomoPlusOfficialJudge
         | MemoryAgentBenchOfficialJudge
+        | HaluMemOfficialJudge
         | None
     ):
         p, t = self.profile, self.templates
@@ -558,6 +616,8 @@ class LoadedProtocol:
             )
         if p.name == "memoryagentbench":
             return MemoryAgentBenchOfficialJudge(dict(t), p.judge)
+        if p.name == "halumem":
+            return HaluMemOfficialJudge(t["question"], p.judge)
         if p.name == "mem0":
             return Mem0OfficialJudge(t["judge"], p.judge)
         if p.name == "longmemeval":

@@ -32,6 +32,7 @@ BEAM_COMMIT = "b2a3ee8ba12d68f83143dda191097dc3e028ddd3"
 LOCOMO_COMMIT = "92286325a40764bee61f77824ddb95233b11c4d6"  # branch `code` (scorer + QA prompts)
 LOCOMO_PLUS_COMMIT = "059f4e3d38f7f1f96765e8e2cb7de3097551bffb"
 MAB_COMMIT = "455306dcabc3842526eb83cd4e225e5d486c5c5d"  # HUST-AI-HYZ/MemoryAgentBench
+HALUMEM_COMMIT = "59402b9d662507406b584047d1982e0cbf453a0f"  # MemTensor/HaluMem
 
 MEM0_JUDGE_FILE = UpstreamFile(
     "mem0ai/mem0",
@@ -86,6 +87,13 @@ MAB_LONGMEM_FILE = UpstreamFile(
     MAB_COMMIT,
     "llm_based_eval/longmem_qa_evaluate.py",
     "ceca59bddea4203a78b417be635e63fe3f685bd957e3df12150978e21972c540",
+)
+#: HaluMem's four judge prompts (module constants EVALUATION_PROMPT_FOR_*)
+HALUMEM_TOOLS_FILE = UpstreamFile(
+    "MemTensor/HaluMem",
+    HALUMEM_COMMIT,
+    "eval/eval_tools.py",
+    "0c08e5ecb8c93945bafc4bd0336bd6c9756b40d175f442ce44aca4a43169ee3b",
 )
 #: the judge's code path (reply parsing, label scores): reproduced in protocols/judges.py, pinned
 #: here for the record (its sha256 is in the provenance notes; no text is read from it)
@@ -366,8 +374,37 @@ MEMORYAGENTBENCH = ProtocolProfile(
     "input); the others keep their offline scores",
 )
 
+HALUMEM = ProtocolProfile(
+    name="halumem",
+    benchmarks=("halumem",),
+    repo="MemTensor/HaluMem",
+    commit=HALUMEM_COMMIT,
+    judge_style="halumem-official",
+    metric="judge_halumem_official",
+    # eval/llms.py llm_request_for_json with eval/.env-example: OPENAI_MODEL=gpt-4o,
+    # OPENAI_TEMPERATURE=0.0, OPENAI_MAX_TOKENS=16384; one user message
+    judge=RequestShape("gpt-4o", temperature=0.0, max_tokens=16384, max_tokens_field="max_tokens"),
+    prompts={
+        key: (HALUMEM_TOOLS_FILE, StringRef("constant", f"EVALUATION_PROMPT_FOR_{name}"))
+        for key, name in (
+            ("question", "QUESTION"),
+            ("integrity", "MEMORY_INTEGRITY"),
+            ("accuracy", "MEMORY_ACCURACY"),
+            ("update", "UPDATE_MEMORY"),
+        )
+    },
+    fill="format-keywords (question, reference_answer, key_memory_points = the evidence memory "
+    "points joined by newlines, response)",
+    parsing="the first ```json {...}``` block of the reply (upstream's regex), its "
+    "evaluation_result: Correct = 1, Hallucination / Omission = 0",
+    unscored="counted as 0 (upstream's (all) ratios count an unreadable reply in the denominator)",
+    aggregation="correct_qa_ratio(all) = the mean over questions; the label is kept per question",
+    judged_categories="all (QA); the extraction / update prompts are pinned and hashed, their "
+    "calls are not wired yet (docs/scoring.md#halumem)",
+)
+
 PROFILES: dict[str, ProtocolProfile] = {
-    p.name: p for p in (MEM0, LONGMEMEVAL, BEAM, LOCOMO, LOCOMO_PLUS, MEMORYAGENTBENCH)
+    p.name: p for p in (MEM0, LONGMEMEVAL, BEAM, LOCOMO, LOCOMO_PLUS, MEMORYAGENTBENCH, HALUMEM)
 }
 
 

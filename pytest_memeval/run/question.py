@@ -31,7 +31,7 @@ from ..records import (
     QuestionResult,
     score_float,
 )
-from ..systems.base import MemorySystem
+from ..systems.base import NO_DUMP_REASON, MemorySystem, stored_memories
 from ..systems.contract import materialise, normalise_answer, normalise_memories
 from ..systems.resolve import ensure_memory_system
 from .budget import context_for_answer
@@ -99,6 +99,28 @@ class IngestedSystem:
     #: seconds ``wait_ready`` took after ingest (None: the system has no ``wait_ready``)
     ready_seconds: float | None = None
     name: str = ""  # the --memsys name, for error messages
+    #: what ``dump`` returned for this conversation (None: no ``dump``), asked once on the first
+    #: question that wants it (a suite scoring storage marks its questions ``meta["dump"]``)
+    stored: tuple[Memory, ...] | None = None
+    dumped: bool = False
+
+
+def record_stored(
+    ingested: IngestedSystem, conversation_id: str, timeout: float | None, details: dict[str, Any]
+) -> None:
+    """Ask the system once what it stored for this conversation (the optional ``dump``) and put
+    the count in ``details["stored_memories"]``, or ``details["stored_unscored"]`` with the reason
+    when the system has no ``dump`` (storage metrics are then UNSCORED, never zero)."""
+    if not ingested.dumped:
+        system = ingested.system
+        ingested.stored = call_with_timeout(
+            lambda: stored_memories(system, conversation_id), timeout, "dump()"
+        )
+        ingested.dumped = True
+    if ingested.stored is None:
+        details["stored_unscored"] = NO_DUMP_REASON
+    else:
+        details["stored_memories"] = len(ingested.stored)
 
 
 #: how long ``wait_ready`` may take without --memeval-timeout (a bound, never a hang)
@@ -276,6 +298,8 @@ def retrieve(
         latency["ready"] = ingested.ready_seconds
     own_answer = getattr(system, "answer", None)
     memories: tuple[Memory, ...] = ()
+    if details is not None and question.meta.get("dump"):
+        record_stored(ingested, question.conversation_id, timeout, details)
     if not callable(own_answer):
         start = time.perf_counter()
         found = call_with_timeout(

@@ -57,12 +57,18 @@ class FullContextSystem:
 
     def __init__(self) -> None:
         self._memories: tuple[Memory, ...] = ()
+        self._conversation_id = ""
 
     def ingest(self, conversation: Conversation) -> None:
         self._memories = tuple(conversation_memories(conversation))
+        self._conversation_id = conversation.id
 
     def search(self, question: Question, k: int) -> list[Memory]:
         return list(self._memories)
+
+    def dump(self, conversation_id: str) -> list[Memory]:
+        """What was stored for ``conversation_id`` (every ingested turn; ``[]`` for another id)."""
+        return list(self._memories) if conversation_id == self._conversation_id else []
 
 
 class NoMemorySystem:
@@ -76,6 +82,10 @@ class NoMemorySystem:
         return None
 
     def search(self, question: Question, k: int) -> list[Memory]:
+        return []
+
+    def dump(self, conversation_id: str) -> list[Memory]:
+        """Nothing is stored."""
         return []
 
 
@@ -105,6 +115,7 @@ class BM25System:
         self.k1 = k1
         self.b = b
         self._memories: tuple[Memory, ...] = ()
+        self._conversation_id = ""
         self._vocab: dict[str, int] = {}
         self._index: Any = None
 
@@ -121,6 +132,7 @@ class BM25System:
                 ids.append(tid)
             corpus_ids.append(ids)
         self._memories = tuple(memories)
+        self._conversation_id = conversation.id
         self._vocab = vocab
         self._index = None
         if not vocab:
@@ -159,6 +171,10 @@ class BM25System:
                 break
             out.append(replace(self._memories[i], score=score))
         return out
+
+    def dump(self, conversation_id: str) -> list[Memory]:
+        """What was stored for ``conversation_id`` (every ingested turn; ``[]`` for another id)."""
+        return list(self._memories) if conversation_id == self._conversation_id else []
 
 
 # --------------------------------------------------------------------------------------------

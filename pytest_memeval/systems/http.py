@@ -2,15 +2,18 @@
 
 The protocol (docs/services.md#memory-systems-as-services; records as in :mod:`.wire`)::
 
-    GET  /ready?conversation_id=ID  -> {"ready": bool, "answer": bool}
+    GET  /ready?conversation_id=ID  -> {"ready": bool, "answer": bool, "dump": bool}
     POST /ingest  {"conversation": Conversation}                  -> {}
     POST /search  {"question": Question, "k": int}                -> {"memories": [Memory | str]}
     POST /answer  {"question": Question}                          -> {"answer": str}  (optional)
     POST /reset   {"conversation_id": ID}                         -> {}
+    POST /dump    {"conversation_id": ID}                         -> {"memories": [Memory | str]}
+                                                                     (optional)
 
 The service keys its state by conversation id (one conversation per id; an ``ingest`` replaces
 that conversation's memory), so several pytest-xdist workers can share one service. ``answer``
-is used when ``GET /ready`` says ``"answer": true``. After ``ingest`` the adapter polls
+is used when ``GET /ready`` says ``"answer": true``, and ``dump`` (what the service stored, for
+suites that score storage: docs/scoring.md#halumem) when it says ``"dump": true``. After ``ingest`` the adapter polls
 ``GET /ready`` until ``"ready": true`` (the ``ready`` latency, apart from ``ingest``).
 
 Robustness: every request has a timeout (connect, and the whole reply), 5xx / 429 / connection
@@ -382,14 +385,7 @@ class HttpMemorySystem:
         reply = self.client.call(
             "POST", "/search", {"question": question_to_dict(question), "k": k}
         )
-        where = f"{self.client.name}: POST /search"
-        memories = reply.get("memories") if isinstance(reply, Mapping) else None
-        if not isinstance(memories, list):
-            raise AdapterError(f'{where}: expected {{"memories": [...]}}, got {_shape(reply)}')
-        try:
-            return [memory_from_wire(m, f"{where}: memory {i}") for i, m in enumerate(memories)]
-        except ValueError as exc:
-            raise AdapterError(str(exc)) from None
+        return _memories(reply, f"{self.client.name}: POST /search")
 
     def reset(self) -> None:
         if self.conversation_id is not None:
@@ -410,24 +406,56 @@ class AnsweringHttpSystem(HttpMemorySystem):
         return text
 
 
+class DumpingHttpSystem(HttpMemorySystem):
+    """A service whose ``GET /ready`` says ``"dump": true``: it lists what it stored."""
+
+    def dump(self, conversation_id: str) -> list[Memory]:
+        reply = self.client.call("POST", "/dump", {"conversation_id": conversation_id})
+        return _memories(reply, f"{self.client.name}: POST /dump")
+
+
+class DumpingAnsweringHttpSystem(AnsweringHttpSystem, DumpingHttpSystem):
+    """A service that answers by itself and lists what it stored."""
+
+
+def _memories(reply: object, where: str) -> list[Memory]:
+    memories = reply.get("memories") if isinstance(reply, Mapping) else None
+    if not isinstance(memories, list):
+        raise AdapterError(f'{where}: expected {{"memories": [...]}}, got {_shape(reply)}')
+    try:
+        return [memory_from_wire(m, f"{where}: memory {i}") for i, m in enumerate(memories)]
+    except ValueError as exc:
+        raise AdapterError(str(exc)) from None
+
+
+_CLASSES: dict[tuple[bool, bool], type[HttpMemorySystem]] = {
+    (False, False): HttpMemorySystem,
+    (True, False): AnsweringHttpSystem,
+    (False, True): DumpingHttpSystem,
+    (True, True): DumpingAnsweringHttpSystem,
+}
+
+
 def _shape(value: object) -> str:
     return terminal_safe(json.dumps(value, ensure_ascii=False)[:120])
 
 
 def http_factories(spec: str) -> list[tuple[str, Callable[[], object]]]:
     """``[(name, factory)]`` for ``--memsys=http:...``; the factory (one call per conversation)
-    asks ``GET /ready`` once per process whether the service answers by itself."""
+    asks ``GET /ready`` once per process whether the service answers by itself and whether it
+    lists what it stored (``dump``)."""
     name, settings = parse_http_spec(spec)
     lock = threading.Lock()
-    answers: list[bool] = []
+    caps: list[tuple[bool, bool]] = []
 
     def factory() -> object:
         client = HttpClient(settings, name)
         with lock:
-            if not answers:
+            if not caps:
                 reply = client.call("GET", "/ready")
-                answers.append(isinstance(reply, Mapping) and reply.get("answer") is True)
-        return AnsweringHttpSystem(client) if answers[0] else HttpMemorySystem(client)
+                ok = isinstance(reply, Mapping)
+                caps.append((ok and reply.get("answer") is True, ok and reply.get("dump") is True))
+        return _CLASSES[caps[0]](client)
 
     factory.__qualname__ = factory.__name__ = f"http_factory[{name}]"
     return [(name, factory)]

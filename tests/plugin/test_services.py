@@ -20,6 +20,7 @@ from conftest import REPO, question_scores, read_json
 
 from pytest_memeval.errors import AdapterError
 from pytest_memeval.records import Conversation, Question, Session, Turn
+from pytest_memeval.systems.base import stored_memories
 from pytest_memeval.systems.http import HttpClient, http_factories, parse_http_spec
 from pytest_memeval.systems.wire import (
     conversation_from_dict,
@@ -167,7 +168,8 @@ def test_http_locomo_reproduces_in_process(
 
 
 class FaultServer:
-    """A misbehaving service: ``mode`` is ok | hang | 500 | flaky | big | notjson."""
+    """A misbehaving service: ``mode`` is ok | hang | 500 | flaky | big | notjson | dump (a good
+    service that also lists what it stored) | baddump (whose ``/dump`` reply is malformed)."""
 
     def __init__(self, mode: str) -> None:
         self.mode = mode
@@ -190,12 +192,19 @@ class FaultServer:
 
             def do_GET(self) -> None:
                 owner.requests.append("GET " + self.path)
+                if owner.mode in ("dump", "baddump"):
+                    self._reply(200, b'{"ready": true, "answer": false, "dump": true}')
+                    return
                 self._reply(200, b'{"ready": true, "answer": false}')
 
             def do_POST(self) -> None:
                 length = int(self.headers.get("Content-Length") or 0)
                 self.rfile.read(length)
                 owner.requests.append("POST " + self.path)
+                if self.path == "/dump":
+                    body = b'{"memories": ["Ann adopted a beagle", {"text": "Ann is 30"}]}'
+                    self._reply(200, body if owner.mode == "dump" else b'{"stored": []}')
+                    return
                 if self.path != "/search":
                     self._reply(200, b"{}")
                     return
@@ -271,6 +280,18 @@ def test_http_faults_are_bounded_errors(fault: Any, mode: str, message: str, req
     assert message in str(info.value)
     assert time.monotonic() - start < 60  # two 3-s timeouts, not two 300-s hangs
     assert server.requests.count("POST /search") == requests
+
+
+def test_http_dump_when_the_service_offers_it(fault: Any) -> None:
+    plain = _system(fault("ok").url, "timeout=5")
+    assert stored_memories(plain, "c1") is None  # no "dump": true in GET /ready
+    server = fault("dump")
+    stored = stored_memories(_system(server.url, "timeout=5"), "c1")
+    assert stored is not None and [m.text for m in stored] == ["Ann adopted a beagle", "Ann is 30"]
+    assert "POST /dump" in server.requests
+    bad = _system(fault("baddump").url, "timeout=5")
+    with pytest.raises(AdapterError, match=r"POST /dump: expected \{\"memories\""):
+        stored_memories(bad, "c1")
 
 
 def test_http_retries_429_and_500_then_succeeds(fault: Any) -> None:

@@ -1,0 +1,487 @@
+"""HaluMem (arXiv 2511.03506): per user, sessions of dialogue with the memory points each session
+should produce (``memory_points``: content, type, source, ``is_update``, ``original_memories``,
+``importance``) and questions asked after some sessions (``question``, ``answer``, ``evidence``).
+
+Upstream (``MemTensor/HaluMem``, pinned below) scores with ``eval/evaluation.py``: every judgment
+is an LLM call (``eval/eval_tools.py`` prompts: memory integrity 0/1/2, memory accuracy 0/1/2 plus
+"included in golden memories", update Correct / Hallucination / Omission / Other, QA Correct /
+Hallucination / Omission); the figures are counts over those judgments
+(``aggregate_eval_results``). Here each user is one conversation (sessions as turns, in file
+order), each question one item whose category is its ``question_type``; the judgment arithmetic
+is :func:`aggregate`, equal to upstream's on recorded vectors (tests/halumem_upstream.py); the QA
+judge is ``--memeval-protocol=halumem`` (protocols/: its prompts read from the pinned
+``eval/eval_tools.py`` at run time, never copied). docs/scoring.md#halumem says what is not wired.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any
+
+from ..errors import DatasetError
+from ..metrics.lexical import token_f1
+from ..records import Conversation, Prediction, Question, Session, Turn
+from .base import (
+    CategoryInfo,
+    Dataset,
+    LoadRequest,
+    check_surrogates,
+    decode_text,
+    named_categories,
+    read_bytes,
+)
+
+__all__ = [
+    "BENCHMARK",
+    "FILES",
+    "HF_DATASET",
+    "QUESTION_TYPES",
+    "UPSTREAM_COMMIT",
+    "UPSTREAM_SHA256",
+    "HaluMem",
+    "aggregate",
+    "build",
+    "compute_f1",
+    "parse_users",
+]
+
+#: the MemTensor/HaluMem commit whose scorer and loader this module follows
+UPSTREAM_COMMIT = "59402b9d662507406b584047d1982e0cbf453a0f"
+#: sha256 of the upstream files read at that commit
+UPSTREAM_SHA256: Mapping[str, str] = MappingProxyType(
+    {
+        "eval/evaluation.py": "eee601e1b73aea91f13fa8e0dc3bdef6d39d611359c6e05990107240c5368c32",
+        "eval/eval_tools.py": "0c08e5ecb8c93945bafc4bd0336bd6c9756b40d175f442ce44aca4a43169ee3b",
+        "eval/eval_memzero.py": "7fa34de7e45e1b9730bb63453ee17627925c8a4304645eda7249844eb24ca3c1",
+        "scripts/stage6_2_final_result_medium.py": (
+            "bddcc2214a26858c79e703052eb5453027a72dc974c5dddb91cc8d8d0934c32c"
+        ),
+    }
+)
+HF_DATASET = "IAAR-Shanghai/HaluMem"
+#: the Hugging Face revision and per-file sha256 are not known (Hugging Face is not reachable
+#: where this was built): the download refuses until both are recorded
+HF_REVISION: str | None = None
+HF_SHA256: Mapping[str, str] = MappingProxyType({})
+FOLDER = "halumem"
+#: variant -> file name below DIR/halumem (the Hugging Face file names)
+FILES: Mapping[str, str] = MappingProxyType(
+    {"medium": "HaluMem-Medium.jsonl", "long": "HaluMem-Long.jsonl"}
+)
+#: upstream's session date format (``eval_memzero.py``: ``"%b %d, %Y, %H:%M:%S"``)
+DATE_FORMAT = "%b %d, %Y, %H:%M:%S"
+#: the labels upstream counts (``aggregate_eval_results``)
+UPDATE_LABELS = ("Correct", "Hallucination", "Omission", "Other")
+QA_LABELS = ("Correct", "Hallucination", "Omission")
+
+#: upstream ``question_type`` (config.json at the pinned commit) -> our category (a marker name)
+QUESTION_TYPES: Mapping[str, str] = MappingProxyType(
+    {
+        "Basic Fact Recall": "basic_fact_recall",
+        "Multi-hop Inference": "multi_hop_inference",
+        "Dynamic Update": "dynamic_update",
+        "Memory Boundary": "memory_boundary",
+        "Generalization & Application": "generalization_application",
+        "Memory Conflict": "memory_conflict",
+    }
+)
+CATEGORIES: Mapping[int | str, CategoryInfo] = MappingProxyType(
+    named_categories(
+        "halumem",
+        {
+            "basic_fact_recall": "recall a fact the user stated (Basic Fact Recall)",
+            "multi_hop_inference": "combine several memory points (Multi-hop Inference)",
+            "dynamic_update": "answer with the latest of updated facts (Dynamic Update)",
+            "memory_boundary": "recognise what was never said (Memory Boundary)",
+            "generalization_application": "apply memories to a new case "
+            "(Generalization & Application)",
+            "memory_conflict": "reject a false premise against memory (Memory Conflict)",
+        },
+    )
+)
+
+_HINT = "fix the file or export it again from the Hugging Face dataset"
+
+
+# ---------------------------------------------------------------------------------------------
+# the judgment arithmetic (upstream evaluation.py aggregate_eval_results, our own code)
+# ---------------------------------------------------------------------------------------------
+
+
+def compute_f1(precision: float, recall: float) -> float:
+    """Upstream ``compute_f1``: 0.0 when both are 0."""
+    if precision + recall == 0:
+        return 0.0
+    return 2 * (precision * recall) / (precision + recall)
+
+
+def _ratio(num: float, den: float) -> float | None:
+    """``num / den``; None where upstream would raise ZeroDivisionError (nothing to score)."""
+    return num / den if den else None
+
+
+def aggregate(
+    integrity: Sequence[Mapping[str, Any]],
+    accuracy: Sequence[Mapping[str, Any]],
+    update: Sequence[Mapping[str, Any]],
+    qa: Sequence[Mapping[str, Any]],
+) -> dict[str, dict[str, float | None] | float | None]:
+    """Upstream's figures from judged records (fields as upstream names them):
+    ``integrity`` {memory_source, importance, memory_integrity_score: 0/1/2 or None},
+    ``accuracy`` {memory_accuracy_score: 0/1/2 or None, is_included_in_golden_memories},
+    ``update`` {memory_update_type}, ``qa`` {result_type}. A figure whose denominator is 0 is
+    None (upstream raises ZeroDivisionError there)."""
+    mi_score = mi_wscore = 0.0
+    mi_valid = mi_num = 0
+    mi_wvalid = mi_wnum = 0.0
+    if_score = if_valid = if_num = 0
+    for item in integrity:
+        interference = item["memory_source"] == "interference"
+        if not interference:
+            mi_num += 1
+            mi_wnum += item["importance"]
+        else:
+            if_num += 1
+        score = item["memory_integrity_score"]
+        if score is None:
+            continue
+        if not interference:
+            if score == 2:
+                mi_score += 1
+            mi_wscore += 0.5 * score * item["importance"]
+            mi_valid += 1
+            mi_wvalid += item["importance"]
+        else:
+            if score == 0:
+                if_score += 1
+            if_valid += 1
+    ta_score = wa_score = 0.0
+    ta_valid = ta_num = a_valid = a_num = 0
+    for item in accuracy:
+        a_num += 1
+        target = item["is_included_in_golden_memories"] in ("true", "True")
+        if target:
+            ta_num += 1
+        score = item["memory_accuracy_score"]
+        if score is None:
+            continue
+        if target:
+            ta_score += 0.5 * score
+            ta_valid += 1
+        wa_score += 0.5 * score
+        a_valid += 1
+    up = dict.fromkeys(UPDATE_LABELS, 0)
+    up_num = up_valid = 0
+    for item in update:
+        up_num += 1
+        label = item["memory_update_type"]
+        if label in up:
+            up[label] += 1
+            up_valid += 1
+    qa_counts = dict.fromkeys(QA_LABELS, 0)
+    qa_num = qa_valid = 0
+    for item in qa:
+        qa_num += 1
+        label = item["result_type"]
+        if label in qa_counts:
+            qa_counts[label] += 1
+            qa_valid += 1
+    recall_all = _ratio(mi_score, mi_num)
+    target_all = _ratio(ta_score, ta_num)
+    return {
+        "memory_integrity": {
+            "recall(all)": recall_all,
+            "recall(valid)": _ratio(mi_score, mi_valid),
+            "weighted_recall(all)": _ratio(mi_wscore, mi_wnum),
+            "weighted_recall(valid)": _ratio(mi_wscore, mi_wvalid),
+        },
+        "memory_accuracy": {
+            "interference_accuracy(all)": _ratio(if_score, if_num),
+            "interference_accuracy(valid)": _ratio(if_score, if_valid),
+            "target_accuracy(all)": target_all,
+            "target_accuracy(valid)": _ratio(ta_score, ta_valid),
+            "weighted_accuracy(all)": _ratio(wa_score, a_num),
+            "weighted_accuracy(valid)": _ratio(wa_score, a_valid),
+        },
+        "memory_extraction_f1": (
+            None if recall_all is None or target_all is None else compute_f1(target_all, recall_all)
+        ),
+        "memory_update": {
+            f"{label.lower()}_update_memory_ratio({base})": _ratio(up[label], den)
+            for label in UPDATE_LABELS
+            for base, den in (("all", up_num), ("valid", up_valid))
+        },
+        "question_answering": {
+            f"{label.lower()}_qa_ratio({base})": _ratio(qa_counts[label], den)
+            for label in QA_LABELS
+            for base, den in (("all", qa_num), ("valid", qa_valid))
+        },
+    }
+
+
+# ---------------------------------------------------------------------------------------------
+# loader
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Parsed:
+    conversations: tuple[Conversation, ...]
+    questions: tuple[Question, ...]
+    sha256: str
+
+
+def _need(value: Mapping[str, Any], name: str, kind: type, source: str, where: str) -> Any:
+    got = value.get(name)
+    if not isinstance(got, kind):
+        what = "missing" if name not in value else f"a {type(got).__name__}"
+        raise DatasetError(
+            f"must be a {kind.__name__} (is {what}); {_HINT}",
+            path=source,
+            record=where,
+            field=name,
+        )
+    return got
+
+
+def _rows(raw: bytes, source: str) -> list[object]:
+    text = decode_text(raw, source, _HINT)
+    rows: list[object] = []
+    for n, line in enumerate(text.splitlines(), 1):
+        if line.strip():
+            try:
+                rows.append(json.loads(line))
+            except ValueError as exc:
+                raise DatasetError(
+                    f"line {n} is not valid JSON ({str(exc)[:120]}); {_HINT}", path=source
+                ) from None
+    return rows
+
+
+def parse_users(raw: bytes, source: str) -> list[Mapping[str, Any]]:
+    """The user records of one JSONL file, every field this module reads checked; a problem is a
+    DatasetError naming the file, the record (``user[2].sessions[0]``) and the field."""
+    rows = _rows(raw, source)
+    check_surrogates(rows, source)
+    users: list[Mapping[str, Any]] = []
+    for u, row in enumerate(rows):
+        where = f"user[{u}]"
+        if not isinstance(row, dict):
+            raise DatasetError(f"must be a JSON object; {_HINT}", path=source, record=where)
+        _need(row, "uuid", str, source, where)
+        sessions = _need(row, "sessions", list, source, where)
+        for s, session in enumerate(sessions):
+            sw = f"{where}.sessions[{s}]"
+            if not isinstance(session, dict):
+                raise DatasetError(f"must be a JSON object; {_HINT}", path=source, record=sw)
+            for t, turn in enumerate(_need(session, "dialogue", list, source, sw)):
+                tw = f"{sw}.dialogue[{t}]"
+                if not isinstance(turn, dict):
+                    raise DatasetError(f"must be a JSON object; {_HINT}", path=source, record=tw)
+                _need(turn, "role", str, source, tw)
+                _need(turn, "content", str, source, tw)
+            for q, qa in enumerate(session.get("questions") or []):
+                qw = f"{sw}.questions[{q}]"
+                if not isinstance(qa, dict):
+                    raise DatasetError(f"must be a JSON object; {_HINT}", path=source, record=qw)
+                _need(qa, "question", str, source, qw)
+                _need(qa, "answer", str, source, qw)
+                qtype = _need(qa, "question_type", str, source, qw)
+                if qtype not in QUESTION_TYPES:
+                    raise DatasetError(
+                        f"unknown question type {qtype!r} (HaluMem has "
+                        f"{', '.join(QUESTION_TYPES)}); {_HINT}",
+                        path=source,
+                        record=qw,
+                        field="question_type",
+                    )
+                for e, ev in enumerate(qa.get("evidence") or []):
+                    _need(ev, "memory_content", str, source, f"{qw}.evidence[{e}]")
+            if not session.get("is_generated_qa_session", False):
+                for m, point in enumerate(_need(session, "memory_points", list, source, sw)):
+                    mw = f"{sw}.memory_points[{m}]"
+                    if not isinstance(point, dict):
+                        raise DatasetError(
+                            f"must be a JSON object; {_HINT}", path=source, record=mw
+                        )
+                    _need(point, "memory_content", str, source, mw)
+        users.append(row)
+    return users
+
+
+def _date(raw: object, source: str, where: str) -> datetime | None:
+    if not isinstance(raw, str) or not raw:
+        return None
+    try:
+        return datetime.strptime(raw, DATE_FORMAT)
+    except ValueError:
+        raise DatasetError(
+            f"{raw!r} is not a date like 'Jan 05, 2025, 10:00:00' ({DATE_FORMAT}); {_HINT}",
+            path=source,
+            record=where,
+            field="start_time",
+        ) from None
+
+
+def build(
+    variant: str, users: Sequence[Mapping[str, Any]], source: str = ""
+) -> tuple[list[Conversation], list[Question]]:
+    """One conversation per user (each session's dialogue as turns ``S<i>:T<j>``, speaker the
+    turn's ``role``), one question per ``sessions[i].questions[j]`` (asked after the whole
+    history: upstream asks right after session ``i``; docs/scoring.md#halumem)."""
+    conversations: list[Conversation] = []
+    questions: list[Question] = []
+    for u, user in enumerate(users):
+        conv_id = f"{variant}-{user['uuid']}"
+        sessions: list[Session] = []
+        roles: dict[str, None] = {}
+        n_q = 0
+        for s, session in enumerate(user["sessions"]):
+            sid = f"S{s + 1}"
+            turns = []
+            for t, turn in enumerate(session["dialogue"]):
+                roles.setdefault(turn["role"], None)
+                turns.append(
+                    Turn(
+                        f"{sid}:T{t + 1}",
+                        turn["role"],
+                        turn["content"],
+                        meta={"timestamp": turn.get("timestamp")},
+                    )
+                )
+            start = session.get("start_time")
+            sessions.append(
+                Session(
+                    id=sid,
+                    date=_date(start, source, f"user[{u}].sessions[{s}]"),
+                    turns=tuple(turns),
+                    date_raw=start if isinstance(start, str) else "",
+                    meta={
+                        "memory_points": session.get("memory_points") or [],
+                        "is_generated_qa_session": bool(
+                            session.get("is_generated_qa_session", False)
+                        ),
+                    },
+                )
+            )
+            for qa in session.get("questions") or []:
+                n_q += 1
+                category = QUESTION_TYPES[qa["question_type"]]
+                evidence = [ev["memory_content"] for ev in qa.get("evidence") or []]
+                questions.append(
+                    Question(
+                        id=f"{conv_id}-q{n_q}",
+                        conversation_id=conv_id,
+                        category=category,
+                        question=qa["question"],
+                        gold=qa["answer"],
+                        category_id=category,
+                        index=n_q,
+                        meta={
+                            "session": s,
+                            # ask the system what it stored (the optional dump hook)
+                            "dump": True,
+                            "question_type": qa["question_type"],
+                            # upstream's key_memory_points for the QA judge
+                            "key_memory_points": "\n".join(evidence),
+                        },
+                    )
+                )
+        conversations.append(
+            Conversation(
+                id=conv_id,
+                sessions=tuple(sessions),
+                speakers=tuple(roles),
+                meta={"uuid": user["uuid"], "variant": variant},
+            )
+        )
+    return conversations, questions
+
+
+@functools.lru_cache(maxsize=4)
+def _build(path: str, variant: str, key: tuple[int, int]) -> _Parsed:
+    del key  # cache key only (mtime and size)
+    raw = read_bytes(path, _HINT)
+    conversations, questions = build(variant, parse_users(raw, path), path)
+    return _Parsed(tuple(conversations), tuple(questions), hashlib.sha256(raw).hexdigest())
+
+
+def refuse_download() -> None:
+    """No pinned revision and sha256 are recorded for the Hugging Face files: refuse."""
+    raise DatasetError(
+        f"pin unknown: pass --memeval-data DIR with a local copy (DIR/{FOLDER}/"
+        f"{' or '.join(FILES.values())}). The Hugging Face files of {HF_DATASET} (CC-BY-NC-ND, "
+        "never shipped) have no recorded revision and sha256 yet, so pytest-memeval will not "
+        "download them."
+    )
+
+
+def score_halumem(question: Question, prediction: Prediction) -> dict[str, float]:
+    """``token_f1`` of the answer against the reference answer: an offline stand-in only
+    (upstream's QA figure is the LLM judge's Correct / Hallucination / Omission)."""
+    return {"token_f1": token_f1(prediction.text, str(question.gold))}
+
+
+@dataclass(frozen=True, eq=False)
+class HaluMem:
+    """HaluMem Medium and Long, read from ``DIR/halumem``."""
+
+    name: str = "halumem"
+    categories: Mapping[int | str, CategoryInfo] = field(default_factory=lambda: CATEGORIES)
+    metrics: Sequence[str] = ("token_f1",)
+    pass_metric: str = "token_f1"
+    default_threshold: float = 0.5
+    cluster_unit: str = "conversation"
+
+    def load(self, request: LoadRequest) -> Dataset:
+        if request.data_dir is None:
+            refuse_download()  # until HF_REVISION and HF_SHA256 are recorded
+        assert request.data_dir is not None
+        folder = Path(request.data_dir) / FOLDER
+        if request.variant and request.variant not in FILES:
+            raise DatasetError(
+                f"unknown variant {request.variant!r}; HaluMem has {', '.join(FILES)}"
+            )
+        wanted = (request.variant,) if request.variant else tuple(FILES)
+        questions: list[Question] = []
+        conversations: dict[str, Conversation] = {}
+        files: list[Path] = []
+        sha: dict[str, str] = {}
+        for variant in wanted:
+            path = folder / FILES[variant]
+            if not path.is_file():
+                continue
+            st = path.resolve().stat()
+            built = _build(str(path.resolve()), variant, (st.st_mtime_ns, st.st_size))
+            questions.extend(built.questions)
+            conversations.update((c.id, c) for c in built.conversations)
+            files.append(path)
+            sha[str(path.relative_to(request.data_dir))] = built.sha256
+        if not files:
+            raise DatasetError(
+                f"no HaluMem file found. --memeval-data=DIR expects DIR/{FOLDER}/"
+                f"{' or '.join(FILES[v] for v in wanted)}",
+                path=str(folder),
+            )
+        return Dataset(
+            benchmark=self.name,
+            questions=questions,
+            files=files,
+            sha256=sha,
+            variant=request.variant,
+            conversations=conversations,
+            meta={"source": "data_dir", "upstream": f"MemTensor/HaluMem@{UPSTREAM_COMMIT}"},
+        )
+
+    def score(self, question: Question, prediction: Prediction) -> dict[str, float]:
+        return score_halumem(question, prediction)
+
+
+BENCHMARK = HaluMem()

@@ -1,0 +1,169 @@
+"""Test-only: upstream HaluMem's judgment arithmetic, executed from its own source.
+
+``eval/evaluation.py`` is read at the pinned commit from a local snapshot of ``MemTensor/HaluMem``
+(``MEMEVAL_HALUMEM_UPSTREAM``: a git directory or a checkout; default the ``fetch`` mirror), its
+sha256 checked, and ``compute_f1`` and ``aggregate_eval_results`` taken out with ``ast`` and
+executed unchanged (its imports of tqdm, ProcessPoolExecutor and the LLM-calling eval_tools are
+left out: these two functions use none of them). Nothing of it is copied into the repository;
+``make_vectors`` writes what the unit tests compare with
+(``python tests/halumem_upstream.py tests/fixtures/halumem/upstream_vectors.jsonl``).
+"""
+
+from __future__ import annotations
+
+import ast
+import copy
+import hashlib
+import json
+import os
+import random
+import sys
+from pathlib import Path
+from typing import Any
+
+from mab_upstream import snapshot_file_bytes
+
+from pytest_memeval.benchmarks.halumem import UPSTREAM_COMMIT, UPSTREAM_SHA256
+
+SCORER = "eval/evaluation.py"
+DEFAULT = "/work/.mirror/MemTensor+HaluMem/repo"
+FUNCTIONS = ("compute_f1", "aggregate_eval_results")
+TYPES = ("Event Memory", "Persona Memory", "Relationship Memory")
+
+
+def upstream_file_bytes(path: str) -> bytes | None:
+    root = Path(os.environ.get("MEMEVAL_HALUMEM_UPSTREAM", DEFAULT))
+    return snapshot_file_bytes(root, UPSTREAM_COMMIT, path)
+
+
+def load_upstream() -> dict[str, Any] | None:
+    """Upstream's functions by name, or None when no snapshot is present."""
+    raw = upstream_file_bytes(SCORER)
+    if raw is None:
+        return None
+    digest = hashlib.sha256(raw).hexdigest()
+    if digest != UPSTREAM_SHA256[SCORER]:
+        raise AssertionError(f"{SCORER}: sha256 {digest}, pinned {UPSTREAM_SHA256[SCORER]}")
+    tree = ast.parse(raw)
+    keep = [n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name in FUNCTIONS]
+    assert {n.name for n in keep} == set(FUNCTIONS)
+    ns: dict[str, Any] = {}
+    exec(compile(ast.Module(body=keep, type_ignores=[]), SCORER, "exec"), ns)  # tests only
+    return ns
+
+
+def _skeleton() -> dict[str, Any]:
+    """The ``eval_results`` dict upstream ``main`` hands to ``aggregate_eval_results``."""
+    acc = {t: {"memory_integrity_acc": 0, "memory_update_acc": 0, "total_num": 0} for t in TYPES}
+    return {
+        "overall_score": {
+            "memory_integrity": {},
+            "memory_accuracy": {},
+            "memory_extraction_f1": 0,
+            "memory_update": {},
+            "question_answering": {},
+            "memory_type_accuracy": acc,
+        },
+    }
+
+
+def upstream_figures(ns: dict[str, Any], records: dict[str, list[dict[str, Any]]]) -> Any:
+    """Upstream's ``overall_score`` (without ``memory_type_accuracy`` and the counts), or
+    ``{"error": name}`` when upstream raises."""
+    eval_results = _skeleton() | copy.deepcopy(
+        {
+            "memory_integrity_records": records["integrity"],
+            "memory_accuracy_records": records["accuracy"],
+            "memory_update_records": records["update"],
+            "question_answering_records": records["qa"],
+        }
+    )
+    try:
+        out = ns["aggregate_eval_results"](eval_results)["overall_score"]
+    except ZeroDivisionError as exc:
+        return {"error": type(exc).__name__}
+    del out["memory_type_accuracy"]
+    for group in out.values():
+        if isinstance(group, dict):
+            for key in [k for k in group if not k.endswith(")")]:
+                del group[key]  # the counts (*_num, *_sum): not figures
+    return out
+
+
+def constructed_records(rng: random.Random) -> dict[str, list[dict[str, Any]]]:
+    """One random set of judged records in upstream's field names (every memory type present,
+    as upstream's per-type division needs)."""
+    integrity = []
+    for n in range(rng.randint(3, 12)):
+        integrity.append(
+            {
+                "memory_source": rng.choice(["primary", "secondary", "interference"])
+                if n >= 3
+                else "primary",
+                "importance": rng.choice([0.1, 0.25, 0.5, 0.75, 1.0]),
+                "memory_integrity_score": rng.choice([0, 1, 2, 2, None]),
+                "memory_type": TYPES[n % 3],
+            }
+        )
+    integrity.append(
+        {
+            "memory_source": "interference",
+            "importance": 0.3,
+            "memory_integrity_score": rng.choice([0, 2]),
+            "memory_type": TYPES[0],
+        }
+    )
+    accuracy = [
+        {
+            "memory_accuracy_score": rng.choice([0, 1, 2, None]),
+            "is_included_in_golden_memories": rng.choice(["true", "True", "false", "FALSE"]),
+        }
+        for _ in range(rng.randint(2, 10))
+    ]
+    accuracy.append(
+        {"memory_accuracy_score": rng.choice([1, 2]), "is_included_in_golden_memories": "true"}
+    )
+    update = [
+        {
+            "memory_update_type": rng.choice(
+                ["Correct", "Hallucination", "Omission", "Other", None, "correct"]
+            ),
+            "importance": 0.5,
+            "memory_type": rng.choice(TYPES),
+        }
+        for _ in range(rng.randint(1, 6))
+    ]
+    update.append({"memory_update_type": "Correct", "importance": 0.5, "memory_type": TYPES[1]})
+    qa = [
+        {"result_type": rng.choice(["Correct", "Hallucination", "Omission", None, "Other"])}
+        for _ in range(rng.randint(1, 8))
+    ]
+    qa.append({"result_type": "Omission"})
+    return {"integrity": integrity, "accuracy": accuracy, "update": update, "qa": qa}
+
+
+def edge_records() -> list[dict[str, list[dict[str, Any]]]]:
+    """Sets on which upstream divides by zero (no update records; no target memory)."""
+    rng = random.Random(7)
+    base = constructed_records(rng)
+    return [
+        base | {"update": []},
+        base
+        | {"accuracy": [{"memory_accuracy_score": 2, "is_included_in_golden_memories": "false"}]},
+        base | {"qa": []},
+    ]
+
+
+def make_vectors() -> list[dict[str, Any]]:
+    ns = load_upstream()
+    if ns is None:
+        raise SystemExit(f"no upstream snapshot (set MEMEVAL_HALUMEM_UPSTREAM; default {DEFAULT})")
+    rng = random.Random(2511)
+    sets = [constructed_records(rng) for _ in range(40)] + edge_records()
+    return [{"records": r, "upstream": upstream_figures(ns, r)} for r in sets]
+
+
+if __name__ == "__main__":
+    out = Path(sys.argv[1])
+    lines = [json.dumps(row, ensure_ascii=False) for row in make_vectors()]
+    out.write_text("\n".join(lines) + "\n", "utf-8")

@@ -1,0 +1,331 @@
+"""HaluMem: loader (shape, errors naming file / record / field), the judgment arithmetic against
+upstream ``eval/evaluation.py`` (recorded vectors always; live when the pinned snapshot is
+present, tests/halumem_upstream.py), the QA judge of ``--memeval-protocol=halumem`` (prompt
+rendered as upstream's ``evaluation_for_question`` renders it, reply read as its regex reads it),
+the refused download, and the optional ``dump`` hook."""
+
+from __future__ import annotations
+
+import ast
+import json
+import math
+import random
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fakes import ScriptedClient, make_question
+from halumem_upstream import (
+    constructed_records,
+    load_upstream,
+    upstream_figures,
+    upstream_file_bytes,
+)
+
+from pytest_memeval.benchmarks import LoadRequest, get_benchmark
+from pytest_memeval.benchmarks.halumem import aggregate, compute_f1, parse_users
+from pytest_memeval.errors import DatasetError
+from pytest_memeval.protocols.judges import HaluMemOfficialJudge, halumem_label, load_protocol
+from pytest_memeval.records import Conversation, Memory, Question, Session, Turn
+from pytest_memeval.systems.base import NO_DUMP_REASON, stored_memories
+from pytest_memeval.systems.builtin import BM25System, FullContextSystem, NoMemorySystem
+
+FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "halumem"
+DATA = FIXTURES / "data"
+MEDIUM = DATA / "halumem" / "HaluMem-Medium.jsonl"
+VECTORS = [
+    json.loads(line)
+    for line in (FIXTURES / "upstream_vectors.jsonl").read_text("utf-8").splitlines()
+]
+UPSTREAM = load_upstream()
+TOOLS = upstream_file_bytes("eval/eval_tools.py")
+live = pytest.mark.skipif(UPSTREAM is None, reason="no upstream HaluMem snapshot here")
+with_tools = pytest.mark.skipif(TOOLS is None, reason="no upstream HaluMem snapshot here")
+
+
+def _ours(records: dict[str, list[dict[str, Any]]]) -> Any:
+    return aggregate(records["integrity"], records["accuracy"], records["update"], records["qa"])
+
+
+def _same(ours: Any, theirs: Any) -> bool:
+    if isinstance(theirs, dict):
+        return set(ours) == set(theirs) and all(_same(ours[k], theirs[k]) for k in theirs)
+    return bool(math.isclose(ours, theirs, rel_tol=0, abs_tol=1e-12))
+
+
+# --------------------------------------------------------------------------- arithmetic
+
+
+def test_recorded_upstream_vectors_equal_ours() -> None:
+    compared = errors = 0
+    for row in VECTORS:
+        ours = _ours(row["records"])
+        if "error" in row["upstream"]:
+            # upstream divides by zero: ours gives None for the figure(s) with no denominator
+            errors += 1
+            assert any(
+                v is None
+                for group in ours.values()
+                for v in (group.values() if isinstance(group, dict) else [group])
+            )
+            continue
+        assert _same(ours, row["upstream"]), row
+        compared += 1
+    assert compared >= 40 and errors == 3
+
+
+@live
+@pytest.mark.parametrize("seed", range(30))
+def test_live_upstream_equals_ours(seed: int) -> None:
+    assert UPSTREAM is not None
+    records = constructed_records(random.Random(10_000 + seed))
+    theirs = upstream_figures(UPSTREAM, records)
+    if "error" not in theirs:
+        assert _same(_ours(records), theirs)
+
+
+@live
+@pytest.mark.parametrize(("p", "r"), [(0.0, 0.0), (1.0, 0.0), (0.5, 0.25), (0.3, 0.9), (1, 1)])
+def test_compute_f1_is_upstreams(p: float, r: float) -> None:
+    assert UPSTREAM is not None
+    assert compute_f1(p, r) == UPSTREAM["compute_f1"](p, r)
+
+
+def test_extraction_recall_by_hand() -> None:
+    """Recall counts only score 2 of non-interference points; interference points scored 0 count
+    as resisted; weighted recall is 0.5 * score * importance over the importance sum."""
+    integrity = [
+        {"memory_source": "primary", "importance": 1.0, "memory_integrity_score": 2},
+        {"memory_source": "primary", "importance": 0.5, "memory_integrity_score": 1},
+        {"memory_source": "secondary", "importance": 0.5, "memory_integrity_score": None},
+        {"memory_source": "interference", "importance": 0.2, "memory_integrity_score": 0},
+    ]
+    figures = aggregate(integrity, [], [], [])
+    mi = figures["memory_integrity"]
+    assert isinstance(mi, dict)
+    assert mi["recall(all)"] == pytest.approx(1 / 3)
+    assert mi["recall(valid)"] == pytest.approx(1 / 2)
+    assert mi["weighted_recall(all)"] == pytest.approx((1.0 + 0.25) / 2.0)
+    acc = figures["memory_accuracy"]
+    assert isinstance(acc, dict)
+    assert acc["interference_accuracy(all)"] == 1.0
+    assert acc["target_accuracy(all)"] is None  # no accuracy record: upstream divides by zero
+    assert figures["memory_extraction_f1"] is None
+
+
+# --------------------------------------------------------------------------- QA judge (protocol)
+
+PROTOCOL_FIXTURE = FIXTURES.parent / "protocols" / "halumem"
+
+
+def _upstream_functions(source: bytes) -> dict[str, Any]:
+    """The ``EVALUATION_PROMPT_FOR_*`` constants and ``evaluation_for_*`` functions of an
+    upstream(-shaped) eval_tools.py, executed from its source with the LLM call replaced by one
+    that returns the prompt (test only)."""
+    tree = ast.parse(source)
+    keep = [n for n in tree.body if isinstance(n, ast.Assign | ast.FunctionDef)]
+    ns: dict[str, Any] = {"llm_request_for_json": lambda prompt: prompt}
+    exec(compile(ast.Module(body=keep, type_ignores=[]), "eval_tools.py", "exec"), ns)
+    return ns
+
+
+def _check_judge(source_dir: Path) -> None:
+    loaded = load_protocol("halumem", source_dir=source_dir, cache_dir=Path("/x"))
+    assert set(loaded.templates) == {"question", "integrity", "accuracy", "update"}
+    judge = loaded.judge()
+    assert isinstance(judge, HaluMemOfficialJudge)
+    upstream = _upstream_functions((source_dir / "eval" / "eval_tools.py").read_bytes())
+    question = make_question(
+        id="medium-u-q1",
+        question="Where does Ada work {now}?",
+        gold="Bristol",
+        meta={"key_memory_points": "Ada moved to Bristol.\nAda is a botanist."},
+    )
+    for reply, score in [
+        ('```json\n{"evaluation_result": "Correct"}\n```', 1.0),
+        ('x ```json {"evaluation_result": "Hallucination", "r": "}"} ``` y', 0.0),
+        ("Correct", 0.0),  # no JSON block: upstream's call raises, counted in (all) as not correct
+    ]:
+        client = ScriptedClient(reply=reply)
+        result = judge.judge(question, "In Bristol {x}", client)
+        assert result.scores == {"judge_halumem_official": score}
+        (call,) = client.calls
+        want = upstream["evaluation_for_question"](
+            "Where does Ada work {now}?",
+            "Bristol",
+            "Ada moved to Bristol.\nAda is a botanist.",
+            "In Bristol {x}",
+        )
+        assert call.prompt == want
+        assert call.kwargs["temperature"] == 0.0 and call.kwargs["max_tokens"] == 16384
+
+
+def test_official_judge_renders_as_the_upstream_shaped_file() -> None:
+    _check_judge(PROTOCOL_FIXTURE)
+
+
+@with_tools
+def test_official_judge_renders_as_the_pinned_upstream_file(tmp_path: Path) -> None:
+    assert TOOLS is not None
+    (tmp_path / "eval").mkdir()
+    (tmp_path / "eval" / "eval_tools.py").write_bytes(TOOLS)
+    loaded = load_protocol("halumem", source_dir=tmp_path, cache_dir=tmp_path)
+    assert all(s.matches_pin for s in loaded.sources.values())
+    _check_judge(tmp_path)
+
+
+@pytest.mark.parametrize(
+    ("reply", "label"),
+    [
+        ('```json\n{"evaluation_result": "Omission"}\n```', "Omission"),
+        (
+            '```json {"evaluation_result": "Correct"} ``` ```json {"evaluation_result": "x"} ```',
+            "Correct",
+        ),
+        ("```json\n{not json}\n```", None),
+        ('```json\n["Correct"]\n```', None),
+        ('```JSON\n{"evaluation_result": "Correct"}\n```', None),
+        ('{"evaluation_result": "Correct"}', None),
+    ],
+)
+def test_reply_label_as_upstream_reads_it(reply: str, label: str | None) -> None:
+    assert halumem_label(reply) == label
+
+
+# --------------------------------------------------------------------------- loader
+
+
+def _load(data_dir: Path | None, variant: str | None = None) -> Any:
+    return get_benchmark("halumem").load(LoadRequest(data_dir, Path("/nonexistent"), variant))
+
+
+def test_loads_the_fixture() -> None:
+    ds = _load(DATA)
+    assert [q.category for q in ds.questions] == [
+        "basic_fact_recall",
+        "memory_boundary",
+        "dynamic_update",
+        "multi_hop_inference",
+    ]
+    conv = ds.conversations["medium-u-alpha"]
+    assert [s.id for s in conv.sessions] == ["S1", "S2"]
+    assert conv.sessions[0].turns[0].id == "S1:T1" and conv.sessions[0].turns[0].speaker == "user"
+    assert conv.sessions[1].date is not None and conv.sessions[1].date.month == 2
+    q = ds.questions[2]
+    assert q.gold == "Bristol" and q.meta["question_type"] == "Dynamic Update"
+    assert q.meta["key_memory_points"] == "Ada Quill moved her work to Bristol."
+    assert ds.sha256 == {"halumem/HaluMem-Medium.jsonl": ds.sha256["halumem/HaluMem-Medium.jsonl"]}
+
+
+def test_download_is_refused_until_pinned() -> None:
+    with pytest.raises(DatasetError, match=r"pin unknown.*--memeval-data"):
+        _load(None)
+
+
+def test_missing_file_and_unknown_variant(tmp_path: Path) -> None:
+    with pytest.raises(DatasetError, match=r"HaluMem-Long\.jsonl"):
+        _load(DATA, "long")
+    with pytest.raises(DatasetError, match="unknown variant 'short'"):
+        _load(DATA, "short")
+
+
+def _user(**session: Any) -> bytes:
+    base: dict[str, Any] = {
+        "start_time": "Jan 05, 2025, 10:00:00",
+        "memory_points": [{"memory_content": "x"}],
+        "dialogue": [{"role": "user", "content": "hi"}],
+    }
+    return json.dumps({"uuid": "u1", "sessions": [base | session]}).encode()
+
+
+@pytest.mark.parametrize(
+    ("raw", "record", "fieldname", "message"),
+    [
+        (b'{"sessions": []}', "user[0]", "uuid", "must be a str"),
+        (b'{"uuid": "u", "sessions": {}}', "user[0]", "sessions", "must be a list"),
+        (_user(dialogue=[{"role": "user"}]), "user[0].sessions[0].dialogue[0]", "content", ""),
+        (_user(memory_points=None), "user[0].sessions[0]", "memory_points", "must be a list"),
+        (
+            _user(questions=[{"question": "q", "answer": "a", "question_type": "Trivia"}]),
+            "user[0].sessions[0].questions[0]",
+            "question_type",
+            "unknown question type 'Trivia'",
+        ),
+        (
+            _user(questions=[{"question": "q", "answer": 3, "question_type": "Memory Boundary"}]),
+            "user[0].sessions[0].questions[0]",
+            "answer",
+            "is a int",
+        ),
+    ],
+)
+def test_errors_name_file_record_and_field(
+    raw: bytes, record: str, fieldname: str, message: str
+) -> None:
+    with pytest.raises(DatasetError) as info:
+        parse_users(raw, "HaluMem-Medium.jsonl")
+    text = str(info.value)
+    assert "HaluMem-Medium.jsonl" in text and record in text and fieldname in text, text
+    assert message in text
+
+
+def test_bad_json_line_and_bad_date(tmp_path: Path) -> None:
+    with pytest.raises(DatasetError, match="line 2 is not valid JSON"):
+        parse_users(_user() + b"\n{oops\n", "f.jsonl")
+    folder = tmp_path / "halumem"
+    folder.mkdir()
+    (folder / "HaluMem-Medium.jsonl").write_bytes(_user(start_time="yesterday"))
+    with pytest.raises(DatasetError, match="'yesterday' is not a date") as info:
+        _load(tmp_path)
+    assert "start_time" in str(info.value) and "user[0].sessions[0]" in str(info.value)
+
+
+def test_generated_qa_sessions_need_no_memory_points() -> None:
+    users = parse_users(_user(memory_points=None, is_generated_qa_session=True), "f.jsonl")
+    assert len(users) == 1
+
+
+# --------------------------------------------------------------------------- the dump hook
+
+
+def _conversation() -> Conversation:
+    turns = (Turn("S1:T1", "user", "I keep orchids"), Turn("S1:T2", "assistant", "Nice orchids"))
+    return Conversation("c1", (Session("S1", None, turns),), ("user", "assistant"))
+
+
+@pytest.mark.parametrize("cls", [BM25System, FullContextSystem])
+def test_builtins_dump_what_they_stored(cls: type) -> None:
+    system = cls()
+    system.ingest(_conversation())
+    stored = stored_memories(system, "c1")
+    assert stored is not None and len(stored) == 2
+    assert all(isinstance(m, Memory) for m in stored) and "orchids" in stored[0].text
+    assert stored_memories(system, "other") == ()
+
+
+def test_no_memory_dumps_nothing_and_a_system_without_dump_is_none() -> None:
+    assert stored_memories(NoMemorySystem(), "c1") == ()
+
+    class Plain:
+        def ingest(self, conversation: Conversation) -> None: ...
+
+        def search(self, question: Question, k: int) -> list[str]:
+            return []
+
+    assert stored_memories(Plain(), "c1") is None
+    assert "dump" in NO_DUMP_REASON
+
+
+def test_dump_strings_become_memories_and_bad_returns_are_named() -> None:
+    class Strings:
+        def dump(self, conversation_id: str) -> list[str]:
+            return ["Ada keeps orchids"]
+
+    assert stored_memories(Strings(), "c1") == (Memory(text="Ada keeps orchids"),)
+
+    class Bad:
+        def dump(self, conversation_id: str) -> str:
+            return "one string"
+
+    with pytest.raises(TypeError, match=r"Bad\.dump\('c1'\) returned str"):
+        stored_memories(Bad(), "c1")
