@@ -132,6 +132,20 @@ def read_json(path: Path) -> dict[str, Any]:
     return data
 
 
+#: the two xdist modes of the suites' end-to-end tests: xdist off, and two workers
+XDIST_MODES = {"no-xdist": ["-p", "no:xdist"], "n2": ["-n", "2"]}
+
+
+def status_scores(report: dict[str, Any]) -> dict[tuple[str, str], dict[str, Any]]:
+    """(system, question id) -> the question's status and scores: what must not change between
+    xdist modes."""
+    return {
+        (run["system"], q["id"]): {"status": q["status"], **q["scores"]}
+        for run in report["runs"]
+        for q in run["questions"]
+    }
+
+
 def question_scores(report: dict[str, Any]) -> dict[tuple[str, str, str], Any]:
     return {
         (run["system"], run.get("flow", ""), q["id"]): (q["scores"], q["prediction"], q["status"])

@@ -15,11 +15,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import read_json
+from conftest import XDIST_MODES, read_json
 from llm_server import OPENAI_PATH, LLMServer
 
 DATA = Path(__file__).resolve().parent.parent / "fixtures" / "halumem" / "data"
-XDIST_MODES = {"no-xdist": ["-p", "no:xdist"], "n2": ["-n", "2"]}
 
 pytestmark = pytest.mark.usefixtures("memeval_env")
 

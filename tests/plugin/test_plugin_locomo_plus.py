@@ -14,24 +14,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import read_json
+from conftest import XDIST_MODES, read_json, status_scores
 from llm_server import OPENAI_PATH, LLMServer
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 DATA = FIXTURES / "locomo_plus" / "data"
 PROTOCOL = FIXTURES / "protocols" / "locomo-plus"
 KEY = "sk-loopback-locomo-plus"
-XDIST_MODES = {"no-xdist": ["-p", "no:xdist"], "n2": ["-n", "2"]}
 
 pytestmark = pytest.mark.usefixtures("memeval_env")
-
-
-def _scores(report: dict[str, Any]) -> dict[tuple[str, str], dict[str, Any]]:
-    return {
-        (run["system"], q["id"]): {"status": q["status"], **q["scores"]}
-        for run in report["runs"]
-        for q in run["questions"]
-    }
 
 
 def test_offline_bm25_and_oracle_same_numbers_with_xdist(pytester: pytest.Pytester) -> None:
@@ -48,7 +39,7 @@ def test_offline_bm25_and_oracle_same_numbers_with_xdist(pytester: pytest.Pytest
         assert result.ret in (0, 1), result.stdout.str()
         reports.append(read_json(out))
     first, second = reports
-    assert _scores(first) == _scores(second)
+    assert status_scores(first) == status_scores(second)
     runs = {r["system"]: r for r in first["runs"]}
     assert runs["oracle"]["summary"]["overall"]["cue_recall"] == 1.0
     assert runs["oracle"]["summary"]["overall"]["statuses"]["CORRECT"] == 3

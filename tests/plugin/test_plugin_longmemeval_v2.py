@@ -5,23 +5,13 @@ as markers, the LLM-checked items without an offline score."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import pytest
-from conftest import read_json
+from conftest import XDIST_MODES, read_json, status_scores
 
 DATA = Path(__file__).resolve().parent.parent / "fixtures" / "longmemeval_v2" / "data"
-XDIST_MODES = {"no-xdist": ["-p", "no:xdist"], "n2": ["-n", "2"]}
 
 pytestmark = pytest.mark.usefixtures("memeval_env")
-
-
-def _scores(report: dict[str, Any]) -> dict[tuple[str, str], dict[str, Any]]:
-    return {
-        (run["system"], q["id"]): {"status": q["status"], **q["scores"]}
-        for run in report["runs"]
-        for q in run["questions"]
-    }
 
 
 def test_bm25_same_numbers_without_and_with_xdist(pytester: pytest.Pytester) -> None:
@@ -38,7 +28,7 @@ def test_bm25_same_numbers_without_and_with_xdist(pytester: pytest.Pytester) -> 
         assert result.ret in (0, 1), result.stdout.str()
         reports.append(read_json(out))
     first, second = reports
-    assert _scores(first) == _scores(second)
+    assert status_scores(first) == status_scores(second)
     (run,) = first["runs"]
     assert run["summary"]["overall"]["count"] == 6  # every question of questions.jsonl
     scored = {q["id"] for q in run["questions"] if "lme2_score" in q["scores"]}

@@ -13,21 +13,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import read_json
+from conftest import XDIST_MODES, read_json, status_scores
 from llm_server import OPENAI_PATH, LLMServer
 
 DATA = Path(__file__).resolve().parent.parent / "fixtures" / "memoryagentbench" / "data"
-XDIST_MODES = {"no-xdist": ["-p", "no:xdist"], "n2": ["-n", "2"]}
 
 pytestmark = pytest.mark.usefixtures("memeval_env")
-
-
-def _scores(report: dict[str, Any]) -> dict[tuple[str, str], dict[str, Any]]:
-    return {
-        (run["system"], q["id"]): {"status": q["status"], **q["scores"]}
-        for run in report["runs"]
-        for q in run["questions"]
-    }
 
 
 def test_bm25_same_numbers_without_and_with_xdist(pytester: pytest.Pytester) -> None:
@@ -44,7 +35,7 @@ def test_bm25_same_numbers_without_and_with_xdist(pytester: pytest.Pytester) -> 
         assert result.ret in (0, 1), result.stdout.str()
         reports.append(read_json(out))
     first, second = reports
-    assert _scores(first) == _scores(second)
+    assert status_scores(first) == status_scores(second)
     (run,) = first["runs"]
     assert run["summary"]["overall"]["count"] == 6  # every question of the three files
     scored = [q for q in run["questions"] if "mab_score" in q["scores"]]
