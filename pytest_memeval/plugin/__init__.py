@@ -20,7 +20,8 @@ from .options import addoptions, read_settings
 # --memeval only option registration and configure (perf/run.py "plugin idle" row).
 if TYPE_CHECKING:
     from ..records import Prediction, QuestionResult
-    from .items import MemevalCase, RunState, SystemRef
+    from ..run.state import RunState, SystemRef
+    from .items import MemevalCase
 
 _STATUS_WORDS = {
     STATUS_CORRECT: ("correct", "C", "CORRECT"),
@@ -67,7 +68,7 @@ def pytest_configure(config: pytest.Config) -> None:
         # every hook below reads a missing STATE_KEY as "not active"
         return
     from ..benchmarks import get_benchmark
-    from .items import RunState
+    from ..run.state import RunState
 
     state = RunState(settings=settings)
     state.pool.timeout = settings.run.timeout
@@ -282,6 +283,7 @@ def _resolve_systems(config: pytest.Config, state: RunState) -> list[SystemRef]:
     only a name some loaded plugin may define as a fixture (an attribute of a non-conftest plugin,
     or ``@pytest.fixture(name=...)``) waits for its first question (:func:`items.obtain_system`).
     """
+    from ..run.state import SystemRef
     from ..systems.resolve import available_systems, unknown_system_message
     from .conftests import (
         WHERE_FIXTURES,
@@ -290,7 +292,6 @@ def _resolve_systems(config: pytest.Config, state: RunState) -> list[SystemRef]:
         may_define,
         register_system,
     )
-    from .items import SystemRef
 
     builtin_names = available_systems()
     available = ", ".join(builtin_names)

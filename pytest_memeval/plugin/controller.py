@@ -28,8 +28,8 @@ if TYPE_CHECKING:  # imported where used: a pytest run without --memeval never l
     from ..analysis.beam_official import OfficialComposite
     from ..report.model import RunSummary, Summary
     from ..run.estimate import Estimate
+    from ..run.state import RunState
     from ..run.store import RunStore
-    from .items import RunState
 
 __all__ = ["PROPERTY_NAME", "Controller", "flat_properties"]
 
@@ -322,7 +322,7 @@ class Controller:
             if settings.run.merge:
                 scale = self.config.pluginmanager.get_plugin("memeval-scale")
                 assert scale is not None  # registered with --memeval-merge
-                scale.merge_into(self)
+                scale.merge_into()
         except MemevalError as exc:
             raise pytest.UsageError(str(exc)) from None
         except OSError as exc:
@@ -718,7 +718,7 @@ class Controller:
         self._record_unfinished()
         from .batch import settle_run
 
-        self.batch_lines = settle_run(self)
+        self.batch_lines = settle_run(self.config)
         self._prune_runs()
         if not self.results and self.calibration is None:
             return
@@ -792,6 +792,7 @@ class Controller:
                 f"(--memeval-keep-runs={keep} keeps the newest {keep}; 0 keeps all)"
             )
         return lines
+
     def _finish_estimate(self, session: pytest.Session) -> None:
         """--memeval-estimate: no summary, report or run folder; the estimate, exit status 0
         (the placeholder verdicts decide nothing)."""
