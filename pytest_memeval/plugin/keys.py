@@ -11,8 +11,8 @@ import pytest
 if TYPE_CHECKING:
     from ..records import QuestionResult
     from ..run.state import RunState
-    from . import Recorder
     from .controller import Controller
+    from .item_hooks import Recorder
     from .scheduler import ConversationScheduling
 
 #: the session's loaded benchmarks, systems, settings and LLM runtime (every process)
