@@ -20,8 +20,7 @@ from ..run.question import clean_scores, decide
 if TYPE_CHECKING:
     from ..llm.client import ProviderClient
     from ..run.runtime import LLMRuntime
-    from .controller import Controller
-    from .items import RunState
+    from ..run.state import RunState
 
 __all__ = ["check_batch", "pending_keys", "settle_run", "start_batch"]
 
@@ -116,10 +115,14 @@ def _account(llm: LLMRuntime) -> Callable[[QueuedRequest, Completion], None]:
     return paid
 
 
-def settle_run(controller: Controller) -> list[str]:
+def settle_run(config: pytest.Config) -> list[str]:
     """At the controller's session end: send or pick up the run's batches, then judge every
     result still waiting for one again from the cache; the store gets the new rows. Returns the
-    lines to print."""
+    lines to print. The controller comes from the stash (``CONTROLLER_KEY``): this module does
+    not import the controller's."""
+    from .keys import CONTROLLER_KEY
+
+    controller = config.stash[CONTROLLER_KEY]
     state = controller.state
     llm = state.llm
     folder = state.batch_dir

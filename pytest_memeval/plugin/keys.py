@@ -10,9 +10,9 @@ import pytest
 
 if TYPE_CHECKING:
     from ..records import QuestionResult
-    from . import Recorder
+    from ..run.state import RunState
     from .controller import Controller
-    from .items import RunState
+    from .item_hooks import Recorder
     from .scheduler import ConversationScheduling
 
 #: the session's loaded benchmarks, systems, settings and LLM runtime (every process)

@@ -28,8 +28,7 @@ from ..run.store import JUDGE_NAMES
 from .options import OPTIONS, split_values
 
 if TYPE_CHECKING:
-    from .controller import Controller
-    from .items import RunState
+    from ..run.state import RunState
 
 __all__ = ["ScaleHooks", "apply_merge_defaults", "run_config"]
 
@@ -195,9 +194,13 @@ class ScaleHooks:
         bases = recorded_bases(Path(self.settings.run.merge[0])).get(name) or [name]
         return [(base, _not_run) for base in bases]
 
-    def merge_into(self, controller: Controller) -> None:
-        """Read and check the shards, and hand their results to the controller."""
+    def merge_into(self) -> None:
+        """Read and check the shards, and hand their results to the controller (from the stash:
+        this module does not import the controller's)."""
         from ..run.shards import fingerprint_difference, load_shards
+        from .keys import CONTROLLER_KEY
+
+        controller = self.config.stash[CONTROLLER_KEY]
 
         state = controller.state
         shards = load_shards(self.settings.run.merge)

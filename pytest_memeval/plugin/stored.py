@@ -25,7 +25,7 @@ from ..run.question import clean_scores, decide
 
 if TYPE_CHECKING:
     from ..records import Question
-    from .items import RunState
+    from ..run.state import RunState
 
 __all__ = ["CheckedRows", "check_rows"]
 

@@ -42,6 +42,7 @@ from ..errors import JudgeError, MemevalError
 from ..judges.base import gold_text
 from ..llm.client import run_parallel
 from ..records import Question
+from .settings import CalibrationSettings
 
 if TYPE_CHECKING:
     from .runtime import LLMRuntime
@@ -79,12 +80,6 @@ INTERVAL_NOTE = (
 
 class CalibrationError(MemevalError):
     """A calibration option or source that cannot be used; the message says how to fix it."""
-
-
-@dataclass(frozen=True)
-class CalibrationSettings:
-    mode: str  # "before" | "only"
-    sources: tuple[str, ...]  # "perturb", audit set names ("audit-v1"), or file paths
 
 
 def calibration_settings(

@@ -17,10 +17,10 @@ from .store import JUDGE_NAMES, JUDGE_NAMES_KEY
 
 if TYPE_CHECKING:
     from ..analysis.gates import Gate
-    from .calibration import CalibrationSettings
     from .shards import Shard
 
 __all__ = [
+    "CalibrationSettings",
     "CheckSettings",
     "LLMSettings",
     "ReportSettings",
@@ -28,6 +28,14 @@ __all__ = [
     "Selection",
     "Settings",
 ]
+
+
+@dataclass(frozen=True)
+class CalibrationSettings:
+    """--memeval-judge-calibration (read by ``run.calibration.calibration_settings``)."""
+
+    mode: str  # "before" | "only"
+    sources: tuple[str, ...]  # "perturb", audit set names ("audit-v1"), or file paths
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,135 @@
+"""One option value read and checked: where it came from, and the number, duration, list and
+price parsers ``options.read_settings`` uses (pytest glue)."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from .option_table import _ini_name
+
+if TYPE_CHECKING:
+    from .option_table import _Opt
+
+
+#: built-in benchmarks without variants, and the variants of the others (for --memeval-variant)
+_NO_VARIANTS = ("demo", "locomo", "locomo-plus", "usermem")
+
+
+_VARIANTS = (
+    "longmemeval (oracle, s, m, or a .json file), beam (100K, 500K, 1M, 10M) and "
+    "memoryagentbench (one split: Accurate_Retrieval, Test_Time_Learning, "
+    "Long_Range_Understanding, Conflict_Resolution) and longmemeval-v2 (tier: small, medium), "
+    "halumem (medium, long)"
+)
+
+
+#: seconds above this are refused (a thread join or socket timeout overflows near 1e308)
+MAX_SECONDS = 7 * 24 * 3600.0
+
+
+def _raw_value(config: pytest.Config, opt: _Opt) -> tuple[Any, str]:
+    """The value and where it came from (for error messages)."""
+    value = config.getoption(opt.dest)
+    if value is not None:
+        return value, f"--{opt.name}"
+    ini = config.getini(_ini_name(opt))
+    if ini not in (None, "", []) and not (opt.flag and ini is False):
+        return ini, f"ini option {_ini_name(opt)}"
+    return opt.default, "default"
+
+
+def _csv(value: Any) -> tuple[str, ...]:
+    if value is None:
+        return ()
+    return tuple(part.strip() for part in str(value).split(",") if part.strip())
+
+
+def _check_judge_alias(named: list[tuple[str, str, str]]) -> None:
+    """``judge`` (``judge@LABEL``) names the first judge's metric: without --memeval-judge there is
+    none, and a gate or regression on it could only fail."""
+    if not named:
+        return
+    from ..judges import resolve_judge_alias
+
+    for option, text, metric in named:
+        if resolve_judge_alias(metric, None) is None:
+            raise pytest.UsageError(
+                f"{option} {text!r}: {metric!r} names the first judge's metric on the benchmark "
+                "(judge_mem0, judge_lme, nugget, ...), and no --memeval-judge is given; add "
+                "--memeval-judge=PROVIDER:MODEL or name a metric (f1, ...)"
+            )
+
+
+def _int(value: Any, source: str, *, minimum: int) -> int:
+    try:
+        number = int(str(value).strip())
+    except ValueError:
+        raise pytest.UsageError(
+            f"{source}={value!r}: expected a whole number >= {minimum}, e.g. {source}=10"
+        ) from None
+    if number < minimum:
+        raise pytest.UsageError(
+            f"{source}={value!r}: must be >= {minimum}, e.g. {source}={max(minimum, 10)}"
+        )
+    return number
+
+
+def _seconds(value: Any, source: str, *, zero: bool = False, example: str = "0.5") -> float:
+    try:
+        number = float(str(value).strip())
+    except ValueError:
+        number = -1.0
+    # NaN fails both comparisons; infinity is no timeout either
+    if not (number >= 0 if zero else number > 0) or number == math.inf:
+        raise pytest.UsageError(
+            f"{source}={value!r}: expected seconds {'>= 0' if zero else '> 0'}, "
+            f"e.g. {source}={example}"
+        )
+    if number > MAX_SECONDS:
+        raise pytest.UsageError(
+            f"{source}={value!r}: more than a week ({MAX_SECONDS:g} s) is not a useful limit; "
+            f"use a realistic value, e.g. {source}={example}, or leave it out"
+        )
+    return number
+
+
+def _prices(value: Any, source: str) -> dict[str, dict[str, float]] | None:
+    """Read a price table: JSON only, small, numbers only."""
+    if not value:
+        return None
+    import json
+
+    path = Path(str(value)).expanduser()
+    fix = 'e.g. {"gpt-4o-mini": {"input": 0.15, "output": 0.6}}'
+    from ..files import FileTooLarge, NotAFile, read_bounded_text
+
+    try:
+        data = json.loads(read_bounded_text(path, 1 << 20))
+    except FileTooLarge:
+        raise pytest.UsageError(
+            f"{source}={value}: larger than 1 MB; expected a price table"
+        ) from None
+    except NotAFile as exc:
+        raise pytest.UsageError(f"{source}={value}: {exc}; {fix}") from None
+    except OSError as exc:
+        raise pytest.UsageError(f"{source}={value}: cannot read it ({exc.strerror})") from None
+    except ValueError as exc:
+        raise pytest.UsageError(f"{source}={value}: not valid JSON ({exc}); {fix}") from None
+    table: dict[str, dict[str, float]] = {}
+    if not isinstance(data, dict):
+        raise pytest.UsageError(f"{source}={value}: expected a JSON object; {fix}")
+    for model, entry in data.items():
+        if not isinstance(entry, dict) or not all(
+            isinstance(entry.get(k), (int, float)) and not isinstance(entry.get(k), bool)
+            for k in ("input", "output")
+        ):
+            raise pytest.UsageError(
+                f"{source}={value}: model {model!r} needs numeric 'input' and 'output' "
+                f"(dollars per million tokens); {fix}"
+            )
+        table[str(model)] = {"input": float(entry["input"]), "output": float(entry["output"])}
+    return table
