@@ -3,6 +3,7 @@ overlapped across questions, and nothing paid twice on ``--memeval-resume`` afte
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import signal
@@ -293,7 +294,7 @@ def test_rpm_limit_is_shared_by_two_workers(
     assert slots == sorted(slots)
     # never more than 10 % over the limit between any two of the run's requests: the slots are
     # the limiter's exact send times (each request waits for its own)
-    gaps = [b - a for a, b in zip(slots, slots[1:])]
+    gaps = [b - a for a, b in itertools.pairwise(slots)]
     assert min(gaps) >= 60.0 / rpm - 1e-6  # exactly the spacing of the limit
     assert (len(slots) - 1) / (slots[-1] - slots[0]) <= rpm / 60.0 * 1.1
     span = times[-1] - times[0]
