@@ -240,9 +240,10 @@ def test_resume_after_sigkill_mid_window_pays_no_reply_twice(pytester: pytest.Py
     assert len(set(first) | set(again)) == 28
 
 
-# Records every send slot the rate limiter hands out (in its lock, so in order), untouched: the
-# server's receive times carry each process's scheduling delay after its slot (a late first
-# request shortens the measured span), the slots are exactly what the limiter promises.
+# In the inner run's xdist workers (never in this process: the patch is undone at their end),
+# records every send slot the rate limiter hands out, in its lock (so in order), its behaviour
+# untouched: the server's receive times carry each process's scheduling delay after its slot (a
+# late first request shortens the measured span), the slots are exactly what the limiter promises.
 SLOT_RECORDER = """
 import json
 import os
@@ -265,7 +266,13 @@ def _recording_update(self, change):
     return _update(self, recorded)
 
 
-ratelimit.RateLimiter._update = _recording_update
+def pytest_configure(config):
+    if hasattr(config, "workerinput"):  # a worker process: never the test's own process
+        ratelimit.RateLimiter._update = _recording_update
+
+
+def pytest_unconfigure(config):
+    ratelimit.RateLimiter._update = _update
 """
 
 
