@@ -3,6 +3,7 @@ overlapped across questions, and nothing paid twice on ``--memeval-resume`` afte
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import signal
@@ -165,12 +166,20 @@ def test_window_reaches_into_the_next_conversation_in_one_process(
         assert order.index("demo-2") < len(order) - 1 - order[::-1].index("demo-1")
 
 
+KILLED_KEY = "sk-pipeline-killed"
+RESUMED_KEY = "sk-pipeline-resumed"
+
+
 def test_resume_after_sigkill_mid_window_pays_no_reply_twice(pytester: pytest.Pytester) -> None:
     latency = 0.3
     with LLMServer(reply=judge_reply, latency=latency) as srv:
         env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_XDIST")}
-        env.update(srv.env("sk-pipeline-test"))
         env["PYTEST_ADDOPTS"] = "-p no:benchmark"
+        # each run sends its own key (not part of a cache key nor of the run), so a request of the
+        # killed run that the server records late, after the kill, is still counted as the
+        # killed run's: never as one the resumed run sent
+        killed_env = {**env, **srv.env(KILLED_KEY)}
+        env.update(srv.env(RESUMED_KEY))
         cache = pytester.path / "cache"
         cmd = [
             sys.executable,
@@ -187,7 +196,7 @@ def test_resume_after_sigkill_mid_window_pays_no_reply_twice(pytester: pytest.Py
         proc = subprocess.Popen(
             cmd,
             cwd=pytester.path,
-            env=env,
+            env=killed_env,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
             start_new_session=True,
@@ -199,10 +208,6 @@ def test_resume_after_sigkill_mid_window_pays_no_reply_twice(pytester: pytest.Py
         os.killpg(proc.pid, signal.SIGKILL)
         killed_at = time.time()
         proc.wait()
-        # a request cut short by the kill reached the server without its body: never answered
-        before = [r for r in srv.requests if r.body is not None]
-        sent = len(srv.requests)
-        assert 16 <= len(before) < 28  # killed mid-run, calls in flight
         out = pytester.path / "r.json"
         done = subprocess.run(
             [*cmd, "--memeval-resume", f"--memeval-json={out}"],
@@ -213,7 +218,14 @@ def test_resume_after_sigkill_mid_window_pays_no_reply_twice(pytester: pytest.Py
             timeout=300,
         )
         assert done.returncode == 0, done.stdout + done.stderr
-        after = srv.requests[sent:]
+    # read once the server is stopped: every request of the killed run has long been recorded
+    requests = srv.requests
+    # a request cut short by the kill reached the server without its body: never answered
+    before = [r for r in requests if r.api_key == KILLED_KEY and r.body is not None]
+    after = [r for r in requests if r.api_key == RESUMED_KEY]
+    assert {r.api_key for r in requests} == {KILLED_KEY, RESUMED_KEY}
+    assert all(r.body is not None for r in after)
+    assert 16 <= len(before) < 28  # killed mid-run, calls in flight
     report = read_json(out)
     assert len(_rows(report)) == 15
     first = {json.dumps(r.body, sort_keys=True): r.time for r in before}
@@ -228,9 +240,50 @@ def test_resume_after_sigkill_mid_window_pays_no_reply_twice(pytester: pytest.Py
     assert len(set(first) | set(again)) == 28
 
 
-def test_rpm_limit_is_shared_by_two_workers(pytester: pytest.Pytester, server: LLMServer) -> None:
+# In the inner run's xdist workers (never in this process: the patch is undone at their end),
+# records every send slot the rate limiter hands out, in its lock (so in order), its behaviour
+# untouched: the server's receive times carry each process's scheduling delay after its slot (a
+# late first request shortens the measured span), the slots are exactly what the limiter promises.
+SLOT_RECORDER = """
+import json
+import os
+
+from pytest_memeval.llm import ratelimit
+
+_update = ratelimit.RateLimiter._update
+
+
+def _recording_update(self, change):
+    def recorded(state, now):
+        before = state.get("next_request")
+        out = change(state, now)
+        if self.rpm is not None and state.get("next_request") != before:
+            slot = state["next_request"] - 60.0 / self.rpm
+            with open(os.environ["MEMEVAL_TEST_SLOTS"], "a") as log:
+                log.write(json.dumps([os.getpid(), slot]) + "\\n")
+        return out
+
+    return _update(self, recorded)
+
+
+def pytest_configure(config):
+    if hasattr(config, "workerinput"):  # a worker process: never the test's own process
+        ratelimit.RateLimiter._update = _recording_update
+
+
+def pytest_unconfigure(config):
+    ratelimit.RateLimiter._update = _update
+"""
+
+
+def test_rpm_limit_is_shared_by_two_workers(
+    pytester: pytest.Pytester, server: LLMServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """600 a minute (10 a second) for the whole machine, not for each of the 2 workers."""
     rpm = 600
+    slots_log = pytester.path / "slots.jsonl"
+    monkeypatch.setenv("MEMEVAL_TEST_SLOTS", str(slots_log))
+    pytester.makeconftest(SLOT_RECORDER)
     result = pytester.runpytest(
         *LLM_ARGS,
         f"--memeval-cache-dir={pytester.path / 'cache'}",
@@ -241,7 +294,16 @@ def test_rpm_limit_is_shared_by_two_workers(pytester: pytest.Pytester, server: L
     assert result.ret == 0, result.stdout.str()
     times = sorted(r.time for r in server.requests)
     assert len(times) == 28
+    taken = [json.loads(line) for line in slots_log.read_text().splitlines()]
+    assert len(taken) == len(times)  # every request took a slot
+    assert len({pid for pid, _ in taken}) == 2  # from one limiter shared by both workers
+    slots = [slot for _, slot in taken]
+    assert slots == sorted(slots)
+    # never more than 10 % over the limit between any two of the run's requests: the slots are
+    # the limiter's exact send times (each request waits for its own)
+    gaps = [b - a for a, b in itertools.pairwise(slots)]
+    assert min(gaps) >= 60.0 / rpm - 1e-6  # exactly the spacing of the limit
+    assert (len(slots) - 1) / (slots[-1] - slots[0]) <= rpm / 60.0 * 1.1
     span = times[-1] - times[0]
     minimum = (len(times) - 1) * 60.0 / rpm  # 2.7 s at exactly the limit
-    assert (len(times) - 1) / span <= rpm / 60.0 * 1.1  # never more than 10 % over the limit
     assert span < minimum * 4 + 10  # and not absurdly slow
