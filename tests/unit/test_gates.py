@@ -135,7 +135,6 @@ def test_parse_good(text: str, expected: Gate) -> None:
     ("text", "problem"),
     [
         ("", "the expression is empty"),
-        ("locomo.temporal.f1", "no comparison operator"),
         ("locomo.temporal.f1>0.4", "operator '>' is not supported"),
         ("locomo.temporal.f1=0.4", "operator '=' is not supported"),
         ("locomo.temporal.f1=>0.4", "operator '=>' is written '>='"),
@@ -171,6 +170,17 @@ def test_parse_bad_names_the_problem_and_shows_grammar(text: str, problem: str) 
     assert message.startswith(f"--memeval-fail-under {text!r}: {err.problem}; grammar: ")
     assert "BENCHMARK[SYSTEM].CATEGORY.METRIC>=VALUE or <=VALUE" in message
     assert "examples: locomo.temporal.f1>=0.40" in message
+
+
+def test_parse_without_operator_says_to_quote_in_one_line() -> None:
+    """The shell ate an unquoted '>': the fix is quoting, so no grammar dump follows."""
+    with pytest.raises(GateSyntaxError) as info:
+        parse_gate("locomo.temporal.f1")
+    message = str(info.value)
+    assert message.startswith("--memeval-fail-under 'locomo.temporal.f1': no comparison operator")
+    assert "quote the whole expression" in message
+    assert "--memeval-fail-under='locomo.overall.f1>=0.40'" in message
+    assert "grammar" not in message and "\n" not in message
 
 
 # --- checking -------------------------------------------------------------------------------
