@@ -345,7 +345,7 @@ def _rows_from_json(raw: bytes, source: str) -> list[object]:
 
 def _rows_from_parquet(path: str) -> list[object]:
     try:
-        import pyarrow.parquet as pq  # type: ignore[import-not-found,unused-ignore]
+        import pyarrow.parquet as pq  # type: ignore[import-not-found,import-untyped,unused-ignore]
     except ImportError:
         raise DatasetError(
             "reading parquet needs pyarrow: pip install 'pytest-memeval[parquet]' (or export "
