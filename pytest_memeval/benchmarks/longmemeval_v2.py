@@ -122,6 +122,12 @@ _OPTIONS: Mapping[str, frozenset[str]] = MappingProxyType(
         # the multiple-choice functions swallow unknown options (upstream ``**_``)
         "mc_choice_match": frozenset({"strip_chars", "require_non_empty"}),
         "mc_choice_set_match": frozenset({"require_non_empty"}),
+        # the LLM checks: the options the harness does not override (its eval_config sets the
+        # evaluator model, reasoning effort, token limit and timeout)
+        **dict.fromkeys(
+            LLM_FUNCTIONS,
+            frozenset({"require_non_empty", "evaluator_temperature", "evaluator_top_p"}),
+        ),
     }
 )
 _SWALLOWS = frozenset({"mc_choice_match", "mc_choice_set_match", *LLM_FUNCTIONS})
