@@ -32,8 +32,10 @@ from .base import (
     CategoryInfo,
     Dataset,
     LoadRequest,
+    Parsed,
     check_surrogates,
     decode_text,
+    load_parts,
     named_categories,
     read_bytes,
 )
@@ -231,13 +233,6 @@ def aggregate(
 # ---------------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class _Parsed:
-    conversations: tuple[Conversation, ...]
-    questions: tuple[Question, ...]
-    sha256: str
-
-
 def _need(value: Mapping[str, Any], name: str, kind: type, source: str, where: str) -> Any:
     got = value.get(name)
     if not isinstance(got, kind):
@@ -406,11 +401,12 @@ def build(
 
 
 @functools.lru_cache(maxsize=4)
-def _build(path: str, variant: str, key: tuple[int, int]) -> _Parsed:
+def _build(paths: tuple[str, ...], variant: str, key: tuple[tuple[int, int], ...]) -> Parsed:
     del key  # cache key only (mtime and size)
+    (path,) = paths
     raw = read_bytes(path, _HINT)
     conversations, questions = build(variant, parse_users(raw, path), path)
-    return _Parsed(tuple(conversations), tuple(questions), hashlib.sha256(raw).hexdigest())
+    return Parsed(tuple(conversations), tuple(questions), (hashlib.sha256(raw).hexdigest(),))
 
 
 def refuse_download() -> None:
@@ -450,34 +446,14 @@ class HaluMem:
                 f"unknown variant {request.variant!r}; HaluMem has {', '.join(FILES)}"
             )
         wanted = (request.variant,) if request.variant else tuple(FILES)
-        questions: list[Question] = []
-        conversations: dict[str, Conversation] = {}
-        files: list[Path] = []
-        sha: dict[str, str] = {}
-        for variant in wanted:
-            path = folder / FILES[variant]
-            if not path.is_file():
-                continue
-            st = path.resolve().stat()
-            built = _build(str(path.resolve()), variant, (st.st_mtime_ns, st.st_size))
-            questions.extend(built.questions)
-            conversations.update((c.id, c) for c in built.conversations)
-            files.append(path)
-            sha[str(path.relative_to(request.data_dir))] = built.sha256
-        if not files:
-            raise DatasetError(
-                f"no HaluMem file found. --memeval-data=DIR expects DIR/{FOLDER}/"
-                f"{' or '.join(FILES[v] for v in wanted)}",
-                path=str(folder),
-            )
-        return Dataset(
-            benchmark=self.name,
-            questions=questions,
-            files=files,
-            sha256=sha,
-            variant=request.variant,
-            conversations=conversations,
-            meta={"source": "data_dir", "upstream": f"MemTensor/HaluMem@{UPSTREAM_COMMIT}"},
+        return load_parts(
+            request,
+            self.name,
+            [(variant, (folder / FILES[variant],)) for variant in wanted],
+            _build,
+            f"no HaluMem file found. --memeval-data=DIR expects DIR/{FOLDER}/"
+            f"{' or '.join(FILES[v] for v in wanted)}",
+            {"source": "data_dir", "upstream": f"MemTensor/HaluMem@{UPSTREAM_COMMIT}"},
         )
 
     def score(self, question: Question, prediction: Prediction) -> dict[str, float]:

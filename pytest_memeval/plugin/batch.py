@@ -80,6 +80,7 @@ def _sync(client: ProviderClient) -> Callable[[QueuedRequest], Completion]:
             role="judge",
             json_mode=r.json_mode,
             max_tokens_field=r.max_tokens_field,
+            reasoning_effort=r.reasoning_effort,
         )
 
     return retry
