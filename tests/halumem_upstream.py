@@ -17,8 +17,12 @@ import hashlib
 import json
 import os
 import random
+import re
 import sys
+from collections.abc import Callable, Iterable
+from concurrent.futures import Future
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 from mab_upstream import snapshot_file_bytes
@@ -26,6 +30,12 @@ from mab_upstream import snapshot_file_bytes
 from pytest_memeval.benchmarks.halumem import UPSTREAM_COMMIT, UPSTREAM_SHA256
 
 SCORER = "eval/evaluation.py"
+#: upstream's LLM call (``llm_request_for_json``: the request and the reply's JSON reading)
+LLMS = "eval/llms.py"
+#: the judgment functions of ``eval/evaluation.py`` taken out for the storage checks
+JUDGING = ("compute_f1", "aggregate_eval_results", "process_user")
+#: what ``eval/llms.py`` reads from its ``.env`` (``eval/.env-example``'s values)
+COMMON_PARAMS = {"max_tokens": 16384, "temperature": 0.0, "timeout": 300}
 DEFAULT = "/work/.mirror/MemTensor+HaluMem/repo"
 FUNCTIONS = ("compute_f1", "aggregate_eval_results")
 TYPES = ("Event Memory", "Persona Memory", "Relationship Memory")
@@ -50,6 +60,127 @@ def load_upstream() -> dict[str, Any] | None:
     ns: dict[str, Any] = {}
     exec(compile(ast.Module(body=keep, type_ignores=[]), SCORER, "exec"), ns)  # tests only
     return ns
+
+
+class SyncExecutor:
+    """Stands for ``ProcessPoolExecutor`` in upstream's ``process_user``: runs each submitted
+    call at once (same results, submission order; test only)."""
+
+    def __init__(self, max_workers: int | None = None) -> None:
+        del max_workers
+
+    def __enter__(self) -> SyncExecutor:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+    def submit(self, fn: Callable[..., Any], *args: Any) -> Future[Any]:
+        future: Future[Any] = Future()
+        try:
+            future.set_result(fn(*args))
+        except Exception as exc:  # handed to upstream's own except, as a pool would
+            future.set_exception(exc)
+        return future
+
+
+def _functions(source: bytes, names: Iterable[str] | None, where: str) -> ast.Module:
+    """The module-level constants and functions of ``source`` (``names``: only those
+    functions), decorators dropped (upstream's ``@retry``), imports left out."""
+    tree = ast.parse(source)
+    keep: list[ast.stmt] = []
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef) and (names is None or node.name in names):
+            node.decorator_list = []
+            keep.append(node)
+        elif isinstance(node, ast.Assign) and names is None:
+            keep.append(node)
+    return ast.Module(body=keep, type_ignores=[])
+
+
+def load_judging(
+    tools: bytes, reply: Callable[[str], str]
+) -> tuple[dict[str, Any], list[dict[str, Any]]] | None:
+    """Upstream's ``process_user`` and ``aggregate_eval_results`` (pinned ``eval/evaluation.py``)
+    calling the ``evaluation_for_*`` functions of ``tools`` (an ``eval_tools.py`` source), which
+    call the pinned ``eval/llms.py`` ``llm_request_for_json`` whose OpenAI client is a fake: it
+    records each ``chat.completions.create`` keyword set and answers ``reply(prompt)``. None
+    without a snapshot. Returns (namespace, recorded requests)."""
+    ev = upstream_file_bytes(SCORER)
+    llms = upstream_file_bytes(LLMS)
+    if ev is None or llms is None:
+        return None
+    for path, raw in ((SCORER, ev), (LLMS, llms)):
+        digest = hashlib.sha256(raw).hexdigest()
+        if digest != UPSTREAM_SHA256[path]:
+            raise AssertionError(f"{path}: sha256 {digest}, pinned {UPSTREAM_SHA256[path]}")
+    requests: list[dict[str, Any]] = []
+
+    def create(**kwargs: Any) -> Any:
+        requests.append(copy.deepcopy(kwargs))
+        content = reply(kwargs["messages"][0]["content"])
+        return SimpleNamespace(choices=[SimpleNamespace(message=SimpleNamespace(content=content))])
+
+    client = SimpleNamespace(chat=SimpleNamespace(completions=SimpleNamespace(create=create)))
+    llm_ns: dict[str, Any] = {
+        "re": re,
+        "json": json,
+        "client": client,
+        "MODEL": "gpt-4o",
+        "common_params": dict(COMMON_PARAMS),
+    }
+    exec(compile(_functions(llms, ["llm_request_for_json"], LLMS), LLMS, "exec"), llm_ns)  # tests
+    tools_ns: dict[str, Any] = {"llm_request_for_json": llm_ns["llm_request_for_json"]}
+    exec(compile(_functions(tools, None, "eval_tools.py"), "eval_tools.py", "exec"), tools_ns)
+    ns: dict[str, Any] = {
+        "copy": copy,
+        "tqdm": lambda it, **kwargs: it,
+        "ProcessPoolExecutor": SyncExecutor,
+        "as_completed": list,
+        **{k: v for k, v in tools_ns.items() if k.startswith("evaluation_for_")},
+    }
+    exec(compile(_functions(ev, JUDGING, SCORER), SCORER, "exec"), ns)  # tests only
+    return ns, requests
+
+
+def upstream_user(
+    user: dict[str, Any], extracted: dict[int, list[str]], responses: dict[str, str] | None = None
+) -> dict[str, Any]:
+    """The record upstream's ``process_user`` reads (what its ``eval_memzero.py`` writes) for a
+    raw HaluMem user record: session ``i``'s ``extracted_memories`` = ``extracted[i]``; an update
+    point (``is_update`` not ``"False"``, with ``original_memories``) gets ``memories_from_system``
+    = the same list (our stand-in for upstream's top-10 search); each question's
+    ``system_response`` = ``responses[question]`` (no questions when ``responses`` is None)."""
+    out: dict[str, Any] = {"uuid": user["uuid"], "user_name": user["uuid"], "sessions": []}
+    for sid, session in enumerate(user["sessions"]):
+        new = copy.deepcopy(session)
+        out["sessions"].append(new)
+        if session.get("is_generated_qa_session", False):
+            continue
+        new["extracted_memories"] = list(extracted.get(sid, []))
+        for point in new["memory_points"]:
+            if point["is_update"] == "False" or not point["original_memories"]:
+                continue
+            point["memories_from_system"] = list(extracted.get(sid, []))
+        if responses is None:
+            new.pop("questions", None)
+        else:
+            for qa in new.get("questions", []):
+                qa["system_response"] = responses[qa["question"]]
+    return out
+
+
+def pooled_figures(ns: dict[str, Any], results: list[dict[str, Any]]) -> Any:
+    """Upstream ``main``'s pooling of ``process_user`` results, then ``aggregate_eval_results``
+    (figures only, as :func:`upstream_figures`)."""
+    records: dict[str, list[dict[str, Any]]] = {"integrity": [], "accuracy": [], "update": []}
+    records["qa"] = []
+    for r in results:
+        records["integrity"].extend(r["memory_integrity_records"])
+        records["accuracy"].extend(r["memory_accuracy_records"])
+        records["update"].extend(r["memory_update_records"])
+        records["qa"].extend(r["question_answering_records"])
+    return upstream_figures(ns, records)
 
 
 def _skeleton() -> dict[str, Any]:

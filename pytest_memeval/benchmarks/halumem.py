@@ -64,6 +64,7 @@ UPSTREAM_SHA256: Mapping[str, str] = MappingProxyType(
         "eval/evaluation.py": "eee601e1b73aea91f13fa8e0dc3bdef6d39d611359c6e05990107240c5368c32",
         "eval/eval_tools.py": "0c08e5ecb8c93945bafc4bd0336bd6c9756b40d175f442ce44aca4a43169ee3b",
         "eval/eval_memzero.py": "7fa34de7e45e1b9730bb63453ee17627925c8a4304645eda7249844eb24ca3c1",
+        "eval/llms.py": "3944e8133c3777506f2f17971884f18c83ab7379fc3d79d22dfd6a748c0b8547",
         "scripts/stage6_2_final_result_medium.py": (
             "bddcc2214a26858c79e703052eb5453027a72dc974c5dddb91cc8d8d0934c32c"
         ),

@@ -7,6 +7,7 @@ the refused download, and the optional ``dump`` hook."""
 from __future__ import annotations
 
 import ast
+import hashlib
 import json
 import math
 import random
@@ -17,13 +18,22 @@ import pytest
 from fakes import ScriptedClient, make_question
 from halumem_upstream import (
     constructed_records,
+    load_judging,
     load_upstream,
+    pooled_figures,
     upstream_figures,
     upstream_file_bytes,
+    upstream_user,
 )
 
 from pytest_memeval.benchmarks import LoadRequest, get_benchmark
-from pytest_memeval.benchmarks.halumem import aggregate, compute_f1, parse_users
+from pytest_memeval.benchmarks.halumem import (
+    aggregate,
+    build,
+    compute_f1,
+    parse_users,
+    storage_plan,
+)
 from pytest_memeval.errors import DatasetError
 from pytest_memeval.protocols.judges import HaluMemOfficialJudge, halumem_label, load_protocol
 from pytest_memeval.records import Conversation, Memory, Question, Session, Turn
@@ -329,3 +339,223 @@ def test_dump_strings_become_memories_and_bad_returns_are_named() -> None:
 
     with pytest.raises(TypeError, match=r"Bad\.dump\('c1'\) returned str"):
         stored_memories(Bad(), "c1")
+
+
+# --------------------------------------------------------------------------- storage judgments
+
+#: replies every storage judge reads its own key from (score / accuracy_score + inclusion /
+#: evaluation_result), including the ones upstream's reading turns into None or "false"
+STORAGE_REPLIES = (
+    '```json\n{"score": "2", "accuracy_score": "2", "is_included_in_golden_memories": "true", '
+    '"evaluation_result": "Correct"}\n```',
+    '```json {"score": 1, "accuracy_score": "1", "is_included_in_golden_memories": "True", '
+    '"evaluation_result": "Hallucination"} ```',
+    '```json {"score": "0", "accuracy_score": "0", "evaluation_result": "Omission"} ```',
+    '```json {"score": "2|1|0", "accuracy_score": "x", "is_included_in_golden_memories": "true", '
+    '"evaluation_result": "Other"} ```',
+    'no block {"score": "2", "evaluation_result": "Correct"}',
+    '```json {"score": " 2 ", "accuracy_score": 2.0, "is_included_in_golden_memories": "false", '
+    '"evaluation_result": "correct"} ```',
+    '```json {"score": 2, "accuracy_score": 2, "is_included_in_golden_memories": "true", '
+    '"evaluation_result": "Correct"} ```',
+)
+
+
+def pick_reply(prompt: str, seed: int = 0) -> str:
+    """A reply chosen by the prompt (the same for our judge and upstream's fake client)."""
+    digest = hashlib.sha256(f"{seed}:{prompt}".encode()).digest()
+    return STORAGE_REPLIES[digest[0] % len(STORAGE_REPLIES)]
+
+
+def _point(content: str, kind: str, source: str = "primary", **extra: Any) -> dict[str, Any]:
+    return {
+        "memory_content": content,
+        "memory_type": kind,
+        "memory_source": source,
+        "is_update": "False",
+        "original_memories": [],
+        "importance": extra.pop("importance", 0.5),
+        **extra,
+    }
+
+
+def storage_user() -> dict[str, Any]:
+    """A constructed user (our own text): three sessions, every memory type, an interference
+    point, an update point, a session the system stores nothing from."""
+    types = ("Persona Memory", "Event Memory", "Relationship Memory")
+    sessions = []
+    for s in range(3):
+        points = [
+            _point(f"S{s} fact {i} {{braces}}", types[i % 3], importance=0.2 + 0.2 * i)
+            for i in range(3)
+        ]
+        points.append(_point(f"S{s} distractor", types[s], "interference", importance=0.3))
+        if s:
+            points.append(
+                _point(
+                    f"S{s} update",
+                    "Event Memory",
+                    is_update="True",
+                    original_memories=[f"S{s - 1} fact 0 {{braces}}", "older"],
+                )
+            )
+        sessions.append(
+            {
+                "start_time": f"Jan 0{s + 1}, 2025, 10:00:00",
+                "memory_points": points,
+                "dialogue": [
+                    {"role": r, "content": f"S{s} {r} turn {t}", "timestamp": f"t{s}{t}"}
+                    for t, r in enumerate(("user", "assistant", "user", "assistant"))
+                ],
+            }
+        )
+    return {"uuid": "u-store", "sessions": sessions}
+
+
+def _storage_case(
+    keep: dict[int, list[int]], source_ids: bool = True
+) -> tuple[Conversation, list[Memory], dict[int, list[str]]]:
+    user = storage_user()
+    (conv,), _ = build("medium", [user])
+    stored: list[Memory] = []
+    extracted: dict[int, list[str]] = {}
+    for s, turns in keep.items():
+        for t in turns:
+            turn = conv.sessions[s].turns[t]
+            stored.append(
+                Memory(text=f"mem {turn.text}", source_ids=(turn.id,) if source_ids else ())
+            )
+            extracted.setdefault(s, []).append(f"mem {turn.text}")
+    return conv, stored, extracted
+
+
+def _records(got: dict[str, Any]) -> dict[str, list[tuple[Any, ...]]]:
+    return {
+        "integrity": sorted(
+            (r["memory_content"], repr(r["memory_integrity_score"])) for r in got["integrity"]
+        ),
+        "accuracy": sorted(
+            (
+                r["memory_content"],
+                repr(r["memory_accuracy_score"]),
+                repr(r["is_included_in_golden_memories"]),
+            )
+            for r in got["accuracy"]
+        ),
+        "update": sorted(
+            (r["memory_content"], repr(r["memory_update_type"])) for r in got["update"]
+        ),
+    }
+
+
+def _check_storage(source_dir: Path, tools: bytes, seed: int) -> None:
+    loaded = load_protocol("halumem", source_dir=source_dir, cache_dir=Path("/x"))
+    judge = loaded.judge()
+    assert isinstance(judge, HaluMemOfficialJudge)
+    conv, stored, extracted = _storage_case({0: [0, 1, 2], 1: [0, 3]})
+    client = ScriptedClient(reply=lambda prompt, _i: pick_reply(prompt, seed))
+    plan = storage_plan(conv, stored)
+    assert plan.granularity == "session"
+    ours = judge.judge_storage(plan, client)
+    upstream = load_judging(tools, lambda prompt: pick_reply(prompt, seed))
+    assert upstream is not None
+    ns, requests = upstream
+    theirs = ns["process_user"](1, upstream_user(storage_user(), extracted), 1)
+    # the same prompts, one call each, with upstream's parameters
+    assert sorted(client.prompts) == sorted(r["messages"][0]["content"] for r in requests)
+    assert len(requests) == len(plan.calls) == ours["calls"]
+    for call, request in zip(client.calls, requests, strict=True):
+        assert call.kwargs["temperature"] == request["temperature"] == 0.0
+        assert call.kwargs["max_tokens"] == request["max_tokens"] == 16384
+        assert [m.role for m in call.messages] == [m["role"] for m in request["messages"]]
+    # the same readings of the same replies
+    assert _records(ours) == _records(
+        {
+            "integrity": theirs["memory_integrity_records"],
+            "accuracy": theirs["memory_accuracy_records"],
+            "update": theirs["memory_update_records"],
+        }
+    )
+    qa = [{"result_type": "Correct"}, {"result_type": "Omission"}]
+    theirs["question_answering_records"] = [dict(r) for r in qa]
+    want = pooled_figures(ns, [theirs])
+    got = aggregate(ours["integrity"], ours["accuracy"], ours["update"], qa)
+    if "error" in want:  # upstream divides by zero: ours has no value there
+        assert None in _leaves(got)
+    else:
+        assert _same({k: v for k, v in got.items()}, want)
+
+
+def _leaves(figures: Any) -> list[Any]:
+    if isinstance(figures, dict):
+        return [x for v in figures.values() for x in _leaves(v)]
+    return [figures]
+
+
+judging = pytest.mark.skipif(
+    load_judging(b"", lambda p: "") is None, reason="no upstream HaluMem snapshot here"
+)
+
+
+@judging
+@pytest.mark.parametrize("seed", range(6))
+def test_storage_judged_as_upstream_process_user(seed: int) -> None:
+    """Extraction and update judgments: prompts, parameters, reply readings and figures equal
+    upstream's ``process_user`` + ``aggregate_eval_results`` (pinned) on the same inputs."""
+    _check_storage(
+        PROTOCOL_FIXTURE, (PROTOCOL_FIXTURE / "eval" / "eval_tools.py").read_bytes(), seed
+    )
+
+
+@judging
+@with_tools
+def test_storage_judged_as_upstream_with_the_pinned_prompts(tmp_path: Path) -> None:
+    assert TOOLS is not None
+    (tmp_path / "eval").mkdir()
+    (tmp_path / "eval" / "eval_tools.py").write_bytes(TOOLS)
+    _check_storage(tmp_path, TOOLS, 1)
+
+
+def test_storage_plan_routes_points_as_upstream() -> None:
+    """Per session: the update point goes to the update judge only when its session stored
+    something; a session that stored nothing scores its points 0 without a call."""
+    conv, stored, _ = _storage_case({0: [0], 1: [1]})
+    plan = storage_plan(conv, stored)
+    kinds = {(c.kind, c.record["memory_content"]) for c in plan.calls}
+    assert ("update", "S1 update") in kinds
+    assert {r["memory_content"] for r in plan.settled} == {
+        "S2 fact 0 {braces}",
+        "S2 fact 1 {braces}",
+        "S2 fact 2 {braces}",
+        "S2 distractor",
+        "S2 update",
+    }
+    assert all(r["memory_integrity_score"] == 0 for r in plan.settled)
+    accuracy = [c for c in plan.calls if c.kind == "accuracy"]
+    assert [c.fields["candidate_memory"] for c in accuracy] == [m.text for m in stored]
+    assert "S0 distractor" not in accuracy[0].fields["golden_memories"]
+    assert accuracy[0].fields["dialogue"] == (
+        "[t00]user: S0 user turn 0\n[t01]assistant: S0 assistant turn 1\n\n"
+        "[t02]user: S0 user turn 2\n[t03]assistant: S0 assistant turn 3\n"
+    )
+
+
+def test_memories_without_turn_ids_are_judged_per_conversation() -> None:
+    """A stored memory naming no turn of the conversation: every session's points against
+    everything stored (granularity ``conversation``), said in the plan."""
+    conv, stored, _ = _storage_case({0: [0], 2: [1]}, source_ids=False)
+    plan = storage_plan(conv, stored)
+    assert plan.granularity == "conversation" and not plan.settled
+    integrity = [c for c in plan.calls if c.kind == "integrity"]
+    assert {c.record["session"] for c in plan.calls} == {"all"}
+    assert all(
+        c.fields["memories"] == "mem S0 user turn 0\nmem S2 assistant turn 1" for c in integrity
+    )
+    assert len([c for c in plan.calls if c.kind == "update"]) == 2
+
+
+def test_empty_dump_scores_every_point_zero_without_a_call() -> None:
+    conv, stored, _ = _storage_case({})
+    plan = storage_plan(conv, stored)
+    assert plan.calls == () and plan.granularity == "session"
+    assert len(plan.settled) == 14  # 3 sessions x 4 points + 2 update points (nothing to update)
