@@ -10,7 +10,9 @@ Hallucination / Omission); the figures are counts over those judgments
 order), each question one item whose category is its ``question_type``; the judgment arithmetic
 is :func:`aggregate`, equal to upstream's on recorded vectors (tests/halumem_upstream.py); the QA
 judge is ``--memeval-protocol=halumem`` (protocols/: its prompts read from the pinned
-``eval/eval_tools.py`` at run time, never copied). docs/scoring.md#halumem says what is not wired.
+``eval/eval_tools.py`` at run time, never copied), which also judges what each conversation's
+system stored (``dump``; :func:`storage_plan` builds upstream's ``process_user`` inputs);
+analysis/halumem_official.py pools the records into the run's figures.
 """
 
 from __future__ import annotations
