@@ -24,7 +24,8 @@ from ..judges.beam import JSON_REPAIR_UPSTREAM, json_repair_version, read_beam_r
 from ..judges.longmemeval import QUESTION_TYPE_RULES, strict_yes_no
 from ..judges.mem0 import is_locomo_adversarial
 from ..llm.base import ChatMessage, LLMClient
-from ..llm.client import run_parallel
+from ..llm.batch import BatchDeferred
+from ..llm.client import CircuitOpenError, run_parallel
 from ..metrics.ordering import OrderingResult, ordering_score
 from ..records import Question
 from ..systems.base import STORED_META
@@ -361,8 +362,16 @@ class HaluMemOfficialJudge:
         upstream's records (``memory_integrity_records``, ``memory_accuracy_records``,
         ``memory_update_records``) for :func:`benchmarks.halumem.aggregate`."""
 
+        failed: list[str] = []
+
         def one(call: StorageCall) -> dict[str, Any]:
-            reply = _ask(client, [ChatMessage("user", self.render_storage(call))], self.shape)
+            try:
+                reply = _ask(client, [ChatMessage("user", self.render_storage(call))], self.shape)
+            except (BatchDeferred, CircuitOpenError):
+                raise  # judged later (batch) / the endpoint is down: the carrier says so
+            except Exception as exc:  # upstream's `except Exception`: the judgment is None
+                failed.append(type(exc).__name__)  # the type only: a message may echo a key
+                reply = ""
             record = dict(call.record)
             if call.kind == "integrity":
                 record["memory_integrity_score"] = halumem_integrity(reply)
@@ -379,6 +388,9 @@ class HaluMemOfficialJudge:
         return {
             "granularity": plan.granularity,
             "calls": len(plan.calls),
+            # calls that raised after the LLM layer's retries (their judgment is None, as
+            # upstream records it; not cached, so a rerun asks again)
+            "failed": sorted(failed),
             "integrity": [dict(r) for r in plan.settled]
             + [r for r, k in zip(judged, kinds, strict=True) if k == "integrity"],
             "accuracy": [r for r, k in zip(judged, kinds, strict=True) if k == "accuracy"],

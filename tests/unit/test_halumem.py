@@ -559,3 +559,40 @@ def test_empty_dump_scores_every_point_zero_without_a_call() -> None:
     plan = storage_plan(conv, stored)
     assert plan.calls == () and plan.granularity == "session"
     assert len(plan.settled) == 14  # 3 sessions x 4 points + 2 update points (nothing to update)
+
+
+class _Refused(Exception):
+    """A call that failed after the LLM layer's retries (a 400 for a too-long prompt, say)."""
+
+
+@judging
+def test_a_failed_storage_call_is_a_none_judgment_as_upstream() -> None:
+    """Upstream's ``except Exception`` around each judgment makes a failed call a None score;
+    ours records the same (and counts it by type), never an error of the question."""
+
+    def reply(prompt: str) -> str:
+        if "S0 fact 1" in prompt or "mem S1 user turn 0" in prompt:
+            raise _Refused("prompt too long")
+        return STORAGE_REPLIES[0]
+
+    loaded = load_protocol("halumem", source_dir=PROTOCOL_FIXTURE, cache_dir=Path("/x"))
+    judge = loaded.judge()
+    assert isinstance(judge, HaluMemOfficialJudge)
+    conv, stored, extracted = _storage_case({0: [0, 1], 1: [0, 3]})
+    ours = judge.judge_storage(
+        storage_plan(conv, stored), ScriptedClient(reply=lambda p, _i: reply(p))
+    )
+    upstream = load_judging((PROTOCOL_FIXTURE / "eval" / "eval_tools.py").read_bytes(), reply)
+    assert upstream is not None
+    ns, _ = upstream
+    theirs = ns["process_user"](1, upstream_user(storage_user(), extracted), 1)
+    assert _records(ours) == _records(
+        {
+            "integrity": theirs["memory_integrity_records"],
+            "accuracy": theirs["memory_accuracy_records"],
+            "update": theirs["memory_update_records"],
+        }
+    )
+    assert ours["failed"] and set(ours["failed"]) == {"_Refused"}
+    assert None in [r["memory_integrity_score"] for r in ours["integrity"]]
+    assert None in [r["memory_accuracy_score"] for r in ours["accuracy"]]
