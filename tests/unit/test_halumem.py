@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from fakes import ScriptedClient, make_question
+from fakes import ScriptedClient, make_question, make_result
 from halumem_upstream import (
     constructed_records,
     load_judging,
@@ -26,6 +26,7 @@ from halumem_upstream import (
     upstream_user,
 )
 
+from pytest_memeval.analysis.halumem_official import halumem_official
 from pytest_memeval.benchmarks import LoadRequest, get_benchmark
 from pytest_memeval.benchmarks.halumem import (
     aggregate,
@@ -596,3 +597,79 @@ def test_a_failed_storage_call_is_a_none_judgment_as_upstream() -> None:
     assert ours["failed"] and set(ours["failed"]) == {"_Refused"}
     assert None in [r["memory_integrity_score"] for r in ours["integrity"]]
     assert None in [r["memory_accuracy_score"] for r in ours["accuracy"]]
+
+
+# --------------------------------------------------------------------------- run figures
+
+METRIC = "judge_halumem_official"
+
+
+def _judged(
+    qid: str, conv: str, index: int, label: str | None, storage: dict[str, Any] | None = None
+) -> Any:
+    inner: dict[str, Any] = {"protocol": "halumem", "label": label}
+    if storage is not None:
+        inner["storage"] = storage
+    return make_result(
+        qid,
+        conversation_id=conv,
+        benchmark="halumem",
+        details={"index": index, METRIC: {"details": inner, "label": "openai:gpt-4o"}},
+    )
+
+
+def test_run_figures_pool_conversations_once_each() -> None:
+    """The summary's figures are ``aggregate`` over every conversation's storage records (a
+    conversation carried twice, as a resumed run may, counts once: the lowest index) and every
+    judged question's label; skipped and batch-pending judgments are left out."""
+    first = {
+        "granularity": "session",
+        "integrity": [
+            {"memory_source": "primary", "importance": 0.5, "memory_integrity_score": 2},
+            {"memory_source": "interference", "importance": 0.3, "memory_integrity_score": 0},
+        ],
+        "accuracy": [{"memory_accuracy_score": 2, "is_included_in_golden_memories": "true"}],
+        "update": [{"memory_update_type": "Omission"}],
+    }
+    again = first | {
+        "integrity": [{"memory_source": "primary", "importance": 1.0, "memory_integrity_score": 0}]
+    }
+    other = {
+        "granularity": "conversation",
+        "integrity": [{"memory_source": "primary", "importance": 1.0, "memory_integrity_score": 1}],
+        "accuracy": [{"memory_accuracy_score": None, "is_included_in_golden_memories": "false"}],
+        "update": [],
+    }
+    pending = make_result(
+        "c-q9",
+        conversation_id="c",
+        benchmark="halumem",
+        details={METRIC: {"unscored": True, "batch_pending": ["k"]}},
+    )
+    results = [
+        _judged("a-q2", "a", 2, "Correct", again),
+        _judged("a-q1", "a", 1, "Hallucination", first),
+        _judged("b-q1", "b", 1, "Correct", other),
+        _judged("b-q2", "b", 2, None),
+        pending,
+    ]
+    got = halumem_official(results, METRIC)
+    want = aggregate(
+        first["integrity"] + other["integrity"],
+        first["accuracy"] + other["accuracy"],
+        first["update"],
+        [{"result_type": x} for x in ("Correct", "Hallucination", "Correct", None)],
+    )
+    assert got.figures == want
+    assert (got.conversations, got.conversations_total, got.questions) == (2, 3, 4)
+    assert got.granularity == {"session": 1, "conversation": 1}
+    assert got.storage_unscored is None
+
+
+def test_run_figures_of_a_system_without_dump_are_unscored_not_zero() -> None:
+    result = _judged("a-q1", "a", 1, "Correct")
+    result.details["stored_unscored"] = NO_DUMP_REASON
+    got = halumem_official([result], METRIC)
+    assert got.storage_unscored == NO_DUMP_REASON
+    assert set(got.figures) == {"question_answering"}
+    assert got.to_dict()["figures"]["question_answering"]["correct_qa_ratio(all)"] == 1.0
