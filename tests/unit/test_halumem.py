@@ -17,10 +17,15 @@ from typing import Any
 import pytest
 from fakes import ScriptedClient, make_question, make_result
 from halumem_upstream import (
+    STORAGE_REPLIES,
     constructed_records,
     load_judging,
     load_upstream,
+    pick_reply,
     pooled_figures,
+    storage_case,
+    storage_records,
+    storage_user,
     upstream_figures,
     upstream_file_bytes,
     upstream_user,
@@ -30,7 +35,6 @@ from pytest_memeval.analysis.halumem_official import halumem_official
 from pytest_memeval.benchmarks import LoadRequest, get_benchmark
 from pytest_memeval.benchmarks.halumem import (
     aggregate,
-    build,
     compute_f1,
     parse_users,
     storage_plan,
@@ -344,116 +348,12 @@ def test_dump_strings_become_memories_and_bad_returns_are_named() -> None:
 
 # --------------------------------------------------------------------------- storage judgments
 
-#: replies every storage judge reads its own key from (score / accuracy_score + inclusion /
-#: evaluation_result), including the ones upstream's reading turns into None or "false"
-STORAGE_REPLIES = (
-    '```json\n{"score": "2", "accuracy_score": "2", "is_included_in_golden_memories": "true", '
-    '"evaluation_result": "Correct"}\n```',
-    '```json {"score": 1, "accuracy_score": "1", "is_included_in_golden_memories": "True", '
-    '"evaluation_result": "Hallucination"} ```',
-    '```json {"score": "0", "accuracy_score": "0", "evaluation_result": "Omission"} ```',
-    '```json {"score": "2|1|0", "accuracy_score": "x", "is_included_in_golden_memories": "true", '
-    '"evaluation_result": "Other"} ```',
-    'no block {"score": "2", "evaluation_result": "Correct"}',
-    '```json {"score": " 2 ", "accuracy_score": 2.0, "is_included_in_golden_memories": "false", '
-    '"evaluation_result": "correct"} ```',
-    '```json {"score": 2, "accuracy_score": 2, "is_included_in_golden_memories": "true", '
-    '"evaluation_result": "Correct"} ```',
-)
-
-
-def pick_reply(prompt: str, seed: int = 0) -> str:
-    """A reply chosen by the prompt (the same for our judge and upstream's fake client)."""
-    digest = hashlib.sha256(f"{seed}:{prompt}".encode()).digest()
-    return STORAGE_REPLIES[digest[0] % len(STORAGE_REPLIES)]
-
-
-def _point(content: str, kind: str, source: str = "primary", **extra: Any) -> dict[str, Any]:
-    return {
-        "memory_content": content,
-        "memory_type": kind,
-        "memory_source": source,
-        "is_update": "False",
-        "original_memories": [],
-        "importance": extra.pop("importance", 0.5),
-        **extra,
-    }
-
-
-def storage_user() -> dict[str, Any]:
-    """A constructed user (our own text): three sessions, every memory type, an interference
-    point, an update point, a session the system stores nothing from."""
-    types = ("Persona Memory", "Event Memory", "Relationship Memory")
-    sessions = []
-    for s in range(3):
-        points = [
-            _point(f"S{s} fact {i} {{braces}}", types[i % 3], importance=0.2 + 0.2 * i)
-            for i in range(3)
-        ]
-        points.append(_point(f"S{s} distractor", types[s], "interference", importance=0.3))
-        if s:
-            points.append(
-                _point(
-                    f"S{s} update",
-                    "Event Memory",
-                    is_update="True",
-                    original_memories=[f"S{s - 1} fact 0 {{braces}}", "older"],
-                )
-            )
-        sessions.append(
-            {
-                "start_time": f"Jan 0{s + 1}, 2025, 10:00:00",
-                "memory_points": points,
-                "dialogue": [
-                    {"role": r, "content": f"S{s} {r} turn {t}", "timestamp": f"t{s}{t}"}
-                    for t, r in enumerate(("user", "assistant", "user", "assistant"))
-                ],
-            }
-        )
-    return {"uuid": "u-store", "sessions": sessions}
-
-
-def _storage_case(
-    keep: dict[int, list[int]], source_ids: bool = True
-) -> tuple[Conversation, list[Memory], dict[int, list[str]]]:
-    user = storage_user()
-    (conv,), _ = build("medium", [user])
-    stored: list[Memory] = []
-    extracted: dict[int, list[str]] = {}
-    for s, turns in keep.items():
-        for t in turns:
-            turn = conv.sessions[s].turns[t]
-            stored.append(
-                Memory(text=f"mem {turn.text}", source_ids=(turn.id,) if source_ids else ())
-            )
-            extracted.setdefault(s, []).append(f"mem {turn.text}")
-    return conv, stored, extracted
-
-
-def _records(got: dict[str, Any]) -> dict[str, list[tuple[Any, ...]]]:
-    return {
-        "integrity": sorted(
-            (r["memory_content"], repr(r["memory_integrity_score"])) for r in got["integrity"]
-        ),
-        "accuracy": sorted(
-            (
-                r["memory_content"],
-                repr(r["memory_accuracy_score"]),
-                repr(r["is_included_in_golden_memories"]),
-            )
-            for r in got["accuracy"]
-        ),
-        "update": sorted(
-            (r["memory_content"], repr(r["memory_update_type"])) for r in got["update"]
-        ),
-    }
-
 
 def _check_storage(source_dir: Path, tools: bytes, seed: int) -> None:
     loaded = load_protocol("halumem", source_dir=source_dir, cache_dir=Path("/x"))
     judge = loaded.judge()
     assert isinstance(judge, HaluMemOfficialJudge)
-    conv, stored, extracted = _storage_case({0: [0, 1, 2], 1: [0, 3]})
+    conv, stored, extracted = storage_case({0: [0, 1, 2], 1: [0, 3]})
     client = ScriptedClient(reply=lambda prompt, _i: pick_reply(prompt, seed))
     plan = storage_plan(conv, stored)
     assert plan.granularity == "session"
@@ -470,7 +370,7 @@ def _check_storage(source_dir: Path, tools: bytes, seed: int) -> None:
         assert call.kwargs["max_tokens"] == request["max_tokens"] == 16384
         assert [m.role for m in call.messages] == [m["role"] for m in request["messages"]]
     # the same readings of the same replies
-    assert _records(ours) == _records(
+    assert storage_records(ours) == storage_records(
         {
             "integrity": theirs["memory_integrity_records"],
             "accuracy": theirs["memory_accuracy_records"],
@@ -517,10 +417,38 @@ def test_storage_judged_as_upstream_with_the_pinned_prompts(tmp_path: Path) -> N
     _check_storage(tmp_path, TOOLS, 1)
 
 
+STORAGE_VECTORS = [
+    json.loads(line)
+    for line in (FIXTURES / "upstream_storage_vectors.jsonl").read_text("utf-8").splitlines()
+]
+
+
+@pytest.mark.parametrize("vector", STORAGE_VECTORS, ids=lambda v: f"seed{v['seed']}")
+def test_recorded_upstream_storage_vectors_equal_ours(vector: dict[str, Any]) -> None:
+    """Offline: what upstream's pinned ``process_user`` sent (prompt sha256) and recorded, and
+    its figures, for the constructed user and the upstream-shaped prompts (recorded by
+    ``python tests/halumem_upstream.py --storage FILE``), equal ours."""
+    loaded = load_protocol("halumem", source_dir=PROTOCOL_FIXTURE, cache_dir=Path("/x"))
+    judge = loaded.judge()
+    assert isinstance(judge, HaluMemOfficialJudge)
+    keep = {int(k): v for k, v in vector["keep"].items()}
+    conv, stored, _ = storage_case(keep)
+    client = ScriptedClient(reply=lambda prompt, _i: pick_reply(prompt, vector["seed"]))
+    ours = judge.judge_storage(storage_plan(conv, stored), client)
+    digests = sorted(hashlib.sha256(p.encode()).hexdigest() for p in client.prompts)
+    assert digests == vector["prompts_sha256"]
+    assert json.loads(json.dumps(storage_records(ours))) == vector["records"]
+    got = aggregate(ours["integrity"], ours["accuracy"], ours["update"], vector["qa"])
+    if "error" in vector["upstream"]:
+        assert None in _leaves(got)
+    else:
+        assert _same(got, vector["upstream"])
+
+
 def test_storage_plan_routes_points_as_upstream() -> None:
     """Per session: the update point goes to the update judge only when its session stored
     something; a session that stored nothing scores its points 0 without a call."""
-    conv, stored, _ = _storage_case({0: [0], 1: [1]})
+    conv, stored, _ = storage_case({0: [0], 1: [1]})
     plan = storage_plan(conv, stored)
     kinds = {(c.kind, c.record["memory_content"]) for c in plan.calls}
     assert ("update", "S1 update") in kinds
@@ -544,7 +472,7 @@ def test_storage_plan_routes_points_as_upstream() -> None:
 def test_memories_without_turn_ids_are_judged_per_conversation() -> None:
     """A stored memory naming no turn of the conversation: every session's points against
     everything stored (granularity ``conversation``), said in the plan."""
-    conv, stored, _ = _storage_case({0: [0], 2: [1]}, source_ids=False)
+    conv, stored, _ = storage_case({0: [0], 2: [1]}, source_ids=False)
     plan = storage_plan(conv, stored)
     assert plan.granularity == "conversation" and not plan.settled
     integrity = [c for c in plan.calls if c.kind == "integrity"]
@@ -556,7 +484,7 @@ def test_memories_without_turn_ids_are_judged_per_conversation() -> None:
 
 
 def test_empty_dump_scores_every_point_zero_without_a_call() -> None:
-    conv, stored, _ = _storage_case({})
+    conv, stored, _ = storage_case({})
     plan = storage_plan(conv, stored)
     assert plan.calls == () and plan.granularity == "session"
     assert len(plan.settled) == 14  # 3 sessions x 4 points + 2 update points (nothing to update)
@@ -579,7 +507,7 @@ def test_a_failed_storage_call_is_a_none_judgment_as_upstream() -> None:
     loaded = load_protocol("halumem", source_dir=PROTOCOL_FIXTURE, cache_dir=Path("/x"))
     judge = loaded.judge()
     assert isinstance(judge, HaluMemOfficialJudge)
-    conv, stored, extracted = _storage_case({0: [0, 1], 1: [0, 3]})
+    conv, stored, extracted = storage_case({0: [0, 1], 1: [0, 3]})
     ours = judge.judge_storage(
         storage_plan(conv, stored), ScriptedClient(reply=lambda p, _i: reply(p))
     )
@@ -587,7 +515,7 @@ def test_a_failed_storage_call_is_a_none_judgment_as_upstream() -> None:
     assert upstream is not None
     ns, _ = upstream
     theirs = ns["process_user"](1, upstream_user(storage_user(), extracted), 1)
-    assert _records(ours) == _records(
+    assert storage_records(ours) == storage_records(
         {
             "integrity": theirs["memory_integrity_records"],
             "accuracy": theirs["memory_accuracy_records"],
