@@ -436,6 +436,27 @@ def parse_users(raw: bytes, source: str) -> list[Mapping[str, Any]]:
                             f"must be a JSON object; {_HINT}", path=source, record=mw
                         )
                     _need(point, "memory_content", str, source, mw)
+                    # read by the storage judgments (upstream's process_user and aggregate)
+                    _need(point, "memory_source", str, source, mw)
+                    _need(point, "is_update", str, source, mw)
+                    importance = point.get("importance")
+                    if isinstance(importance, bool) or not isinstance(importance, int | float):
+                        raise DatasetError(
+                            f"must be a number (is {type(importance).__name__}); {_HINT}",
+                            path=source,
+                            record=mw,
+                            field="importance",
+                        )
+                    originals = point.get("original_memories") or []
+                    if not isinstance(originals, list) or not all(
+                        isinstance(o, str) for o in originals
+                    ):
+                        raise DatasetError(
+                            f"must be a list of strings; {_HINT}",
+                            path=source,
+                            record=mw,
+                            field="original_memories",
+                        )
         users.append(row)
     return users
 

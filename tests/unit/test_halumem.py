@@ -247,10 +247,13 @@ def test_missing_file_and_unknown_variant(tmp_path: Path) -> None:
 def _user(**session: Any) -> bytes:
     base: dict[str, Any] = {
         "start_time": "Jan 05, 2025, 10:00:00",
-        "memory_points": [{"memory_content": "x"}],
+        "memory_points": [POINT],
         "dialogue": [{"role": "user", "content": "hi"}],
     }
     return json.dumps({"uuid": "u1", "sessions": [base | session]}).encode()
+
+
+POINT = {"memory_content": "x", "memory_source": "primary", "is_update": "False", "importance": 0.5}
 
 
 @pytest.mark.parametrize(
@@ -260,6 +263,24 @@ def _user(**session: Any) -> bytes:
         (b'{"uuid": "u", "sessions": {}}', "user[0]", "sessions", "must be a list"),
         (_user(dialogue=[{"role": "user"}]), "user[0].sessions[0].dialogue[0]", "content", ""),
         (_user(memory_points=None), "user[0].sessions[0]", "memory_points", "must be a list"),
+        (
+            _user(memory_points=[POINT | {"importance": "high"}]),
+            "user[0].sessions[0].memory_points[0]",
+            "importance",
+            "must be a number",
+        ),
+        (
+            _user(memory_points=[{"memory_content": "x", "importance": 1}]),
+            "user[0].sessions[0].memory_points[0]",
+            "memory_source",
+            "must be a str",
+        ),
+        (
+            _user(memory_points=[POINT | {"original_memories": "old"}]),
+            "user[0].sessions[0].memory_points[0]",
+            "original_memories",
+            "list of strings",
+        ),
         (
             _user(questions=[{"question": "q", "answer": "a", "question_type": "Trivia"}]),
             "user[0].sessions[0].questions[0]",
