@@ -17,6 +17,7 @@ from .provenance import _bleu1_tokenizer, _git_commit, dependency_versions
 if TYPE_CHECKING:
     from ..analysis.baselines import Baseline, RunProtocol
     from ..analysis.beam_official import OfficialComposite
+    from ..analysis.halumem_official import HaluMemOfficial
     from ..report.model import RunSummary, Summary
     from ..run.state import RunState
     from ..run.store import RunStore
@@ -195,6 +196,7 @@ class SummaryBuilder:
             run = aggregate_run(bench_name, system, flow, results, metas, metrics, round3)
             run.cluster_unit = str(getattr(bench, "cluster_unit", "conversation"))
             run.official = self._official(bench_name, results, run)
+            run.halumem = self._halumem(bench_name, results)
             add_confidence_intervals(
                 run, metrics, seed=self.state.settings.selection.seed, round3=round3
             )
@@ -266,6 +268,20 @@ class SummaryBuilder:
         return official_composite(
             results, protocol.profile.metric, [row.key for row in run.categories]
         )
+
+    def _halumem(self, benchmark: str, results: Sequence[QuestionResult]) -> HaluMemOfficial | None:
+        """HaluMem's official figures when the halumem protocol judged this benchmark."""
+        from ..analysis.halumem_official import halumem_official
+
+        protocol = self.state.protocol
+        if (
+            protocol is None
+            or protocol.name != "halumem"
+            or benchmark not in protocol.profile.benchmarks
+        ):
+            return None
+        metric = self.judge_metrics().get(benchmark)
+        return halumem_official(results, metric) if metric is not None else None
 
     def baselines(self, summary: Summary) -> dict[str, list[Baseline]]:
         from ..analysis.baselines import baselines_for, mark_comparability

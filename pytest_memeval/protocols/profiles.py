@@ -414,14 +414,21 @@ HALUMEM = ProtocolProfile(
             ("update", "UPDATE_MEMORY"),
         )
     },
-    fill="format-keywords (question, reference_answer, key_memory_points = the evidence memory "
-    "points joined by newlines, response)",
-    parsing="the first ```json {...}``` block of the reply (upstream's regex), its "
-    "evaluation_result: Correct = 1, Hallucination / Omission = 0",
-    unscored="counted as 0 (upstream's (all) ratios count an unreadable reply in the denominator)",
-    aggregation="correct_qa_ratio(all) = the mean over questions; the label is kept per question",
-    judged_categories="all (QA); the extraction / update prompts are pinned and hashed, their "
-    "calls are not wired yet (docs/scoring.md#halumem)",
+    fill="format-keywords as eval_tools.evaluation_for_*: QA (question, reference_answer, "
+    "key_memory_points = the evidence memory points joined by newlines, response); integrity "
+    "(memories = a session's stored memories joined by newlines, expected_memory_point); "
+    "accuracy (dialogue, golden_memories, candidate_memory); update (memories, updated_memory, "
+    "original_memory)",
+    parsing="the first ```json {...}``` block of the reply (upstream's regex); QA and update: "
+    "evaluation_result (QA: Correct = 1, Hallucination / Omission = 0); integrity: "
+    "int(score); accuracy: int(accuracy_score) and is_included_in_golden_memories",
+    unscored="QA: counted as 0 (upstream's (all) ratios count an unreadable reply in the "
+    "denominator); storage: a None score / label, as upstream records it; a system without "
+    "dump(): storage figures UNSCORED",
+    aggregation="correct_qa_ratio(all) = the mean over questions; the run's figures are "
+    "aggregate_eval_results over every judged record (summary.halumem_official)",
+    judged_categories="all (QA); extraction and update once per conversation, on the first "
+    "question of it the run asks (docs/scoring.md#halumem-storage-judgments)",
 )
 
 LONGMEMEVAL_V2 = ProtocolProfile(
