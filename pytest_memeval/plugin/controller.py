@@ -175,7 +175,7 @@ class Controller(SummaryBuilder, TerminalSummary):
     def _lost(self, nodeid: str, reason: str, *, crashed: bool = False) -> None:
         """Record a question that produced no result of its own (its worker died, or the run
         stopped first) as an ERROR saying why, so tables and the JSON count it."""
-        from .items import result_skeleton
+        from .questions import result_skeleton
 
         found = self.items_by_nodeid().get(nodeid)
         if found is None and not crashed:
