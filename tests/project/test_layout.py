@@ -264,6 +264,39 @@ def test_no_import_circle_in_package(package: str) -> None:
     assert not circles, circles
 
 
+#: what a class may declare without setting it: a dataclass's fields, a Protocol's members
+_DECLARING = {"dataclass", "Protocol", "NamedTuple", "TypedDict"}
+
+
+def _declared_not_set(cls: ast.ClassDef) -> list[str]:
+    """The attributes a class body annotates without a value (``results: dict[...]``), unless the
+    class is a dataclass, a Protocol, a NamedTuple or a TypedDict."""
+    names = {ast.unparse(d).split("(")[0].rsplit(".", 1)[-1] for d in cls.decorator_list}
+    names |= {ast.unparse(b).split("[")[0].rsplit(".", 1)[-1] for b in cls.bases}
+    if names & _DECLARING:
+        return []
+    return [
+        n.target.id
+        for n in cls.body
+        if isinstance(n, ast.AnnAssign) and n.value is None and isinstance(n.target, ast.Name)
+    ]
+
+
+def test_no_mixin_declares_what_another_class_sets() -> None:
+    """Issue 26: the controller's summary and terminal halves were mixins declaring the
+    controller's attributes (and stub methods) for the type checker. Code that reads another
+    object's state takes it as a parameter typed by a small Protocol (``summary.SummarySource``,
+    ``terminal.TerminalSource``), so no class in plugin/ or run/ declares attributes it never
+    sets."""
+    found = []
+    for package in KNOTLESS:
+        for path in sorted((PACKAGE / package).rglob("*.py")):
+            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+                if isinstance(node, ast.ClassDef) and (names := _declared_not_set(node)):
+                    found.append(f"{path.relative_to(PACKAGE)}::{node.name} declares {names}")
+    assert not found, found
+
+
 @pytest.mark.parametrize(
     "name",
     ["locomo_f1", "set_f1", "bleu1"],
