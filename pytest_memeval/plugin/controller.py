@@ -104,7 +104,7 @@ class Controller:
                 self.results.update(stored)
                 state.resume_ids = frozenset(stored)
             elif not settings.llm.estimate:  # an estimate leaves no run folder behind
-                from .scale import run_config
+                from ..run.fingerprint import run_config
 
                 self.store = RunStore.create(settings.cache_dir)
                 # the resume check reads NUMBERS_KEY; the merge reads the fingerprint and shard
@@ -288,7 +288,7 @@ class Controller:
         if self.report_errors:
             failed = True
         if self.store is not None:
-            from .scale import write_outputs
+            from ..run.shards import write_outputs
 
             write_outputs(self.store.folder, self.merged())
             self.store.close()
