@@ -101,3 +101,19 @@ def test_readme_github_actions_snippet_is_valid_steps() -> None:
     for option in ("--memeval-baseline=", "--memeval-max-drop=", "--memeval-fail-under="):
         assert option in runs
     assert (REPO / "examples" / "github-actions" / "memeval.yml").is_file()
+
+
+def test_readme_lists_every_benchmark_with_its_data_folder() -> None:
+    """Each registered benchmark but the shipped demo has a row in the README's table of
+    suites, linked to its scoring section, with its folder in DIR and its licence column."""
+    from pytest_memeval.benchmarks import available_benchmarks
+
+    text = README.read_text(encoding="utf-8")
+    rows = {
+        m.group(1): m.group(0)
+        for m in re.finditer(r"^\| \[`([\w-]+)`\]\(docs/scoring\.md#[\w-]+\) \|.*$", text, re.M)
+    }
+    missing = [b for b in available_benchmarks() if b != "demo" and b not in rows]
+    assert missing == [], f"README's table of suites lacks {missing}"
+    for name, row in rows.items():
+        assert row.count(" | ") == 4, f"README row of {name}: four columns expected: {row}"
