@@ -3,11 +3,12 @@
 ``utils/eval_other_utils.py`` is read at the pinned commit from a local snapshot of
 ``HUST-AI-HYZ/MemoryAgentBench`` (``MEMEVAL_MAB_UPSTREAM``: a git directory or a checkout; default
 the ``fetch`` mirror), its sha256 checked, and the scoring functions taken out with ``ast`` and
-executed unchanged. Only the module's top-level imports (nltk, tiktoken, rouge_score, editdistance,
-numpy: not needed by these functions) are left out, and ``rouge_scorer_instance`` is a stub with no
-ROUGE types (rouge-score is not installable here; our scorer leaves ROUGE out too). Nothing of it
-is copied into the repository; ``make_vectors`` writes the outputs the unit tests compare with
-(``python tests/mab_upstream.py tests/fixtures/memoryagentbench/upstream_vectors.jsonl``).
+executed unchanged. Only the module's top-level imports (nltk, tiktoken, editdistance, numpy: not
+needed by these functions) are left out; ``rouge_scorer_instance`` is built by upstream's own
+assignment statement, run against rouge-score (a stub with no ROUGE types when rouge-score is not
+installed: ``load_upstream(rouge=False)`` too). Nothing of it is copied into the repository;
+``make_vectors`` writes the outputs the unit tests compare with (``python tests/mab_upstream.py
+tests/fixtures/memoryagentbench/upstream_vectors.jsonl``, with rouge-score installed).
 """
 
 from __future__ import annotations
@@ -79,8 +80,19 @@ class _NoRouge:
         return {}
 
 
-def load_upstream() -> dict[str, Any] | None:
-    """Upstream's functions by name, or None when no snapshot is present."""
+def _rouge_assignment(tree: ast.Module) -> ast.stmt:
+    """Upstream's ``rouge_scorer_instance = rouge_scorer.RougeScorer(...)`` statement."""
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and any(
+            isinstance(t, ast.Name) and t.id == "rouge_scorer_instance" for t in node.targets
+        ):
+            return node
+    raise AssertionError(f"{SCORER}: no rouge_scorer_instance assignment")
+
+
+def load_upstream(rouge: bool = True) -> dict[str, Any] | None:
+    """Upstream's functions by name, or None when no snapshot is present. ``rouge``: build
+    upstream's ROUGE scorer with rouge-score when it is installed (else the stub)."""
     raw = _source()
     if raw is None:
         return None
@@ -88,15 +100,24 @@ def load_upstream() -> dict[str, Any] | None:
     if digest != UPSTREAM_SCORER_SHA256:
         raise AssertionError(f"{SCORER}: sha256 {digest}, pinned {UPSTREAM_SCORER_SHA256}")
     tree = ast.parse(raw)
-    keep = [n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name in FUNCTIONS]
-    assert {n.name for n in keep} == set(FUNCTIONS)
-    module = ast.Module(body=keep, type_ignores=[])
+    keep: list[ast.stmt] = [
+        n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name in FUNCTIONS
+    ]
+    assert {n.name for n in keep if isinstance(n, ast.FunctionDef)} == set(FUNCTIONS)
     ns: dict[str, Any] = {
         "re": re,
         "string": string,
         "Counter": Counter,
         "rouge_scorer_instance": _NoRouge(),
     }
+    try:
+        from rouge_score import rouge_scorer
+    except ImportError:
+        rouge = False
+    if rouge:
+        ns["rouge_scorer"] = rouge_scorer
+        keep.insert(0, _rouge_assignment(tree))
+    module = ast.Module(body=keep, type_ignores=[])
     exec(compile(module, SCORER, "exec"), ns)  # pinned upstream source, tests only
     return ns
 
@@ -117,6 +138,7 @@ SOURCES = (
     "ruler_niah_mq_131k",
     "factconsolidation_sh_6k",
     "detective_qa",
+    "infbench_sum_eng_shots2",
 )
 OUTPUTS = (
     "",
@@ -138,6 +160,9 @@ OUTPUTS = (
     "Smith, Mary; Jones, Bob",
     "日本語の答え",
     "Answer:\nParis",
+    # ROUGE-L against ROUGE-Lsum (newline-split summaries) and the Porter stemmer
+    "The cats were running to the stores.\nThey bought milk and eggs.",
+    "They bought eggs\n\nthe cats ran quickly to a store",
 )
 ANSWERS: tuple[Any, ...] = (
     ["Paris"],
@@ -155,6 +180,8 @@ ANSWERS: tuple[Any, ...] = (
     ["日本語の答え"],
     ["?!"],
     ["Zoë"],
+    ["The cat ran to the store.\nIt bought eggs and milk."],
+    "running cats buying milk",
 )
 
 

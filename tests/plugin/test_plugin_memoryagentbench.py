@@ -42,6 +42,55 @@ def test_bm25_same_numbers_without_and_with_xdist(pytester: pytest.Pytester) -> 
     assert len(scored) == 6
     ds = first["provenance"]["datasets"]["memoryagentbench"]
     assert ds["questions_total"] == 6
+    if first["provenance"]["versions"].get("rouge-score"):  # the [memoryagentbench] extra
+        rouge = [q["scores"]["rougeLsum_f1"] for q in run["questions"]]
+        assert all(isinstance(v, float) for v in rouge) and any(v > 0 for v in rouge)
+
+
+_NO_ROUGE = """
+import sys
+
+sys.modules["rouge_score"] = None  # as if rouge-score were not installed (workers too)
+from pytest_memeval.benchmarks.memoryagentbench import _rouge_scorer
+
+_rouge_scorer.cache_clear()
+"""
+
+
+@pytest.mark.parametrize("mode", XDIST_MODES.values(), ids=XDIST_MODES.keys())
+def test_without_rouge_score_rouge_is_unscored_and_the_extra_named(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, mode: list[str]
+) -> None:
+    import sys
+
+    from pytest_memeval.benchmarks.memoryagentbench import _rouge_scorer
+
+    monkeypatch.setitem(sys.modules, "rouge_score", None)  # restored after the in-process run
+    pytester.makeconftest(_NO_ROUGE)
+    out = pytester.path / "r.json"
+    try:
+        result = pytester.runpytest(
+            "--memeval=memoryagentbench",
+            f"--memeval-data={DATA}",
+            "--memsys=bm25",
+            "--memeval-limit=1",
+            f"--memeval-json={out}",
+            *mode,
+        )
+    finally:
+        _rouge_scorer.cache_clear()
+    assert result.ret in (0, 1), result.stdout.str()
+    (run,) = read_json(out)["runs"]
+    assert run["questions"]
+    for q in run["questions"]:
+        assert q["scores"]["mab_score"] is not None
+        assert all(q["scores"][m] is None for m in ("rougeL_f1", "rougeLsum_recall"))
+    note = (
+        "UNSCORED rougeL_f1, rougeL_recall, rougeLsum_f1, rougeLsum_recall: rouge-score is not "
+        "installed: pip install 'pytest-memeval[memoryagentbench]'"
+    )
+    assert any(n.startswith(note) for n in run["summary"]["notes"]), run["summary"]["notes"]
+    assert any(line.startswith(f"  note: {note}") for line in result.outlines)
 
 
 @pytest.mark.parametrize(

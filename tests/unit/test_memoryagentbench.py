@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import ast
 import json
+import math
 import sys
 from pathlib import Path
 from typing import Any
@@ -18,7 +19,9 @@ from mab_upstream import load_upstream, upstream_file_bytes, upstream_scores
 
 from pytest_memeval.benchmarks import LoadRequest, get_benchmark
 from pytest_memeval.benchmarks.memoryagentbench import (
+    ROUGE_METRICS,
     SPLITS,
+    _rouge_scorer,
     chunk_context,
     parse_output,
     parse_records,
@@ -43,15 +46,51 @@ def _load(tmp_path: Path, data_dir: Path = DATA, variant: str | None = None) -> 
 
 
 def test_recorded_upstream_vectors_equal_ours() -> None:
-    compared = mismatches = 0
+    """Every metric upstream's post_process gave, ROUGE included (the vectors were recorded with
+    rouge-score installed: tests/mab_upstream.py)."""
+    pytest.importorskip("rouge_score")
+    compared = mismatches = rouge = 0
     for row in VECTORS:
         if "error" in row["scores"]:
             continue  # upstream raises on these (e.g. choice_eng with one gold): ours still scores
         ours = score_source(row["source"], row["output"], row["answer"])
         compared += 1
+        rouge += "rougeLsum_f1" in row["scores"]
         mismatches += ours != row["scores"]
         assert ours == row["scores"], row
-    assert compared > 2000 and mismatches == 0
+    assert compared > 3000 and rouge > 2500 and mismatches == 0
+    differ = [r for r in VECTORS if r["scores"].get("rougeL_f1") != r["scores"].get("rougeLsum_f1")]
+    assert differ  # the vectors tell ROUGE-L from ROUGE-Lsum (newline-split summaries)
+
+
+def test_without_rouge_score_the_rouge_metrics_are_unscored(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """rouge-score missing: the ROUGE metrics are NaN (stored as None: UNSCORED), never 0, the
+    benchmark names the extra, and every other metric still equals upstream's."""
+    monkeypatch.setitem(sys.modules, "rouge_score", None)  # import fails as if not installed
+    _rouge_scorer.cache_clear()
+    try:
+        bench = get_benchmark("memoryagentbench")
+        reasons = bench.unscored_metrics()  # type: ignore[attr-defined]
+        assert set(reasons) == set(ROUGE_METRICS)
+        assert all("pip install 'pytest-memeval[memoryagentbench]'" in r for r in reasons.values())
+        compared = 0
+        for row in VECTORS:
+            if "error" in row["scores"]:
+                continue
+            ours = score_source(row["source"], row["output"], row["answer"])
+            want = {k: v for k, v in row["scores"].items() if not k.startswith("rouge")}
+            assert {k: v for k, v in ours.items() if not k.startswith("rouge")} == want
+            rouge = {k: v for k, v in ours.items() if k.startswith("rouge")}
+            assert set(rouge) == (set(ROUGE_METRICS) if "rougeL_f1" in row["scores"] else set())
+            assert all(math.isnan(v) for v in rouge.values())
+            compared += 1
+        assert compared > 3000
+    finally:
+        monkeypatch.undo()
+        _rouge_scorer.cache_clear()
+    assert bench.unscored_metrics() == {}  # type: ignore[attr-defined]
 
 
 @live
@@ -66,6 +105,7 @@ def test_recorded_upstream_vectors_equal_ours() -> None:
             "ruler_qa1",
             "ruler_niah_mq",
             "factconsolidation_sh_6k",
+            "infbench_sum_eng",
             "other",
         ]
     ),
