@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import ast
 import hashlib
+import io
 import json
 import os
 import re
@@ -203,7 +204,133 @@ def make_vectors() -> list[dict[str, Any]]:
     return rows
 
 
+# --------------------------------------------------------------------------- recommendation
+
+RECSYS_FUNCTIONS = (
+    "clean_text_elements",
+    "clean_parentheses",
+    "normalize_whitespace",
+    "remove_numbering",
+    "extract_movie_name",
+    "find_nearest_movie",
+    "extract_recommendation_list",
+    "_process_recsys_dataset",
+)
+#: the constructed movie table (our own, in upstream's entity2id.json shape)
+MOVIE_TABLE = (
+    Path(__file__).resolve().parent
+    / "fixtures"
+    / "memoryagentbench"
+    / "data"
+    / "memoryagentbench"
+    / "entity2id.json"
+)
+
+
+def _ordered_set(items: Any) -> dict[Any, None]:
+    """``set`` with insertion order: upstream's ``list(set(candidates))`` in table order."""
+    return dict.fromkeys(items)
+
+
+def load_upstream_recsys(ordered: bool = True) -> dict[str, Any] | None:
+    """Upstream's recommendation scorer, executed from the pinned file with numpy and
+    editdistance (None without a snapshot). ``ordered``: ``set`` inside those functions keeps
+    insertion order, so nearest-name ties resolve in table order (upstream's own order depends
+    on the string hash seed)."""
+    raw = _source()
+    if raw is None:
+        return None
+    import editdistance
+    import numpy as np
+
+    tree = ast.parse(raw)
+    keep: list[ast.stmt] = [
+        n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name in RECSYS_FUNCTIONS
+    ]
+    assert {n.name for n in keep if isinstance(n, ast.FunctionDef)} == set(RECSYS_FUNCTIONS)
+    ns: dict[str, Any] = {
+        "re": re,
+        "os": os,
+        "json": json,
+        "np": np,
+        "edit_distance": editdistance.eval,
+        "print": lambda *a, **k: None,  # upstream prints the split's exception
+        # upstream's json.load(open(path)) leaves the file open (a ResourceWarning here)
+        "open": lambda path: io.StringIO(Path(path).read_text("utf-8")),
+    }
+    if ordered:
+        ns["set"] = _ordered_set
+    exec(compile(ast.Module(body=keep, type_ignores=[]), SCORER, "exec"), ns)
+    return ns
+
+
+def upstream_recsys(ns: dict[str, Any], table_dir: Path, output: str, answer: Any) -> Any:
+    """``_process_recsys_dataset`` run in ``table_dir`` (which holds
+    ``processed_data/Recsys_Redial/entity2id.json``, the relative path upstream opens)."""
+    here = Path.cwd()
+    os.chdir(table_dir)
+    try:
+        metrics, _ = ns["_process_recsys_dataset"]({"output": output}, answer)
+    finally:
+        os.chdir(here)
+    return {k: float(v) for k, v in metrics.items()}
+
+
+RECSYS_OUTPUTS = (
+    "",
+    "1. Blade Runner 2049\n2. Moon\n3. Her",
+    "Based on your taste: 1. blade runner 2049 (2017)\n2) Ex Machina - great\n3、Moon",
+    "Arrival, Interstellar, Dune, Moon, Gravity",
+    "You like quiet sci-fi.\n1. Dune\n2. Up\n3. Us\n4. Amelie\n5. Spider-Man Into the Spider-Verse\n6. The Martian\n7. Interstellar\n8. Gravity\n9. Her\n10. Moon\n11. Ex Machina",
+    "1.Moon 2.Arrival",
+    "I recommend:\n\n1. Bladerunner\n2. Ex-Machina\n3. The Martian (2015)",
+    "Zoë's pick: 1. Amélie",
+    "no list here",
+    "1. 10\n2. 3",
+)
+RECSYS_ANSWERS: tuple[Any, ...] = (
+    ["3", "10"],
+    ["5"],
+    [" 8 ", "9"],
+    ["11", "14", "4"],
+    ["12"],
+    "13",
+    ["1", "1"],
+    ["99"],  # no such id: upstream raises KeyError
+    ["x"],  # not an id: upstream raises ValueError
+)
+
+
+def make_recsys_vectors() -> list[dict[str, Any]]:
+    ns = load_upstream_recsys()
+    if ns is None:
+        raise SystemExit(f"no upstream snapshot (set MEMEVAL_MAB_UPSTREAM; default {DEFAULT})")
+    import tempfile
+
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp) / "processed_data" / "Recsys_Redial"
+        folder.mkdir(parents=True)
+        (folder / "entity2id.json").write_bytes(MOVIE_TABLE.read_bytes())
+        for output in RECSYS_OUTPUTS:
+            for answer in RECSYS_ANSWERS:
+                try:
+                    scores = upstream_recsys(ns, Path(tmp), output, answer)
+                except (KeyError, ValueError) as exc:
+                    scores = {"error": type(exc).__name__}
+                rows.append(
+                    {
+                        "source": "recsys_redial_full",
+                        "output": output,
+                        "answer": answer,
+                        "scores": scores,
+                    }
+                )
+    return rows
+
+
 if __name__ == "__main__":
     out = Path(sys.argv[1])
-    lines = [json.dumps(row, ensure_ascii=False) for row in make_vectors()]
+    make = make_recsys_vectors if "recsys" in out.name else make_vectors
+    lines = [json.dumps(row, ensure_ascii=False) for row in make()]
     out.write_text("\n".join(lines) + "\n", "utf-8")

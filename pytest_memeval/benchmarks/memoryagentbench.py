@@ -26,7 +26,7 @@ import re
 import string
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Protocol
@@ -49,19 +49,26 @@ __all__ = [
     "CATEGORIES",
     "CHUNK_WORDS",
     "HF_DATASET",
+    "RECSYS_METRICS",
+    "RECSYS_TABLE",
     "ROUGE_EXTRA",
     "ROUGE_METRICS",
     "SPLITS",
     "UPSTREAM_COMMIT",
     "UPSTREAM_SCORER_SHA256",
     "MemoryAgentBench",
+    "MovieTable",
     "Record",
     "chunk_context",
     "exact_match",
     "f1_score",
+    "movie_name",
+    "movie_table",
     "normalize_answer",
     "parse_output",
     "parse_records",
+    "recommended_movies",
+    "recsys_recall",
     "rouge_available",
     "rouge_scores",
     "score_memoryagentbench",
@@ -262,11 +269,132 @@ def _elements(answer: str | Sequence[Any]) -> list[str]:
     return [str(e) for e in answer]
 
 
-def score_source(source: str, output: str, answer: str | Sequence[Any]) -> dict[str, float]:
+# ---------------------------------------------------------------------------------------------
+# recommendation (recsys): upstream _process_recsys_dataset and its helpers, rule by rule
+# ---------------------------------------------------------------------------------------------
+
+#: upstream reads ``./processed_data/Recsys_Redial/entity2id.json`` (movie name -> id), which is
+#: not a field of the dataset: ``DIR/memoryagentbench/entity2id.json`` here
+RECSYS_TABLE = "entity2id.json"
+RECSYS_METRICS: tuple[str, ...] = ("recsys_recall@1", "recsys_recall@5", "recsys_recall@10")
+EDITDISTANCE_MISSING = (
+    f"editdistance is not installed: pip install 'pytest-memeval[{ROUGE_EXTRA}]' (the edit "
+    "distance library upstream's recommendation scorer calls)"
+)
+_PARENS = re.compile(r"\([^()]*\)")
+_NUMBERING = re.compile(r"^(?:\d+[\.\)、]?\s*[\-\—\–]?\s*)?")
+_SPACES = re.compile(r"\s+")
+
+
+def _clean_item(text: str) -> str:
+    """Upstream ``clean_text_elements``: drop ``(...)`` groups, a leading number ``1.`` / ``2)``
+    with an optional dash, collapse whitespace."""
+    text = _PARENS.sub("", text)
+    text = _NUMBERING.sub("", text)
+    return _SPACES.sub(" ", text).strip()
+
+
+def movie_name(entity: str) -> str:
+    """Upstream ``extract_movie_name``: the last ``/`` part, ``_ - >`` as spaces, ``(...)``
+    dropped, whitespace collapsed."""
+    name = entity.split("/")[-1].replace("_", " ").replace("-", " ").replace(">", " ")
+    return _SPACES.sub(" ", _PARENS.sub("", name)).strip()
+
+
+@dataclass(frozen=True)
+class MovieTable:
+    """``entity2id.json`` as upstream uses it: id -> cleaned name (a later entity with the same
+    id wins, as in upstream's dict comprehension), and the distinct names in table order."""
+
+    names: Mapping[int, str]
+    candidates: tuple[str, ...]
+    lowered: tuple[str, ...]
+
+
+def movie_table(entity2id: Mapping[str, Any]) -> MovieTable:
+    names = {entity_id: movie_name(name) for name, entity_id in entity2id.items()}
+    candidates = tuple(dict.fromkeys(names.values()))
+    return MovieTable(MappingProxyType(names), candidates, tuple(c.lower() for c in candidates))
+
+
+@functools.lru_cache(maxsize=2)
+def _read_movie_table(path: str) -> MovieTable:
+    raw = read_bytes(path, "export entity2id.json from upstream's Recsys_Redial data")
+    data = parse_json(decode_text(raw, path, _HINT), path, _HINT)
+    if not isinstance(data, dict) or not all(
+        isinstance(v, int) and not isinstance(v, bool) for v in data.values()
+    ):
+        raise DatasetError("must be an object of movie name -> integer id", path=path)
+    return movie_table(data)
+
+
+def _edit_distance() -> Callable[[str, str], int] | None:
+    try:
+        import editdistance  # type: ignore[import-not-found,import-untyped,unused-ignore]
+    except ImportError:
+        return None
+    distance: Callable[[str, str], int] = editdistance.eval
+    return distance
+
+
+def recommended_movies(
+    output: str, table: MovieTable, distance: Callable[[str, str], int]
+) -> list[str]:
+    """Upstream ``extract_recommendation_list`` with the table: the text after the first ``1.``
+    (no ``1.``: the whole text, commas as line breaks), one item per line, cleaned, each mapped to
+    the nearest movie name by edit distance of the lower-cased names (empty lines too, as
+    upstream). Ties go to the first name in table order (upstream: ``list(set(...))`` order,
+    which depends on Python's string hash seed)."""
+    parts = output.split("1.", 1)
+    text = parts[1] if len(parts) == 2 else output.replace(",", "\n")
+    movies = []
+    for line in text.split("\n"):
+        item = _clean_item(line.strip()).lower()
+        distances = [distance(item, c) for c in table.lowered]
+        best = min(range(len(distances)), key=distances.__getitem__)
+        movies.append(table.candidates[best])
+    return movies
+
+
+def recsys_recall(
+    output: str,
+    answer: str | Sequence[Any],
+    table: MovieTable | None,
+    distance: Callable[[str, str], int] | None = None,
+) -> dict[str, float]:
+    """Recall@1/5/10 of the gold movie ids (the answer's entries, each an id string; a bare
+    string is iterated by character, as upstream does) among the recommended movies, compared by
+    name; NaN for each when editdistance is missing, {} (UNSCORED) without a table or with an id
+    the table lacks (upstream raises there)."""
+    if table is None or not table.candidates:
+        return {}
+    try:
+        ids = [int(str(e).strip()) for e in answer]
+    except ValueError:
+        return {}
+    if not ids or any(i not in table.names for i in ids):
+        return {}
+    distance = distance or _edit_distance()
+    if distance is None:
+        return dict.fromkeys(RECSYS_METRICS, math.nan)
+    predicted = recommended_movies(output, table, distance)
+    gold = [table.names[i] for i in ids]
+    return {
+        f"recsys_recall@{k}": sum(m in predicted[:k] for m in gold) / len(gold) for k in (1, 5, 10)
+    }
+
+
+def score_source(
+    source: str,
+    output: str,
+    answer: str | Sequence[Any],
+    table: MovieTable | None = None,
+    distance: Callable[[str, str], int] | None = None,
+) -> dict[str, float]:
     """Upstream's metrics for one reply, chosen by the record's ``metadata.source`` as its
     ``post_process`` routes them (ROUGE is NaN, UNSCORED, without rouge-score). ``answer`` is the
-    gold list of the question. Recommendation (``recsys``) needs upstream's movie table and gives {}.
-    """
+    gold list of the question. Recommendation (``recsys``) needs upstream's movie ``table``
+    (``entity2id.json``; {} without it); ``distance`` replaces editdistance (tests)."""
     golds = [answer] if isinstance(answer, str) else flatten_golds(answer)
     if not golds:
         return {}  # upstream: max() of nothing raises
@@ -292,23 +420,30 @@ def score_source(source: str, output: str, answer: str | Sequence[Any]) -> dict[
             return {"ruler_recall": _all_found(output, elements)} if elements else {}
         return _raw_or_parsed(output, golds)
     if "recsys" in source:
-        return {}
+        return recsys_recall(output, answer, table, distance)
     return _raw_or_parsed(output, golds)
 
 
-#: the per-question headline (our pass metric): the metric upstream's post_process computes
-#: specifically for the source when there is one, else substring exact match
+#: the per-question headline (our pass metric): the paper's "accuracy" per dataset as upstream's
+#: README maps it (``exact_match`` for ICL and DetectiveQA, Recall@5 for recsys,
+#: ``substring_exact_match`` otherwise), ``ruler_recall`` for needle-in-a-haystack (its only
+#: metric)
 def _headline(source: str, scores: Mapping[str, float]) -> float | None:
-    for key in ("eventqa_recall", "ruler_recall"):
-        if key in scores:
-            return scores[key]
+    if "ruler_recall" in scores:
+        return scores["ruler_recall"]
+    if "icl" in source or "detective" in source:
+        return scores.get("exact_match")
+    if "recsys" in source:
+        return scores.get("recsys_recall@5")
     return scores.get("substring_exact_match")
 
 
 def score_memoryagentbench(question: Question, prediction: Prediction) -> dict[str, float]:
     source = str(question.meta.get("source", ""))
     answers = question.meta.get("answers", [])
-    scores = score_source(source, prediction.text, answers)
+    table_path = question.meta.get("movie_table")
+    table = _read_movie_table(str(table_path)) if table_path else None
+    scores = score_source(source, prediction.text, answers, table)
     headline = _headline(source, scores)
     if headline is not None:
         scores["mab_score"] = headline
@@ -554,6 +689,31 @@ def _build(path: str, split: str, key: tuple[int, int]) -> _Parsed:
     return _Parsed(tuple(conversations), tuple(questions), hashlib.sha256(raw).hexdigest())
 
 
+def _attach_movie_table(
+    questions: list[Question],
+    folder: Path,
+    data_dir: Path,
+    files: list[Path],
+    sha: dict[str, str],
+) -> list[Question]:
+    """Recommendation questions get the path of ``DIR/memoryagentbench/entity2id.json`` (read
+    by the scorer, on every worker), recorded with its sha256 beside the split files; without
+    the file they stay unscored (``unscored_reason``)."""
+    path = folder / RECSYS_TABLE
+    recsys = [q for q in questions if "recsys" in str(q.meta.get("source", ""))]
+    if not recsys or not path.is_file():
+        return questions
+    table = str(path.resolve())
+    _read_movie_table(table)  # a bad table is a load error, not a scoring one
+    files.append(path)
+    sha[str(path.relative_to(data_dir))] = hashlib.sha256(read_bytes(table, _HINT)).hexdigest()
+    wanted = {q.id for q in recsys}
+    return [
+        replace(q, meta={**q.meta, "movie_table": table}) if q.id in wanted else q
+        for q in questions
+    ]
+
+
 def refuse_download() -> None:
     """No pinned revision and sha256 are recorded for the Hugging Face files: refuse."""
     raise DatasetError(
@@ -576,7 +736,14 @@ class MemoryAgentBench:
         "f1",
         "eventqa_recall",
         "ruler_recall",
+        *RECSYS_METRICS,
         *ROUGE_METRICS,
+    )
+    #: why a question may have no pass metric offline (shown beside the UNSCORED count)
+    unscored_reason: str = (
+        f"a recommendation (recsys) question is scored against upstream's movie table: put "
+        f"entity2id.json in DIR/{FOLDER}/ (and pip install 'pytest-memeval[{ROUGE_EXTRA}]' for "
+        "editdistance)"
     )
     pass_metric: str = "mab_score"
     default_threshold: float = 1.0
@@ -619,6 +786,7 @@ class MemoryAgentBench:
                 f"splits {', '.join(wanted)}",
                 path=str(folder),
             )
+        questions = _attach_movie_table(questions, folder, request.data_dir, files, sha)
         return Dataset(
             benchmark=self.name,
             questions=questions,
@@ -637,8 +805,12 @@ class MemoryAgentBench:
         return score_memoryagentbench(question, prediction)
 
     def unscored_metrics(self) -> Mapping[str, str]:
-        """The ROUGE metrics, UNSCORED with the extra to install, when rouge-score is missing."""
-        return {} if rouge_available() else dict.fromkeys(ROUGE_METRICS, ROUGE_MISSING)
+        """The metrics this installation leaves UNSCORED, with the extra to install: ROUGE
+        without rouge-score, the recommendation recalls without editdistance."""
+        out = {} if rouge_available() else dict.fromkeys(ROUGE_METRICS, ROUGE_MISSING)
+        if _edit_distance() is None:
+            out.update(dict.fromkeys(RECSYS_METRICS, EDITDISTANCE_MISSING))
+        return out
 
 
 BENCHMARK = MemoryAgentBench()

