@@ -67,6 +67,7 @@ __all__ = [
     "normalize_answer",
     "parse_output",
     "parse_records",
+    "query_dataset",
     "recommended_movies",
     "recsys_recall",
     "rouge_available",
@@ -448,6 +449,47 @@ def score_memoryagentbench(question: Question, prediction: Prediction) -> dict[s
     if headline is not None:
         scores["mab_score"] = headline
     return scores
+
+
+# ---------------------------------------------------------------------------------------------
+# the answer request (upstream utils/templates.py, rules only: the text is read at run time)
+# ---------------------------------------------------------------------------------------------
+
+#: upstream ``DATASET_MAPPING``: (substrings that must all be in the source) -> its template set,
+#: tried in this order (``normalize_dataset_name``)
+QUERY_DATASETS: tuple[tuple[tuple[str, ...], str], ...] = (
+    (("ruler_", "qa"), "ruler_qa"),
+    (("icl_",), "in_context_learning"),
+    (("infbench_", "sum"), "infbench_sum"),
+    (("eventqa_",), "eventqa"),
+    (("recsys_", "redial"), "recsys_redial"),
+    (("longmemeval_",), "longmemeval"),
+    (("factconsolidation_",), "factconsolidation"),
+    (("detective_", "qa"), "detective_qa"),
+)
+#: ``generation_max_length`` of upstream's dataset configs (configs/data_conf/*.yaml: the same
+#: value for every config of a template set): the answer's ``max_tokens``
+GENERATION_MAX_LENGTH: Mapping[str, int] = MappingProxyType(
+    {
+        "ruler_qa": 50,
+        "longmemeval": 50,
+        "eventqa": 40,
+        "in_context_learning": 20,
+        "recsys_redial": 300,
+        "infbench_sum": 1200,
+        "detective_qa": 2000,
+        "factconsolidation": 10,
+    }
+)
+
+
+def query_dataset(source: str) -> str | None:
+    """The template set upstream's ``get_template`` picks for ``source`` (None: upstream has
+    none and raises, e.g. ``ruler_niah_*``)."""
+    for patterns, name in QUERY_DATASETS:
+        if all(p in source for p in patterns):
+            return name
+    return None
 
 
 # ---------------------------------------------------------------------------------------------

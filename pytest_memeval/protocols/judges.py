@@ -615,7 +615,9 @@ class LoadedProtocol:
                 p.judge,
             )
         if p.name == "memoryagentbench":
-            return MemoryAgentBenchOfficialJudge(dict(t), p.judge)
+            return MemoryAgentBenchOfficialJudge(
+                {k: v for k, v in t.items() if not k.startswith("answer_")}, p.judge
+            )
         if p.name == "halumem":
             return HaluMemOfficialJudge(t["question"], p.judge)
         if p.name == "mem0":

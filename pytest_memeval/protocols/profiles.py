@@ -19,6 +19,8 @@ from .source import StringRef, UpstreamFile
 __all__ = [
     "LOCOMO_PLUS",
     "LOCOMO_PLUS_TEMPLATE_KEYS",
+    "MAB_AGENT",
+    "MAB_QUERY_DATASETS",
     "MEMORYAGENTBENCH",
     "PROFILES",
     "ProtocolProfile",
@@ -88,6 +90,27 @@ MAB_LONGMEM_FILE = UpstreamFile(
     "llm_based_eval/longmem_qa_evaluate.py",
     "ceca59bddea4203a78b417be635e63fe3f685bd957e3df12150978e21972c540",
 )
+#: the agents' prompts: SYSTEM_MESSAGE and BASE_TEMPLATES[dataset]['query'][agent]
+MAB_TEMPLATES_FILE = UpstreamFile(
+    "HUST-AI-HYZ/MemoryAgentBench",
+    MAB_COMMIT,
+    "utils/templates.py",
+    "148c40d48d19f155ae845482c4417ba59cfa7ae4e194019509e023bd3a8755dd",
+)
+#: BASE_TEMPLATES' datasets (the values of its DATASET_MAPPING), in its order
+MAB_QUERY_DATASETS: tuple[str, ...] = (
+    "ruler_qa",
+    "longmemeval",
+    "eventqa",
+    "in_context_learning",
+    "recsys_redial",
+    "infbench_sum",
+    "detective_qa",
+    "factconsolidation",
+)
+#: the agent whose query templates our answerer sends: a retrieval (RAG) agent, as every
+#: --memsys system is one (retrieved memories, then the query)
+MAB_AGENT = "rag_agent"
 #: HaluMem's four judge prompts (module constants EVALUATION_PROMPT_FOR_*)
 HALUMEM_TOOLS_FILE = UpstreamFile(
     "MemTensor/HaluMem",
@@ -360,10 +383,21 @@ MEMORYAGENTBENCH = ProtocolProfile(
     # temperature=0 (the integer), max_tokens=10
     judge=RequestShape("gpt-4o", temperature=0, max_tokens=10, n=1, max_tokens_field="max_tokens"),
     prompts={
-        rule: (MAB_LONGMEM_FILE, StringRef("local", "template", _LME_REF, i, expect_count=5))
-        for i, rule in enumerate(
-            ("standard", "temporal", "knowledge-update", "preference", "abstention")
-        )
+        **{
+            rule: (MAB_LONGMEM_FILE, StringRef("local", "template", _LME_REF, i, expect_count=5))
+            for i, rule in enumerate(
+                ("standard", "temporal", "knowledge-update", "preference", "abstention")
+            )
+        },
+        # the LLM answerer's request (docs/scoring.md#memoryagentbench-answer-prompt)
+        "answer_system": (MAB_TEMPLATES_FILE, StringRef("constant", "SYSTEM_MESSAGE")),
+        **{
+            f"answer_query:{ds}": (
+                MAB_TEMPLATES_FILE,
+                StringRef("entry", "BASE_TEMPLATES", key=(ds, "query", MAB_AGENT)),
+            )
+            for ds in MAB_QUERY_DATASETS
+        },
     },
     fill="format-positional (question, answer, response); the answer as upstream's record holds "
     "it (a list is formatted as Python formats it)",

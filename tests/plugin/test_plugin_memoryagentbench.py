@@ -214,3 +214,62 @@ def test_longmemeval_items_judged_as_upstream(
     assert questions["Accurate_Retrieval-0-q2"]["scores"]["judge_mab_official"] == 1.0
     assert "judge_mab_official" not in questions["Accurate_Retrieval-1-q1"]["scores"]
     assert report["provenance"]["protocol"]["name"] == "memoryagentbench"
+
+
+# --------------------------------------------------------------------------- answer request
+
+
+def _get_template() -> Any:
+    """The upstream-shaped utils/templates.py's ``get_template``, run from its source."""
+    path = PROTOCOL / "utils" / "templates.py"
+    ns: dict[str, Any] = {}
+    exec(compile(ast.parse(path.read_text("utf-8")), str(path), "exec"), ns)
+    return ns["get_template"]
+
+
+@pytest.mark.parametrize("mode", list(XDIST_MODES), ids=list(XDIST_MODES))
+def test_answer_requests_use_upstream_query_templates(
+    pytester: pytest.Pytester, server: LLMServer, mode: str
+) -> None:
+    """Under the protocol the LLM answerer sends upstream's RAG-agent request: SYSTEM_MESSAGE,
+    then the retrieved chunks as ``Memory i:`` blocks and the source's query template; the
+    whole reply is the prediction; max_tokens is the dataset config's generation_max_length."""
+    folder = pytester.path / "data" / "memoryagentbench"
+    folder.mkdir(parents=True)
+    lines = [json.dumps(r) for r in _RECORDS]
+    (folder / "Accurate_Retrieval.jsonl").write_text("\n".join(lines) + "\n", "utf-8")
+    out = pytester.path / "r.json"
+    result = pytester.runpytest(
+        "--memeval=memoryagentbench",
+        f"--memeval-data={pytester.path / 'data'}",
+        "--memsys=bm25",
+        f"--memeval-cache-dir={pytester.path / 'cache'}",
+        "--memeval-protocol=memoryagentbench",
+        f"--memeval-protocol-source={PROTOCOL}",
+        "--memeval-answerer=openai:gpt-4o-mini",
+        f"--memeval-json={out}",
+        *XDIST_MODES[mode],
+    )
+    assert result.ret in (0, 1), result.stdout.str()
+    questions = {q["id"]: q for run in read_json(out)["runs"] for q in run["questions"]}
+    bodies = [r.body for r in server.requests if r.path == OPENAI_PATH]
+    assert len(bodies) == 4 and all(b["model"] == "gpt-4o-mini" for b in bodies)
+    get_template = _get_template()
+    want = []
+    for n, rec in enumerate(_RECORDS):
+        source = rec["metadata"]["source"]  # type: ignore[index]
+        for j, text in enumerate(rec["questions"]):  # type: ignore[arg-type]
+            q = questions[f"Accurate_Retrieval-{n}-q{j + 1}"]
+            assert q["prediction"] == "Yes"  # the whole reply
+            memories = "\n".join(
+                f"Memory {i + 1}:\n{m['text']}\n" for i, m in enumerate(q["memories"])
+            )
+            query = get_template(source, "query", "Simple_rag_bm25").format(question=text)
+            system = get_template(source, "system", "Simple_rag_bm25")
+            tokens = 50 if "longmemeval" in source else 40  # generation_max_length
+            want.append((system, memories + "\n" + query, tokens))
+    got = [
+        (b["messages"][0]["content"], b["messages"][1]["content"], b["max_tokens"]) for b in bodies
+    ]
+    assert sorted(got) == sorted(want)
+    assert all([m["role"] for m in b["messages"]] == ["system", "user"] for b in bodies)

@@ -24,8 +24,10 @@ from mab_upstream import (
     upstream_scores,
 )
 
+from pytest_memeval.answerers.mab import MabAnswerPrompts
 from pytest_memeval.benchmarks import LoadRequest, get_benchmark
 from pytest_memeval.benchmarks.memoryagentbench import (
+    GENERATION_MAX_LENGTH,
     RECSYS_METRICS,
     ROUGE_METRICS,
     SPLITS,
@@ -35,12 +37,13 @@ from pytest_memeval.benchmarks.memoryagentbench import (
     movie_table,
     parse_output,
     parse_records,
+    query_dataset,
     recommended_movies,
     score_source,
 )
 from pytest_memeval.errors import DatasetError
 from pytest_memeval.protocols.judges import MemoryAgentBenchOfficialJudge, load_protocol
-from pytest_memeval.records import Prediction
+from pytest_memeval.records import Memory, Prediction
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "memoryagentbench"
 DATA = FIXTURES / "data"
@@ -339,11 +342,12 @@ def test_official_judge_renders_as_the_upstream_shaped_file() -> None:
 
 @live
 def test_official_judge_renders_as_the_pinned_upstream_file(tmp_path: Path) -> None:
-    raw = upstream_file_bytes("llm_based_eval/longmem_qa_evaluate.py")
-    assert raw is not None
+    for rel in ("llm_based_eval/longmem_qa_evaluate.py", "utils/templates.py"):
+        raw = upstream_file_bytes(rel)
+        assert raw is not None
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_bytes(raw)
     path = tmp_path / "llm_based_eval" / "longmem_qa_evaluate.py"
-    path.parent.mkdir()
-    path.write_bytes(raw)
     loaded = load_protocol("memoryagentbench", source_dir=tmp_path, cache_dir=tmp_path)
     assert all(s.matches_pin for s in loaded.sources.values())
     _check_judge(tmp_path, path)
@@ -462,3 +466,101 @@ def test_bad_movie_table_is_a_load_error(tmp_path: Path) -> None:
     (folder / "entity2id.json").write_text('{"Moon": "ten"}')
     with pytest.raises(DatasetError, match=r"entity2id\.json.*movie name -> integer id"):
         _load(tmp_path / "c", tmp_path)
+
+
+# --------------------------------------------------------------------------- answer request
+
+ANSWER_SOURCES = (
+    "ruler_qa1_197K",
+    "ruler_qa2_421K",
+    "ruler_niah_mq_131k",  # no template upstream
+    "icl_banking77_5900shot_balance",
+    "infbench_sum_eng_shots2",
+    "infbench_choice_eng",  # no template upstream
+    "eventqa_full",
+    "eventqa_65536",
+    "recsys_redial_full",
+    "longmemeval_s_-1_500",
+    "longmemeval_s*",
+    "factconsolidation_mh_262k",
+    "detective_qa",
+    "",
+)
+
+
+def _templates_module(raw: bytes, name: str) -> dict[str, Any]:
+    ns: dict[str, Any] = {}
+    exec(compile(ast.parse(raw), name, "exec"), ns)  # pinned upstream text, tests only
+    return ns
+
+
+def _check_answer_request(source_dir: Path, upstream: dict[str, Any]) -> None:
+    loaded = load_protocol("memoryagentbench", source_dir=source_dir, cache_dir=Path("/x"))
+    prompts = MabAnswerPrompts.from_templates({k: t.text for k, t in loaded.templates.items()})
+    memories = (Memory("Alice moved to {Lisbon}."), Memory("Zoë: café\nsecond line"))
+    for source in ANSWER_SOURCES:
+        question = make_question(question="Where {did} she move?", meta={"source": source})
+        built = prompts.messages(question, memories)
+        try:
+            dataset = upstream["normalize_dataset_name"](source)
+        except NotImplementedError:
+            assert built is None and query_dataset(source) is None
+            continue
+        assert query_dataset(source) == dataset
+        assert built is not None
+        messages, max_tokens, name = built
+        assert name == dataset and max_tokens == GENERATION_MAX_LENGTH[dataset]
+        agent = "Simple_rag_bm25"
+        query = upstream["get_template"](source, "query", agent).format(question=question.question)
+        # agent.py _handle_bm25_rag: retrieval_context = [f"{text}\n"], then "Memory i:" blocks
+        retrieved = [f"{m.text}\n" for m in memories]
+        user = "\n".join(f"Memory {i + 1}:\n{t}" for i, t in enumerate(retrieved)) + "\n" + query
+        assert [(m.role, m.content) for m in messages] == [
+            ("system", upstream["get_template"](source, "system", agent)),
+            ("user", user),
+        ]
+
+
+def test_answer_request_as_the_upstream_shaped_templates() -> None:
+    path = PROTOCOL_FIXTURE / "utils" / "templates.py"
+    _check_answer_request(PROTOCOL_FIXTURE, _templates_module(path.read_bytes(), str(path)))
+
+
+@live
+def test_answer_request_as_the_pinned_upstream_templates(tmp_path: Path) -> None:
+    for rel in ("llm_based_eval/longmem_qa_evaluate.py", "utils/templates.py"):
+        raw = upstream_file_bytes(rel)
+        assert raw is not None
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_bytes(raw)
+    loaded = load_protocol("memoryagentbench", source_dir=tmp_path, cache_dir=tmp_path)
+    assert all(s.matches_pin for s in loaded.sources.values())
+    raw = (tmp_path / "utils" / "templates.py").read_bytes()
+    _check_answer_request(tmp_path, _templates_module(raw, "utils/templates.py"))
+
+
+def test_query_template_with_another_field_is_refused() -> None:
+    with pytest.raises(ValueError, match=r"'eventqa' has fields \['context'\]"):
+        MabAnswerPrompts.from_templates(
+            {"answer_system": "s", "answer_query:eventqa": "{context} {question}"}
+        )
+
+
+def test_nested_entry_missing_key_names_the_path() -> None:
+    from pytest_memeval.protocols.source import (
+        ProtocolSourceError,
+        SourceText,
+        StringRef,
+        UpstreamFile,
+        extract,
+    )
+
+    text = "B = {'a': {'query': {'rag_agent': 'x {question}'}}, 'c': 'flat'}\n"
+    source = SourceText(UpstreamFile("o/r", "1" * 40, "t.py", "0" * 64), text, "t.py")
+    assert extract(source, StringRef("entry", "B", key=("a", "query", "rag_agent"))).text == (
+        "x {question}"
+    )
+    with pytest.raises(ProtocolSourceError, match=r"no entry B\['a'\]\['query'\]\['llm'\]"):
+        extract(source, StringRef("entry", "B", key=("a", "query", "llm")))
+    with pytest.raises(ProtocolSourceError, match="it is not a dict literal"):
+        extract(source, StringRef("entry", "B", key=("c", "query")))
