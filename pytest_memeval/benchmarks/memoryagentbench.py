@@ -647,6 +647,16 @@ def _indexed(metadata: Mapping[str, Any], name: str, j: int) -> Any:
     return value
 
 
+def _keypoints(metadata: Mapping[str, Any]) -> list[Any]:
+    """Upstream ``load_data_from_huggingface``: ``metadata.keypoints``, else
+    ``metadata['summary/short_keypoints']``, else none."""
+    for name in ("keypoints", "summary/short_keypoints"):
+        if name in metadata:
+            value = metadata[name]
+            return list(value) if isinstance(value, list) else [value]
+    return []
+
+
 def build(split: str, records: Sequence[Record]) -> tuple[list[Conversation], list[Question]]:
     """Conversations (one per record, chunks as turns) and questions (one per question)."""
     conversations: list[Conversation] = []
@@ -689,6 +699,8 @@ def build(split: str, records: Sequence[Record]) -> tuple[list[Conversation], li
                         # read by the LLM judge of --memeval-protocol=memoryagentbench
                         "question_id": per_question["question_ids"],
                         "question_type": per_question["question_types"],
+                        # the ∞Bench-Sum judge's key points (summarization_evaluate.py)
+                        "keypoints": _keypoints(rec.metadata),
                     },
                     question_date_raw=str(per_question["question_dates"] or ""),
                 )

@@ -17,6 +17,8 @@ __all__ = [
 
 #: the names an OpenAI-style API knows for the output limit
 MAX_TOKENS_FIELDS = ("max_tokens", "max_completion_tokens")
+#: the sampling fields a request may add to the body (:attr:`Request.extra`)
+EXTRA_FIELDS = ("top_p", "seed", "stop")
 
 
 @dataclass(frozen=True)
@@ -45,8 +47,9 @@ class LLMClient(Protocol):
     ``n`` (only ``None`` or ``1``: one choice is read) is sent as the ``n`` field when given, and
     ``max_tokens_field`` names the field the limit is sent in (``"max_tokens"`` or
     ``"max_completion_tokens"``; ``None``: the provider's default), and ``stream=False`` is sent
-    as ``"stream": false`` when given, as an official protocol's request has them; Anthropic's API
-    has none of the three and ignores them."""
+    as ``"stream": false`` when given, as an official protocol's request has them; ``extra``
+    adds ``top_p`` / ``seed`` / ``stop`` fields as given. Anthropic's API has none of these and
+    ignores them."""
 
     @property
     def label(self) -> str:
@@ -65,6 +68,7 @@ class LLMClient(Protocol):
         n: int | None = None,
         max_tokens_field: str | None = None,
         stream: bool | None = None,
+        extra: tuple[tuple[str, float | int | None], ...] = (),
     ) -> Completion: ...
 
 
@@ -96,6 +100,15 @@ class Request:
     n: int | None = None
     max_tokens_field: str | None = None
     stream: bool | None = None
+    #: more sampling fields sent as they are (an official protocol's ``top_p``, ``seed``,
+    #: ``"stop": null``); OpenAI-style APIs only, part of the cache key when given
+    extra: tuple[tuple[str, float | int | None], ...] = ()
 
     def __post_init__(self) -> None:
         check_request_options(self.n, self.max_tokens_field, self.stream)
+        for name, value in self.extra:
+            if name not in EXTRA_FIELDS or isinstance(value, bool):
+                raise ValueError(
+                    f"extra field {name}={value!r}: expected one of {', '.join(EXTRA_FIELDS)} "
+                    "with a number or None"
+                )

@@ -108,6 +108,7 @@ class QueuedRequest:
                 "run_index": r.run_index,
                 "json_mode": r.json_mode,
                 "max_tokens_field": r.max_tokens_field,
+                **({"extra": [list(kv) for kv in r.extra]} if r.extra else {}),
             },
         }
 
@@ -126,6 +127,7 @@ class QueuedRequest:
             None,
             r.get("max_tokens_field"),
             None,
+            tuple((str(name), value) for name, value in r.get("extra", ())),
         )
         fields = ("key", "provider", "model", "base_url", "key_env")
         if not all(isinstance(data.get(f), str) for f in fields):

@@ -78,6 +78,8 @@ def canonical_request(*, provider: str, model: str, base_url: str | None, reques
     }
     if request.json_mode:
         payload["json_mode"] = True
+    if request.extra:  # only when given: keys of earlier runs stay valid
+        payload["extra"] = [[name, value] for name, value in request.extra]
     return json.dumps(payload, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 

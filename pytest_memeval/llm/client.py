@@ -143,6 +143,7 @@ class ProviderClient:
         n: int | None = None,
         max_tokens_field: str | None = None,
         stream: bool | None = None,
+        extra: tuple[tuple[str, float | int | None], ...] = (),
     ) -> Completion:
         request = Request(
             tuple(messages),
@@ -153,6 +154,7 @@ class ProviderClient:
             n,
             max_tokens_field,
             stream,
+            tuple(extra),
         )
         key: str | None = None
         if self.cache is not None:

@@ -111,6 +111,13 @@ MAB_QUERY_DATASETS: tuple[str, ...] = (
 #: the agent whose query templates our answerer sends: a retrieval (RAG) agent, as every
 #: --memsys system is one (retrieved memories, then the query)
 MAB_AGENT = "rag_agent"
+#: the ∞Bench-Sum judge: fluency_prompt_book, recall_prompt_book, precision_prompt_book
+MAB_SUMMARY_FILE = UpstreamFile(
+    "HUST-AI-HYZ/MemoryAgentBench",
+    MAB_COMMIT,
+    "llm_based_eval/summarization_evaluate.py",
+    "6951d19644cdb1972bcf6cdb272f4757aa995ae07099bf74012925158c376dd4",
+)
 #: HaluMem's four judge prompts (module constants EVALUATION_PROMPT_FOR_*)
 HALUMEM_TOOLS_FILE = UpstreamFile(
     "MemTensor/HaluMem",
@@ -151,6 +158,8 @@ class RequestShape:
     n: int | None = None
     max_tokens_field: str | None = None
     stream: bool | None = None
+    #: more body fields as upstream sends them (``top_p``, ``seed``, ``"stop": null``)
+    extra: tuple[tuple[str, float | int | None], ...] = ()
 
     def options(self) -> dict[str, Any]:
         """The keywords of ``LLMClient.complete`` beyond temperature and max tokens, each only
@@ -162,6 +171,8 @@ class RequestShape:
             value = getattr(self, name)
             if value is not None:
                 out[name] = value
+        if self.extra:
+            out["extra"] = self.extra
         return out
 
 
@@ -188,6 +199,8 @@ class ProtocolProfile:
     judged_categories: str = "all"
     skip_categories: tuple[int, ...] = ()  # LoCoMo category ids not judged
     alignment: RequestShape | None = None  # BEAM event ordering: the equivalence calls
+    #: MemoryAgentBench's ∞Bench-Sum judge calls (fluency, recall, precision)
+    summary: RequestShape | None = None
     #: the answer call our LLM answerer sends under this protocol (prompt key ``answer``);
     #: None: the protocol's answer prompt is pinned and hashed but our answerer's prompt is sent
     answer: RequestShape | None = None
@@ -389,6 +402,11 @@ MEMORYAGENTBENCH = ProtocolProfile(
                 ("standard", "temporal", "knowledge-update", "preference", "abstention")
             )
         },
+        # the ∞Bench-Sum judge (docs/scoring.md#memoryagentbench-judge)
+        **{
+            f"sum_{part}": (MAB_SUMMARY_FILE, StringRef("constant", f"{part}_prompt_book"))
+            for part in ("fluency", "recall", "precision")
+        },
         # the LLM answerer's request (docs/scoring.md#memoryagentbench-answer-prompt)
         "answer_system": (MAB_TEMPLATES_FILE, StringRef("constant", "SYSTEM_MESSAGE")),
         **{
@@ -404,8 +422,17 @@ MEMORYAGENTBENCH = ProtocolProfile(
     parsing="'yes' in reply.strip().lower()",
     unscored="impossible: every reply is a label (no 'yes' -> 0)",
     aggregation="accuracy per question type and overall (micro), per sub-dataset",
-    judged_categories="questions whose metadata.source names longmemeval (the script's only "
-    "input); the others keep their offline scores",
+    judged_categories="questions whose metadata.source names longmemeval (longmem_qa_evaluate.py) "
+    "or infbench_sum (summarization_evaluate.py); the others keep their offline scores",
+    # summarization_evaluate.py: OpenAIModel("gpt-4o-2024-05-13", temperature=0.1,
+    # generation_max_length=4096), top_p 0.9, stop None, seed 42, one user message (no system)
+    summary=RequestShape(
+        "gpt-4o-2024-05-13",
+        temperature=0.1,
+        max_tokens=4096,
+        max_tokens_field="max_tokens",
+        extra=(("top_p", 0.9), ("stop", None), ("seed", 42)),
+    ),
 )
 
 HALUMEM = ProtocolProfile(

@@ -273,3 +273,96 @@ def test_answer_requests_use_upstream_query_templates(
     ]
     assert sorted(got) == sorted(want)
     assert all([m["role"] for m in b["messages"]] == ["system", "user"] for b in bodies)
+
+
+# --------------------------------------------------------------------------- ∞Bench-Sum judge
+
+_SUM_RECORD = {
+    "context": "Ana sails the river. Her father hides a secret. A trial ends the journey. " * 3,
+    "questions": ["Summarize the book."],
+    "answers": [["Ana's family sails down the river; a trial clears her father."]],
+    "metadata": {
+        "source": "infbench_sum_eng_shots2",
+        "qa_pair_ids": ["sum-1"],
+        "keypoints": ["Ana sails the river.", "A trial clears the father.", "They go home."],
+    },
+}
+
+
+def _sum_reply(messages: list[dict[str, str]], model: str, params: dict[str, Any]) -> str:
+    text = messages[-1]["content"]
+    if "fluency" in text:
+        return 'Fine. {"fluency": 1}'
+    if "key points" in text:
+        return 'Two are present.\n```json\n{"recall": 2}\n```'
+    return 'Reasoning {not json} then {"precision": 3, "sentence_count": 4}'
+
+
+def _summarization_module() -> dict[str, Any]:
+    path = PROTOCOL / "llm_based_eval" / "summarization_evaluate.py"
+    ns: dict[str, Any] = {}
+    exec(compile(ast.parse(path.read_text("utf-8")), str(path), "exec"), ns)
+    return ns
+
+
+@pytest.mark.parametrize("mode", list(XDIST_MODES), ids=list(XDIST_MODES))
+def test_infbench_sum_judged_as_upstream(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, mode: str
+) -> None:
+    """summarization_evaluate.py's three calls per summary: request bodies as its OpenAIModel
+    sends them (model, one user message, max_tokens 4096, temperature 0.1, top_p 0.9, stop null,
+    seed 42), prompts filled as check_metrics fills them, F1 = fluency x 2PR/(P+R)."""
+    folder = pytester.path / "data" / "memoryagentbench"
+    folder.mkdir(parents=True)
+    (folder / "Long_Range_Understanding.jsonl").write_text(json.dumps(_SUM_RECORD) + "\n")
+    out = pytester.path / "r.json"
+    with LLMServer(reply=_sum_reply) as srv:
+        for key, value in srv.env(KEY).items():
+            monkeypatch.setenv(key, value)
+        result = pytester.runpytest(
+            "--memeval=memoryagentbench",
+            f"--memeval-data={pytester.path / 'data'}",
+            "--memsys=bm25",
+            f"--memeval-cache-dir={pytester.path / 'cache'}",
+            "--memeval-protocol=memoryagentbench",
+            f"--memeval-protocol-source={PROTOCOL}",
+            "--memeval-judge=openai:gpt-4o-2024-05-13",
+            f"--memeval-json={out}",
+            *XDIST_MODES[mode],
+        )
+        bodies = [r.body for r in srv.requests if r.path == OPENAI_PATH]
+    assert result.ret in (0, 1), result.stdout.str()
+    (q,) = [q for run in read_json(out)["runs"] for q in run["questions"]]
+    upstream = _summarization_module()
+    output = q["prediction"].strip()
+    keypoints = _SUM_RECORD["metadata"]["keypoints"]  # type: ignore[index]
+    prompts = [
+        upstream["fluency_prompt_book"].format(text=output),
+        upstream["recall_prompt_book"].format(
+            keypoints="\n".join(f"{i + 1}. {kp}" for i, kp in enumerate(keypoints)),
+            summary=output,
+        ),
+        upstream["precision_prompt_book"].format(
+            expert_summary=_SUM_RECORD["answers"][0], summary=output
+        ),
+    ]
+    # model_utils_openai.py OpenAIModel.generate: chat.completions.create(...)
+    want = [
+        {
+            "model": "gpt-4o-2024-05-13",
+            "messages": [{"role": "user", "content": p}],
+            "max_tokens": 4096,
+            "temperature": 0.1,
+            "top_p": 0.9,
+            "stop": None,
+            "seed": 42,
+        }
+        for p in prompts
+    ]
+    assert sorted(bodies, key=json.dumps) == sorted(want, key=json.dumps)
+    replies = [_sum_reply([{"content": p}], "", {}) for p in prompts]
+    f, r, p = (upstream["parse_json"](x) for x in replies)
+    rec, prec = r["recall"] / len(keypoints), p["precision"] / p["sentence_count"]
+    assert q["scores"]["judge_mab_official"] == pytest.approx(
+        f["fluency"] * 2 * (rec * prec) / (rec + prec), abs=0
+    )
