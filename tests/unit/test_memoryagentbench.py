@@ -7,6 +7,7 @@ from __future__ import annotations
 import ast
 import json
 import math
+import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -42,7 +43,12 @@ from pytest_memeval.benchmarks.memoryagentbench import (
     score_source,
 )
 from pytest_memeval.errors import DatasetError
-from pytest_memeval.protocols.judges import MemoryAgentBenchOfficialJudge, load_protocol
+from pytest_memeval.protocols.judges import (
+    MemoryAgentBenchOfficialJudge,
+    load_protocol,
+    mab_parse_json,
+    mab_summary_scores,
+)
 from pytest_memeval.records import Memory, Prediction
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "memoryagentbench"
@@ -284,6 +290,12 @@ def test_download_refused_until_pinned(tmp_path: Path) -> None:
 # --------------------------------------------------------------------------- official LLM judge
 
 PROTOCOL_FIXTURE = FIXTURES.parent / "protocols" / "memoryagentbench"
+#: the upstream files --memeval-protocol=memoryagentbench reads
+PROTOCOL_FILES = (
+    "llm_based_eval/longmem_qa_evaluate.py",
+    "llm_based_eval/summarization_evaluate.py",
+    "utils/templates.py",
+)
 
 
 def _anscheck(path: Path) -> Any:
@@ -342,7 +354,7 @@ def test_official_judge_renders_as_the_upstream_shaped_file() -> None:
 
 @live
 def test_official_judge_renders_as_the_pinned_upstream_file(tmp_path: Path) -> None:
-    for rel in ("llm_based_eval/longmem_qa_evaluate.py", "utils/templates.py"):
+    for rel in PROTOCOL_FILES:
         raw = upstream_file_bytes(rel)
         assert raw is not None
         (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
@@ -528,7 +540,7 @@ def test_answer_request_as_the_upstream_shaped_templates() -> None:
 
 @live
 def test_answer_request_as_the_pinned_upstream_templates(tmp_path: Path) -> None:
-    for rel in ("llm_based_eval/longmem_qa_evaluate.py", "utils/templates.py"):
+    for rel in PROTOCOL_FILES:
         raw = upstream_file_bytes(rel)
         assert raw is not None
         (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
@@ -564,3 +576,87 @@ def test_nested_entry_missing_key_names_the_path() -> None:
         extract(source, StringRef("entry", "B", key=("a", "query", "llm")))
     with pytest.raises(ProtocolSourceError, match="it is not a dict literal"):
         extract(source, StringRef("entry", "B", key=("c", "query")))
+
+
+# --------------------------------------------------------------------------- ∞Bench-Sum judge
+
+SUM_REPLIES = (
+    '{"fluency": 1}',
+    'Reasoning... Output: {"recall": 4}',
+    'x {bad} y {"precision": 3, "sentence_count": 5}',
+    '{"a": 1} then {not json}\n```json\n{"recall": 2}\n```',
+    '{broken\n```json\n{"recall": 2}\n```',
+    "{not json} and no fence",
+    "no braces at all",
+    '```json\n{"fluency": 0}\n```',
+    '{"recall": 2, "nested": {"x": 1}}',
+    "",
+)
+
+
+def _summary_ns(raw: bytes, name: str) -> dict[str, Any]:
+    tree = ast.parse(raw)
+    keep = [n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "parse_json"]
+    ns: dict[str, Any] = {"re": re, "json": json}
+    exec(compile(ast.Module(body=keep, type_ignores=[]), name, "exec"), ns)
+    return ns
+
+
+def _check_parse_json(ns: dict[str, Any]) -> None:
+    for reply in SUM_REPLIES:
+        try:
+            want = ns["parse_json"](reply)
+        except json.JSONDecodeError:  # upstream raises on these: ours gives None (UNSCORED)
+            want = None
+        assert mab_parse_json(reply) == want, reply
+
+
+def test_summary_parse_json_as_the_upstream_shaped_file() -> None:
+    path = PROTOCOL_FIXTURE / "llm_based_eval" / "summarization_evaluate.py"
+    _check_parse_json(_summary_ns(path.read_bytes(), str(path)))
+
+
+@live
+def test_summary_parse_json_as_the_pinned_upstream_file() -> None:
+    raw = upstream_file_bytes("llm_based_eval/summarization_evaluate.py")
+    assert raw is not None
+    _check_parse_json(_summary_ns(raw, "llm_based_eval/summarization_evaluate.py"))
+
+
+def test_summary_scores_follow_check_metrics() -> None:
+    scores = mab_summary_scores(
+        {"fluency": 1}, {"recall": 2}, {"precision": 3, "sentence_count": 4}, 4
+    )
+    assert scores == {"fluency": 1.0, "recall": 0.5, "precision": 0.75, "f1": 0.6}
+    no_points = mab_summary_scores(
+        {"fluency": 1}, {"recall": 2}, {"precision": 0, "sentence_count": 0}, 0
+    )
+    assert no_points == {"fluency": 1.0, "recall": 0.0, "precision": 0.0, "f1": 0.0}
+    assert (
+        mab_summary_scores({"fluency": 0}, {"recall": 4}, {"precision": 3, "sentence_count": 3}, 4)[
+            "f1"
+        ]
+        == 0.0
+    )  # type: ignore[index]
+    assert mab_summary_scores(None, {"recall": 1}, {"precision": 1, "sentence_count": 1}, 1) is None
+    assert (
+        mab_summary_scores(
+            {"fluency": "1"}, {"recall": 1}, {"precision": 1, "sentence_count": 1}, 1
+        )
+        is None
+    )
+    assert mab_summary_scores({"fluency": 1}, {"recall": 1}, {"precision": 1}, 1) is None
+
+
+def test_extra_request_fields_are_checked_and_keyed() -> None:
+    from pytest_memeval.llm.base import ChatMessage, Request
+    from pytest_memeval.llm.cache import canonical_request
+
+    msgs = (ChatMessage("user", "hi"),)
+    plain = canonical_request(provider="openai", model="m", base_url=None, request=Request(msgs))
+    assert "extra" not in plain  # keys of earlier runs stay valid
+    extra = Request(msgs, extra=(("top_p", 0.9), ("stop", None), ("seed", 42)))
+    keyed = canonical_request(provider="openai", model="m", base_url=None, request=extra)
+    assert '"extra":[["top_p",0.9],["stop",null],["seed",42]]' in keyed
+    with pytest.raises(ValueError, match="extra field logit_bias"):
+        Request(msgs, extra=(("logit_bias", 1),))
