@@ -135,7 +135,7 @@ class ProviderClient:
         self,
         messages: Sequence[ChatMessage],
         *,
-        temperature: float = 0.0,
+        temperature: float | None = 0.0,
         max_tokens: int | None = 256,
         run_index: int = 0,
         role: str = "judge",
@@ -143,6 +143,7 @@ class ProviderClient:
         n: int | None = None,
         max_tokens_field: str | None = None,
         stream: bool | None = None,
+        reasoning_effort: str | None = None,
         extra: tuple[tuple[str, float | int | None], ...] = (),
     ) -> Completion:
         request = Request(
@@ -154,6 +155,7 @@ class ProviderClient:
             n,
             max_tokens_field,
             stream,
+            reasoning_effort,
             tuple(extra),
         )
         key: str | None = None

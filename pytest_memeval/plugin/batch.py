@@ -80,6 +80,7 @@ def _sync(client: ProviderClient) -> Callable[[QueuedRequest], Completion]:
             role="judge",
             json_mode=r.json_mode,
             max_tokens_field=r.max_tokens_field,
+            reasoning_effort=r.reasoning_effort,
         )
 
     return retry
@@ -159,7 +160,7 @@ def settle_run(config: pytest.Config) -> list[str]:
     questions: dict[tuple[str, str], Question] = {
         (bench, q.id): q for bench, qs in state.selected.items() for q in qs
     }
-    from .items import question_run
+    from .questions import question_run
 
     runs = {}
     for result in waiting:
