@@ -26,6 +26,7 @@ from datetime import UTC, datetime
 from ..judges.base import PromptTemplate, load_template
 from ..llm.base import ChatMessage, LLMClient
 from ..records import Conversation, Memory, Prediction, Question
+from .mab import MabAnswerPrompts
 
 __all__ = [
     "ANSWER_MARKER",
@@ -201,6 +202,9 @@ class LLMAnswerer:
     #: conversation id -> benchmark name (picks the benchmark's own prompt)
     benchmark_of: dict[str, str] = field(default_factory=dict)
     by_benchmark: dict[str, PromptTemplate] = field(init=False, default_factory=dict)
+    #: MemoryAgentBench's own request (``--memeval-protocol=memoryagentbench``), used for its
+    #: questions unless ``--memeval-answer-prompt`` replaces every prompt
+    mab: MabAnswerPrompts | None = None
 
     def __post_init__(self) -> None:
         self.template = load_template(ANSWER_TEMPLATE_FILE, ANSWER_FIELDS, self.template_path)
@@ -224,6 +228,16 @@ class LLMAnswerer:
         benchmark's prompt its questions get."""
         self.reference_dates.update(last_session_dates(conversations))
         self.benchmark_of.update((q.conversation_id, benchmark) for q in questions)
+
+    def _mab_request(
+        self, question: Question, memories: Sequence[Memory]
+    ) -> tuple[list[ChatMessage], int] | None:
+        if self.mab is None or self.template_path is not None:
+            return None
+        if self.benchmark_of.get(question.conversation_id) != "memoryagentbench":
+            return None
+        built = self.mab.messages(question, memories)
+        return None if built is None else (built[0], built[1])
 
     def _template(self, question: Question) -> PromptTemplate:
         bench = self.benchmark_of.get(question.conversation_id, "")
@@ -264,6 +278,17 @@ class LLMAnswerer:
     ) -> Prediction:
         """``reference_date``: the conversation's last session date, used when the question has no
         date of its own (else the newest memory date is used)."""
+        upstream = self._mab_request(question, memories)
+        if upstream is not None:  # upstream scores the whole reply with its own parsing
+            messages, max_tokens = upstream
+            reply = self.client.complete(
+                messages,
+                temperature=0.0,
+                max_tokens=max_tokens,
+                role="answerer",
+                max_tokens_field="max_tokens",  # upstream's chat.completions.create(max_tokens=)
+            ).text
+            return Prediction(text=reply, memories=tuple(memories), answered_by=self.client.label)
         prompt = self.render(question, memories, reference_date=reference_date)
         reply = self.client.complete(
             [ChatMessage("user", prompt)],

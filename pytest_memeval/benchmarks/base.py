@@ -328,6 +328,10 @@ class Benchmark(Protocol):
     #   cluster_unit: str                what questions are clustered in ("conversation" when
     #                                    absent): bootstrap intervals and the regression gate
     #                                    treat each cluster (Question.cluster) as one unit
+    #   unscored_reason: str             why a question may have no pass metric offline
+    #   unscored_metrics() -> Mapping[str, str]
+    #                                    metric -> why this installation leaves it UNSCORED (NaN)
+    #                                    (an optional library missing); shown as a run note
 
     def load(self, request: LoadRequest) -> Dataset:
         """Read (or download, then read) the files. Raises DatasetError naming file, record, field."""

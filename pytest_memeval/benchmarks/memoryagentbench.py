@@ -21,14 +21,15 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
+import math
 import re
 import string
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any
+from typing import Any, Protocol
 
 from ..errors import DatasetError
 from ..records import Conversation, Prediction, Question, Session, Turn
@@ -50,17 +51,29 @@ __all__ = [
     "CATEGORIES",
     "CHUNK_WORDS",
     "HF_DATASET",
+    "RECSYS_METRICS",
+    "RECSYS_TABLE",
+    "ROUGE_EXTRA",
+    "ROUGE_METRICS",
     "SPLITS",
     "UPSTREAM_COMMIT",
     "UPSTREAM_SCORER_SHA256",
     "MemoryAgentBench",
+    "MovieTable",
     "Record",
     "chunk_context",
     "exact_match",
     "f1_score",
+    "movie_name",
+    "movie_table",
     "normalize_answer",
     "parse_output",
     "parse_records",
+    "query_dataset",
+    "recommended_movies",
+    "recsys_recall",
+    "rouge_available",
+    "rouge_scores",
     "score_memoryagentbench",
     "score_source",
     "substring_exact_match",
@@ -175,18 +188,78 @@ def _best(metric: Callable[[str, str], float], prediction: str, golds: Sequence[
     return max(metric(prediction, g) for g in golds)
 
 
+#: the ROUGE metrics upstream's ``calculate_metrics`` adds (``RougeScorer(['rougeL', 'rougeLsum'],
+#: use_stemmer=True)``; per type the F-measure and the recall, each the best over the golds)
+ROUGE_TYPES: tuple[str, ...] = ("rougeL", "rougeLsum")
+ROUGE_METRICS: tuple[str, ...] = tuple(
+    f"{kind}_{part}" for kind in ROUGE_TYPES for part in ("f1", "recall")
+)
+#: the extra that installs rouge-score, the library upstream's scorer calls
+ROUGE_EXTRA = "memoryagentbench"
+ROUGE_MISSING = (
+    f"rouge-score is not installed: pip install 'pytest-memeval[{ROUGE_EXTRA}]' (the ROUGE "
+    "library upstream's scorer calls)"
+)
+
+
+class _RougeScore(Protocol):
+    fmeasure: float
+    recall: float
+
+
+class _RougeScorer(Protocol):
+    def score(self, target: str, prediction: str) -> Mapping[str, _RougeScore]: ...
+
+
+@functools.lru_cache(maxsize=1)
+def _rouge_scorer() -> _RougeScorer | None:
+    """Upstream's scorer object, built once; None when rouge-score is not installed."""
+    try:
+        from rouge_score import rouge_scorer
+    except ImportError:
+        return None
+    scorer: _RougeScorer = rouge_scorer.RougeScorer(list(ROUGE_TYPES), use_stemmer=True)
+    return scorer
+
+
+def rouge_available() -> bool:
+    return _rouge_scorer() is not None
+
+
+def rouge_scores(prediction: str, golds: Sequence[str]) -> dict[str, float]:
+    """ROUGE-L and ROUGE-Lsum (F-measure and recall) of ``prediction``, each the best over
+    ``golds``, computed by rouge-score as upstream's ``calculate_metrics`` does; NaN (UNSCORED,
+    never 0) for each when rouge-score is not installed."""
+    scorer = _rouge_scorer()
+    if scorer is None:
+        return dict.fromkeys(ROUGE_METRICS, math.nan)
+    per_gold = [scorer.score(target=gold, prediction=prediction) for gold in golds]
+    out: dict[str, float] = {}
+    for kind in ROUGE_TYPES:
+        out[f"{kind}_f1"] = max(float(s[kind].fmeasure) for s in per_gold)
+        out[f"{kind}_recall"] = max(float(s[kind].recall) for s in per_gold)
+    return out
+
+
 def _lexical(prediction: str, golds: Sequence[str]) -> dict[str, float]:
+    """Upstream ``calculate_metrics``: the lexical scores, then ROUGE."""
     return {
         "exact_match": _best(exact_match, prediction, golds),
         "f1": _best(f1_score, prediction, golds),
         "substring_exact_match": _best(substring_exact_match, prediction, golds),
+        **rouge_scores(prediction, golds),
     }
 
 
 def _raw_or_parsed(output: str, golds: Sequence[str]) -> dict[str, float]:
     raw = _lexical(output, golds)
     parsed = _lexical(parse_output(output), golds)
-    return {k: max(v, parsed[k]) for k, v in raw.items()}
+    return {k: _max(v, parsed[k]) for k, v in raw.items()}
+
+
+def _max(a: float, b: float) -> float:
+    """``max`` that keeps NaN (an UNSCORED metric stays UNSCORED)."""
+    return math.nan if math.isnan(a) or math.isnan(b) else max(a, b)
 
 
 def _all_found(output: str, elements: Sequence[str]) -> float:
@@ -199,11 +272,132 @@ def _elements(answer: str | Sequence[Any]) -> list[str]:
     return [str(e) for e in answer]
 
 
-def score_source(source: str, output: str, answer: str | Sequence[Any]) -> dict[str, float]:
+# ---------------------------------------------------------------------------------------------
+# recommendation (recsys): upstream _process_recsys_dataset and its helpers, rule by rule
+# ---------------------------------------------------------------------------------------------
+
+#: upstream reads ``./processed_data/Recsys_Redial/entity2id.json`` (movie name -> id), which is
+#: not a field of the dataset: ``DIR/memoryagentbench/entity2id.json`` here
+RECSYS_TABLE = "entity2id.json"
+RECSYS_METRICS: tuple[str, ...] = ("recsys_recall@1", "recsys_recall@5", "recsys_recall@10")
+EDITDISTANCE_MISSING = (
+    f"editdistance is not installed: pip install 'pytest-memeval[{ROUGE_EXTRA}]' (the edit "
+    "distance library upstream's recommendation scorer calls)"
+)
+_PARENS = re.compile(r"\([^()]*\)")
+_NUMBERING = re.compile(r"^(?:\d+[\.\)、]?\s*[\-\—\–]?\s*)?")
+_SPACES = re.compile(r"\s+")
+
+
+def _clean_item(text: str) -> str:
+    """Upstream ``clean_text_elements``: drop ``(...)`` groups, a leading number ``1.`` / ``2)``
+    with an optional dash, collapse whitespace."""
+    text = _PARENS.sub("", text)
+    text = _NUMBERING.sub("", text)
+    return _SPACES.sub(" ", text).strip()
+
+
+def movie_name(entity: str) -> str:
+    """Upstream ``extract_movie_name``: the last ``/`` part, ``_ - >`` as spaces, ``(...)``
+    dropped, whitespace collapsed."""
+    name = entity.split("/")[-1].replace("_", " ").replace("-", " ").replace(">", " ")
+    return _SPACES.sub(" ", _PARENS.sub("", name)).strip()
+
+
+@dataclass(frozen=True)
+class MovieTable:
+    """``entity2id.json`` as upstream uses it: id -> cleaned name (a later entity with the same
+    id wins, as in upstream's dict comprehension), and the distinct names in table order."""
+
+    names: Mapping[int, str]
+    candidates: tuple[str, ...]
+    lowered: tuple[str, ...]
+
+
+def movie_table(entity2id: Mapping[str, Any]) -> MovieTable:
+    names = {entity_id: movie_name(name) for name, entity_id in entity2id.items()}
+    candidates = tuple(dict.fromkeys(names.values()))
+    return MovieTable(MappingProxyType(names), candidates, tuple(c.lower() for c in candidates))
+
+
+@functools.lru_cache(maxsize=2)
+def _read_movie_table(path: str) -> MovieTable:
+    raw = read_bytes(path, "export entity2id.json from upstream's Recsys_Redial data")
+    data = parse_json(decode_text(raw, path, _HINT), path, _HINT)
+    if not isinstance(data, dict) or not all(
+        isinstance(v, int) and not isinstance(v, bool) for v in data.values()
+    ):
+        raise DatasetError("must be an object of movie name -> integer id", path=path)
+    return movie_table(data)
+
+
+def _edit_distance() -> Callable[[str, str], int] | None:
+    try:
+        import editdistance  # type: ignore[import-not-found,import-untyped,unused-ignore]
+    except ImportError:
+        return None
+    distance: Callable[[str, str], int] = editdistance.eval
+    return distance
+
+
+def recommended_movies(
+    output: str, table: MovieTable, distance: Callable[[str, str], int]
+) -> list[str]:
+    """Upstream ``extract_recommendation_list`` with the table: the text after the first ``1.``
+    (no ``1.``: the whole text, commas as line breaks), one item per line, cleaned, each mapped to
+    the nearest movie name by edit distance of the lower-cased names (empty lines too, as
+    upstream). Ties go to the first name in table order (upstream: ``list(set(...))`` order,
+    which depends on Python's string hash seed)."""
+    parts = output.split("1.", 1)
+    text = parts[1] if len(parts) == 2 else output.replace(",", "\n")
+    movies = []
+    for line in text.split("\n"):
+        item = _clean_item(line.strip()).lower()
+        distances = [distance(item, c) for c in table.lowered]
+        best = min(range(len(distances)), key=distances.__getitem__)
+        movies.append(table.candidates[best])
+    return movies
+
+
+def recsys_recall(
+    output: str,
+    answer: str | Sequence[Any],
+    table: MovieTable | None,
+    distance: Callable[[str, str], int] | None = None,
+) -> dict[str, float]:
+    """Recall@1/5/10 of the gold movie ids (the answer's entries, each an id string; a bare
+    string is iterated by character, as upstream does) among the recommended movies, compared by
+    name; NaN for each when editdistance is missing, {} (UNSCORED) without a table or with an id
+    the table lacks (upstream raises there)."""
+    if table is None or not table.candidates:
+        return {}
+    try:
+        ids = [int(str(e).strip()) for e in answer]
+    except ValueError:
+        return {}
+    if not ids or any(i not in table.names for i in ids):
+        return {}
+    distance = distance or _edit_distance()
+    if distance is None:
+        return dict.fromkeys(RECSYS_METRICS, math.nan)
+    predicted = recommended_movies(output, table, distance)
+    gold = [table.names[i] for i in ids]
+    return {
+        f"recsys_recall@{k}": sum(m in predicted[:k] for m in gold) / len(gold) for k in (1, 5, 10)
+    }
+
+
+def score_source(
+    source: str,
+    output: str,
+    answer: str | Sequence[Any],
+    table: MovieTable | None = None,
+    distance: Callable[[str, str], int] | None = None,
+) -> dict[str, float]:
     """Upstream's metrics for one reply, chosen by the record's ``metadata.source`` as its
-    ``post_process`` routes them (ROUGE left out: see docs/scoring.md). ``answer`` is the gold
-    list of the question. Recommendation (``recsys``) needs upstream's movie table and gives {}.
-    """
+    ``post_process`` routes them (ROUGE is NaN, UNSCORED, without rouge-score). ``answer`` is the
+    gold list of the question. Recommendation (``recsys``) needs upstream's movie ``table``
+    (``entity2id.json``; {} without it); ``distance`` replaces editdistance (tests)."""
     golds = [answer] if isinstance(answer, str) else flatten_golds(answer)
     if not golds:
         return {}  # upstream: max() of nothing raises
@@ -229,27 +423,75 @@ def score_source(source: str, output: str, answer: str | Sequence[Any]) -> dict[
             return {"ruler_recall": _all_found(output, elements)} if elements else {}
         return _raw_or_parsed(output, golds)
     if "recsys" in source:
-        return {}
+        return recsys_recall(output, answer, table, distance)
     return _raw_or_parsed(output, golds)
 
 
-#: the per-question headline (our pass metric): the metric upstream's post_process computes
-#: specifically for the source when there is one, else substring exact match
+#: the per-question headline (our pass metric): the paper's "accuracy" per dataset as upstream's
+#: README maps it (``exact_match`` for ICL and DetectiveQA, Recall@5 for recsys,
+#: ``substring_exact_match`` otherwise), ``ruler_recall`` for needle-in-a-haystack (its only
+#: metric)
 def _headline(source: str, scores: Mapping[str, float]) -> float | None:
-    for key in ("eventqa_recall", "ruler_recall"):
-        if key in scores:
-            return scores[key]
+    if "ruler_recall" in scores:
+        return scores["ruler_recall"]
+    if "icl" in source or "detective" in source:
+        return scores.get("exact_match")
+    if "recsys" in source:
+        return scores.get("recsys_recall@5")
     return scores.get("substring_exact_match")
 
 
 def score_memoryagentbench(question: Question, prediction: Prediction) -> dict[str, float]:
     source = str(question.meta.get("source", ""))
     answers = question.meta.get("answers", [])
-    scores = score_source(source, prediction.text, answers)
+    table_path = question.meta.get("movie_table")
+    table = _read_movie_table(str(table_path)) if table_path else None
+    scores = score_source(source, prediction.text, answers, table)
     headline = _headline(source, scores)
     if headline is not None:
         scores["mab_score"] = headline
     return scores
+
+
+# ---------------------------------------------------------------------------------------------
+# the answer request (upstream utils/templates.py, rules only: the text is read at run time)
+# ---------------------------------------------------------------------------------------------
+
+#: upstream ``DATASET_MAPPING``: (substrings that must all be in the source) -> its template set,
+#: tried in this order (``normalize_dataset_name``)
+QUERY_DATASETS: tuple[tuple[tuple[str, ...], str], ...] = (
+    (("ruler_", "qa"), "ruler_qa"),
+    (("icl_",), "in_context_learning"),
+    (("infbench_", "sum"), "infbench_sum"),
+    (("eventqa_",), "eventqa"),
+    (("recsys_", "redial"), "recsys_redial"),
+    (("longmemeval_",), "longmemeval"),
+    (("factconsolidation_",), "factconsolidation"),
+    (("detective_", "qa"), "detective_qa"),
+)
+#: ``generation_max_length`` of upstream's dataset configs (configs/data_conf/*.yaml: the same
+#: value for every config of a template set): the answer's ``max_tokens``
+GENERATION_MAX_LENGTH: Mapping[str, int] = MappingProxyType(
+    {
+        "ruler_qa": 50,
+        "longmemeval": 50,
+        "eventqa": 40,
+        "in_context_learning": 20,
+        "recsys_redial": 300,
+        "infbench_sum": 1200,
+        "detective_qa": 2000,
+        "factconsolidation": 10,
+    }
+)
+
+
+def query_dataset(source: str) -> str | None:
+    """The template set upstream's ``get_template`` picks for ``source`` (None: upstream has
+    none and raises, e.g. ``ruler_niah_*``)."""
+    for patterns, name in QUERY_DATASETS:
+        if all(p in source for p in patterns):
+            return name
+    return None
 
 
 # ---------------------------------------------------------------------------------------------
@@ -407,6 +649,16 @@ def _indexed(metadata: Mapping[str, Any], name: str, j: int) -> Any:
     return value
 
 
+def _keypoints(metadata: Mapping[str, Any]) -> list[Any]:
+    """Upstream ``load_data_from_huggingface``: ``metadata.keypoints``, else
+    ``metadata['summary/short_keypoints']``, else none."""
+    for name in ("keypoints", "summary/short_keypoints"):
+        if name in metadata:
+            value = metadata[name]
+            return list(value) if isinstance(value, list) else [value]
+    return []
+
+
 def build(split: str, records: Sequence[Record]) -> tuple[list[Conversation], list[Question]]:
     """Conversations (one per record, chunks as turns) and questions (one per question)."""
     conversations: list[Conversation] = []
@@ -449,6 +701,8 @@ def build(split: str, records: Sequence[Record]) -> tuple[list[Conversation], li
                         # read by the LLM judge of --memeval-protocol=memoryagentbench
                         "question_id": per_question["question_ids"],
                         "question_type": per_question["question_types"],
+                        # the ∞Bench-Sum judge's key points (summarization_evaluate.py)
+                        "keypoints": _keypoints(rec.metadata),
                     },
                     question_date_raw=str(per_question["question_dates"] or ""),
                 )
@@ -485,6 +739,31 @@ def _build(paths: tuple[str, ...], split: str, key: tuple[tuple[int, int], ...])
     return Parsed(tuple(conversations), tuple(questions), (hashlib.sha256(raw).hexdigest(),))
 
 
+def _attach_movie_table(
+    questions: list[Question],
+    folder: Path,
+    data_dir: Path,
+    files: list[Path],
+    sha: dict[str, str],
+) -> list[Question]:
+    """Recommendation questions get the path of ``DIR/memoryagentbench/entity2id.json`` (read
+    by the scorer, on every worker), recorded with its sha256 beside the split files; without
+    the file they stay unscored (``unscored_reason``)."""
+    path = folder / RECSYS_TABLE
+    recsys = [q for q in questions if "recsys" in str(q.meta.get("source", ""))]
+    if not recsys or not path.is_file():
+        return questions
+    table = str(path.resolve())
+    _read_movie_table(table)  # a bad table is a load error, not a scoring one
+    files.append(path)
+    sha[str(path.relative_to(data_dir))] = hashlib.sha256(read_bytes(table, _HINT)).hexdigest()
+    wanted = {q.id for q in recsys}
+    return [
+        replace(q, meta={**q.meta, "movie_table": table}) if q.id in wanted else q
+        for q in questions
+    ]
+
+
 def refuse_download() -> None:
     """No pinned revision and sha256 are recorded for the Hugging Face files: refuse."""
     raise DatasetError(
@@ -507,6 +786,14 @@ class MemoryAgentBench:
         "f1",
         "eventqa_recall",
         "ruler_recall",
+        *RECSYS_METRICS,
+        *ROUGE_METRICS,
+    )
+    #: why a question may have no pass metric offline (shown beside the UNSCORED count)
+    unscored_reason: str = (
+        f"a recommendation (recsys) question is scored against upstream's movie table: put "
+        f"entity2id.json in DIR/{FOLDER}/ (and pip install 'pytest-memeval[{ROUGE_EXTRA}]' for "
+        "editdistance)"
     )
     pass_metric: str = "mab_score"
     default_threshold: float = 1.0
@@ -523,7 +810,7 @@ class MemoryAgentBench:
                 raise DatasetError(
                     f"unknown split {split!r}; MemoryAgentBench has {', '.join(SPLITS)}"
                 )
-        return load_parts(
+        dataset = load_parts(
             request,
             self.name,
             [
@@ -540,9 +827,21 @@ class MemoryAgentBench:
                 "chunking": f"Punkt sentences packed to {CHUNK_WORDS} words",
             },
         )
+        dataset.questions = _attach_movie_table(
+            dataset.questions, folder, request.data_dir, dataset.files, dataset.sha256
+        )
+        return dataset
 
     def score(self, question: Question, prediction: Prediction) -> dict[str, float]:
         return score_memoryagentbench(question, prediction)
+
+    def unscored_metrics(self) -> Mapping[str, str]:
+        """The metrics this installation leaves UNSCORED, with the extra to install: ROUGE
+        without rouge-score, the recommendation recalls without editdistance."""
+        out = {} if rouge_available() else dict.fromkeys(ROUGE_METRICS, ROUGE_MISSING)
+        if _edit_distance() is None:
+            out.update(dict.fromkeys(RECSYS_METRICS, EDITDISTANCE_MISSING))
+        return out
 
 
 BENCHMARK = MemoryAgentBench()

@@ -17,6 +17,8 @@ __all__ = [
 
 #: the names an OpenAI-style API knows for the output limit
 MAX_TOKENS_FIELDS = ("max_tokens", "max_completion_tokens")
+#: the sampling fields a request may add to the body (:attr:`Request.extra`)
+EXTRA_FIELDS = ("top_p", "seed", "stop")
 
 
 @dataclass(frozen=True)
@@ -49,7 +51,9 @@ class LLMClient(Protocol):
     has none of the three and ignores them. ``temperature=None`` sends no temperature and
     ``reasoning_effort`` (``"low"``, ``"medium"``, ``"high"``, ...) is sent as that field when
     given (an official protocol that sends a reasoning model's effort and no temperature:
-    LongMemEval-V2's judge); Anthropic's API has no ``reasoning_effort`` and ignores it."""
+    LongMemEval-V2's judge); Anthropic's API has no ``reasoning_effort`` and ignores it.
+    ``extra`` adds ``top_p`` / ``seed`` / ``stop`` fields as given (MemoryAgentBench's
+    summarisation judge); Anthropic's API ignores them too."""
 
     @property
     def label(self) -> str:
@@ -69,6 +73,7 @@ class LLMClient(Protocol):
         max_tokens_field: str | None = None,
         stream: bool | None = None,
         reasoning_effort: str | None = None,
+        extra: tuple[tuple[str, float | int | None], ...] = (),
     ) -> Completion: ...
 
 
@@ -109,6 +114,15 @@ class Request:
     max_tokens_field: str | None = None
     stream: bool | None = None
     reasoning_effort: str | None = None
+    #: more sampling fields sent as they are (an official protocol's ``top_p``, ``seed``,
+    #: ``"stop": null``); OpenAI-style APIs only, part of the cache key when given
+    extra: tuple[tuple[str, float | int | None], ...] = ()
 
     def __post_init__(self) -> None:
         check_request_options(self.n, self.max_tokens_field, self.stream, self.reasoning_effort)
+        for name, value in self.extra:
+            if name not in EXTRA_FIELDS or isinstance(value, bool):
+                raise ValueError(
+                    f"extra field {name}={value!r}: expected one of {', '.join(EXTRA_FIELDS)} "
+                    "with a number or None"
+                )

@@ -105,6 +105,8 @@ class QueuedRequest:
         }
         if r.reasoning_effort is not None:  # only when sent: earlier queue lines stay the same
             request["reasoning_effort"] = r.reasoning_effort
+        if r.extra:  # only when sent, likewise
+            request["extra"] = [list(kv) for kv in r.extra]
         return {
             "key": self.key,
             "provider": self.provider,
@@ -131,6 +133,7 @@ class QueuedRequest:
             r.get("max_tokens_field"),
             None,
             r.get("reasoning_effort"),
+            tuple((str(name), value) for name, value in r.get("extra", ())),
         )
         fields = ("key", "provider", "model", "base_url", "key_env")
         if not all(isinstance(data.get(f), str) for f in fields):

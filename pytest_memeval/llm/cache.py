@@ -69,7 +69,7 @@ def canonical_request(*, provider: str, model: str, base_url: str | None, reques
     """The canonical JSON that is hashed into the cache key (sorted keys, no whitespace).
     ``json_mode`` and ``reasoning_effort`` are only part of the key when set (keys of earlier
     runs stay valid); a request that sends no temperature has ``"temperature": null``."""
-    payload = {
+    payload: dict[str, Any] = {
         "provider": provider,
         "model": model,
         "base_url": (base_url or "").rstrip("/"),
@@ -82,6 +82,8 @@ def canonical_request(*, provider: str, model: str, base_url: str | None, reques
         payload["json_mode"] = True
     if request.reasoning_effort is not None:
         payload["reasoning_effort"] = request.reasoning_effort
+    if request.extra:  # only when given: keys of earlier runs stay valid
+        payload["extra"] = [[name, value] for name, value in request.extra]
     return json.dumps(payload, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 

@@ -144,6 +144,7 @@ class ProviderClient:
         max_tokens_field: str | None = None,
         stream: bool | None = None,
         reasoning_effort: str | None = None,
+        extra: tuple[tuple[str, float | int | None], ...] = (),
     ) -> Completion:
         request = Request(
             tuple(messages),
@@ -155,6 +156,7 @@ class ProviderClient:
             max_tokens_field,
             stream,
             reasoning_effort,
+            tuple(extra),
         )
         key: str | None = None
         if self.cache is not None:

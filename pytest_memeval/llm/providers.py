@@ -315,6 +315,7 @@ def openai_body(config: ProviderConfig, request: Request) -> dict[str, Any]:
         body["stream"] = request.stream
     if request.json_mode:
         body["response_format"] = {"type": "json_object"}
+    body.update(request.extra)
     return body
 
 

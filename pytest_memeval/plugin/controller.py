@@ -263,12 +263,19 @@ class Controller:
 
         settings = self.state.settings
         summary = build_summary(self)
-        from ..report.model import published_entries, unscored_notes
+        from ..report.model import published_entries, unscored_metric_notes, unscored_notes
 
         unscored_notes(
             summary,
             {
                 name: getattr(bench, "unscored_reason", None)
+                for name, bench in self.state.benchmarks.items()
+            },
+        )
+        unscored_metric_notes(
+            summary,
+            {
+                name: getattr(bench, "unscored_metrics", dict)()
                 for name, bench in self.state.benchmarks.items()
             },
         )

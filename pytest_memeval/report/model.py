@@ -32,6 +32,7 @@ __all__ = [
     "published_entries",
     "runs_by_benchmark",
     "unit_count",
+    "unscored_metric_notes",
     "unscored_notes",
 ]
 
@@ -440,6 +441,22 @@ def unscored_notes(summary: Summary, hints: Mapping[str, str | None] | None = No
             if hint and reason.startswith("no "):
                 note += f" ({hint})"
             run.notes.append(note)
+
+
+def unscored_metric_notes(
+    summary: Summary, reasons: Mapping[str, Mapping[str, str]] | None = None
+) -> None:
+    """Add to each run's ``notes`` the metrics its benchmark left UNSCORED in this installation
+    (``reasons``: benchmark -> metric -> why), grouped by reason, when some question of the run
+    has no value for them."""
+    for run in summary.runs:
+        by_metric = (reasons or {}).get(run.benchmark) or {}
+        grouped: dict[str, list[str]] = {}
+        for metric, reason in by_metric.items():
+            if any(r.scores.get(metric, 0.0) is None for r in run.results):
+                grouped.setdefault(reason, []).append(metric)
+        for reason, metrics in grouped.items():
+            run.notes.append(f"UNSCORED {', '.join(metrics)}: {reason}")
 
 
 #: memories shown per question in the reports (the run folder keeps all of them, up to k)

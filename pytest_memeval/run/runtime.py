@@ -125,6 +125,16 @@ class LLMRuntime:
                 self.answerer = LLMAnswerer(
                     self.answerer_client, template_path=settings.answer_prompt
                 )
+                if protocol is not None and protocol.name == "memoryagentbench":
+                    from ..answerers.mab import MabAnswerPrompts
+                    from ..protocols.source import ProtocolSourceError
+
+                    try:
+                        self.answerer.mab = MabAnswerPrompts.from_templates(
+                            {k: t.text for k, t in protocol.templates.items()}
+                        )
+                    except ValueError as exc:
+                        raise ProtocolSourceError(str(exc)) from None
         self.judges: list[JudgeSpec] = []
         for i, spec in enumerate(settings.judges):
             self.judges.append(JudgeSpec(spec, i == 0, self._client(spec)))

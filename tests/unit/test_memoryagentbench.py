@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import ast
 import json
+import math
+import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -14,19 +16,40 @@ import pytest
 from fakes import ScriptedClient, make_question
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from mab_upstream import load_upstream, upstream_file_bytes, upstream_scores
+from mab_upstream import (
+    MOVIE_TABLE,
+    load_upstream,
+    load_upstream_recsys,
+    upstream_file_bytes,
+    upstream_recsys,
+    upstream_scores,
+)
 
+from pytest_memeval.answerers.mab import MabAnswerPrompts
 from pytest_memeval.benchmarks import LoadRequest, get_benchmark
 from pytest_memeval.benchmarks.memoryagentbench import (
+    GENERATION_MAX_LENGTH,
+    RECSYS_METRICS,
+    ROUGE_METRICS,
     SPLITS,
+    _rouge_scorer,
     chunk_context,
+    movie_name,
+    movie_table,
     parse_output,
     parse_records,
+    query_dataset,
+    recommended_movies,
     score_source,
 )
 from pytest_memeval.errors import DatasetError
-from pytest_memeval.protocols.judges import MemoryAgentBenchOfficialJudge, load_protocol
-from pytest_memeval.records import Prediction
+from pytest_memeval.protocols.judges import (
+    MemoryAgentBenchOfficialJudge,
+    load_protocol,
+    mab_parse_json,
+    mab_summary_scores,
+)
+from pytest_memeval.records import Memory, Prediction
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "memoryagentbench"
 DATA = FIXTURES / "data"
@@ -43,15 +66,51 @@ def _load(tmp_path: Path, data_dir: Path = DATA, variant: str | None = None) -> 
 
 
 def test_recorded_upstream_vectors_equal_ours() -> None:
-    compared = mismatches = 0
+    """Every metric upstream's post_process gave, ROUGE included (the vectors were recorded with
+    rouge-score installed: tests/mab_upstream.py)."""
+    pytest.importorskip("rouge_score")
+    compared = mismatches = rouge = 0
     for row in VECTORS:
         if "error" in row["scores"]:
             continue  # upstream raises on these (e.g. choice_eng with one gold): ours still scores
         ours = score_source(row["source"], row["output"], row["answer"])
         compared += 1
+        rouge += "rougeLsum_f1" in row["scores"]
         mismatches += ours != row["scores"]
         assert ours == row["scores"], row
-    assert compared > 2000 and mismatches == 0
+    assert compared > 3000 and rouge > 2500 and mismatches == 0
+    differ = [r for r in VECTORS if r["scores"].get("rougeL_f1") != r["scores"].get("rougeLsum_f1")]
+    assert differ  # the vectors tell ROUGE-L from ROUGE-Lsum (newline-split summaries)
+
+
+def test_without_rouge_score_the_rouge_metrics_are_unscored(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """rouge-score missing: the ROUGE metrics are NaN (stored as None: UNSCORED), never 0, the
+    benchmark names the extra, and every other metric still equals upstream's."""
+    monkeypatch.setitem(sys.modules, "rouge_score", None)  # import fails as if not installed
+    _rouge_scorer.cache_clear()
+    try:
+        bench = get_benchmark("memoryagentbench")
+        reasons = bench.unscored_metrics()  # type: ignore[attr-defined]
+        assert set(reasons) == set(ROUGE_METRICS)
+        assert all("pip install 'pytest-memeval[memoryagentbench]'" in r for r in reasons.values())
+        compared = 0
+        for row in VECTORS:
+            if "error" in row["scores"]:
+                continue
+            ours = score_source(row["source"], row["output"], row["answer"])
+            want = {k: v for k, v in row["scores"].items() if not k.startswith("rouge")}
+            assert {k: v for k, v in ours.items() if not k.startswith("rouge")} == want
+            rouge = {k: v for k, v in ours.items() if k.startswith("rouge")}
+            assert set(rouge) == (set(ROUGE_METRICS) if "rougeL_f1" in row["scores"] else set())
+            assert all(math.isnan(v) for v in rouge.values())
+            compared += 1
+        assert compared > 3000
+    finally:
+        monkeypatch.undo()
+        _rouge_scorer.cache_clear()
+    assert bench.unscored_metrics() == {}  # type: ignore[attr-defined]
 
 
 @live
@@ -66,6 +125,7 @@ def test_recorded_upstream_vectors_equal_ours() -> None:
             "ruler_qa1",
             "ruler_niah_mq",
             "factconsolidation_sh_6k",
+            "infbench_sum_eng",
             "other",
         ]
     ),
@@ -95,7 +155,7 @@ def test_parse_output_rules() -> None:
 def test_loader_items_categories_and_pairing(tmp_path: Path) -> None:
     ds = _load(tmp_path)
     by_id = {q.id: q for q in ds.questions}
-    assert len(ds.questions) == 6  # 2 + 1 AR, 2 CR, 1 TTL; no LRU file: that split is skipped
+    assert len(ds.questions) == 8  # 2 + 1 AR, 2 CR, 1 + 2 TTL; no LRU file: that split is skipped
     assert {q.category for q in ds.questions} == {
         "Accurate_Retrieval",
         "Conflict_Resolution",
@@ -113,6 +173,7 @@ def test_loader_items_categories_and_pairing(tmp_path: Path) -> None:
         "memoryagentbench/Accurate_Retrieval.jsonl",
         "memoryagentbench/Conflict_Resolution.json",
         "memoryagentbench/Test_Time_Learning.jsonl",
+        "memoryagentbench/entity2id.json",  # the recommendation questions' movie table
     }
     only = _load(tmp_path, variant="Conflict_Resolution")
     assert {q.category for q in only.questions} == {"Conflict_Resolution"}
@@ -229,6 +290,12 @@ def test_download_refused_until_pinned(tmp_path: Path) -> None:
 # --------------------------------------------------------------------------- official LLM judge
 
 PROTOCOL_FIXTURE = FIXTURES.parent / "protocols" / "memoryagentbench"
+#: the upstream files --memeval-protocol=memoryagentbench reads
+PROTOCOL_FILES = (
+    "llm_based_eval/longmem_qa_evaluate.py",
+    "llm_based_eval/summarization_evaluate.py",
+    "utils/templates.py",
+)
 
 
 def _anscheck(path: Path) -> Any:
@@ -287,11 +354,309 @@ def test_official_judge_renders_as_the_upstream_shaped_file() -> None:
 
 @live
 def test_official_judge_renders_as_the_pinned_upstream_file(tmp_path: Path) -> None:
-    raw = upstream_file_bytes("llm_based_eval/longmem_qa_evaluate.py")
-    assert raw is not None
+    for rel in PROTOCOL_FILES:
+        raw = upstream_file_bytes(rel)
+        assert raw is not None
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_bytes(raw)
     path = tmp_path / "llm_based_eval" / "longmem_qa_evaluate.py"
-    path.parent.mkdir()
-    path.write_bytes(raw)
     loaded = load_protocol("memoryagentbench", source_dir=tmp_path, cache_dir=tmp_path)
     assert all(s.matches_pin for s in loaded.sources.values())
     _check_judge(tmp_path, path)
+
+
+# --------------------------------------------------------------------------- recommendation
+
+RECSYS_VECTORS = [
+    json.loads(line)
+    for line in (FIXTURES / "upstream_recsys_vectors.jsonl").read_text("utf-8").splitlines()
+]
+TABLE = movie_table(json.loads(MOVIE_TABLE.read_text("utf-8")))
+
+
+def test_recorded_upstream_recsys_vectors_equal_ours() -> None:
+    """Recall@1/5/10 as upstream's _process_recsys_dataset gives them (recorded with its own
+    code, ties in table order), on our constructed movie table; where upstream raises (an id
+    the table lacks, a non-numeric id) the question is UNSCORED ({})."""
+    pytest.importorskip("editdistance")
+    compared = raised = 0
+    for row in RECSYS_VECTORS:
+        ours = score_source(row["source"], row["output"], row["answer"], TABLE)
+        if "error" in row["scores"]:
+            assert ours == {}, row
+            raised += 1
+            continue
+        assert ours == row["scores"], row
+        compared += 1
+    assert compared == 70 and raised == 20
+    assert any(0 < r["scores"].get("recsys_recall@5", 0) < 1 for r in RECSYS_VECTORS)
+
+
+@live
+def test_live_upstream_recsys_equals_ours(tmp_path: Path) -> None:
+    """The same vectors through the pinned upstream file now (ordered ``set``: ties in table
+    order), and with Python's own ``set``: equal wherever no nearest-name tie decides."""
+    pytest.importorskip("editdistance")
+    folder = tmp_path / "processed_data" / "Recsys_Redial"
+    folder.mkdir(parents=True)
+    (folder / "entity2id.json").write_bytes(MOVIE_TABLE.read_bytes())
+    ordered, plain = load_upstream_recsys(), load_upstream_recsys(ordered=False)
+    assert ordered is not None and plain is not None
+    for row in RECSYS_VECTORS:
+        if "error" in row["scores"]:
+            continue
+        ours = score_source(row["source"], row["output"], row["answer"], TABLE)
+        assert upstream_recsys(ordered, tmp_path, row["output"], row["answer"]) == ours
+        if upstream_recsys(plain, tmp_path, row["output"], row["answer"]) != ours:
+            assert _has_tie(row["output"]), row
+
+
+def _has_tie(output: str) -> bool:
+    import editdistance
+
+    parts = output.split("1.", 1)
+    text = parts[1] if len(parts) == 2 else output.replace(",", "\n")
+    for line in text.split("\n"):
+        item = line.strip().lower()
+        d = sorted(editdistance.eval(item, c) for c in TABLE.lowered)
+        if len(d) > 1 and d[0] == d[1]:
+            return True
+    return False
+
+
+def test_recsys_names_and_parsing() -> None:
+    assert movie_name("<http://dbpedia.org/resource/Dune_(2021_film)>") == "Dune"
+    assert movie_name("Spider-Man:_Into_the_Spider-Verse") == "Spider Man: Into the Spider Verse"
+    assert TABLE.names[8] == TABLE.names[9] == "Dune"
+    assert TABLE.candidates.count("Dune") == 1
+    got = recommended_movies("Try these: 1. Moon (2009)\n2) Ex Machina", TABLE, _levenshtein)
+    assert got == ["Moon", "Ex Machina"]
+    # no "1.": commas split; every line is matched, empty ones too (upstream)
+    assert recommended_movies("Her,, Up", TABLE, _levenshtein)[0] == "Her"
+    assert len(recommended_movies("Her,, Up", TABLE, _levenshtein)) == 3
+
+
+def _levenshtein(a: str, b: str) -> int:
+    row = list(range(len(b) + 1))
+    for i, ca in enumerate(a, 1):
+        prev, row[0] = row[0], i
+        for j, cb in enumerate(b, 1):
+            prev, row[j] = row[j], min(row[j] + 1, row[j - 1] + 1, prev + (ca != cb))
+    return row[-1]
+
+
+def test_recsys_unscored_without_table_or_editdistance(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert score_source("recsys_redial_full", "1. Moon", ["10"]) == {}  # no table
+    monkeypatch.setitem(sys.modules, "editdistance", None)
+    scores = score_source("recsys_redial_full", "1. Moon", ["10"], TABLE)
+    assert set(scores) == set(RECSYS_METRICS) and all(math.isnan(v) for v in scores.values())
+    reasons = get_benchmark("memoryagentbench").unscored_metrics()  # type: ignore[attr-defined]
+    assert "pip install 'pytest-memeval[memoryagentbench]'" in reasons["recsys_recall@5"]
+
+
+def test_recsys_questions_get_the_table_and_the_paper_headline(tmp_path: Path) -> None:
+    pytest.importorskip("editdistance")
+    ds = _load(tmp_path)
+    assert "memoryagentbench/entity2id.json" in ds.sha256
+    by_id = {q.id: q for q in ds.questions}
+    q = by_id["Test_Time_Learning-1-q1"]
+    assert q.meta["answers"] == ["3", "10"] and q.meta["movie_table"].endswith("entity2id.json")
+    bench = get_benchmark("memoryagentbench")
+    scores = bench.score(q, Prediction("1. Blade Runner 2049\n2. Arrival\n3. Moon"))
+    assert scores["recsys_recall@1"] == 0.5 and scores["recsys_recall@5"] == 1.0
+    assert scores["mab_score"] == 1.0  # Recall@5, the paper's recsys metric
+    icl = bench.score(by_id["Test_Time_Learning-0-q1"], Prediction("label 7"))
+    assert icl["substring_exact_match"] == 1.0 and icl["mab_score"] == 0.0  # ICL: exact_match
+
+
+def test_bad_movie_table_is_a_load_error(tmp_path: Path) -> None:
+    folder = tmp_path / "memoryagentbench"
+    folder.mkdir()
+    (folder / "Test_Time_Learning.jsonl").write_bytes(
+        (DATA / "memoryagentbench" / "Test_Time_Learning.jsonl").read_bytes()
+    )
+    (folder / "entity2id.json").write_text('{"Moon": "ten"}')
+    with pytest.raises(DatasetError, match=r"entity2id\.json.*movie name -> integer id"):
+        _load(tmp_path / "c", tmp_path)
+
+
+# --------------------------------------------------------------------------- answer request
+
+ANSWER_SOURCES = (
+    "ruler_qa1_197K",
+    "ruler_qa2_421K",
+    "ruler_niah_mq_131k",  # no template upstream
+    "icl_banking77_5900shot_balance",
+    "infbench_sum_eng_shots2",
+    "infbench_choice_eng",  # no template upstream
+    "eventqa_full",
+    "eventqa_65536",
+    "recsys_redial_full",
+    "longmemeval_s_-1_500",
+    "longmemeval_s*",
+    "factconsolidation_mh_262k",
+    "detective_qa",
+    "",
+)
+
+
+def _templates_module(raw: bytes, name: str) -> dict[str, Any]:
+    ns: dict[str, Any] = {}
+    exec(compile(ast.parse(raw), name, "exec"), ns)  # pinned upstream text, tests only
+    return ns
+
+
+def _check_answer_request(source_dir: Path, upstream: dict[str, Any]) -> None:
+    loaded = load_protocol("memoryagentbench", source_dir=source_dir, cache_dir=Path("/x"))
+    prompts = MabAnswerPrompts.from_templates({k: t.text for k, t in loaded.templates.items()})
+    memories = (Memory("Alice moved to {Lisbon}."), Memory("Zoë: café\nsecond line"))
+    for source in ANSWER_SOURCES:
+        question = make_question(question="Where {did} she move?", meta={"source": source})
+        built = prompts.messages(question, memories)
+        try:
+            dataset = upstream["normalize_dataset_name"](source)
+        except NotImplementedError:
+            assert built is None and query_dataset(source) is None
+            continue
+        assert query_dataset(source) == dataset
+        assert built is not None
+        messages, max_tokens, name = built
+        assert name == dataset and max_tokens == GENERATION_MAX_LENGTH[dataset]
+        agent = "Simple_rag_bm25"
+        query = upstream["get_template"](source, "query", agent).format(question=question.question)
+        # agent.py _handle_bm25_rag: retrieval_context = [f"{text}\n"], then "Memory i:" blocks
+        retrieved = [f"{m.text}\n" for m in memories]
+        user = "\n".join(f"Memory {i + 1}:\n{t}" for i, t in enumerate(retrieved)) + "\n" + query
+        assert [(m.role, m.content) for m in messages] == [
+            ("system", upstream["get_template"](source, "system", agent)),
+            ("user", user),
+        ]
+
+
+def test_answer_request_as_the_upstream_shaped_templates() -> None:
+    path = PROTOCOL_FIXTURE / "utils" / "templates.py"
+    _check_answer_request(PROTOCOL_FIXTURE, _templates_module(path.read_bytes(), str(path)))
+
+
+@live
+def test_answer_request_as_the_pinned_upstream_templates(tmp_path: Path) -> None:
+    for rel in PROTOCOL_FILES:
+        raw = upstream_file_bytes(rel)
+        assert raw is not None
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_bytes(raw)
+    loaded = load_protocol("memoryagentbench", source_dir=tmp_path, cache_dir=tmp_path)
+    assert all(s.matches_pin for s in loaded.sources.values())
+    raw = (tmp_path / "utils" / "templates.py").read_bytes()
+    _check_answer_request(tmp_path, _templates_module(raw, "utils/templates.py"))
+
+
+def test_query_template_with_another_field_is_refused() -> None:
+    with pytest.raises(ValueError, match=r"'eventqa' has fields \['context'\]"):
+        MabAnswerPrompts.from_templates(
+            {"answer_system": "s", "answer_query:eventqa": "{context} {question}"}
+        )
+
+
+def test_nested_entry_missing_key_names_the_path() -> None:
+    from pytest_memeval.protocols.source import (
+        ProtocolSourceError,
+        SourceText,
+        StringRef,
+        UpstreamFile,
+        extract,
+    )
+
+    text = "B = {'a': {'query': {'rag_agent': 'x {question}'}}, 'c': 'flat'}\n"
+    source = SourceText(UpstreamFile("o/r", "1" * 40, "t.py", "0" * 64), text, "t.py")
+    assert extract(source, StringRef("entry", "B", key=("a", "query", "rag_agent"))).text == (
+        "x {question}"
+    )
+    with pytest.raises(ProtocolSourceError, match=r"no entry B\['a'\]\['query'\]\['llm'\]"):
+        extract(source, StringRef("entry", "B", key=("a", "query", "llm")))
+    with pytest.raises(ProtocolSourceError, match="it is not a dict literal"):
+        extract(source, StringRef("entry", "B", key=("c", "query")))
+
+
+# --------------------------------------------------------------------------- ∞Bench-Sum judge
+
+SUM_REPLIES = (
+    '{"fluency": 1}',
+    'Reasoning... Output: {"recall": 4}',
+    'x {bad} y {"precision": 3, "sentence_count": 5}',
+    '{"a": 1} then {not json}\n```json\n{"recall": 2}\n```',
+    '{broken\n```json\n{"recall": 2}\n```',
+    "{not json} and no fence",
+    "no braces at all",
+    '```json\n{"fluency": 0}\n```',
+    '{"recall": 2, "nested": {"x": 1}}',
+    "",
+)
+
+
+def _summary_ns(raw: bytes, name: str) -> dict[str, Any]:
+    tree = ast.parse(raw)
+    keep = [n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "parse_json"]
+    ns: dict[str, Any] = {"re": re, "json": json}
+    exec(compile(ast.Module(body=keep, type_ignores=[]), name, "exec"), ns)
+    return ns
+
+
+def _check_parse_json(ns: dict[str, Any]) -> None:
+    for reply in SUM_REPLIES:
+        try:
+            want = ns["parse_json"](reply)
+        except json.JSONDecodeError:  # upstream raises on these: ours gives None (UNSCORED)
+            want = None
+        assert mab_parse_json(reply) == want, reply
+
+
+def test_summary_parse_json_as_the_upstream_shaped_file() -> None:
+    path = PROTOCOL_FIXTURE / "llm_based_eval" / "summarization_evaluate.py"
+    _check_parse_json(_summary_ns(path.read_bytes(), str(path)))
+
+
+@live
+def test_summary_parse_json_as_the_pinned_upstream_file() -> None:
+    raw = upstream_file_bytes("llm_based_eval/summarization_evaluate.py")
+    assert raw is not None
+    _check_parse_json(_summary_ns(raw, "llm_based_eval/summarization_evaluate.py"))
+
+
+def test_summary_scores_follow_check_metrics() -> None:
+    scores = mab_summary_scores(
+        {"fluency": 1}, {"recall": 2}, {"precision": 3, "sentence_count": 4}, 4
+    )
+    assert scores == {"fluency": 1.0, "recall": 0.5, "precision": 0.75, "f1": 0.6}
+    no_points = mab_summary_scores(
+        {"fluency": 1}, {"recall": 2}, {"precision": 0, "sentence_count": 0}, 0
+    )
+    assert no_points == {"fluency": 1.0, "recall": 0.0, "precision": 0.0, "f1": 0.0}
+    assert (
+        mab_summary_scores({"fluency": 0}, {"recall": 4}, {"precision": 3, "sentence_count": 3}, 4)[
+            "f1"
+        ]
+        == 0.0
+    )  # type: ignore[index]
+    assert mab_summary_scores(None, {"recall": 1}, {"precision": 1, "sentence_count": 1}, 1) is None
+    assert (
+        mab_summary_scores(
+            {"fluency": "1"}, {"recall": 1}, {"precision": 1, "sentence_count": 1}, 1
+        )
+        is None
+    )
+    assert mab_summary_scores({"fluency": 1}, {"recall": 1}, {"precision": 1}, 1) is None
+
+
+def test_extra_request_fields_are_checked_and_keyed() -> None:
+    from pytest_memeval.llm.base import ChatMessage, Request
+    from pytest_memeval.llm.cache import canonical_request
+
+    msgs = (ChatMessage("user", "hi"),)
+    plain = canonical_request(provider="openai", model="m", base_url=None, request=Request(msgs))
+    assert "extra" not in plain  # keys of earlier runs stay valid
+    extra = Request(msgs, extra=(("top_p", 0.9), ("stop", None), ("seed", 42)))
+    keyed = canonical_request(provider="openai", model="m", base_url=None, request=extra)
+    assert '"extra":[["top_p",0.9],["stop",null],["seed",42]]' in keyed
+    with pytest.raises(ValueError, match="extra field logit_bias"):
+        Request(msgs, extra=(("logit_bias", 1),))
