@@ -255,6 +255,21 @@ class Parsed:
 PartParser = Callable[[tuple[str, ...], str, tuple[tuple[int, int], ...]], Parsed]
 
 
+def file_stats(paths: Sequence[Path]) -> tuple[tuple[int, int], ...]:
+    """Each file's (mtime in ns, size): the cache key of a parsed file (a file replaced or edited
+    is parsed again). An unreadable file is a DatasetError naming it."""
+    stats: list[tuple[int, int]] = []
+    for path in paths:
+        try:
+            st = path.resolve().stat()
+        except OSError as exc:
+            raise DatasetError(
+                f"cannot read the file: {exc.strerror or exc}", path=str(path)
+            ) from None
+        stats.append((st.st_mtime_ns, st.st_size))
+    return tuple(stats)
+
+
 def load_parts(
     request: LoadRequest,
     benchmark: str,
@@ -279,16 +294,7 @@ def load_parts(
         if gone is not None:
             absent = absent or gone
             continue
-        stats: list[tuple[int, int]] = []
-        for path in paths:
-            try:
-                st = path.resolve().stat()
-            except OSError as exc:
-                raise DatasetError(
-                    f"cannot read the file: {exc.strerror or exc}", path=str(path)
-                ) from None
-            stats.append((st.st_mtime_ns, st.st_size))
-        built = parse(tuple(str(p.resolve()) for p in paths), key, tuple(stats))
+        built = parse(tuple(str(p.resolve()) for p in paths), key, file_stats(paths))
         questions.extend(built.questions)
         conversations.update((c.id, c) for c in built.conversations)
         files.extend(paths)

@@ -36,6 +36,7 @@ from .base import (
     LoadRequest,
     check_surrogates,
     decode_text,
+    file_stats,
     parse_json,
     read_bytes,
 )
@@ -403,16 +404,8 @@ class LocomoPlusBenchmark:
                 layout=f"DIR/{LOCOMO_FILE}",
             )
             meta["source"] = self.url
-        key: list[int] = []
-        for path in (plus, locomo):
-            try:
-                st = path.resolve().stat()
-            except OSError as exc:
-                raise DatasetError(
-                    f"cannot read the file: {exc.strerror or exc}", path=str(path)
-                ) from None
-            key += [st.st_mtime_ns, st.st_size]
-        built = _build(str(plus.resolve()), str(locomo.resolve()), tuple(key))
+        key = tuple(n for pair in file_stats((plus, locomo)) for n in pair)
+        built = _build(str(plus.resolve()), str(locomo.resolve()), key)
         for got, want, name in (
             (built.sha256, self.sha256, LOCOMO_PLUS_FILE),
             (built.locomo_sha256, self.locomo_sha256, LOCOMO_FILE),
