@@ -6,7 +6,8 @@
 Tools: ``store_memory(conversation)`` (the whole conversation, wire format), ``add_turn(text,
 conversation_id, turn_id, session_id, date, speaker)`` (one turn at a time; the conversation is
 built on the first search), ``search_memory(question, k)``, ``search_text(query, conversation_id,
-limit)`` and ``is_ready(conversation_id)``. The first argument names the system (what ``--memsys``
+limit)``, ``is_ready(conversation_id)`` and ``dump(conversation_id)`` (what the wrapped system
+stored, when it has the optional ``dump`` capability; else an empty list). The first argument names the system (what ``--memsys``
 takes in-process: ``bm25``, ``package.module:factory``); one instance per conversation id.
 ``MEMEVAL_MCP_CALLS=FILE`` appends one line per tool call (tests count them).
 """
@@ -24,6 +25,7 @@ except ImportError:  # mcp 1.x
     from mcp.server.fastmcp import FastMCP as MCPServer  # type: ignore[no-redef]
 
 from pytest_memeval.records import Conversation, Session, Turn
+from pytest_memeval.systems.base import stored_memories
 from pytest_memeval.systems.resolve import ensure_memory_system, resolve_system
 from pytest_memeval.systems.wire import conversation_from_dict, question_from_dict
 
@@ -114,6 +116,14 @@ def is_ready(conversation_id: str) -> dict[str, Any]:
     """Whether searches see everything ingested for this conversation."""
     _log("is_ready")
     return {"ready": True}
+
+
+@server.tool()
+def dump(conversation_id: str) -> dict[str, Any]:
+    """Every memory stored for this conversation (the wrapped system's ``dump``)."""
+    _log("dump")
+    stored = stored_memories(_system(conversation_id), conversation_id) or []
+    return {"memories": [m.to_dict() for m in stored]}
 
 
 if __name__ == "__main__":

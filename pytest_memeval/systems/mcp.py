@@ -7,8 +7,8 @@ Tools map to the protocol by name, set after ``#`` (never passed to the server):
     --memsys="mcp:python my_server.py#ingest=store_memory&search=search_memory&timeout=30&name=mymem"
 
 ``ingest`` and ``search`` are required (defaults: tools named ``ingest`` and ``search``);
-``answer``, ``reset`` and ``ready`` are used when mapped, or when the server has tools of those
-names. Arguments follow each tool's input schema:
+``answer``, ``reset``, ``ready`` and ``dump`` are used when mapped, or when the server has tools
+of those names. Arguments follow each tool's input schema:
 
 - ingest: a tool with a ``conversation`` property gets the whole conversation once (the wire
   format of :mod:`.wire`); otherwise it is called once per turn, in date order, with those of
@@ -17,8 +17,10 @@ names. Arguments follow each tool's input schema:
   schema declares;
 - search: ``question`` (the wire question) when declared, else ``query`` / ``text``; and ``k`` /
   ``limit`` / ``top_k``, ``conversation_id`` / ``user_id`` / ``namespace``;
-- answer: ``question`` or ``query``; reset and ready: ``conversation_id`` / ``user_id`` /
-  ``namespace`` (ready returns true when searches see everything ingested).
+- answer: ``question`` or ``query``; reset, ready and dump: ``conversation_id`` / ``user_id`` /
+  ``namespace`` (ready returns true when searches see everything ingested; dump returns every
+  memory the server stored for the conversation, read as a search result is: the optional
+  ``dump`` capability of docs/scoring.md#the-dump-hook-what-a-system-stored).
 
 A search result is the tool's structured content, or its text content parsed as JSON when it is
 JSON, else one memory per text block: a list of memories, or an object whose ``memories`` /
@@ -66,7 +68,7 @@ MSG_NO_MCP = (
     "--memsys={spec}: the MCP adapter needs the official MCP SDK: pip install "
     '"pytest-memeval[mcp]" (or pip install mcp)'
 )
-_ROLES = ("ingest", "search", "answer", "reset", "ready")
+_ROLES = ("ingest", "search", "answer", "reset", "ready", "dump")
 
 
 @dataclass(frozen=True)
@@ -630,6 +632,28 @@ class AnsweringMcpSystem(McpMemorySystem):
         return value
 
 
+class DumpingMcpSystem(McpMemorySystem):
+    """A server with a ``dump`` tool: it lists what it stored for a conversation."""
+
+    def dump(self, conversation_id: str) -> list[Memory]:
+        tool = self.tools["dump"]
+        ids = {"conversation_id": conversation_id, "user_id": conversation_id}
+        result = self.conn.call(tool, self._args("dump", {**ids, "namespace": conversation_id}))
+        return _memories(_structured(result), f"{self.conn.name}: tool {tool!r} (dump)")
+
+
+class DumpingAnsweringMcpSystem(AnsweringMcpSystem, DumpingMcpSystem):
+    """A server that answers by itself and lists what it stored."""
+
+
+_CLASSES: dict[tuple[bool, bool], type[McpMemorySystem]] = {
+    (False, False): McpMemorySystem,
+    (True, False): AnsweringMcpSystem,
+    (False, True): DumpingMcpSystem,
+    (True, True): DumpingAnsweringMcpSystem,
+}
+
+
 #: this process's open connections, and the first failure of each ``--memsys`` value whose server
 #: did not start: it is not started again in this process (each xdist worker tries once), and
 #: the system's remaining questions error at once with that line
@@ -683,7 +707,7 @@ def mcp_factories(spec: str) -> list[tuple[str, Callable[[], object]]]:
                     f"{name}: the MCP server has no tool {tools[role]!r} for {role}; its tools: "
                     f"{', '.join(sorted(conn.tools)) or 'none'}; map one with #{role}=TOOL"
                 )
-        for role in ("answer", "reset", "ready"):
+        for role in ("answer", "reset", "ready", "dump"):
             if tools[role] not in conn.tools:
                 if role in settings.tools:
                     raise AdapterError(
@@ -691,8 +715,7 @@ def mcp_factories(spec: str) -> list[tuple[str, Callable[[], object]]]:
                         f"tools: {', '.join(sorted(conn.tools))}"
                     )
                 del tools[role]
-        cls = AnsweringMcpSystem if "answer" in tools else McpMemorySystem
-        return cls(conn, tools)
+        return _CLASSES["answer" in tools, "dump" in tools](conn, tools)
 
     factory.__qualname__ = factory.__name__ = f"mcp_factory[{name}]"
     return [(name, factory)]
