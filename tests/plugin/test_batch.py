@@ -6,6 +6,7 @@ once, then reported per question."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import signal
@@ -46,9 +47,9 @@ def server(monkeypatch: pytest.MonkeyPatch) -> Iterator[BatchServer]:
         yield srv
 
 
-def _args(model: str, cache: Path) -> list[str]:
+def _args(model: str, cache: Path, bench: str = "demo") -> list[str]:
     return [
-        "--memeval=demo",
+        f"--memeval={bench}",
         "--memsys=bm25",
         f"--memeval-answerer={model}",
         f"--memeval-judge={model}",
@@ -200,3 +201,173 @@ def test_failed_batch_requests_are_retried_once_then_reported_per_question(
     unscored = [k for k, (status, _, _) in rows.items() if status == "UNSCORED"]
     assert len(unscored) == 2
     assert server.count(OPENAI_PATH) == 15 + 2  # the answers, then one retry per failure
+
+
+# -- multi-call judges: every call of a graded judge's N runs and of a BEAM rubric is queued --
+
+
+def _graded_or_beam_reply(
+    messages: list[dict[str, str]], model: str, params: dict[str, Any]
+) -> str:
+    """``judge_reply``, plus a graded judge's 0-100 score and a BEAM rubric item's score (1 when
+    the item's last word is in the response)."""
+    text = "\n".join(m["content"] for m in messages)
+    if "Rubric item: " in text:
+        item = text.split("Rubric item: ", 1)[1].split("\n", 1)[0]
+        response = text.split("Assistant's response: ", 1)[1].split("\n", 1)[0]
+        return json.dumps({"score": int(item.split()[-1] in response), "reason": "checked"})
+    if "Give a score from 0 to 100" in text:
+        answer = text.split("Assistant's answer: ", 1)[1].lower()
+        return json.dumps({"score": 90 if "beagle" in answer else 15, "explanation": "compared"})
+    if "The user now asks" in text:  # BEAM's answer prompt
+        return "You planted tomatoes in the garden."
+    return judge_reply(messages, model, params)
+
+
+def _beam_data(root: Path) -> None:
+    """One BEAM 100K conversation, four questions of two rubric items each."""
+    conv = root / "beam" / "100K" / "1"
+    (conv / "probing_questions").mkdir(parents=True)
+    chat = []
+    for b, anchor in enumerate(("March-15-2024", "April-05-2024"), start=1):
+        turns = []
+        for i, text in enumerate(("I started the garden", "then I planted tomatoes")):
+            turns.append(
+                [
+                    {
+                        "role": "user",
+                        "id": 4 * b + 2 * i,
+                        "content": f"{text} in batch {b}",
+                        "question_type": "main_question",
+                        "index": f"{b},{i}",
+                        **({"time_anchor": anchor} if not turns else {}),
+                    },
+                    {"role": "assistant", "id": 4 * b + 2 * i + 1, "content": "nice"},
+                ]
+            )
+        chat.append({"batch_number": b, "turns": turns, "time_anchor": None})
+    (conv / "chat.json").write_text(json.dumps(chat), encoding="utf-8")
+    probing = {
+        "information_extraction": [
+            {
+                "question": f"What did I plant {i}?",
+                "answer": "tomatoes",
+                "difficulty": "easy",
+                "rubric": [f"mentions tomatoes {i} tomatoes", f"mentions peppers {i} peppers"],
+                "source_chat_ids": [0, 2],
+            }
+            for i in range(2)
+        ],
+        "knowledge_update": [
+            {
+                "question": f"Where did I start {i}?",
+                "answer": "the garden",
+                "difficulty": "easy",
+                "rubric": [f"says garden {i} garden", f"says balcony {i} balcony", "says in in"],
+                "source_chat_ids": [0],
+            }
+            for i in range(2)
+        ],
+    }
+    others = (
+        "abstention contradiction_resolution event_ordering instruction_following "
+        "multi_session_reasoning preference_following summarization temporal_reasoning"
+    )
+    probing.update({ability: [] for ability in others.split()})
+    (conv / "probing_questions" / "probing_questions.json").write_text(
+        json.dumps(probing), encoding="utf-8"
+    )
+
+
+MULTI_CALL = pytest.mark.parametrize(
+    ("judge", "mode"),
+    [("graded", []), ("beam", ["-n", "2"])],
+    ids=["graded3-no-n", "beam-rubric-n2"],
+)
+
+
+@MULTI_CALL
+def test_multi_call_judges_queue_every_call(
+    pytester: pytest.Pytester, server: BatchServer, judge: str, mode: list[str]
+) -> None:
+    """A graded judge's 3 runs and a BEAM question's rubric items are all queued at once: the
+    batch holds every judge call (none is sent synchronously afterwards), with the synchronous
+    run's cache keys, verdicts and scores."""
+    server.reply = _graded_or_beam_reply
+    model = "openai:gpt-4o-mini"
+    bench = "demo"
+    if judge == "graded":
+        extra = ["--memeval-judge-style=graded", "--memeval-judge-runs=3", "--memeval-limit=2"]
+        questions, calls = 4, 4 * 3  # 2 conversations x 2 questions, 3 runs each
+    else:
+        _beam_data(pytester.path / "data")
+        bench = "beam"
+        extra = [
+            "--memeval-variant=100K",
+            f"--memeval-data={pytester.path / 'data'}",
+        ]
+        questions, calls = 4, 2 * 2 + 2 * 3
+
+    def run(cache: str, *more: str) -> tuple[pytest.RunResult, dict[str, tuple[Any, ...]]]:
+        out = f"{cache}-{len(more)}.json"
+        args = [*_args(model, pytester.path / cache, bench), *extra, *more, f"--memeval-json={out}"]
+        result = pytester.runpytest(*args, *mode)
+        assert result.ret == 0, result.stdout.str()
+        return result, _rows(read_json(pytester.path / out))
+
+    _, expected = run("sync")
+    assert len(expected) == questions
+    assert server.count(OPENAI_PATH) == questions + calls
+    server.reset()
+    batch, rows = run("batch", "--memeval-llm-batch")
+    assert server.count(OPENAI_PATH) == questions  # the answers only: every judge call batched
+    assert server.count(OPENAI_CREATE) == 1
+    batch.stdout.fnmatch_lines([f"*batch: 1 submitted, 0 picked up, {calls} replies stored*"])
+    assert rows == expected
+    assert _keys(pytester.path / "batch") == _keys(pytester.path / "sync")
+    scored = [s for _, _, s in rows.values() if s.get("nugget", s.get("judge_graded"))]
+    assert scored and all(status != "UNSCORED" for status, _, _ in rows.values())
+    server.reset()
+    run("batch")  # synchronous, from the batch's cache
+    assert server.request_count == 0
+
+
+@MODES
+def test_a_failed_call_of_a_multi_call_judge_is_its_questions_and_never_sent_twice(
+    pytester: pytest.Pytester, server: BatchServer, mode: list[str]
+) -> None:
+    """The third run of each graded judgment errors in the batch and again when retried: the
+    question is UNSCORED with that reason, and the call is not sent a third time by the judging
+    from the cache (every queued call of the judge is the question's)."""
+    cache = pytester.path / "cache"
+    runs: dict[str, int] = {}
+
+    def fault(index: int, custom_id: str) -> str | None:
+        if not runs:
+            for path in cache.glob("runs/*/batch/requests-*.jsonl"):
+                for line in path.read_text(encoding="utf-8").splitlines():
+                    row = json.loads(line)
+                    runs[row["key"]] = row["request"]["run_index"]
+        if runs[custom_id] != 2:
+            return None
+        server.failure_rate, server.failure_statuses = 1.0, (400,)  # the retry fails too
+        return "errored"
+
+    server.reply, server.fault = _graded_or_beam_reply, fault
+    result = pytester.runpytest(
+        *_args("openai:gpt-4o-mini", cache),
+        "--memeval-judge-style=graded",
+        "--memeval-judge-runs=3",
+        "--memeval-limit=1",
+        "--memeval-llm-batch",
+        "--memeval-json=r.json",
+        *mode,
+    )
+    assert result.ret == 0, result.stdout.str()
+    result.stdout.fnmatch_lines(["*batch: 1 submitted, 0 picked up, 4 replies stored, 2 retried*"])
+    rows = _rows(read_json(pytester.path / "r.json"))
+    assert [status for status, _, _ in rows.values()] == ["UNSCORED", "UNSCORED"]
+    assert (
+        result.stdout.str().count(": UNSCORED: errored (errored): injected errored; retried") == 2
+    )
+    assert server.count(OPENAI_PATH) == 2 + 2  # the answers, one retry each: never a third send
