@@ -4,7 +4,8 @@ the official SDKs: OpenAI's Batch API (``POST /v1/files`` multipart JSONL upload
 Message Batches (``POST /v1/messages/batches``, ``GET /v1/messages/batches/{id}``, its
 ``results_url`` streaming JSONL).
 
-A batch is ``in_progress`` while ``srv.hold`` is set, else it ends at its next retrieval; its replies
+A batch is ``in_progress`` while ``srv.hold`` is set (all but the first ``srv.hold_after``
+batches created), else it ends at its next retrieval; its replies
 come from the same ``reply`` function as the synchronous endpoints (so a batch reply equals the
 synchronous one). ``srv.fault(index, custom_id)`` may answer ``"errored"`` or ``"expired"`` for a
 request of a batch. Every request is recorded under a route name: ``POST /v1/batches`` and
@@ -156,6 +157,7 @@ class BatchServer(LLMServer):
     def __init__(self, *, fault: Fault | None = None, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.hold = threading.Event()  # set: batches stay in_progress
+        self.hold_after = 0  # ... all but the first hold_after batches created
         self.fault = fault
         self.batches: dict[str, _Batch] = {}
         self.files: dict[str, bytes] = {}
@@ -170,7 +172,9 @@ class BatchServer(LLMServer):
     def _end(self, batch: _Batch) -> None:
         """Compute the batch's results once (when not held)."""
         with self._batch_lock:
-            if batch.lines is not None or self.hold.is_set():
+            if batch.lines is not None:
+                return
+            if self.hold.is_set() and list(self.batches).index(batch.id) >= self.hold_after:
                 return
             lines: list[dict[str, Any]] = []
             for index, (custom_id, body) in enumerate(batch.requests):

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import signal
 import sqlite3
 import subprocess
@@ -371,3 +372,141 @@ def test_a_failed_call_of_a_multi_call_judge_is_its_questions_and_never_sent_twi
         result.stdout.str().count(": UNSCORED: errored (errored): injected errored; retried") == 2
     )
     assert server.count(OPENAI_PATH) == 2 + 2  # the answers, one retry each: never a third send
+
+
+# -- re-answers through the batch: the answers' batch, then the judge calls' batch -------------
+
+
+def _cmd(args: list[str], mode: list[str]) -> list[str]:
+    return [
+        sys.executable,
+        "-m",
+        "pytest",
+        *args,
+        "-p",
+        "no:cacheprovider",
+        *(mode or ["-p", "no:xdist"]),
+    ]
+
+
+@pytest.fixture(scope="module", params=[[], ["-n", "2"]], ids=["no-n", "n2"])
+def reanswered(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[dict[str, Any]]:
+    """One scenario, run once per mode (subprocesses; the tests below assert on its record): a
+    first run stores its retrievals (extractive answers, no LLM); ``--memeval-reanswer`` with an
+    LLM answerer and judge then runs synchronously, through the batch, synchronously again from
+    the batch's cache, and through the batch killed while a batch is polled (no-n: the answers'
+    batch, n2: the judge calls' batch) and resumed with ``--memeval-resume``."""
+    mode: list[str] = request.param
+    root = tmp_path_factory.mktemp("reanswer")
+    model = "openai:gpt-4o-mini"
+    llm = [f"--memeval-answerer={model}", f"--memeval-judge={model}"]
+    record: dict[str, Any] = {"mode": mode}
+    with BatchServer(reply=judge_reply) as server:
+        env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_XDIST")}
+        env.pop("MEMEVAL_DATA_DIR", None)
+        env |= server.env("sk-batch-test") | {"PYTEST_ADDOPTS": "-p no:benchmark"}
+
+        def run(cache: str, *args: str) -> subprocess.CompletedProcess[str]:
+            base = ["--memeval=demo", "--memsys=bm25", "--memeval-limit=2"]
+            cmd = _cmd([*base, f"--memeval-cache-dir={root / cache}", *args], mode)
+            done = subprocess.run(
+                cmd, cwd=root, env=env, capture_output=True, text=True, timeout=300
+            )
+            assert done.returncode == 0, done.stdout + done.stderr
+            return done
+
+        run("sync")  # the stored retrievals (no LLM call)
+        for copy in ("batch", "killed"):
+            shutil.copytree(root / "sync", root / copy)
+        assert server.request_count == 0
+        run("sync", "--memeval-reanswer", *llm, "--memeval-json=sync.json")
+        record["sync_chat"] = server.count(OPENAI_PATH)
+        server.reset()
+        batch = run(
+            "batch", "--memeval-reanswer", *llm, "--memeval-llm-batch", "--memeval-json=b.json"
+        )
+        record["batch_stdout"] = batch.stdout
+        record["batch_counts"] = server.counts
+        server.reset()
+        run("batch", "--memeval-reanswer", *llm, "--memeval-json=again.json")
+        record["again_requests"] = server.request_count
+        server.reset()
+
+        # killed while its answers' batch (no-n) or its judge calls' batch (n2) is polled
+        server.hold.set()
+        ended = 1 if mode else 0  # batches of this run that end before the kill
+        server.hold_after = len(server.batches) + ended
+        polls = "GET /v1/batches/{id}"
+        args = ["--memeval=demo", "--memsys=bm25", "--memeval-limit=2", *llm]
+        cmd = _cmd([*args, f"--memeval-cache-dir={root / 'killed'}", "--memeval-llm-batch"], mode)
+        proc = subprocess.Popen(
+            [*cmd, "--memeval-reanswer"],
+            cwd=root,
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+        try:
+            deadline = time.time() + 120
+            while time.time() < deadline and server.count(OPENAI_CREATE) <= ended:
+                time.sleep(0.02)
+            seen = server.count(polls)
+            while time.time() < deadline and server.count(polls) <= seen:
+                time.sleep(0.02)
+        finally:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+        record["killed_creates"] = server.count(OPENAI_CREATE)
+        server.hold.clear()  # the provider finishes the batch while nobody polls
+        resumed = run(
+            "killed", *args[3:], "--memeval-llm-batch", "--memeval-resume", "--memeval-json=r.json"
+        )
+        record["resumed_stdout"] = resumed.stdout
+        record["creates"] = server.count(OPENAI_CREATE)
+        record["resumed_chat"] = server.count(OPENAI_PATH)
+        for name in ("sync", "batch", "killed"):
+            record[f"{name}_keys"] = _keys(root / name)
+        for name in ("sync", "b", "again", "r"):
+            record[name] = _rows(read_json(root / f"{name}.json"))
+        yield record
+
+
+def test_reanswer_batch_gives_the_synchronous_answers_verdicts_and_cache_keys(
+    reanswered: dict[str, Any],
+) -> None:
+    """--memeval-reanswer with --memeval-llm-batch: no answer or judge call is sent; a batch of
+    the answers, then one of the judge calls on them; the synchronous re-answer's results and
+    cache keys; a synchronous re-answer afterwards makes no request."""
+    expected = reanswered["sync"]
+    assert len(expected) == 4 and reanswered["sync_chat"] == 4 + 4
+    assert sum(1 for status, _, _ in expected.values() if status == "CORRECT") >= 2
+    counts = reanswered["batch_counts"]
+    assert counts.get(OPENAI_PATH, 0) == 0
+    assert counts[OPENAI_CREATE] == 2
+    lines = [line for line in reanswered["batch_stdout"].splitlines() if "submitted" in line]
+    assert [line.split("batch: ", 1)[1] for line in lines] == [
+        "1 submitted, 0 picked up, 4 replies stored, 0 retried, 0 failed",
+        "1 submitted, 0 picked up, 4 replies stored, 0 retried, 0 failed",
+    ]
+    assert reanswered["b"] == expected
+    assert reanswered["batch_keys"] == reanswered["sync_keys"]
+    assert reanswered["again_requests"] == 0
+    assert reanswered["again"] == expected
+
+
+def test_reanswer_batch_killed_while_polled_resumes_without_paying_twice(
+    reanswered: dict[str, Any],
+) -> None:
+    """Killed while its answers' (no-n) or judge calls' (n2) batch is polled, the re-answer run
+    is resumed with --memeval-resume: the batch is picked up, never created again, nothing is
+    sent synchronously, and the results are the synchronous re-answer's."""
+    held = 1 if reanswered["mode"] else 0  # batches that ended before the kill
+    assert reanswered["killed_creates"] == held + 1
+    assert reanswered["creates"] == 2  # the answers' and the judge calls' batch, once each
+    assert reanswered["resumed_chat"] == 0
+    assert "batch: 0 submitted, 1 picked up, 4 replies stored" in reanswered["resumed_stdout"]
+    assert reanswered["r"] == reanswered["sync"]
+    assert reanswered["killed_keys"] == reanswered["sync_keys"]
