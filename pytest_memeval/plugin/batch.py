@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from ..run.runtime import LLMRuntime
     from ..run.state import RunState
 
-__all__ = ["check_batch", "pending_keys", "settle_run", "start_batch"]
+__all__ = ["batch_roles", "check_batch", "pending_keys", "settle_run", "start_batch"]
 
 
 def check_batch(state: RunState) -> None:
@@ -69,6 +69,13 @@ def start_worker(state: RunState, workerinput: dict[str, Any]) -> None:
         state.batch_dir = Path(where)
         name = str(workerinput.get("workerid", "worker"))
         state.llm.queue_judges(state.batch_dir, name, answers=_reanswers(state))
+
+
+def batch_roles(state: RunState) -> tuple[str, ...]:
+    """The roles whose calls go through the batch APIs (priced at the batch discount)."""
+    if not state.settings.llm.batch:
+        return ()
+    return ("answerer", "judge") if _reanswers(state) else ("judge",)
 
 
 def _reanswers(state: RunState) -> bool:
@@ -132,7 +139,8 @@ def _route(llm: LLMRuntime) -> Callable[[tuple[str, str, str]], Route | None]:
 
 
 def _account(llm: LLMRuntime) -> Callable[[QueuedRequest, Completion], None]:
-    """Count each batch reply as a judge call of its model (tokens as the provider reported)."""
+    """Count each batch reply as a call of its role and model (tokens as the provider reported,
+    priced at the batch discount)."""
 
     def paid(q: QueuedRequest, completion: Completion) -> None:
         llm.accounting.record(
@@ -141,6 +149,7 @@ def _account(llm: LLMRuntime) -> Callable[[QueuedRequest, Completion], None]:
             calls=1,
             input_tokens=completion.input_tokens,
             output_tokens=completion.output_tokens,
+            batch=True,  # priced at the batch discount
         )
 
     return paid

@@ -222,7 +222,11 @@ class LLMRuntime:
                     result: JudgeResult = judge.judge(question, prediction, spec.client)
             except BatchDeferred as exc:  # --memeval-llm-batch: judged at the run's end
                 scores[key] = None
-                details[key] = {"unscored": True, "label": spec.label, "batch_pending": list(exc.keys)}
+                details[key] = {
+                    "unscored": True,
+                    "label": spec.label,
+                    "batch_pending": list(exc.keys),
+                }
                 continue
             except CircuitOpenError as exc:  # the endpoint is down: UNSCORED, not an error
                 with self._lock:  # judged on the pipeline's threads

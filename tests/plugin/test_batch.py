@@ -377,6 +377,9 @@ def test_a_failed_call_of_a_multi_call_judge_is_its_questions_and_never_sent_twi
 # -- re-answers through the batch: the answers' batch, then the judge calls' batch -------------
 
 
+PRICES = {"gpt-4o-mini": {"input": 0.15, "output": 0.6}}
+
+
 def _cmd(args: list[str], mode: list[str]) -> list[str]:
     return [
         sys.executable,
@@ -421,11 +424,19 @@ def reanswered(
         for copy in ("batch", "killed"):
             shutil.copytree(root / "sync", root / copy)
         assert server.request_count == 0
-        run("sync", "--memeval-reanswer", *llm, "--memeval-json=sync.json")
+        (root / "prices.json").write_text(json.dumps(PRICES), encoding="utf-8")
+        priced = [*llm, f"--memeval-prices={root / 'prices.json'}"]
+        if not mode:  # the estimates (no LLM call): full price, then batch pricing
+            for name, more in (("estimate", ()), ("batch_estimate", ("--memeval-llm-batch",))):
+                done = run("batch", "--memeval-reanswer", *priced, "--memeval-estimate", *more)
+                record[name] = next(
+                    line for line in done.stdout.splitlines() if line.startswith("estimate: ")
+                )
+        run("sync", "--memeval-reanswer", *priced, "--memeval-json=sync.json")
         record["sync_chat"] = server.count(OPENAI_PATH)
         server.reset()
         batch = run(
-            "batch", "--memeval-reanswer", *llm, "--memeval-llm-batch", "--memeval-json=b.json"
+            "batch", "--memeval-reanswer", *priced, "--memeval-llm-batch", "--memeval-json=b.json"
         )
         record["batch_stdout"] = batch.stdout
         record["batch_counts"] = server.counts
@@ -471,6 +482,10 @@ def reanswered(
             record[f"{name}_keys"] = _keys(root / name)
         for name in ("sync", "b", "again", "r"):
             record[name] = _rows(read_json(root / f"{name}.json"))
+        for name in ("sync", "b"):
+            extra = read_json(root / f"{name}.json")["extra"]
+            record[f"{name}_cost"] = extra["cost_usd"]
+            record[f"{name}_tokens"] = extra["tokens"]
         yield record
 
 
@@ -510,3 +525,31 @@ def test_reanswer_batch_killed_while_polled_resumes_without_paying_twice(
     assert "batch: 0 submitted, 1 picked up, 4 replies stored" in reanswered["resumed_stdout"]
     assert reanswered["r"] == reanswered["sync"]
     assert reanswered["killed_keys"] == reanswered["sync_keys"]
+
+
+def _dollars(line: str) -> float:
+    return float(re.search(r"\$(\d+\.\d+)", line).group(1))  # type: ignore[union-attr]
+
+
+def test_batch_tokens_are_priced_at_half_in_the_summary_and_the_estimate(
+    reanswered: dict[str, Any],
+) -> None:
+    """The batch's replies (every answer and judge call of a batch re-answer) cost half the
+    synchronous price in the run's summary (same tokens); ``--memeval-estimate`` with
+    ``--memeval-llm-batch`` prices them at half too and says so."""
+    sync, batch = reanswered["sync_cost"], reanswered["b_cost"]
+    for role in ("answerer", "judge"):
+        usage = reanswered["sync_tokens"][role]["openai:gpt-4o-mini"]
+        full = (usage["input_tokens"] * 0.15 + usage["output_tokens"] * 0.6) / 1e6
+        assert full > 0 and sync["by_role"][role] == pytest.approx(full)
+        assert batch["by_role"][role] == pytest.approx(full / 2)
+        batched = reanswered["b_tokens"][role]["openai:gpt-4o-mini"]
+        assert batched["batch_input_tokens"] == batched["input_tokens"] == usage["input_tokens"]
+    assert batch["total"] == pytest.approx(sync["total"] / 2)
+    if reanswered["mode"]:
+        return  # the estimates run without xdist only
+    full_line, batch_line = reanswered["estimate"], reanswered["batch_estimate"]
+    assert "batch" not in full_line
+    assert "(batch pricing for the answerer calls and judge calls: 50% of the price)" in batch_line
+    assert full_line.split(", $")[0] == batch_line.split(", $")[0]  # same calls and tokens
+    assert _dollars(batch_line) == pytest.approx(_dollars(full_line) / 2, abs=1e-4)
