@@ -85,7 +85,9 @@ def test_batch_run_gives_the_synchronous_verdicts_and_cache_keys(
     pytester: pytest.Pytester, server: BatchServer, mode: list[str], model: str
 ) -> None:
     sync_cache, batch_cache = pytester.path / "sync", pytester.path / "batch"
-    sync = pytester.runpytest(*_args(model, sync_cache), "--memeval-json=sync.json", *mode)
+    # the synchronous reference and the rerun without xdist (the batch run is the one under test;
+    # a -n 2 run costs a worker start-up)
+    sync = pytester.runpytest(*_args(model, sync_cache), "--memeval-json=sync.json")
     assert sync.ret == 0, sync.stdout.str()
     assert server.count(_chat(model)) == 15 + JUDGED
     server.reset()
@@ -109,16 +111,18 @@ def test_batch_run_gives_the_synchronous_verdicts_and_cache_keys(
 
     # a synchronous run afterwards is served from the cache: no request at all
     server.reset()
-    again = pytester.runpytest(*_args(model, batch_cache), "--memeval-json=again.json", *mode)
+    again = pytester.runpytest(*_args(model, batch_cache), "--memeval-json=again.json")
     assert again.ret == 0, again.stdout.str()
     assert server.request_count == 0
     assert _rows(read_json(pytester.path / "again.json")) == expected
 
 
-@MODES
 def test_batch_survives_a_sigkill_while_polled(
-    pytester: pytest.Pytester, server: BatchServer, mode: list[str]
+    pytester: pytest.Pytester, server: BatchServer
 ) -> None:
+    """Without xdist; under -n 2 the re-answer scenario below is killed while its judge calls'
+    batch is polled and resumed (the same pick-up), which covers the xdist path."""
+    mode: list[str] = []
     model = "openai:gpt-4o-mini"
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_XDIST")}
     cache = pytester.path / "cache"
@@ -309,10 +313,12 @@ def test_multi_call_judges_queue_every_call(
         ]
         questions, calls = 4, 2 * 2 + 2 * 3
 
-    def run(cache: str, *more: str) -> tuple[pytest.RunResult, dict[str, tuple[Any, ...]]]:
+    def run(
+        cache: str, *more: str, xdist: tuple[str, ...] = ()
+    ) -> tuple[pytest.RunResult, dict[str, tuple[Any, ...]]]:
         out = f"{cache}-{len(more)}.json"
         args = [*_args(model, pytester.path / cache, bench), *extra, *more, f"--memeval-json={out}"]
-        result = pytester.runpytest(*args, *mode)
+        result = pytester.runpytest(*args, *xdist)
         assert result.ret == 0, result.stdout.str()
         return result, _rows(read_json(pytester.path / out))
 
@@ -320,7 +326,8 @@ def test_multi_call_judges_queue_every_call(
     assert len(expected) == questions
     assert server.count(OPENAI_PATH) == questions + calls
     server.reset()
-    batch, rows = run("batch", "--memeval-llm-batch")
+    # the references (sync, and the rerun below) without xdist: a -n 2 run starts workers
+    batch, rows = run("batch", "--memeval-llm-batch", xdist=tuple(mode))
     assert server.count(OPENAI_PATH) == questions  # the answers only: every judge call batched
     assert server.count(OPENAI_CREATE) == 1
     batch.stdout.fnmatch_lines([f"*batch: 1 submitted, 0 picked up, {calls} replies stored*"])
@@ -411,9 +418,11 @@ def reanswered(
         env.pop("MEMEVAL_DATA_DIR", None)
         env |= server.env("sk-batch-test") | {"PYTEST_ADDOPTS": "-p no:benchmark"}
 
-        def run(cache: str, *args: str) -> subprocess.CompletedProcess[str]:
+        def run(cache: str, *args: str, xdist: bool = False) -> subprocess.CompletedProcess[str]:
+            """The references without xdist (a -n 2 run starts workers); the batch runs, the
+            ones under test, in the scenario's mode."""
             base = ["--memeval=demo", "--memsys=bm25", "--memeval-limit=2"]
-            cmd = _cmd([*base, f"--memeval-cache-dir={root / cache}", *args], mode)
+            cmd = _cmd([*base, f"--memeval-cache-dir={root / cache}", *args], mode if xdist else [])
             done = subprocess.run(
                 cmd, cwd=root, env=env, capture_output=True, text=True, timeout=300
             )
@@ -436,7 +445,12 @@ def reanswered(
         record["sync_chat"] = server.count(OPENAI_PATH)
         server.reset()
         batch = run(
-            "batch", "--memeval-reanswer", *priced, "--memeval-llm-batch", "--memeval-json=b.json"
+            "batch",
+            "--memeval-reanswer",
+            *priced,
+            "--memeval-llm-batch",
+            "--memeval-json=b.json",
+            xdist=True,
         )
         record["batch_stdout"] = batch.stdout
         record["batch_counts"] = server.counts
@@ -473,7 +487,12 @@ def reanswered(
         record["killed_creates"] = server.count(OPENAI_CREATE)
         server.hold.clear()  # the provider finishes the batch while nobody polls
         resumed = run(
-            "killed", *args[3:], "--memeval-llm-batch", "--memeval-resume", "--memeval-json=r.json"
+            "killed",
+            *args[3:],
+            "--memeval-llm-batch",
+            "--memeval-resume",
+            "--memeval-json=r.json",
+            xdist=True,
         )
         record["resumed_stdout"] = resumed.stdout
         record["creates"] = server.count(OPENAI_CREATE)
