@@ -117,14 +117,27 @@ def data_dir() -> Path:
     return path
 
 
+#: ``PYTEST_ADDOPTS`` of every inner pytest run (pytester, subprocess, the xdist workers they
+#: start). pytest-benchmark (if installed on the machine) warns under xdist, which warnings-as-
+#: errors would turn into an aborted run. Hypothesis's and anyio's pytest plugins (installed with
+#: the dev tools and the SDKs) import hypothesis and trio in every pytest process: 1.3 of the 1.85
+#: CPU-seconds an empty inner run costs, paid three times by a `-n 2` run; no inner run uses them
+#: (measured: a demo run 2.58 -> 1.53 CPU-s, with `-n 2` 7.25 -> 4.36; docs/ci.md).
+INNER_ADDOPTS = "-p no:benchmark -p no:hypothesispytest -p no:anyio"
+
+
+@pytest.fixture(autouse=True)
+def _light_inner_runs(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every test's inner pytest runs get :data:`INNER_ADDOPTS` (a test may set its own)."""
+    monkeypatch.setenv("PYTEST_ADDOPTS", INNER_ADDOPTS)
+
+
 @pytest.fixture
 def memeval_env(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Pytester runs must not pick up the developer's MEMEVAL_DATA_DIR unless a test says so.
-
-    pytest-benchmark (if installed on the machine) warns under xdist; with warnings as errors
-    that would abort the inner run, so inner runs block it."""
+    """Pytester runs must not pick up the developer's MEMEVAL_DATA_DIR unless a test says so;
+    their options are :data:`INNER_ADDOPTS`."""
     monkeypatch.delenv("MEMEVAL_DATA_DIR", raising=False)
-    monkeypatch.setenv("PYTEST_ADDOPTS", "-p no:benchmark")
+    monkeypatch.setenv("PYTEST_ADDOPTS", INNER_ADDOPTS)
 
 
 def read_json(path: Path) -> dict[str, Any]:
@@ -261,7 +274,7 @@ def run_pytest(
     """A pytest run in its own process, as a user starts it: no outer xdist worker's variables, no
     MEMEVAL_DATA_DIR unless ``env`` gives it, no cache provider."""
     full_env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_XDIST")}
-    full_env["PYTEST_ADDOPTS"] = "-p no:benchmark"
+    full_env["PYTEST_ADDOPTS"] = INNER_ADDOPTS
     full_env.pop("MEMEVAL_DATA_DIR", None)
     full_env.update(env or {})
     return subprocess.run(

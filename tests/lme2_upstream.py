@@ -80,6 +80,37 @@ def load_upstream() -> dict[str, Any] | None:
     return ns
 
 
+def load_upstream_module() -> dict[str, Any] | None:
+    """The whole pinned ``qa_eval_metrics.py`` executed (stdlib imports; ``openai`` is imported
+    by its ``_create_openai_client`` when a check runs), for its LLM checks: None when no
+    snapshot is present. Test only; nothing of it is copied into the repository."""
+    raw = upstream_file_bytes(SCORER)
+    if raw is None:
+        return None
+    digest = hashlib.sha256(raw).hexdigest()
+    if digest != UPSTREAM_SCORER_SHA256:
+        raise AssertionError(f"{SCORER}: sha256 {digest}, pinned {UPSTREAM_SCORER_SHA256}")
+    ns: dict[str, Any] = {"__name__": "lme2_qa_eval_metrics"}
+    exec(compile(raw, SCORER, "exec"), ns)  # tests only
+    return ns
+
+
+def upstream_llm_check(
+    ns: dict[str, Any], spec: str, question: str, reply: str, answer: str, **config: Any
+) -> Any:
+    """``harness.score_prediction`` for an LLM-checked question: ``eval_from_spec`` with the
+    harness's ``eval_config`` (``config``: evaluator model, base URL, key, reasoning effort,
+    max completion tokens, timeout), the question item, the boxed answer and the raw reply;
+    the raw reply is the prediction. Returns the checker's bool (before UNKNOWN forces 0)."""
+    kwargs = {
+        **config,
+        "question_item": {"question": question},
+        "parsed_prediction": ns["extract_boxed_answer"](reply),
+        "model_response": reply,
+    }
+    return ns["eval_from_spec"](spec, reply, answer, **kwargs)
+
+
 def upstream_verdict(ns: dict[str, Any], spec: str, reply: str, answer: str) -> dict[str, float]:
     """``harness.score_prediction`` for one reply: the boxed answer scored by the spec's function,
     0 when it is UNKNOWN; an LLM check of a non-UNKNOWN reply is not run (no score)."""

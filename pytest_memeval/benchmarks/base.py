@@ -21,11 +21,13 @@ __all__ = [
     "CategoryInfo",
     "Dataset",
     "LoadRequest",
+    "Parsed",
     "check_surrogates",
     "decode_text",
     "file_sha256",
     "find_lone_surrogate",
     "json_value_error",
+    "load_parts",
     "named_categories",
     "parse_json",
     "read_bytes",
@@ -236,6 +238,75 @@ class Dataset:
 
     def __iter__(self) -> Iterator[Question]:
         return iter(self.questions)
+
+
+@dataclass(frozen=True)
+class Parsed:
+    """One part of a suite (a split, a variant, a tier) as its cached parser returns it:
+    ``sha256`` holds one hex digest per file of the part, in the order the files were given."""
+
+    conversations: tuple[Conversation, ...]
+    questions: tuple[Question, ...]
+    sha256: tuple[str, ...]
+
+
+#: a suite's cached parser: (resolved file paths, part key, (mtime_ns, size) per file) -> Parsed;
+#: the stats are its cache key only, so an edited file is parsed again
+PartParser = Callable[[tuple[str, ...], str, tuple[tuple[int, int], ...]], Parsed]
+
+
+def load_parts(
+    request: LoadRequest,
+    benchmark: str,
+    parts: Sequence[tuple[str, Sequence[Path]]],
+    parse: PartParser,
+    missing: str,
+    meta: Mapping[str, Any],
+) -> Dataset:
+    """The Dataset of the ``parts`` found below ``request.data_dir``: each part is ``(key,
+    files)``; a part with a file that is not there is passed over, the others are parsed
+    through ``parse`` (cached on each file's mtime and size) and gathered in order (questions,
+    conversations, files, sha256 keyed by the path below the data folder). When no part is
+    there: DatasetError ``missing``, naming the first file looked for."""
+    assert request.data_dir is not None
+    questions: list[Question] = []
+    conversations: dict[str, Conversation] = {}
+    files: list[Path] = []
+    sha: dict[str, str] = {}
+    absent: Path | None = None
+    for key, paths in parts:
+        gone = next((p for p in paths if not p.is_file()), None)
+        if gone is not None:
+            absent = absent or gone
+            continue
+        stats: list[tuple[int, int]] = []
+        for path in paths:
+            try:
+                st = path.resolve().stat()
+            except OSError as exc:
+                raise DatasetError(
+                    f"cannot read the file: {exc.strerror or exc}", path=str(path)
+                ) from None
+            stats.append((st.st_mtime_ns, st.st_size))
+        built = parse(tuple(str(p.resolve()) for p in paths), key, tuple(stats))
+        questions.extend(built.questions)
+        conversations.update((c.id, c) for c in built.conversations)
+        files.extend(paths)
+        sha.update(
+            (str(p.relative_to(request.data_dir)), digest)
+            for p, digest in zip(paths, built.sha256, strict=True)
+        )
+    if not files:
+        raise DatasetError(missing, path=str(absent) if absent else None)
+    return Dataset(
+        benchmark=benchmark,
+        questions=questions,
+        files=files,
+        sha256=sha,
+        variant=request.variant,
+        conversations=conversations,
+        meta=dict(meta),
+    )
 
 
 @runtime_checkable

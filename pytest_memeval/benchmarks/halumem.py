@@ -10,7 +10,9 @@ Hallucination / Omission); the figures are counts over those judgments
 order), each question one item whose category is its ``question_type``; the judgment arithmetic
 is :func:`aggregate`, equal to upstream's on recorded vectors (tests/halumem_upstream.py); the QA
 judge is ``--memeval-protocol=halumem`` (protocols/: its prompts read from the pinned
-``eval/eval_tools.py`` at run time, never copied). docs/scoring.md#halumem says what is not wired.
+``eval/eval_tools.py`` at run time, never copied), which also judges what each conversation's
+system stored (``dump``; :func:`storage_plan` builds upstream's ``process_user`` inputs);
+analysis/halumem_official.py pools the records into the run's figures.
 """
 
 from __future__ import annotations
@@ -27,13 +29,15 @@ from typing import Any
 
 from ..errors import DatasetError
 from ..metrics.lexical import token_f1
-from ..records import Conversation, Prediction, Question, Session, Turn
+from ..records import Conversation, Memory, Prediction, Question, Session, Turn
 from .base import (
     CategoryInfo,
     Dataset,
     LoadRequest,
+    Parsed,
     check_surrogates,
     decode_text,
+    load_parts,
     named_categories,
     read_bytes,
 )
@@ -46,10 +50,14 @@ __all__ = [
     "UPSTREAM_COMMIT",
     "UPSTREAM_SHA256",
     "HaluMem",
+    "StorageCall",
+    "StoragePlan",
     "aggregate",
     "build",
     "compute_f1",
+    "dialogue_text",
     "parse_users",
+    "storage_plan",
 ]
 
 #: the MemTensor/HaluMem commit whose scorer and loader this module follows
@@ -60,6 +68,7 @@ UPSTREAM_SHA256: Mapping[str, str] = MappingProxyType(
         "eval/evaluation.py": "eee601e1b73aea91f13fa8e0dc3bdef6d39d611359c6e05990107240c5368c32",
         "eval/eval_tools.py": "0c08e5ecb8c93945bafc4bd0336bd6c9756b40d175f442ce44aca4a43169ee3b",
         "eval/eval_memzero.py": "7fa34de7e45e1b9730bb63453ee17627925c8a4304645eda7249844eb24ca3c1",
+        "eval/llms.py": "3944e8133c3777506f2f17971884f18c83ab7379fc3d79d22dfd6a748c0b8547",
         "scripts/stage6_2_final_result_medium.py": (
             "bddcc2214a26858c79e703052eb5453027a72dc974c5dddb91cc8d8d0934c32c"
         ),
@@ -227,15 +236,125 @@ def aggregate(
 
 
 # ---------------------------------------------------------------------------------------------
-# loader
+# the storage judgments' inputs (upstream evaluation.py process_user, our own code)
 # ---------------------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
-class _Parsed:
-    conversations: tuple[Conversation, ...]
-    questions: tuple[Question, ...]
-    sha256: str
+class StorageCall:
+    """One extraction / update judge call: the template (``integrity``, ``accuracy``,
+    ``update``: ``EVALUATION_PROMPT_FOR_MEMORY_INTEGRITY`` / ``_MEMORY_ACCURACY`` /
+    ``_UPDATE_MEMORY``), its ``str.format`` keywords as upstream's ``evaluation_for_*`` pass them,
+    and the record the judgment is written into (upstream's field names)."""
+
+    kind: str
+    fields: Mapping[str, str]
+    record: Mapping[str, Any]
+
+
+@dataclass(frozen=True)
+class StoragePlan:
+    """Every extraction / update judgment of one conversation. ``granularity`` is ``session``
+    when every stored memory names a turn of the conversation in its ``source_ids`` (each session
+    is then judged against the memories that came from it, as upstream judges the memories each
+    ``add`` returned), else ``conversation`` (the whole conversation is one session: every
+    expected point against everything stored). ``settled``: integrity records upstream scores 0
+    without a call (nothing was extracted from that session)."""
+
+    granularity: str
+    calls: tuple[StorageCall, ...]
+    settled: tuple[Mapping[str, Any], ...]
+
+
+def dialogue_text(turns: Sequence[Turn]) -> str:
+    """Upstream ``process_user``'s ``dialogue_str``: ``[timestamp]role: content`` per turn, an
+    empty line after each assistant turn, joined by newlines."""
+    lines: list[str] = []
+    for turn in turns:
+        lines.append(f"[{turn.meta.get('timestamp')}]{turn.speaker}: {turn.text}")
+        if turn.speaker == "assistant":
+            lines.append("")
+    return "\n".join(lines)
+
+
+def _session_of(stored: Sequence[Memory], sessions: Sequence[Session]) -> list[int] | None:
+    """The session index each stored memory came from (its first source id that is a turn of
+    the conversation), or None when one of them names none."""
+    owner = {t.id: i for i, s in enumerate(sessions) for t in s.turns}
+    found: list[int] = []
+    for memory in stored:
+        where = next((owner[t] for t in memory.source_ids if t in owner), None)
+        if where is None:
+            return None
+        found.append(where)
+    return found
+
+
+def storage_plan(conversation: Conversation, stored: Sequence[Memory]) -> StoragePlan:
+    """Upstream ``process_user``'s extraction and update inputs, over what the system stored
+    (``dump``) instead of what each ``add`` returned: per session (skipping generated-QA
+    sessions), each memory point with ``is_update == "True"``, ``original_memories`` and some
+    memory from that session goes to the update judge (the session's memories standing for
+    upstream's ``memories_from_system``), every other point to the integrity judge (score 0
+    without a call when the session has no memory), and every memory of the session to the
+    accuracy judge with the session's dialogue and its non-interference points."""
+    sessions = conversation.sessions
+    owners = _session_of(stored, sessions)
+    groups: list[tuple[str, list[Session], list[str]]] = []
+    if owners is not None:
+        for i, session in enumerate(sessions):
+            texts = [m.text for m, at in zip(stored, owners, strict=True) if at == i]
+            groups.append((session.id, [session], texts))
+    else:
+        groups.append(("all", list(sessions), [m.text for m in stored]))
+    calls: list[StorageCall] = []
+    settled: list[Mapping[str, Any]] = []
+    for label, members, extracted in groups:
+        members = [s for s in members if not s.meta.get("is_generated_qa_session")]
+        if not members:
+            continue
+        golden = [p for s in members for p in s.meta.get("memory_points") or []]
+        extracted_str = "\n".join(extracted)
+        for point in golden:
+            record = {
+                "session": label,
+                "memory_content": point["memory_content"],
+                "memory_type": point.get("memory_type"),
+                "memory_source": point.get("memory_source"),
+                "importance": point.get("importance"),
+            }
+            originals = point.get("original_memories") or []
+            if point.get("is_update") == "True" and originals and extracted:
+                fields = {
+                    "memories": extracted_str,
+                    "updated_memory": point["memory_content"],
+                    "original_memory": "\n".join(originals),
+                }
+                calls.append(StorageCall("update", fields, record))
+            elif extracted_str.strip() == "":
+                settled.append(record | {"memory_integrity_score": 0})
+            else:
+                fields = {
+                    "memories": extracted_str,
+                    "expected_memory_point": point["memory_content"],
+                }
+                calls.append(StorageCall("integrity", fields, record))
+        dialogue = "\n".join(dialogue_text(s.turns) for s in members)
+        golden_str = "\n".join(
+            p["memory_content"] for p in golden if p.get("memory_source") != "interference"
+        )
+        for text in extracted:
+            fields = {"dialogue": dialogue, "golden_memories": golden_str, "candidate_memory": text}
+            calls.append(
+                StorageCall("accuracy", fields, {"session": label, "memory_content": text})
+            )
+    granularity = "session" if owners is not None else "conversation"
+    return StoragePlan(granularity, tuple(calls), tuple(settled))
+
+
+# ---------------------------------------------------------------------------------------------
+# loader
+# ---------------------------------------------------------------------------------------------
 
 
 def _need(value: Mapping[str, Any], name: str, kind: type, source: str, where: str) -> Any:
@@ -312,6 +431,27 @@ def parse_users(raw: bytes, source: str) -> list[Mapping[str, Any]]:
                             f"must be a JSON object; {_HINT}", path=source, record=mw
                         )
                     _need(point, "memory_content", str, source, mw)
+                    # read by the storage judgments (upstream's process_user and aggregate)
+                    _need(point, "memory_source", str, source, mw)
+                    _need(point, "is_update", str, source, mw)
+                    importance = point.get("importance")
+                    if isinstance(importance, bool) or not isinstance(importance, int | float):
+                        raise DatasetError(
+                            f"must be a number (is {type(importance).__name__}); {_HINT}",
+                            path=source,
+                            record=mw,
+                            field="importance",
+                        )
+                    originals = point.get("original_memories") or []
+                    if not isinstance(originals, list) or not all(
+                        isinstance(o, str) for o in originals
+                    ):
+                        raise DatasetError(
+                            f"must be a list of strings; {_HINT}",
+                            path=source,
+                            record=mw,
+                            field="original_memories",
+                        )
         users.append(row)
     return users
 
@@ -406,11 +546,12 @@ def build(
 
 
 @functools.lru_cache(maxsize=4)
-def _build(path: str, variant: str, key: tuple[int, int]) -> _Parsed:
+def _build(paths: tuple[str, ...], variant: str, key: tuple[tuple[int, int], ...]) -> Parsed:
     del key  # cache key only (mtime and size)
+    (path,) = paths
     raw = read_bytes(path, _HINT)
     conversations, questions = build(variant, parse_users(raw, path), path)
-    return _Parsed(tuple(conversations), tuple(questions), hashlib.sha256(raw).hexdigest())
+    return Parsed(tuple(conversations), tuple(questions), (hashlib.sha256(raw).hexdigest(),))
 
 
 def refuse_download() -> None:
@@ -450,34 +591,14 @@ class HaluMem:
                 f"unknown variant {request.variant!r}; HaluMem has {', '.join(FILES)}"
             )
         wanted = (request.variant,) if request.variant else tuple(FILES)
-        questions: list[Question] = []
-        conversations: dict[str, Conversation] = {}
-        files: list[Path] = []
-        sha: dict[str, str] = {}
-        for variant in wanted:
-            path = folder / FILES[variant]
-            if not path.is_file():
-                continue
-            st = path.resolve().stat()
-            built = _build(str(path.resolve()), variant, (st.st_mtime_ns, st.st_size))
-            questions.extend(built.questions)
-            conversations.update((c.id, c) for c in built.conversations)
-            files.append(path)
-            sha[str(path.relative_to(request.data_dir))] = built.sha256
-        if not files:
-            raise DatasetError(
-                f"no HaluMem file found. --memeval-data=DIR expects DIR/{FOLDER}/"
-                f"{' or '.join(FILES[v] for v in wanted)}",
-                path=str(folder),
-            )
-        return Dataset(
-            benchmark=self.name,
-            questions=questions,
-            files=files,
-            sha256=sha,
-            variant=request.variant,
-            conversations=conversations,
-            meta={"source": "data_dir", "upstream": f"MemTensor/HaluMem@{UPSTREAM_COMMIT}"},
+        return load_parts(
+            request,
+            self.name,
+            [(variant, (folder / FILES[variant],)) for variant in wanted],
+            _build,
+            f"no HaluMem file found. --memeval-data=DIR expects DIR/{FOLDER}/"
+            f"{' or '.join(FILES[v] for v in wanted)}",
+            {"source": "data_dir", "upstream": f"MemTensor/HaluMem@{UPSTREAM_COMMIT}"},
         )
 
     def score(self, question: Question, prediction: Prediction) -> dict[str, float]:

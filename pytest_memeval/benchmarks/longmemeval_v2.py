@@ -37,8 +37,10 @@ from .base import (
     CategoryInfo,
     Dataset,
     LoadRequest,
+    Parsed,
     check_surrogates,
     decode_text,
+    load_parts,
     named_categories,
     parse_json,
     read_bytes,
@@ -120,6 +122,12 @@ _OPTIONS: Mapping[str, frozenset[str]] = MappingProxyType(
         # the multiple-choice functions swallow unknown options (upstream ``**_``)
         "mc_choice_match": frozenset({"strip_chars", "require_non_empty"}),
         "mc_choice_set_match": frozenset({"require_non_empty"}),
+        # the LLM checks: the options the harness does not override (its eval_config sets the
+        # evaluator model, reasoning effort, token limit and timeout)
+        **dict.fromkeys(
+            LLM_FUNCTIONS,
+            frozenset({"require_non_empty", "evaluator_temperature", "evaluator_top_p"}),
+        ),
     }
 )
 _SWALLOWS = frozenset({"mc_choice_match", "mc_choice_set_match", *LLM_FUNCTIONS})
@@ -567,13 +575,6 @@ def build(
 # ---------------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class _Parsed:
-    conversations: tuple[Conversation, ...]
-    questions: tuple[Question, ...]
-    sha256: tuple[tuple[str, str], ...]
-
-
 def _paths(folder: Path, tier: str) -> tuple[Path, Path, Path]:
     return (
         folder / "questions.jsonl",
@@ -583,9 +584,9 @@ def _paths(folder: Path, tier: str) -> tuple[Path, Path, Path]:
 
 
 @functools.lru_cache(maxsize=4)
-def _build(folder: str, tier: str, key: tuple[tuple[int, int], ...]) -> _Parsed:
+def _build(paths: tuple[str, ...], tier: str, key: tuple[tuple[int, int], ...]) -> Parsed:
     del key  # cache key only (mtimes and sizes)
-    qpath, tpath, hpath = _paths(Path(folder), tier)
+    qpath, tpath, hpath = map(Path, paths)
     qraw, hraw = read_bytes(qpath, _HINT), read_bytes(hpath, _HINT)
     questions = parse_questions(qraw, str(qpath))
     haystack = parse_haystack(hraw, str(hpath))
@@ -593,12 +594,8 @@ def _build(folder: str, tier: str, key: tuple[tuple[int, int], ...]) -> _Parsed:
     tdigest = hashlib.sha256()
     sessions = parse_trajectories(stream_jsonl(tpath, tdigest), str(tpath), wanted)
     conversations, built = build(tier, questions, sessions, haystack, str(hpath))
-    sha = (
-        ("questions.jsonl", hashlib.sha256(qraw).hexdigest()),
-        ("trajectories.jsonl", tdigest.hexdigest()),
-        (f"haystacks/{hpath.name}", hashlib.sha256(hraw).hexdigest()),
-    )
-    return _Parsed(tuple(conversations), tuple(built), sha)
+    sha = (hashlib.sha256(qraw).hexdigest(), tdigest.hexdigest(), hashlib.sha256(hraw).hexdigest())
+    return Parsed(tuple(conversations), tuple(built), sha)
 
 
 def refuse_download() -> None:
@@ -630,28 +627,14 @@ class LongMemEvalV2:
         if request.data_dir is None:
             refuse_download()  # until HF_REVISION and HF_SHA256 are recorded
         assert request.data_dir is not None
-        folder = Path(request.data_dir) / FOLDER
-        paths = _paths(folder, tier)
-        stats: list[tuple[int, int]] = []
-        for path in paths:
-            try:
-                st = path.resolve().stat()
-            except OSError:
-                raise DatasetError(
-                    f"missing: --memeval-data=DIR expects DIR/{FOLDER}/questions.jsonl, "
-                    f"trajectories.jsonl and haystacks/lme_v2_{tier}.json (upstream's layout)",
-                    path=str(path),
-                ) from None
-            stats.append((st.st_mtime_ns, st.st_size))
-        built = _build(str(folder.resolve()), tier, tuple(stats))
-        return Dataset(
-            benchmark=self.name,
-            questions=list(built.questions),
-            files=list(paths),
-            sha256={f"{FOLDER}/{name}": digest for name, digest in built.sha256},
-            variant=request.variant,
-            conversations={c.id: c for c in built.conversations},
-            meta={
+        return load_parts(
+            request,
+            self.name,
+            [(tier, _paths(Path(request.data_dir) / FOLDER, tier))],
+            _build,
+            f"missing: --memeval-data=DIR expects DIR/{FOLDER}/questions.jsonl, "
+            f"trajectories.jsonl and haystacks/lme_v2_{tier}.json (upstream's layout)",
+            {
                 "source": "data_dir",
                 "upstream": f"xiaowu0162/LongMemEval-V2@{UPSTREAM_COMMIT}",
                 "tier": tier,

@@ -36,8 +36,10 @@ from .base import (
     CategoryInfo,
     Dataset,
     LoadRequest,
+    Parsed,
     check_surrogates,
     decode_text,
+    load_parts,
     named_categories,
     parse_json,
     read_bytes,
@@ -474,19 +476,13 @@ def split_file(folder: Path, split: str) -> Path | None:
     return shards[0] if shards else None
 
 
-@dataclass(frozen=True)
-class _Parsed:
-    conversations: tuple[Conversation, ...]
-    questions: tuple[Question, ...]
-    sha256: str
-
-
 @functools.lru_cache(maxsize=8)
-def _build(path: str, split: str, key: tuple[int, int]) -> _Parsed:
+def _build(paths: tuple[str, ...], split: str, key: tuple[tuple[int, int], ...]) -> Parsed:
     del key  # cache key only (mtime and size)
+    (path,) = paths
     raw = read_bytes(path, _HINT)
     conversations, questions = build(split, parse_records(raw, path))
-    return _Parsed(tuple(conversations), tuple(questions), hashlib.sha256(raw).hexdigest())
+    return Parsed(tuple(conversations), tuple(questions), (hashlib.sha256(raw).hexdigest(),))
 
 
 def refuse_download() -> None:
@@ -527,40 +523,18 @@ class MemoryAgentBench:
                 raise DatasetError(
                     f"unknown split {split!r}; MemoryAgentBench has {', '.join(SPLITS)}"
                 )
-        questions: list[Question] = []
-        conversations: dict[str, Conversation] = {}
-        files: list[Path] = []
-        sha: dict[str, str] = {}
-        for split in wanted:
-            path = split_file(folder, split)
-            if path is None:
-                continue
-            try:
-                st = path.resolve().stat()
-            except OSError as exc:
-                raise DatasetError(
-                    f"cannot read the file: {exc.strerror or exc}", path=str(path)
-                ) from None
-            built = _build(str(path.resolve()), split, (st.st_mtime_ns, st.st_size))
-            questions.extend(built.questions)
-            conversations.update((c.id, c) for c in built.conversations)
-            files.append(path)
-            sha[str(path.relative_to(request.data_dir))] = built.sha256
-        if not files:
-            raise DatasetError(
-                f"no split file found. --memeval-data=DIR expects DIR/{FOLDER}/<Split>.jsonl "
-                f"(or .json, .parquet, or data/<Split>-*.parquet as on Hugging Face) for the "
-                f"splits {', '.join(wanted)}",
-                path=str(folder),
-            )
-        return Dataset(
-            benchmark=self.name,
-            questions=questions,
-            files=files,
-            sha256=sha,
-            variant=request.variant,
-            conversations=conversations,
-            meta={
+        return load_parts(
+            request,
+            self.name,
+            [
+                (split, (split_file(folder, split) or folder / f"{split}.jsonl",))
+                for split in wanted
+            ],
+            _build,
+            f"no split file found. --memeval-data=DIR expects DIR/{FOLDER}/<Split>.jsonl "
+            f"(or .json, .parquet, or data/<Split>-*.parquet as on Hugging Face) for the "
+            f"splits {', '.join(wanted)}",
+            {
                 "source": "data_dir",
                 "upstream": f"HUST-AI-HYZ/MemoryAgentBench@{UPSTREAM_COMMIT}",
                 "chunking": f"Punkt sentences packed to {CHUNK_WORDS} words",

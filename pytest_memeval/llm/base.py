@@ -46,7 +46,10 @@ class LLMClient(Protocol):
     ``max_tokens_field`` names the field the limit is sent in (``"max_tokens"`` or
     ``"max_completion_tokens"``; ``None``: the provider's default), and ``stream=False`` is sent
     as ``"stream": false`` when given, as an official protocol's request has them; Anthropic's API
-    has none of the three and ignores them."""
+    has none of the three and ignores them. ``temperature=None`` sends no temperature and
+    ``reasoning_effort`` (``"low"``, ``"medium"``, ``"high"``, ...) is sent as that field when
+    given (an official protocol that sends a reasoning model's effort and no temperature:
+    LongMemEval-V2's judge); Anthropic's API has no ``reasoning_effort`` and ignores it."""
 
     @property
     def label(self) -> str:
@@ -57,7 +60,7 @@ class LLMClient(Protocol):
         self,
         messages: Sequence[ChatMessage],
         *,
-        temperature: float = 0.0,
+        temperature: float | None = 0.0,
         max_tokens: int | None = 256,
         run_index: int = 0,
         role: str = "judge",
@@ -65,14 +68,23 @@ class LLMClient(Protocol):
         n: int | None = None,
         max_tokens_field: str | None = None,
         stream: bool | None = None,
+        reasoning_effort: str | None = None,
     ) -> Completion: ...
 
 
 def check_request_options(
-    n: int | None, max_tokens_field: str | None, stream: bool | None = None
+    n: int | None,
+    max_tokens_field: str | None,
+    stream: bool | None = None,
+    reasoning_effort: str | None = None,
 ) -> None:
-    """Raise ValueError for an ``n`` other than ``None``/``1``, an unknown limit field, or a
-    ``stream`` other than ``None``/``False`` (the reply is read whole)."""
+    """Raise ValueError for an ``n`` other than ``None``/``1``, an unknown limit field, a
+    ``stream`` other than ``None``/``False`` (the reply is read whole), or a ``reasoning_effort``
+    that is not a non-empty word."""
+    if reasoning_effort is not None and not (
+        isinstance(reasoning_effort, str) and reasoning_effort.isalpha()
+    ):
+        raise ValueError(f"reasoning_effort={reasoning_effort!r}: expected a word such as medium")
     if stream is not None and stream is not False:
         raise ValueError(f"stream={stream!r}: the reply is read whole, so stream must be false")
     if n is not None and (isinstance(n, bool) or n != 1):
@@ -89,13 +101,14 @@ class Request:
     what the cache key is made of (the parameters are those of ``complete``)."""
 
     messages: tuple[ChatMessage, ...]
-    temperature: float = 0.0
+    temperature: float | None = 0.0
     max_tokens: int | None = 256
     run_index: int = 0
     json_mode: bool = False
     n: int | None = None
     max_tokens_field: str | None = None
     stream: bool | None = None
+    reasoning_effort: str | None = None
 
     def __post_init__(self) -> None:
-        check_request_options(self.n, self.max_tokens_field, self.stream)
+        check_request_options(self.n, self.max_tokens_field, self.stream, self.reasoning_effort)

@@ -101,6 +101,16 @@ class QueuedRequest:
 
     def to_dict(self) -> dict[str, Any]:
         r = self.request
+        request: dict[str, Any] = {
+            "messages": [[m.role, m.content] for m in r.messages],
+            "temperature": r.temperature,
+            "max_tokens": r.max_tokens,
+            "run_index": r.run_index,
+            "json_mode": r.json_mode,
+            "max_tokens_field": r.max_tokens_field,
+        }
+        if r.reasoning_effort is not None:  # only when sent: earlier queue lines stay the same
+            request["reasoning_effort"] = r.reasoning_effort
         return {
             "key": self.key,
             "provider": self.provider,
@@ -108,14 +118,7 @@ class QueuedRequest:
             "base_url": self.base_url,
             "key_env": self.key_env,
             "role": self.role,
-            "request": {
-                "messages": [[m.role, m.content] for m in r.messages],
-                "temperature": r.temperature,
-                "max_tokens": r.max_tokens,
-                "run_index": r.run_index,
-                "json_mode": r.json_mode,
-                "max_tokens_field": r.max_tokens_field,
-            },
+            "request": request,
         }
 
     @classmethod
@@ -124,15 +127,17 @@ class QueuedRequest:
         r = data["request"]
         messages = tuple(ChatMessage(str(role), str(content)) for role, content in r["messages"])
         max_tokens = r.get("max_tokens")
+        temperature = r.get("temperature", 0.0)
         request = Request(
             messages,
-            float(r.get("temperature", 0.0)),
+            None if temperature is None else float(temperature),
             None if max_tokens is None else int(max_tokens),
             int(r.get("run_index", 0)),
             bool(r.get("json_mode", False)),
             None,
             r.get("max_tokens_field"),
             None,
+            r.get("reasoning_effort"),
         )
         fields = ("key", "provider", "model", "base_url", "key_env")
         if not all(isinstance(data.get(f), str) for f in fields):

@@ -16,7 +16,8 @@ the object pickles without it, for ``spawn``). Inside a process one connection i
 threads under a lock: the statements are tiny next to an HTTP call.
 
 The key is the sha256 of a canonical JSON of exactly (provider, model, base_url, messages,
-temperature, max_tokens, run_index): everything that changes the output, and nothing else (no API
+temperature (null when none is sent), max_tokens, run_index, and json_mode and reasoning_effort
+when set): everything that changes the output, and nothing else (no API
 key, no timeout, no retry settings; not ``n``, which can only be 1, nor ``stream``, which can only be
 false, nor the name of the field the limit is sent in). An unreadable entry is a miss. Any failure of the database
 itself (cannot create the directory, not a database, disk full, locked past the busy timeout)
@@ -66,18 +67,21 @@ def import_label(source: str, sha256: str) -> str:
 
 def canonical_request(*, provider: str, model: str, base_url: str | None, request: Request) -> str:
     """The canonical JSON that is hashed into the cache key (sorted keys, no whitespace).
-    ``json_mode`` is only part of the key when set (keys of earlier runs stay valid)."""
+    ``json_mode`` and ``reasoning_effort`` are only part of the key when set (keys of earlier
+    runs stay valid); a request that sends no temperature has ``"temperature": null``."""
     payload = {
         "provider": provider,
         "model": model,
         "base_url": (base_url or "").rstrip("/"),
         "messages": [[m.role, m.content] for m in request.messages],
-        "temperature": float(request.temperature),
+        "temperature": None if request.temperature is None else float(request.temperature),
         "max_tokens": None if request.max_tokens is None else int(request.max_tokens),
         "run_index": int(request.run_index),
     }
     if request.json_mode:
         payload["json_mode"] = True
+    if request.reasoning_effort is not None:
+        payload["reasoning_effort"] = request.reasoning_effort
     return json.dumps(payload, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 

@@ -136,7 +136,7 @@ class ProviderClient:
         self,
         messages: Sequence[ChatMessage],
         *,
-        temperature: float = 0.0,
+        temperature: float | None = 0.0,
         max_tokens: int | None = 256,
         run_index: int = 0,
         role: str = "judge",
@@ -144,6 +144,7 @@ class ProviderClient:
         n: int | None = None,
         max_tokens_field: str | None = None,
         stream: bool | None = None,
+        reasoning_effort: str | None = None,
     ) -> Completion:
         request = Request(
             tuple(messages),
@@ -154,6 +155,7 @@ class ProviderClient:
             n,
             max_tokens_field,
             stream,
+            reasoning_effort,
         )
         key: str | None = None
         if self.cache is not None:

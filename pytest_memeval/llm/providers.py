@@ -302,13 +302,13 @@ def openai_body(config: ProviderConfig, request: Request) -> dict[str, Any]:
     field = request.max_tokens_field or (
         "max_completion_tokens" if config.provider == "openai" else "max_tokens"
     )
-    body: dict[str, Any] = {
-        "model": config.model,
-        "messages": payload,
-        "temperature": request.temperature,
-    }
+    body: dict[str, Any] = {"model": config.model, "messages": payload}
+    if request.temperature is not None:
+        body["temperature"] = request.temperature
     if max_tokens is not None:
         body[field] = max_tokens
+    if request.reasoning_effort is not None:
+        body["reasoning_effort"] = request.reasoning_effort
     if request.n is not None:
         body["n"] = request.n
     if request.stream is not None:
@@ -335,7 +335,8 @@ def anthropic_body(config: ProviderConfig, request: Request) -> dict[str, Any]:
     body: dict[str, Any] = {"model": config.model, "messages": turns, "max_tokens": max_tokens}
     if system:
         body["system"] = system
-    body["temperature"] = request.temperature
+    if request.temperature is not None:  # reasoning_effort has no equivalent here
+        body["temperature"] = request.temperature
     return body
 
 
@@ -404,10 +405,10 @@ class AnthropicProvider:
 
     def send(self, request: Request) -> Completion:
         body = anthropic_body(self.config, request)
-        temperature = body.pop("temperature")
+        extra = {"temperature": body.pop("temperature")} if "temperature" in body else {}
         with _sdk_errors(self.config, self.timeout):
             # This SDK generation no longer types ``temperature``; the API still takes it.
-            resp = self.sdk.get().messages.create(**body, extra_body={"temperature": temperature})
+            resp = self.sdk.get().messages.create(**body, extra_body=extra)
             return anthropic_completion(resp, self.config)
 
     def close(self) -> None:

@@ -299,7 +299,7 @@ def _resolve_systems(config: pytest.Config, state: RunState) -> list[SystemRef]:
     rootdir's, the start folder's, the command-line folders', testpaths') is made visible to every
     item (:mod:`.conftests`). A name nothing knows is a usage error here, with "did you mean";
     only a name some loaded plugin may define as a fixture (an attribute of a non-conftest plugin,
-    or ``@pytest.fixture(name=...)``) waits for its first question (:func:`items.obtain_system`).
+    or ``@pytest.fixture(name=...)``) waits for its first question (:func:`memsys.obtain_system`).
     """
     from ..run.state import SystemRef
     from ..systems.resolve import available_systems, unknown_system_message
@@ -372,7 +372,7 @@ def pytest_make_collect_report(
     if isinstance(collector, pytest.Session) and report.passed:
         state = collector.config.stash.get(STATE_KEY, None)
         if state is not None and state.settings.active:
-            from .items import BenchmarkNode
+            from .nodes import BenchmarkNode
 
             start = time.perf_counter()
             report.result.extend(

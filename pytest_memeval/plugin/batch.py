@@ -110,6 +110,7 @@ def _sync(client: ProviderClient) -> Callable[[QueuedRequest], Completion]:
                 role=q.role,
                 json_mode=r.json_mode,
                 max_tokens_field=r.max_tokens_field,
+                reasoning_effort=r.reasoning_effort,
             )
         finally:
             client.batch = queue
@@ -244,7 +245,7 @@ def _finish_waiting(
     """Answer (when its answer was queued) and judge each waiting result again from the cache;
     store those done, report those whose requests failed; the results whose calls were queued
     again (for the next round)."""
-    from .items import question_run
+    from .questions import question_run
 
     still: list[QuestionResult] = []
     for result in waiting:

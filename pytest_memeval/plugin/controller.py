@@ -25,13 +25,17 @@ if TYPE_CHECKING:  # imported where used: a pytest run without --memeval never l
 
 from .outputs import PROPERTY_NAME, flat_properties, merge_outputs, worker_output
 from .reports import resumed_exit_status, write_reports
-from .summary import SummaryBuilder
-from .terminal import TerminalSummary
+from .summary import baselines, build_summary, questions_run
+from .terminal import write_terminal_summary
 
 __all__ = ["PROPERTY_NAME", "Controller", "flat_properties", "merge_outputs", "worker_output"]
 
 
-class Controller(SummaryBuilder, TerminalSummary):
+class Controller:
+    """The session's results and what is built from them; the summary (``summary.py``) and the
+    terminal output (``terminal.py``) are functions that read it (``SummarySource``,
+    ``TerminalSource``)."""
+
     def __init__(self, config: pytest.Config) -> None:
         self.config = config
         #: keyed by (benchmark, system, flow, question id), never by node id
@@ -100,7 +104,7 @@ class Controller(SummaryBuilder, TerminalSummary):
                 self.results.update(stored)
                 state.resume_ids = frozenset(stored)
             elif not settings.llm.estimate:  # an estimate leaves no run folder behind
-                from .scale import run_config
+                from ..run.fingerprint import run_config
 
                 self.store = RunStore.create(settings.cache_dir)
                 # the resume check reads NUMBERS_KEY; the merge reads the fingerprint and shard
@@ -175,7 +179,7 @@ class Controller(SummaryBuilder, TerminalSummary):
     def _lost(self, nodeid: str, reason: str, *, crashed: bool = False) -> None:
         """Record a question that produced no result of its own (its worker died, or the run
         stopped first) as an ERROR saying why, so tables and the JSON count it."""
-        from .items import result_skeleton
+        from .questions import result_skeleton
 
         found = self.items_by_nodeid().get(nodeid)
         if found is None and not crashed:
@@ -243,10 +247,6 @@ class Controller(SummaryBuilder, TerminalSummary):
 
         return calibration_block(self.config)
 
-    def ingest_counts(self) -> dict[str, int]:
-        counts: dict[str, int] = self.merged()["ingests"]
-        return counts
-
     @pytest.hookimpl(trylast=True)
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         if self.state.settings.llm.estimate and self.state.settings.active:
@@ -262,7 +262,7 @@ class Controller(SummaryBuilder, TerminalSummary):
         from ..analysis.checks import check_summary
 
         settings = self.state.settings
-        summary = self.build_summary()
+        summary = build_summary(self)
         from ..report.model import published_entries, unscored_notes
 
         unscored_notes(
@@ -272,23 +272,23 @@ class Controller(SummaryBuilder, TerminalSummary):
                 for name, bench in self.state.benchmarks.items()
             },
         )
-        summary.published = published_entries(self.baselines(summary))
+        summary.published = published_entries(baselines(self.state, summary))
         for name, ds in (summary.provenance.get("datasets") or {}).items():
             if isinstance(ds, dict):
-                ds["questions_run"] = self._questions_run(name, summary)
+                ds["questions_run"] = questions_run(self.state, summary, name)
         failed = check_summary(summary, settings)
         self.config.hook.pytest_memeval_modify_summary(config=self.config, summary=summary)
         self.summary = summary
         self.report_errors = write_reports(
             summary,
-            self.baselines(summary),
+            baselines(self.state, summary),
             settings,
             self.store.folder if self.store is not None else None,
         )
         if self.report_errors:
             failed = True
         if self.store is not None:
-            from .scale import write_outputs
+            from ..run.shards import write_outputs
 
             write_outputs(self.store.folder, self.merged())
             self.store.close()
@@ -347,18 +347,8 @@ class Controller(SummaryBuilder, TerminalSummary):
             session.exitstatus = pytest.ExitCode.OK
 
     # ---- terminal ----------------------------------------------------------------------------
-    def _questions_run(self, benchmark: str, summary: Summary | None = None) -> int:
-        """Questions of ``benchmark`` that ran (or were restored): what -k / -m / --deselect
-        left of the selection, counted from the results (the controller of an xdist run
-        collects nothing, so its item list cannot say)."""
-        summary = summary or self.summary
-        if summary is None:
-            return len(self.state.selected.get(benchmark, []))
-        return len(
-            {
-                r.question_id
-                for run in summary.runs
-                if run.benchmark == benchmark
-                for r in run.results
-            }
-        )
+    @pytest.hookimpl
+    def pytest_terminal_summary(
+        self, terminalreporter: Any, exitstatus: int, config: pytest.Config
+    ) -> None:
+        write_terminal_summary(terminalreporter, config, self)

@@ -20,11 +20,12 @@ class PytestHtmlHooks:
     ) -> None:
         from ..report.html import summary_tables
         from .keys import CONTROLLER_KEY
+        from .summary import build_summary
 
         controller = self.config.stash.get(CONTROLLER_KEY, None)
         if controller is None or not controller.results:
             return
-        current = controller.summary or controller.build_summary()
+        current = controller.summary or build_summary(controller)
         postfix.append(summary_tables(current))
 
     @pytest.hookimpl(optionalhook=True)

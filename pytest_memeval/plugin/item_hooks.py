@@ -15,7 +15,7 @@ from .keys import RECORDER_KEY, RESULT_KEY, STATE_KEY
 
 if TYPE_CHECKING:
     from ..records import QuestionResult
-    from .items import MemevalCase
+    from .cases import MemevalCase
 
 __all__ = [
     "Recorder",
@@ -39,7 +39,7 @@ _STATUS_WORDS = {
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if "memeval_case" not in metafunc.fixturenames:
         return
-    from .items import MemevalCase
+    from .cases import MemevalCase
 
     config = metafunc.config
     state = config.stash.get(STATE_KEY, None)
@@ -53,7 +53,8 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 
 
 def _conversation_key(item: pytest.Item) -> tuple[str, str] | None:
-    from .items import MemevalItem, case_of
+    from .cases import case_of
+    from .items import MemevalItem
 
     if isinstance(item, MemevalItem):
         return (item.benchmark, item.question.conversation_id)
@@ -84,7 +85,7 @@ class Recorder:
         (the benchmark's metrics, plugins' extra scores, every configured judge)."""
         from ..records import Prediction
         from ..run.question import evaluate
-        from .items import question_run
+        from .questions import question_run
 
         config = self.item.config
         state = config.stash[STATE_KEY]
@@ -106,7 +107,7 @@ def memeval_case(request: pytest.FixtureRequest) -> MemevalCase:
 @pytest.fixture
 def memeval_system(request: pytest.FixtureRequest, memeval_case: MemevalCase) -> object:
     """The memory system with this case's conversation ingested (shared with built-in items)."""
-    from .items import ingested_system
+    from .memsys import ingested_system
 
     state = request.config.stash[STATE_KEY]
     case = memeval_case
@@ -140,7 +141,8 @@ def pytest_runtest_makereport(
         item.user_properties.append(entry)
     report = yield
     if call.excinfo is not None and isinstance(call.excinfo.value, MemevalError):
-        from .items import MemevalItem, case_of
+        from .cases import case_of
+        from .items import MemevalItem
 
         if isinstance(item, MemevalItem) or case_of(item) is not None:
             # the plugin's own errors (judge, dataset, adapter contract, timeout) say what to fix
@@ -161,14 +163,10 @@ def _result_for(item: pytest.Item, call: pytest.CallInfo[None]) -> QuestionResul
     if STATE_KEY not in item.config.stash:
         return None  # idle: no benchmark question or case exists
     from ..run.question import decide
-    from .items import (
-        MemevalItem,
-        case_flow,
-        case_of,
-        not_run_reason,
-        question_run,
-        result_skeleton,
-    )
+    from .cases import case_flow, case_of
+    from .items import MemevalItem
+    from .memsys import not_run_reason
+    from .questions import question_run, result_skeleton
 
     if isinstance(item, MemevalItem):
         bench, ref, question, flow = item.benchmark, item.system, item.question, ""
@@ -218,7 +216,7 @@ def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> 
     state = item.config.stash.get(STATE_KEY, None)
     if state is None or not state.pool.live:
         return
-    from .items import conversation_key
+    from .memsys import conversation_key
 
     key = _conversation_key(nextitem) if nextitem is not None else None
     if nextitem is not None and key is None:

@@ -1,28 +1,28 @@
 """Pytest glue: benchmark questions as pytest items.
 
 Node ids: ``memeval/<benchmark>/<conversation>/<system>::<question_id>``: three virtual folders
-(``pytest.Directory`` collectors, nothing on disk) and the question. The system is a folder, not a
-``[param]`` suffix: only pytest's own parametrization can give an item structured parameters (pytest
-9.2 parses ``[...]`` back into them for ``--lf``), and it has no public way to parametrize items
-built by a plugin. Items are
+(``pytest.Directory`` collectors, nothing on disk, in ``nodes.py``) and the question. The system is
+a folder, not a ``[param]`` suffix: only pytest's own parametrization can give an item structured
+parameters (pytest 9.2 parses ``[...]`` back into them for ``--lf``), and it has no public way to
+parametrize items built by a plugin. Items are
 ``pytest.Function`` subclasses so fixtures (a conftest fixture as memory system, ``memeval_system``)
 work natively; all memory-system work happens in ``setup`` (an exception there is a pytest *error*,
 an infrastructure failure), the verdict in ``call`` (``--memeval-strict`` turns WRONG into a failure).
+
+Beside it: ``nodes.py`` (the collectors), ``cases.py`` (hand-written ``memeval_case`` tests),
+``questions.py`` (a benchmark's ``QuestionRun``), ``memsys.py`` (a question's memory system).
 """
 
 from __future__ import annotations
 
 import itertools
-import re
-import time
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from ..errors import AdapterError, MemevalError
+from ..errors import MemevalError
 from ..records import (
     STATUS_WRONG,
     Prediction,
@@ -38,25 +38,26 @@ from ..run.question import (
     Staged,
     finish_question,
     llm_stage,
-    new_result,
     prepare_question,
 )
 from ..run.state import RunState, SystemRef  # moved to run/ (issue 26); importable here too
 from ..systems.builtin import MissingReplayAnswer
+from .cases import case_conversation, case_flow, case_of
 from .keys import RESULT_KEY, STATE_KEY
+from .memsys import SystemNotFound, conversation_key, ingested_system, not_run_reason, obtain_system
+from .questions import question_run, result_skeleton
 
 if TYPE_CHECKING:
     from ..run.pipeline import Pipeline
 
 __all__ = [
-    "BenchmarkNode",
-    "ConversationNode",
-    "MemevalCase",
     "MemevalItem",
     "RunState",
-    "SystemNode",
     "SystemRef",
     "WrongAnswer",
+    "item_nodeid",
+    "path_component",
+    "result_key",
 ]
 
 
@@ -72,77 +73,6 @@ class WrongAnswer(Exception):
         self.result = result
 
 
-class BenchmarkNode(pytest.Directory):
-    """``memeval/<benchmark>``: not a folder on disk; its path only gives the node id its form.
-
-    The plugin adds these nodes to the session's own collect report (``pytest_make_collect_report``),
-    so pytest collects them like any directory: ``collected N items``, ``--collect-only``,
-    ``pytest_itemcollected``, ``-k``/``-m``/``--deselect``/``--lf`` all see every question.
-    """
-
-    def __init__(self, *, benchmark: str, **kwargs: Any) -> None:
-        super().__init__(**kwargs)
-        self.benchmark = benchmark
-
-    def collect(self) -> list[pytest.Item | pytest.Collector]:
-        state = self.config.stash[STATE_KEY]
-        questions = state.selected.get(self.benchmark, [])
-        return [
-            ConversationNode.from_parent(
-                self,
-                path=self.path / conv_id,
-                benchmark=self.benchmark,
-                conversation_id=conv_id,
-                questions=conv_questions,
-            )
-            for conv_id, conv_questions in group_by_conversation(questions)
-        ]
-
-    def reportinfo(self) -> tuple[Path, int | None, str]:
-        return self.path, None, self.nodeid
-
-    @classmethod
-    def for_benchmark(cls, session: pytest.Session, benchmark: str) -> BenchmarkNode:
-        path = session.config.rootpath / "memeval" / benchmark
-        node: BenchmarkNode = cls.from_parent(session, path=path, benchmark=benchmark)
-        return node
-
-
-class ConversationNode(pytest.Directory):
-    """``memeval/<benchmark>/<conversation>``: the xdist scope unit (one worker per conversation);
-    one child per memory system, in ``--memsys`` order."""
-
-    def __init__(
-        self,
-        *,
-        benchmark: str,
-        conversation_id: str,
-        questions: list[Question],
-        **kwargs: Any,
-    ) -> None:
-        super().__init__(**kwargs)
-        self.benchmark = benchmark
-        self.conversation_id = conversation_id
-        self.questions = questions
-
-    def collect(self) -> list[pytest.Item | pytest.Collector]:
-        state = self.config.stash[STATE_KEY]
-        assert state.systems is not None
-        return [
-            SystemNode.from_parent(
-                self,
-                path=self.path / path_component(ref.label),
-                benchmark=self.benchmark,
-                questions=self.questions,
-                system=ref,
-            )
-            for ref in state.systems
-        ]
-
-    def reportinfo(self) -> tuple[Path, int | None, str]:
-        return self.path, None, self.nodeid
-
-
 def path_component(label: str) -> str:
     """A system label as one node-id path segment (no ``/``, ``\\`` or ``::``)."""
     safe = label.replace("::", "_").replace("/", "_").replace("\\", "_")
@@ -155,180 +85,16 @@ def item_nodeid(benchmark: str, question: Question, ref: SystemRef) -> str:
     return f"memeval/{benchmark}/{conv}/{path_component(ref.label)}::{question.id}"
 
 
-class SystemNode(pytest.Directory):
-    """``memeval/<benchmark>/<conversation>/<system>``: one memory system's questions of one
-    conversation, one item each (``...::<question_id>``)."""
-
-    def __init__(
-        self,
-        *,
-        benchmark: str,
-        questions: list[Question],
-        system: SystemRef,
-        **kwargs: Any,
-    ) -> None:
-        super().__init__(**kwargs)
-        self.benchmark = benchmark
-        self.questions = questions
-        self.system = system
-
-    def collect(self) -> list[pytest.Item | pytest.Collector]:
-        start = time.perf_counter()
-        items: list[pytest.Item | pytest.Collector] = []
-        for q in self.questions:
-            # `Function.from_parent` is untyped before pytest 8.1: called through Any
-            make: Any = MemevalItem.from_parent
-            item: MemevalItem = make(
-                self, name=q.id, benchmark=self.benchmark, question=q, system=self.system
-            )
-            item.add_marker(getattr(pytest.mark, q.category))
-            item.add_marker(pytest.mark.memeval)
-            items.append(item)
-        self.config.stash[STATE_KEY].collect_seconds += time.perf_counter() - start
-        return items
-
-    def reportinfo(self) -> tuple[Path, int | None, str]:
-        return self.path, None, self.nodeid
-
-
 def _memeval_question(request: pytest.FixtureRequest) -> None:
     """The callable of every built-in item. The work happens in ``MemevalItem.setup`` (so a
     memory-system exception is a pytest *error*); asking for ``request`` gives that setup the
     item's public ``FixtureRequest`` (``item.funcargs["request"]``) for conftest systems."""
 
 
-@dataclass(frozen=True)
-class MemevalCase:
-    """The parameter of a hand-written test asking for ``memeval_case``."""
-
-    benchmark: str
-    system: SystemRef
-    question: Question
-
-    @property
-    def id(self) -> str:
-        """``<benchmark>/<conversation>/<question>[<system>]``: carries the conversation so the
-        xdist scheduler keeps a conversation's hand-written cases on one worker."""
-        q = self.question
-        return f"{self.benchmark}/{q.conversation_id}/{q.id}[{self.system.label}]"
-
-
-def result_skeleton(
-    benchmark: str, system: SystemRef, question: Question, nodeid: str, flow: str = ""
-) -> QuestionResult:
-    return new_result(benchmark, system.label, system.k, question, nodeid, flow)
-
-
-def question_run(config: pytest.Config, state: RunState, bench: str) -> QuestionRun:
-    """What the one question path (``run.question``) needs for a question of ``bench``."""
-
-    def score(question: Question, prediction: Prediction) -> dict[str, float | None]:
-        merged: dict[str, float | None] = {}
-        for extra in config.hook.pytest_memeval_question_scores(
-            config=config, benchmark=bench, question=question, prediction=prediction
-        ):
-            if extra:
-                merged.update(extra)
-        wanted = state.settings.selection.metrics
-        if wanted:
-            keep = set(wanted) | {state.benchmarks[bench].pass_metric}
-            merged = {k: v for k, v in merged.items() if k in keep}
-        return merged
-
-    llm = state.llm
-    judge = None
-    judge_metric = None
-    if llm is not None and llm.judges:
-        judge_metric = llm.judge_metrics([bench])[bench]
-
-        def judge(question: Question, text: str) -> tuple[dict[str, float | None], dict[str, Any]]:
-            return llm.judge(bench, question, text)
-
-    return QuestionRun(
-        benchmark=bench,
-        pass_metric=state.benchmarks[bench].pass_metric,
-        threshold=state.threshold(bench),
-        score=score,
-        judge=judge,
-        judge_metric=judge_metric,
-        answerer=state.answerer,
-        timeout=state.settings.run.timeout,
-        budget=state.settings.selection.context_budget,
-    )
-
-
-#: what pytest's FixtureLookupError lists after "available fixtures:"
-_AVAILABLE_FIXTURES = re.compile(r"available fixtures: ([^\n]*)")
-
-
-class SystemNotFound(AdapterError):
-    """A fixture-only ``--memsys`` name no fixture answers (its first question says so once)."""
-
-
-def not_run_reason(system: str) -> str:
-    """The skip reason of a missing system's other questions (one summary line for them all)."""
-    return f"not run: memory system {system!r} was not found (its first question says why)"
-
-
 def _skip_not_run(system: str) -> None:
     # raised here, outside the item's hidden setup frame: every skip has this one location, so
     # pytest's summary folds them into one line
     pytest.skip(not_run_reason(system))
-
-
-def _visible_fixtures(exc: pytest.FixtureLookupError) -> list[str]:
-    found = _AVAILABLE_FIXTURES.search(str(exc.formatrepr()))
-    return [n.strip() for n in found.group(1).split(",")] if found else []
-
-
-def obtain_system(request: pytest.FixtureRequest, ref: SystemRef) -> object:
-    """The memory system (an instance or a factory) of ``ref``, asked for where it is first needed.
-
-    A name that may be a fixture is looked up with the public ``getfixturevalue``; when no fixture
-    of that name is visible, the system the other resolution rules found is used, and with none
-    SystemNotFound says so with "did you mean" over the built-ins and every visible fixture."""
-    if ref.fixture is not None:
-        try:
-            return request.getfixturevalue(ref.fixture)
-        except pytest.FixtureLookupError as exc:
-            if exc.argname != ref.fixture:
-                raise  # the fixture exists but needs another one that does not
-            if ref.factory is None:
-                from ..systems.resolve import available_systems, unknown_system_message
-
-                known = [*available_systems(), *_visible_fixtures(exc)]
-                from .conftests import WHERE_FIXTURES
-
-                raise SystemNotFound(
-                    unknown_system_message(ref.fixture, known, available=ref.available)
-                    + WHERE_FIXTURES
-                ) from None
-    assert ref.factory is not None
-    return ref.factory
-
-
-def conversation_key(benchmark: str, conversation_id: str) -> str:
-    """How the system pool names a conversation: ``<benchmark>/<conversation id>``."""
-    return f"{benchmark}/{conversation_id}"
-
-
-def ingested_system(
-    request: pytest.FixtureRequest,
-    state: RunState,
-    benchmark: str,
-    question: Question,
-    ref: SystemRef,
-) -> IngestedSystem:
-    """System ``ref`` with the question's conversation ingested: one per conversation and system
-    in the process, shared by the built-in items and hand-written ``memeval_system`` tests."""
-    dataset = state.datasets[benchmark]
-    conv_id = question.conversation_id
-    return state.pool.get(
-        ref.base,
-        lambda: dataset.conversation(conv_id),
-        conversation_key(benchmark, conv_id),
-        lambda: obtain_system(request, ref),
-    )
 
 
 class MemevalItem(pytest.Function):
@@ -565,18 +331,6 @@ def run_stage(run: QuestionRun) -> Callable[[Prepared], Staged]:
     return stage
 
 
-def case_conversation(item: pytest.Item) -> tuple[str, str] | None:
-    case = case_of(item)
-    return (case.benchmark, case.question.conversation_id) if case is not None else None
-
-
-def group_by_conversation(questions: list[Question]) -> Iterator[tuple[str, list[Question]]]:
-    groups: dict[str, list[Question]] = {}
-    for q in questions:
-        groups.setdefault(q.conversation_id, []).append(q)
-    yield from groups.items()
-
-
 def result_key(item: pytest.Item) -> ResultKey | None:
     """The key of the result ``item`` records: (benchmark, system, flow, question id)."""
     if isinstance(item, MemevalItem):
@@ -585,16 +339,3 @@ def result_key(item: pytest.Item) -> ResultKey | None:
     if case is None:
         return None
     return ResultKey(case.benchmark, case.system.label, case_flow(item), case.question.id)
-
-
-def case_flow(item: pytest.Item) -> str:
-    """A hand-written test's flow name: its function name without parameters."""
-    return str(getattr(item, "originalname", None) or item.name.partition("[")[0])
-
-
-def case_of(item: pytest.Item) -> MemevalCase | None:
-    callspec = getattr(item, "callspec", None)
-    if callspec is None:
-        return None
-    case = callspec.params.get("memeval_case")
-    return case if isinstance(case, MemevalCase) else None

@@ -161,10 +161,11 @@ OPTIONS: tuple[_Opt, ...] = (
     ),
     _Opt(
         "memeval-protocol",
-        "official protocol: mem0, longmemeval, beam, locomo, locomo-plus, memoryagentbench, halumem "
-        "(upstream prompts, "
+        "official protocol: mem0, longmemeval, beam, locomo, locomo-plus, memoryagentbench, halumem, "
+        "longmemeval-v2 (upstream prompts, "
         "request parameters, parsing and aggregation, read from the pinned upstream source; "
-        "locomo-plus is the default when --memeval=locomo-plus runs with a judge)",
+        "locomo-plus and longmemeval-v2 are the default when --memeval=locomo-plus or "
+        "longmemeval-v2 runs with a judge)",
         metavar="NAME",
     ),
     _Opt(

@@ -140,6 +140,15 @@ def read_settings(config: pytest.Config) -> Settings:
         # LoCoMo-Plus has no reference answers: only its own judge reads its items
         # (docs/scoring.md#locomo-plus)
         protocol = "locomo-plus"
+    elif (
+        protocol is None
+        and style is None
+        and "longmemeval-v2" in benchmarks
+        and val("memeval_judge")
+    ):
+        # its abstention and gotcha questions have only upstream's LLM check as a verdict
+        # (docs/scoring.md#longmemeval-v2-judge)
+        protocol = "longmemeval-v2"
     protocol_source = (
         config.invocation_params.dir / str(val("memeval_protocol_source"))
         if val("memeval_protocol_source")
@@ -148,7 +157,8 @@ def read_settings(config: pytest.Config) -> Settings:
     if protocol_source is not None and protocol is None:
         raise pytest.UsageError(
             f"{src('memeval_protocol_source')} needs --memeval-protocol=NAME "
-            "(mem0, longmemeval, beam, locomo, locomo-plus, memoryagentbench, halumem)"
+            "(mem0, longmemeval, beam, locomo, locomo-plus, memoryagentbench, halumem, "
+            "longmemeval-v2)"
         )
     if protocol_source is not None and not protocol_source.is_dir():
         raise pytest.UsageError(

@@ -2,7 +2,7 @@
 
 - ``--memeval-shard=I/N``: the plugin keeps this shard's conversations at load time
   (:func:`shards.shard_questions`); the run folder records the shard and a fingerprint of the
-  configuration (:func:`run_config`).
+  configuration (:func:`run.fingerprint.run_config`).
 - ``--memeval-merge=RUN_DIR,...``: a session that runs nothing. The options default to the first
   shard's own (:func:`apply_merge_defaults`), the shards are checked (:func:`shards.load_shards`)
   and against this session's own fingerprint, their results fill the controller as a resume
@@ -14,23 +14,19 @@
 
 from __future__ import annotations
 
-import json
-import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from .. import __version__
 from ..errors import AdapterError, MemevalError
 from ..records import QuestionResult, ResultKey
-from ..run.store import JUDGE_NAMES
 from .options import OPTIONS, split_values
 
 if TYPE_CHECKING:
     from ..run.state import RunState
 
-__all__ = ["ScaleHooks", "apply_merge_defaults", "run_config"]
+__all__ = ["ScaleHooks", "apply_merge_defaults"]
 
 #: options a merge never takes from the shards (where to read and write, gates, this session)
 _LOCAL_OPTIONS = frozenset(
@@ -91,77 +87,6 @@ def apply_merge_defaults(config: pytest.Config) -> None:
             setattr(config.option, opt.dest, value)
 
 
-def run_fingerprint(state: RunState) -> dict[str, Any]:
-    """Everything that decides a run's numbers, machine-independent (no paths): shards and merges
-    must agree on all of it."""
-    s = state.settings
-    return {
-        "plugin_version": __version__,
-        "benchmarks": list(s.selection.benchmarks),
-        "datasets": {
-            name: {"variant": ds.variant, "sha256": sorted(ds.sha256.values())}
-            for name, ds in state.datasets.items()
-        },
-        "memsys": list(s.selection.systems),
-        "systems": [ref.label for ref in state.systems or ()],
-        "top_k": list(s.selection.top_k),
-        "limit": s.selection.limit,
-        "sample": s.selection.sample,
-        "seed": s.selection.seed,
-        "metrics": list(s.selection.metrics) if s.selection.metrics else None,
-        "answerer": s.llm.answerer,
-        "judges": list(s.llm.judges),
-        "judge_style": s.llm.judge_style,
-        "judge_runs": s.llm.judge_runs if s.llm.judges else None,
-        # shards written before the per-style judge metric names lack it (and differ from here)
-        "judge_metric_names": JUDGE_NAMES if s.llm.judges else None,
-        "prompt_sha256": (
-            state.llm.prompt_hashes(list(state.benchmarks)) if state.llm is not None else {}
-        ),
-        "pass_threshold": s.run.pass_threshold,
-        **(
-            {"context_budget": s.selection.context_budget}
-            if s.selection.context_budget is not None
-            else {}
-        ),
-        "strict": s.run.strict,
-    }
-
-
-def run_config(state: RunState) -> dict[str, Any]:
-    """The ``config.json`` of a run folder: options, plugin version, fingerprint, shard."""
-    s = state.settings
-    return {
-        "options": dict(s.raw),
-        "plugin": __version__,
-        "fingerprint": run_fingerprint(state),
-        "system_bases": _system_bases(state),
-        "shard": s.selection.shard.to_dict() if s.selection.shard is not None else None,
-        "merged_from": [str(p) for p in s.run.merge] or None,
-    }
-
-
-def _system_bases(state: RunState) -> dict[str, list[str]]:
-    out: dict[str, list[str]] = {}
-    for ref in state.systems or ():
-        bases = out.setdefault(ref.origin or ref.base, [])
-        if ref.base not in bases:
-            bases.append(ref.base)
-    return out
-
-
-def write_outputs(folder: Path, data: dict[str, Any]) -> None:
-    """What the processes of a run reported (ingests, LLM cache, tokens), next to its results."""
-    from ..run.shards import OUTPUTS_FILE
-
-    tmp = folder / f".{OUTPUTS_FILE}.tmp"
-    try:
-        tmp.write_text(json.dumps(data, indent=1, default=str), encoding="utf-8")
-        os.replace(tmp, folder / OUTPUTS_FILE)
-    except OSError:
-        pass  # the report is what matters; a merge then counts no ingests for this shard
-
-
 def _not_run() -> object:
     raise AdapterError("--memeval-merge runs no memory system")
 
@@ -204,6 +129,8 @@ class ScaleHooks:
 
         state = controller.state
         shards = load_shards(self.settings.run.merge)
+        from ..run.fingerprint import run_fingerprint
+
         mine = run_fingerprint(state)
         diffs = fingerprint_difference(shards.fingerprint, mine)
         if diffs:

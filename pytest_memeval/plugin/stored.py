@@ -56,7 +56,7 @@ def check_rows(
     """``rows`` are (where it came from, result). Raises MemevalError naming the first row that
     names no question or system of this session (an invented id, another benchmark's row, a
     question of another conversation); re-scores every other built-in row."""
-    from .items import question_run, result_skeleton
+    from .questions import question_run, result_skeleton
 
     questions: dict[tuple[str, str], Question] = {
         (bench, q.id): q for bench, qs in state.selected.items() for q in qs

@@ -1,262 +1,273 @@
 """The controller's terminal output: the summary, the configuration lines and where the run is
-stored. A mixin of :class:`plugin.controller.Controller`, which defines every attribute and method
-declared below; moved out of ``controller.py`` verbatim (issue 26)."""
+stored. Plain functions over a :class:`TerminalSource` (what :class:`plugin.controller.Controller`
+gathered and built), passed in explicitly; moved out of ``controller.py`` (issue 26)."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import pytest
 
 from ..records import QuestionResult, ResultKey
 from .reports import _report_targets
+from .summary import baselines, mem0_filing, questions_run
 
 if TYPE_CHECKING:
-    from ..analysis.baselines import Baseline
     from ..report.model import Summary
     from ..run.estimate import Estimate
     from ..run.state import RunState
     from ..run.store import RunStore
 
-__all__ = ["TerminalSummary"]
+__all__ = ["TerminalSource", "config_lines", "run_lines", "write_terminal_summary"]
 
 
-class TerminalSummary:
-    """``pytest_terminal_summary`` and the lines it prints, over the controller's state."""
-
-    config: pytest.Config
-    results: dict[ResultKey, QuestionResult]
-    duplicates: list[ResultKey]
-    lost: list[dict[str, Any]]
-    summary: Summary | None
-    store: RunStore | None
-    report_errors: list[tuple[Path, str]]
-    rescored: list[str]
-    batch_lines: list[str]
-    import_verify: dict[str, Any] | None
-    pruned: list[Path]
-    estimate: Estimate | None
+class TerminalSource(Protocol):
+    """What the terminal summary reads of the session (the controller holds it)."""
 
     @property
-    def state(self) -> RunState:
-        raise NotImplementedError  # Controller.state
+    def state(self) -> RunState: ...
+
+    @property
+    def results(self) -> Mapping[ResultKey, QuestionResult]: ...
+
+    @property
+    def duplicates(self) -> Sequence[ResultKey]: ...
+
+    @property
+    def lost(self) -> Sequence[dict[str, Any]]: ...
+
+    @property
+    def summary(self) -> Summary | None: ...
+
+    @property
+    def store(self) -> RunStore | None: ...
+
+    @property
+    def report_errors(self) -> Sequence[tuple[Path, str]]: ...
+
+    @property
+    def rescored(self) -> Sequence[str]: ...
+
+    @property
+    def batch_lines(self) -> Sequence[str]: ...
+
+    @property
+    def import_verify(self) -> dict[str, Any] | None: ...
+
+    @property
+    def pruned(self) -> Sequence[Path]: ...
+
+    @property
+    def estimate(self) -> Estimate | None: ...
 
     def merged(self) -> dict[str, Any]:
-        raise NotImplementedError  # Controller.merged
+        """The processes' outputs merged (``outputs.merge_outputs``)."""
+        ...
 
-    def ingest_counts(self) -> dict[str, int]:
-        raise NotImplementedError  # Controller.ingest_counts
 
-    def baselines(self, summary: Summary) -> dict[str, list[Baseline]]:
-        raise NotImplementedError  # Controller.baselines
+def run_lines(src: TerminalSource) -> list[str]:
+    """Where this run's results are, how to continue it, what was pruned."""
+    if src.store is None:
+        return []
+    run_id = src.store.run_id
+    lines = [
+        f"memeval: run {run_id} stored in {src.store.folder.resolve()} "
+        f"(continue it with --memeval-resume={run_id})"
+    ]
+    if src.pruned:
+        keep = src.state.settings.run.keep_runs
+        lines.append(
+            f"memeval: removed {len(src.pruned)} older run folder(s) "
+            f"(--memeval-keep-runs={keep} keeps the newest {keep}; 0 keeps all)"
+        )
+    return lines
 
-    def _mem0_filing(self) -> tuple[Any, dict[str, int]] | None:
-        raise NotImplementedError  # Controller._mem0_filing
 
-    def _questions_run(self, benchmark: str, summary: Summary | None = None) -> int:
-        raise NotImplementedError  # Controller._questions_run
+def config_lines(src: TerminalSource) -> list[str]:
+    state = src.state
+    s = state.settings
+    parts = []
+    for name, ds in state.datasets.items():
+        digest = next(iter(ds.sha256.values()), "")[:12]
+        variant = f" variant={ds.variant}" if ds.variant else ""
+        parts.append(
+            f"{name}{variant}: {questions_run(state, src.summary, name)}/{len(ds.questions)} "
+            f"questions, sha256 {digest}…"
+        )
+    selection = []
+    if s.selection.limit:
+        selection.append(f"limit {s.selection.limit}/conversation")
+    if s.selection.sample:
+        selection.append(f"sample {s.selection.sample}/category seed {s.selection.seed}")
+    styles = state.llm.styles(list(state.benchmarks)) if state.llm is not None else {}
 
-    def _run_lines(self) -> list[str]:
-        """Where this run's results are, how to continue it, what was pruned."""
-        if self.store is None:
-            return []
-        run_id = self.store.run_id
-        lines = [
-            f"memeval: run {run_id} stored in {self.store.folder.resolve()} "
-            f"(continue it with --memeval-resume={run_id})"
-        ]
-        if self.pruned:
-            keep = self.state.settings.run.keep_runs
-            lines.append(
-                f"memeval: removed {len(self.pruned)} older run folder(s) "
-                f"(--memeval-keep-runs={keep} keeps the newest {keep}; 0 keeps all)"
-            )
-        return lines
+    judge_metrics = state.llm.judge_metrics(list(state.benchmarks)) if state.llm else {}
 
-    def _config_lines(self) -> list[str]:
-        state = self.state
-        s = state.settings
-        parts = []
-        for name, ds in state.datasets.items():
-            digest = next(iter(ds.sha256.values()), "")[:12]
-            variant = f" variant={ds.variant}" if ds.variant else ""
-            parts.append(
-                f"{name}{variant}: {self._questions_run(name)}/{len(ds.questions)} "
-                f"questions, sha256 {digest}…"
-            )
-        selection = []
-        if s.selection.limit:
-            selection.append(f"limit {s.selection.limit}/conversation")
-        if s.selection.sample:
-            selection.append(f"sample {s.selection.sample}/category seed {s.selection.seed}")
-        styles = state.llm.styles(list(state.benchmarks)) if state.llm is not None else {}
+    def rule(b: str, metric: str) -> str:
+        if b not in styles:
+            return f"{b}: {metric} >= {state.threshold(b)}"
+        key = judge_metrics[b]
+        return (
+            f"{b}: {key} >= {state.threshold(b)} ({styles[b]} judge decides; "
+            f"{metric} where it does not judge)"
+        )
 
-        judge_metrics = state.llm.judge_metrics(list(state.benchmarks)) if state.llm else {}
-
-        def rule(b: str, metric: str) -> str:
-            if b not in styles:
-                return f"{b}: {metric} >= {state.threshold(b)}"
-            key = judge_metrics[b]
-            return (
-                f"{b}: {key} >= {state.threshold(b)} ({styles[b]} judge decides; "
-                f"{metric} where it does not judge)"
-            )
-
-        rules = ", ".join(rule(b, bench.pass_metric) for b, bench in state.benchmarks.items())
-        if state.protocol is not None:
-            p = state.protocol.profile
-            rules += f"; protocol {p.name} ({p.repo}@{p.commit[:12]})"
-        ingests = ", ".join(f"{k} {v}" for k, v in sorted(self.ingest_counts().items()))
-        llm_line = []
-        llm = self.summary.llm if self.summary is not None else None
-        if s.llm.judges:
+    rules = ", ".join(rule(b, bench.pass_metric) for b, bench in state.benchmarks.items())
+    if state.protocol is not None:
+        p = state.protocol.profile
+        rules += f"; protocol {p.name} ({p.repo}@{p.commit[:12]})"
+    ingests = ", ".join(f"{k} {v}" for k, v in sorted(src.merged()["ingests"].items()))
+    llm_line = []
+    llm = src.summary.llm if src.summary is not None else None
+    if s.llm.judges:
+        llm_line.append(
+            f"  judges: {', '.join(s.llm.judges)} (style "
+            f"{', '.join(sorted(set(styles.values()))) or s.llm.judge_style or 'per benchmark'}); "
+            f"unscored {llm.judge_unscored if llm else 0}, warnings "
+            f"{llm.judge_warnings if llm else 0}"
+        )
+    filing = mem0_filing(state, src.results)
+    if filing is not None:
+        filed = filing[1]
+        llm_line.append(
+            f"  answers: Mem0's ANSWER_PROMPT request ({filed['answers']} answers); "
+            f"{filed['unattributed_memories']} of {filed['memories']} memories without a "
+            f"known speaker (filed under the first speaker), {filed['untimed_memories']} "
+            "without a timestamp"
+        )
+    if llm is not None:
+        per_role = []
+        for role, models in sorted(llm.tokens.items()):
+            tin = sum(int(m.get("input_tokens", 0)) for m in models.values())
+            tout = sum(int(m.get("output_tokens", 0)) for m in models.values())
+            calls = sum(int(m.get("calls", 0)) for m in models.values())
+            per_role.append(f"{role} {calls} calls {tin} in / {tout} out tokens")
+        llm_line.append(
+            f"  llm cache: {llm.cache.get('hits', 0)} hits, {llm.cache.get('misses', 0)} "
+            "misses; " + ("; ".join(per_role) or "no calls")
+        )
+        for label, roles in sorted((src.merged().get("imported") or {}).items()):
             llm_line.append(
-                f"  judges: {', '.join(s.llm.judges)} (style "
-                f"{', '.join(sorted(set(styles.values()))) or s.llm.judge_style or 'per benchmark'}); "
-                f"unscored {llm.judge_unscored if llm else 0}, warnings "
-                f"{llm.judge_warnings if llm else 0}"
+                f"  llm cache import {label}: {roles.get('judge', 0)} verdicts, "
+                f"{roles.get('answerer', 0)} answers served from it (not asked here)"
             )
-        mem0_filing = self._mem0_filing()
-        if mem0_filing is not None:
-            filed = mem0_filing[1]
+        verify = src.import_verify
+        if verify is not None:
             llm_line.append(
-                f"  answers: Mem0's ANSWER_PROMPT request ({filed['answers']} answers); "
-                f"{filed['unattributed_memories']} of {filed['memories']} memories without a "
-                f"known speaker (filed under the first speaker), {filed['untimed_memories']} "
-                "without a timestamp"
+                f"  llm cache import verify: {verify['asked']} of {verify['imported']} "
+                f"imported verdicts re-asked (seed {verify['seed']}), "
+                f"{verify['disagree']} disagree"
+                + (": " + "; ".join(verify["rows"][:3]) if verify["rows"] else "")
             )
-        if llm is not None:
-            per_role = []
-            for role, models in sorted(llm.tokens.items()):
-                tin = sum(int(m.get("input_tokens", 0)) for m in models.values())
-                tout = sum(int(m.get("output_tokens", 0)) for m in models.values())
-                calls = sum(int(m.get("calls", 0)) for m in models.values())
-                per_role.append(f"{role} {calls} calls {tin} in / {tout} out tokens")
+        for off in llm.cache_off:
             llm_line.append(
-                f"  llm cache: {llm.cache.get('hits', 0)} hits, {llm.cache.get('misses', 0)} "
-                "misses; " + ("; ".join(per_role) or "no calls")
+                f"  llm cache OFF in a process ({off}): its calls were not cached; delete "
+                "the file or fix the folder, or run with --memeval-no-cache"
             )
-            for label, roles in sorted((self.merged().get("imported") or {}).items()):
-                llm_line.append(
-                    f"  llm cache import {label}: {roles.get('judge', 0)} verdicts, "
-                    f"{roles.get('answerer', 0)} answers served from it (not asked here)"
+        if llm.cost_usd is not None:
+            total = llm.cost_usd["total"]
+            llm_line.append(
+                "  cost: "
+                + ("unknown (a model has no price)" if total is None else f"${total:.4f}")
+            )
+        if llm.judge_agreement is not None:
+            llm_line.append(
+                "  judge agreement (Cohen's kappa): "
+                + ", ".join(
+                    f"{k} = {'-' if v is None else f'{v:.3f}'}"
+                    for k, v in llm.judge_agreement.items()
                 )
-            verify = self.import_verify
-            if verify is not None:
-                llm_line.append(
-                    f"  llm cache import verify: {verify['asked']} of {verify['imported']} "
-                    f"imported verdicts re-asked (seed {verify['seed']}), "
-                    f"{verify['disagree']} disagree"
-                    + (": " + "; ".join(verify["rows"][:3]) if verify["rows"] else "")
-                )
-            for off in llm.cache_off:
-                llm_line.append(
-                    f"  llm cache OFF in a process ({off}): its calls were not cached; delete "
-                    "the file or fix the folder, or run with --memeval-no-cache"
-                )
-            if llm.cost_usd is not None:
-                total = llm.cost_usd["total"]
-                llm_line.append(
-                    "  cost: "
-                    + ("unknown (a model has no price)" if total is None else f"${total:.4f}")
-                )
-            if llm.judge_agreement is not None:
-                llm_line.append(
-                    "  judge agreement (Cohen's kappa): "
-                    + ", ".join(
-                        f"{k} = {'-' if v is None else f'{v:.3f}'}"
-                        for k, v in llm.judge_agreement.items()
-                    )
-                )
-        lines = [
-            "configuration: " + "; ".join(parts),
-            f"  systems: {', '.join(s.selection.systems)}; top-k: {', '.join(map(str, s.selection.top_k))}; "
-            f"answerer: {state.answerer.label if state.answerer else s.llm.answerer}",
-            f"  pass rule: {rules}{'; strict' if s.run.strict else ''}"
-            + (f"; selection: {', '.join(selection)}" if selection else ""),
-            f"  ingests: {ingests or 'none'}; collection {state.collect_seconds:.2f}s",
-            *llm_line,
-        ]
-        return lines
+            )
+    lines = [
+        "configuration: " + "; ".join(parts),
+        f"  systems: {', '.join(s.selection.systems)}; top-k: {', '.join(map(str, s.selection.top_k))}; "
+        f"answerer: {state.answerer.label if state.answerer else s.llm.answerer}",
+        f"  pass rule: {rules}{'; strict' if s.run.strict else ''}"
+        + (f"; selection: {', '.join(selection)}" if selection else ""),
+        f"  ingests: {ingests or 'none'}; collection {state.collect_seconds:.2f}s",
+        *llm_line,
+    ]
+    return lines
 
-    @pytest.hookimpl
-    def pytest_terminal_summary(
-        self, terminalreporter: Any, exitstatus: int, config: pytest.Config
-    ) -> None:
-        if self.estimate is not None:
-            terminalreporter.write_sep("=", "memeval estimate")
-            priced = self.state.settings.llm.prices is not None
-            for line in self.estimate.lines(priced=priced):
-                terminalreporter.write_line(line)
-            return
 
-        from ..report.terminal import render_summary, render_wrong
+def write_terminal_summary(
+    terminalreporter: Any, config: pytest.Config, src: TerminalSource
+) -> None:
+    """The body of the controller's ``pytest_terminal_summary``."""
+    state = src.state
+    if src.estimate is not None:
+        terminalreporter.write_sep("=", "memeval estimate")
+        priced = state.settings.llm.prices is not None
+        for line in src.estimate.lines(priced=priced):
+            terminalreporter.write_line(line)
+        return
 
-        summary = self.summary
-        if summary is None:
-            return
-        tr = terminalreporter
-        tr.write_sep("=", "memeval summary")
-        settings = self.state.settings
-        for line in self.batch_lines:
-            tr.write_line(f"memeval {line}")
-        for line in render_summary(summary, self.baselines(summary), self._config_lines()):
+    from ..report.terminal import render_summary, render_wrong
+
+    summary = src.summary
+    if summary is None:
+        return
+    tr = terminalreporter
+    tr.write_sep("=", "memeval summary")
+    settings = state.settings
+    for line in src.batch_lines:
+        tr.write_line(f"memeval {line}")
+    for line in render_summary(summary, baselines(state, summary), config_lines(src)):
+        tr.write_line(line)
+    wrong_limit = None if config.get_verbosity() > 0 else settings.run.show_wrong
+    wrong = render_wrong([r for run in summary.runs for r in run.results], wrong_limit)
+    if wrong and (wrong_limit is None or wrong_limit > 0):
+        tr.write_sep("-", "WRONG answers")
+        for line in wrong:
             tr.write_line(line)
-        wrong_limit = None if config.get_verbosity() > 0 else settings.run.show_wrong
-        wrong = render_wrong([r for run in summary.runs for r in run.results], wrong_limit)
-        if wrong and (wrong_limit is None or wrong_limit > 0):
-            tr.write_sep("-", "WRONG answers")
-            for line in wrong:
-                tr.write_line(line)
-        if summary.judge_calibration is not None:
-            from ..report.calibration import terminal_lines
+    if summary.judge_calibration is not None:
+        from ..report.calibration import terminal_lines
 
-            tr.write_sep("-", "judge calibration")
-            for line in terminal_lines(summary.judge_calibration):
-                tr.write_line(line)
-        for reg in summary.regression:
-            tr.write_line(
-                ("memeval regression FAILED: " if reg.failed else "memeval: ") + reg.message
-            )
-            for line in reg.details:
-                tr.write_line("    " + line)
-        if summary.regression_error is not None:
-            tr.write_line(f"memeval regression FAILED: {summary.regression_error}")
-        if self.lost:
-            crashed = sum(1 for x in self.lost if x["crashed"])
-            tr.write_line(
-                f"memeval: {len(self.lost)} question(s) produced no result of their own and are "
-                f"counted as ERROR ({crashed} crashed their worker): "
-                + "; ".join(f"{x['nodeid']}: {x['reason'][:160]}" for x in self.lost[:5])
-                + (" ..." if len(self.lost) > 5 else ""),
-                red=True,
-            )
-        if self.rescored:
-            tr.write_line(
-                f"memeval: {len(self.rescored)} stored result(s) did not match their re-computed "
-                "scores and were re-scored from the stored prediction and the dataset's gold: "
-                + "; ".join(self.rescored[:3])
-                + (" ..." if len(self.rescored) > 3 else ""),
-                yellow=True,
-            )
-        if self.duplicates:
-            shown = ", ".join("/".join(k) for k in self.duplicates[:3])
-            tr.write_line(
-                f"memeval: {len(self.duplicates)} result(s) arrived twice for the same "
-                f"(benchmark, system, flow, question): {shown}; the later one is kept",
-                yellow=True,
-            )
-        for gate in summary.gates:  # one line each, passed or not: a passing gate shows its value
-            if gate.passed:
-                tr.write_line(gate.message, green=True)
-            else:
-                tr.write_line(gate.message, red=True)
-        for line in self._run_lines():
+        tr.write_sep("-", "judge calibration")
+        for line in terminal_lines(summary.judge_calibration):
             tr.write_line(line)
-        failed_paths = {path for path, _ in self.report_errors}
-        for label, path in _report_targets(settings):
-            if path is not None and path not in failed_paths:
-                tr.write_line(f"memeval: {label} written to {path}")
-        for _, line in self.report_errors:
-            tr.write_line(line, red=True)
+    for reg in summary.regression:
+        tr.write_line(("memeval regression FAILED: " if reg.failed else "memeval: ") + reg.message)
+        for line in reg.details:
+            tr.write_line("    " + line)
+    if summary.regression_error is not None:
+        tr.write_line(f"memeval regression FAILED: {summary.regression_error}")
+    if src.lost:
+        crashed = sum(1 for x in src.lost if x["crashed"])
+        tr.write_line(
+            f"memeval: {len(src.lost)} question(s) produced no result of their own and are "
+            f"counted as ERROR ({crashed} crashed their worker): "
+            + "; ".join(f"{x['nodeid']}: {x['reason'][:160]}" for x in src.lost[:5])
+            + (" ..." if len(src.lost) > 5 else ""),
+            red=True,
+        )
+    if src.rescored:
+        tr.write_line(
+            f"memeval: {len(src.rescored)} stored result(s) did not match their re-computed "
+            "scores and were re-scored from the stored prediction and the dataset's gold: "
+            + "; ".join(src.rescored[:3])
+            + (" ..." if len(src.rescored) > 3 else ""),
+            yellow=True,
+        )
+    if src.duplicates:
+        shown = ", ".join("/".join(k) for k in src.duplicates[:3])
+        tr.write_line(
+            f"memeval: {len(src.duplicates)} result(s) arrived twice for the same "
+            f"(benchmark, system, flow, question): {shown}; the later one is kept",
+            yellow=True,
+        )
+    for gate in summary.gates:  # one line each, passed or not: a passing gate shows its value
+        if gate.passed:
+            tr.write_line(gate.message, green=True)
+        else:
+            tr.write_line(gate.message, red=True)
+    for line in run_lines(src):
+        tr.write_line(line)
+    failed_paths = {path for path, _ in src.report_errors}
+    for label, path in _report_targets(settings):
+        if path is not None and path not in failed_paths:
+            tr.write_line(f"memeval: {label} written to {path}")
+    for _, line in src.report_errors:
+        tr.write_line(line, red=True)

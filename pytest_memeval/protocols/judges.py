@@ -8,6 +8,7 @@ styles). The prompt text comes from :func:`load_protocol` (pinned upstream files
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import re
@@ -16,6 +17,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..benchmarks.halumem import StorageCall, StoragePlan, storage_plan
+from ..benchmarks.longmemeval_v2 import EvalSpec, extract_boxed, score_reply
 from ..errors import JudgeError
 from ..judges import STYLE_METRICS
 from ..judges.base import JudgeResult, extract_json_mem0, gold_text, parallel_map
@@ -23,13 +26,17 @@ from ..judges.beam import JSON_REPAIR_UPSTREAM, json_repair_version, read_beam_r
 from ..judges.longmemeval import QUESTION_TYPE_RULES, strict_yes_no
 from ..judges.mem0 import is_locomo_adversarial
 from ..llm.base import ChatMessage, LLMClient
+from ..llm.batch import BatchDeferred
+from ..llm.client import CircuitOpenError, run_parallel
 from ..metrics.ordering import OrderingResult, ordering_score
 from ..records import Question
+from ..systems.base import STORED_META
 from .profiles import (
     BEAM,
     HALUMEM,
     LOCOMO_PLUS,
     LONGMEMEVAL,
+    LONGMEMEVAL_V2,
     MEM0,
     MEMORYAGENTBENCH,
     PROFILES,
@@ -45,10 +52,15 @@ __all__ = [
     "LoadedProtocol",
     "LocomoPlusOfficialJudge",
     "LongMemEvalOfficialJudge",
+    "LongMemEvalV2OfficialJudge",
     "Mem0OfficialJudge",
     "MemoryAgentBenchOfficialJudge",
     "beam_official_item",
+    "halumem_accuracy",
+    "halumem_integrity",
+    "halumem_json",
     "halumem_label",
+    "lme2_label",
     "load_protocol",
     "locomo_plus_category",
     "locomo_plus_label",
@@ -244,22 +256,65 @@ class MemoryAgentBenchOfficialJudge:
 
 # --------------------------------------------------------------------------- halumem
 
+
 #: upstream eval/llms.py ``llm_request_for_json``: the first fenced JSON block
 _HALUMEM_JSON = re.compile(r"```json\s*(\{.*?\})\s*```", re.DOTALL)
 
 
-def halumem_label(reply: str) -> str | None:
-    """``evaluation_result`` of the reply's first ```json block, as upstream reads it; None when
-    upstream's call would raise (no block, bad JSON, not an object) or the key is absent."""
+def halumem_json(reply: str) -> dict[str, Any] | None:
+    """Upstream ``llm_request_for_json``'s reading: ``json.loads`` of the first ```json {...}```
+    block; None where it raises (no block, bad JSON)."""
     match = _HALUMEM_JSON.search(reply)
     if not match:
         return None
     try:
         parsed = json.loads(match.group(1).strip())
-    except ValueError:
+    except (ValueError, RecursionError):
         return None
-    label = parsed.get("evaluation_result") if isinstance(parsed, dict) else None
+    return parsed if isinstance(parsed, dict) else None
+
+
+def halumem_label(reply: str) -> str | None:
+    """``evaluation_result`` of the reply's first ```json block, as upstream reads it; None when
+    upstream's call would raise (no block, bad JSON, not an object) or the key is absent."""
+    parsed = halumem_json(reply)
+    label = parsed.get("evaluation_result") if parsed is not None else None
     return label if isinstance(label, str) else None
+
+
+#: what upstream's ``except Exception`` around ``int(result.get(...))`` catches in practice
+_INT_ERRORS = (TypeError, ValueError, OverflowError)
+
+
+def halumem_integrity(reply: str) -> int | None:
+    """Upstream's ``int(result.get("score"))`` (``None`` where it raises: no JSON block, a score
+    that ``int`` refuses such as ``"2|1|0"`` or a missing one)."""
+    parsed = halumem_json(reply)
+    if parsed is None:
+        return None
+    try:
+        return int(parsed.get("score"))  # type: ignore[arg-type]  # upstream's call, any value
+    except _INT_ERRORS:
+        return None
+
+
+def halumem_accuracy(reply: str) -> tuple[int | None, Any]:
+    """Upstream's ``(int(result.get("accuracy_score")), result.get(
+    "is_included_in_golden_memories", "false"))``; ``(None, "false")`` where the call or the
+    ``int`` raises (the inclusion flag is then never read, as upstream)."""
+    parsed = halumem_json(reply)
+    if parsed is None:
+        return None, "false"
+    try:
+        score = int(parsed.get("accuracy_score"))  # type: ignore[arg-type]  # as upstream
+    except _INT_ERRORS:
+        return None, "false"
+    return score, parsed.get("is_included_in_golden_memories", "false")
+
+
+#: how many storage judgments of one conversation are in flight at once (the LLM client's own
+#: concurrency limit still applies)
+STORAGE_WORKERS = 8
 
 
 @dataclass
@@ -271,12 +326,16 @@ class HaluMemOfficialJudge:
 
     template: Template
     shape: RequestShape
+    #: ``integrity``, ``accuracy``, ``update``: the extraction / update templates
+    storage_templates: Mapping[str, Template] = field(default_factory=dict)
     name: str = "halumem-official"
     metric: str = HALUMEM.metric
 
     @property
     def prompt_hashes(self) -> dict[str, str]:
-        return {"halumem:question": self.template.sha256}
+        return {"halumem:question": self.template.sha256} | {
+            f"halumem:{key}": t.sha256 for key, t in sorted(self.storage_templates.items())
+        }
 
     def render(self, question: Question, prediction: str) -> str:
         return self.template.text.format(
@@ -289,11 +348,207 @@ class HaluMemOfficialJudge:
     def judge(self, question: Question, prediction: str, client: LLMClient) -> JudgeResult:
         reply = _ask(client, [ChatMessage("user", self.render(question, prediction))], self.shape)
         label = halumem_label(reply)
+        details: dict[str, Any] = {"protocol": "halumem", "label": label}
+        storage = question.meta.get(STORED_META)
+        if storage is not None:  # this question carries its conversation's storage judgments
+            conversation, stored = storage
+            details["storage"] = self.judge_storage(storage_plan(conversation, stored), client)
         return JudgeResult(
-            scores={self.metric: float(label == "Correct")},
-            raw=[reply],
-            details={"protocol": "halumem", "label": label},
+            scores={self.metric: float(label == "Correct")}, raw=[reply], details=details
         )
+
+    def render_storage(self, call: StorageCall) -> str:
+        """The prompt upstream's ``evaluation_for_memory_integrity`` / ``_memory_accuracy`` /
+        ``_update_memory`` builds for the same inputs."""
+        return self.storage_templates[call.kind].text.format(**call.fields)
+
+    def judge_storage(self, plan: StoragePlan, client: LLMClient) -> dict[str, Any]:
+        """One conversation's extraction and update judgments, read as upstream reads them, as
+        upstream's records (``memory_integrity_records``, ``memory_accuracy_records``,
+        ``memory_update_records``) for :func:`benchmarks.halumem.aggregate`."""
+
+        failed: list[str] = []
+
+        def one(call: StorageCall) -> dict[str, Any]:
+            try:
+                reply = _ask(client, [ChatMessage("user", self.render_storage(call))], self.shape)
+            except (BatchDeferred, CircuitOpenError):
+                raise  # judged later (batch) / the endpoint is down: the carrier says so
+            except Exception as exc:  # upstream's `except Exception`: the judgment is None
+                failed.append(type(exc).__name__)  # the type only: a message may echo a key
+                reply = ""
+            record = dict(call.record)
+            if call.kind == "integrity":
+                record["memory_integrity_score"] = halumem_integrity(reply)
+            elif call.kind == "accuracy":
+                score, included = halumem_accuracy(reply)
+                record["memory_accuracy_score"] = score
+                record["is_included_in_golden_memories"] = included
+            else:
+                record["memory_update_type"] = halumem_label(reply)
+            return record
+
+        judged = run_parallel(one, plan.calls, max(1, min(STORAGE_WORKERS, len(plan.calls))))
+        kinds = [c.kind for c in plan.calls]
+        return {
+            "granularity": plan.granularity,
+            "calls": len(plan.calls),
+            # calls that raised after the LLM layer's retries (their judgment is None, as
+            # upstream records it; not cached, so a rerun asks again)
+            "failed": sorted(failed),
+            "integrity": [dict(r) for r in plan.settled]
+            + [r for r, k in zip(judged, kinds, strict=True) if k == "integrity"],
+            "accuracy": [r for r, k in zip(judged, kinds, strict=True) if k == "accuracy"],
+            "update": [r for r, k in zip(judged, kinds, strict=True) if k == "update"],
+        }
+
+
+# --------------------------------------------------------------------------- longmemeval-v2
+
+_LME2_JSON = re.compile(r"\{.*\}", re.DOTALL)
+_LME2_LABELS = (
+    re.compile(r'"label"\s*:\s*([01])', re.IGNORECASE),
+    re.compile(r"'label'\s*:\s*([01])", re.IGNORECASE),
+    re.compile(r"\blabel\b\s*[:=]\s*([01])", re.IGNORECASE),
+)
+
+
+#: json.loads found no JSON in the span (upstream falls through to its regexes)
+_NO_JSON = object()
+
+
+def _lme2_unfence(text: str) -> str:
+    """Upstream ``_strip_markdown_code_fence``: the lines inside a reply that starts and ends
+    with a code fence (three lines at least)."""
+    stripped = text.strip()
+    if stripped.startswith("```") and stripped.endswith("```"):
+        lines = stripped.splitlines()
+        if len(lines) >= 3:
+            return "\n".join(lines[1:-1]).strip()
+    return stripped
+
+
+def lme2_label(reply: str | None) -> int | None:
+    """The judge's label (0 or 1) read from a reply as upstream's
+    ``_parse_llm_binary_judgement`` reads it; None where upstream raises (an empty reply, a JSON
+    span that is not an object or holds an unhashable label, no label the regexes find)."""
+    cleaned = _lme2_unfence((reply or "").strip())
+    if not cleaned:
+        return None
+    match = _LME2_JSON.search(cleaned)
+    if match:
+        try:
+            payload = json.loads(match.group(0))
+        except json.JSONDecodeError:
+            payload = _NO_JSON
+        except (ValueError, RecursionError):  # a number literal too long, nesting too deep
+            return None
+        if payload is not _NO_JSON:
+            if not isinstance(payload, dict):
+                return None  # upstream raises ValueError (not caught there)
+            label = payload.get("label")
+            if isinstance(label, list | dict):
+                return None  # upstream's `label in {...}` raises TypeError
+            if label in {0, 1, "0", "1"}:
+                return int(label)
+    for rx in _LME2_LABELS:
+        found = rx.search(cleaned)
+        if found:
+            return int(found.group(1))
+    return None
+
+
+@dataclass
+class LongMemEvalV2OfficialJudge:
+    """LongMemEval-V2's ``llm_abstention_checker`` / ``llm_gotchas_checker`` as the harness calls
+    them (``score_prediction``): the question's system prompt and the ``_build_<kind>_judge_
+    messages`` f-string (question, reference answer, the full reply, the boxed answer else the
+    reply) as system + user messages, sent with the harness's evaluator settings (no
+    temperature, ``reasoning_effort``, ``max_completion_tokens``); label 1 -> 1.0. An UNKNOWN
+    boxed answer is 0 (upstream forces it), and a question scored by an offline eval function
+    gets that verdict, without a request, so the metric is upstream's accuracy on every
+    question."""
+
+    templates: Mapping[str, Template]
+    shape: RequestShape
+    name: str = "longmemeval-v2-official"
+    metric: str = LONGMEMEVAL_V2.metric
+
+    @property
+    def prompt_hashes(self) -> dict[str, str]:
+        return {f"longmemeval-v2:{key}": t.sha256 for key, t in self.templates.items()}
+
+    def messages(self, question: Question, prediction: str) -> list[ChatMessage]:
+        """The judge request's messages (the question's eval function must be an LLM check)."""
+        spec = _lme2_spec(question)
+        kind = "abstention" if spec.name == "llm_abstention_checker" else "gotchas"
+        full = prediction.strip()
+        user = self.templates[f"{kind}_user"].fill(
+            {
+                "question_text": question.question.strip(),
+                "reference_answer": gold_text(question.gold).strip(),
+                "model_full_response": full,
+                "model_final_answer": extract_boxed(prediction).strip() or full,
+            }
+        )
+        return [
+            ChatMessage("system", self.templates[f"{kind}_system"].text),
+            ChatMessage("user", user),
+        ]
+
+    def judge(self, question: Question, prediction: str, client: LLMClient) -> JudgeResult:
+        spec = _lme2_spec(question)
+        details: dict[str, Any] = {"protocol": "longmemeval-v2", "eval_function": spec.name}
+        offline = score_reply(spec, prediction, gold_text(question.gold))
+        if "lme2_score" in offline:  # an offline eval function, or an UNKNOWN boxed answer
+            details["judged_by"] = "unknown" if offline["lme2_unknown"] else "rule"
+            return JudgeResult(scores={self.metric: offline["lme2_score"]}, details=details)
+        require = spec.options.get("require_non_empty", True)
+        answer = gold_text(question.gold).strip()
+        if require and not (prediction.strip() and answer):
+            details["judged_by"] = "require_non_empty"
+            return JudgeResult(scores={self.metric: 0.0}, details=details)
+        shape = self.shape
+        if spec.options.get("evaluator_top_p") is not None:
+            raise JudgeError(
+                f"longmemeval-v2 protocol: question {question.id!r} sets evaluator_top_p, which "
+                "pytest-memeval cannot send; remove it from its eval_function"
+            )
+        temperature = spec.options.get("evaluator_temperature")
+        if temperature is not None:
+            if isinstance(temperature, bool) or not isinstance(temperature, int | float):
+                raise JudgeError(
+                    f"longmemeval-v2 protocol: question {question.id!r}: evaluator_temperature "
+                    f"{temperature!r} is not a number"
+                )
+            shape = dataclasses.replace(shape, temperature=temperature)
+        reply = _ask(client, self.messages(question, prediction), shape)
+        label = lme2_label(reply)
+        warnings: list[str] = []
+        if label is None:
+            warnings.append(
+                "longmemeval-v2 protocol: the judge reply has no label upstream can read (its "
+                "harness would abort); counted as 0"
+            )
+            details["unscored_counted_as"] = 0.0
+        details["judged_by"] = "llm"
+        details["label"] = label
+        return JudgeResult(
+            scores={self.metric: 1.0 if label == 1 else 0.0},
+            raw=[reply],
+            warnings=warnings,
+            details=details,
+        )
+
+
+def _lme2_spec(question: Question) -> EvalSpec:
+    spec = question.meta.get("eval_spec")
+    if not isinstance(spec, EvalSpec):
+        raise JudgeError(
+            f"longmemeval-v2 protocol: question {question.id!r} has no eval_function "
+            "(only --memeval=longmemeval-v2 questions are judged by it)"
+        )
+    return spec
 
 
 # --------------------------------------------------------------------------- locomo-plus
@@ -603,6 +858,7 @@ class LoadedProtocol:
         | LocomoPlusOfficialJudge
         | MemoryAgentBenchOfficialJudge
         | HaluMemOfficialJudge
+        | LongMemEvalV2OfficialJudge
         | None
     ):
         p, t = self.profile, self.templates
@@ -617,7 +873,11 @@ class LoadedProtocol:
         if p.name == "memoryagentbench":
             return MemoryAgentBenchOfficialJudge(dict(t), p.judge)
         if p.name == "halumem":
-            return HaluMemOfficialJudge(t["question"], p.judge)
+            return HaluMemOfficialJudge(
+                t["question"], p.judge, {k: t[k] for k in ("integrity", "accuracy", "update")}
+            )
+        if p.name == "longmemeval-v2":
+            return LongMemEvalV2OfficialJudge(dict(t), p.judge)
         if p.name == "mem0":
             return Mem0OfficialJudge(t["judge"], p.judge)
         if p.name == "longmemeval":

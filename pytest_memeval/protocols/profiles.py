@@ -14,11 +14,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..benchmarks.longmemeval_v2 import UPSTREAM_COMMIT as LME2_UPSTREAM_COMMIT
+from ..benchmarks.longmemeval_v2 import UPSTREAM_SCORER_SHA256 as LME2_SCORER_SHA256
 from .source import StringRef, UpstreamFile
 
 __all__ = [
     "LOCOMO_PLUS",
     "LOCOMO_PLUS_TEMPLATE_KEYS",
+    "LONGMEMEVAL_V2",
     "MEMORYAGENTBENCH",
     "PROFILES",
     "ProtocolProfile",
@@ -33,6 +36,7 @@ LOCOMO_COMMIT = "92286325a40764bee61f77824ddb95233b11c4d6"  # branch `code` (sco
 LOCOMO_PLUS_COMMIT = "059f4e3d38f7f1f96765e8e2cb7de3097551bffb"
 MAB_COMMIT = "455306dcabc3842526eb83cd4e225e5d486c5c5d"  # HUST-AI-HYZ/MemoryAgentBench
 HALUMEM_COMMIT = "59402b9d662507406b584047d1982e0cbf453a0f"  # MemTensor/HaluMem
+LME2_COMMIT = LME2_UPSTREAM_COMMIT  # xiaowu0162/LongMemEval-V2 (the suite's own pin)
 
 MEM0_JUDGE_FILE = UpstreamFile(
     "mem0ai/mem0",
@@ -95,6 +99,13 @@ HALUMEM_TOOLS_FILE = UpstreamFile(
     "eval/eval_tools.py",
     "0c08e5ecb8c93945bafc4bd0336bd6c9756b40d175f442ce44aca4a43169ee3b",
 )
+#: LongMemEval-V2's judge prompts (module constants) and its message builders (f-strings)
+LME2_METRICS_FILE = UpstreamFile(
+    "xiaowu0162/LongMemEval-V2",
+    LME2_COMMIT,
+    "evaluation/qa_eval_metrics.py",
+    LME2_SCORER_SHA256,
+)
 #: the judge's code path (reply parsing, label scores): reproduced in protocols/judges.py, pinned
 #: here for the record (its sha256 is in the provenance notes; no text is read from it)
 LOCOMO_PLUS_JUDGE_FILE = UpstreamFile(
@@ -119,15 +130,17 @@ LOCOMO_PLUS_TEMPLATE_KEYS: tuple[str, ...] = (
 class RequestShape:
     """The parameters of one upstream call (``max_tokens=None``: none sent; ``n=None``: no ``n``
     field; ``max_tokens_field``: the field upstream sends the limit in, ``None`` for the provider's
-    default; ``stream=False``: an explicit ``"stream": false``, as LangChain sends it)."""
+    default; ``stream=False``: an explicit ``"stream": false``, as LangChain sends it;
+    ``temperature=None``: no temperature sent; ``reasoning_effort``: sent as that field)."""
 
     model: str
-    temperature: float = 0.0
+    temperature: float | None = 0.0
     max_tokens: int | None = None
     json_mode: bool = False
     n: int | None = None
     max_tokens_field: str | None = None
     stream: bool | None = None
+    reasoning_effort: str | None = None
 
     def options(self) -> dict[str, Any]:
         """The keywords of ``LLMClient.complete`` beyond temperature and max tokens, each only
@@ -135,11 +148,19 @@ class RequestShape:
         out: dict[str, Any] = {}
         if self.json_mode:
             out["json_mode"] = True
-        for name in ("n", "max_tokens_field", "stream"):
+        for name in ("n", "max_tokens_field", "stream", "reasoning_effort"):
             value = getattr(self, name)
             if value is not None:
                 out[name] = value
         return out
+
+
+def _shape(shape: RequestShape | None) -> dict[str, Any] | None:
+    """A request shape as provenance; ``reasoning_effort`` only when one is sent (the provenance
+    of the protocols that send none stays as it was)."""
+    if shape is None:
+        return None
+    return {k: v for k, v in vars(shape).items() if k != "reasoning_effort" or v is not None}
 
 
 @dataclass(frozen=True)
@@ -186,7 +207,7 @@ class ProtocolProfile:
             "commit": self.commit,
             "judge_style": self.judge_style,
             "metric": self.metric,
-            "judge_request": None if self.judge is None else vars(self.judge),
+            "judge_request": _shape(self.judge),
             "fill": self.fill,
             "roles": self.roles,
             "parsing": self.parsing,
@@ -194,7 +215,7 @@ class ProtocolProfile:
             "truncation": self.truncation,
             "aggregation": self.aggregation,
             "judged_categories": self.judged_categories,
-            "answer_request": None if self.answer is None else vars(self.answer),
+            "answer_request": _shape(self.answer),
         }
 
 
@@ -393,18 +414,81 @@ HALUMEM = ProtocolProfile(
             ("update", "UPDATE_MEMORY"),
         )
     },
-    fill="format-keywords (question, reference_answer, key_memory_points = the evidence memory "
-    "points joined by newlines, response)",
-    parsing="the first ```json {...}``` block of the reply (upstream's regex), its "
-    "evaluation_result: Correct = 1, Hallucination / Omission = 0",
-    unscored="counted as 0 (upstream's (all) ratios count an unreadable reply in the denominator)",
-    aggregation="correct_qa_ratio(all) = the mean over questions; the label is kept per question",
-    judged_categories="all (QA); the extraction / update prompts are pinned and hashed, their "
-    "calls are not wired yet (docs/scoring.md#halumem)",
+    fill="format-keywords as eval_tools.evaluation_for_*: QA (question, reference_answer, "
+    "key_memory_points = the evidence memory points joined by newlines, response); integrity "
+    "(memories = a session's stored memories joined by newlines, expected_memory_point); "
+    "accuracy (dialogue, golden_memories, candidate_memory); update (memories, updated_memory, "
+    "original_memory)",
+    parsing="the first ```json {...}``` block of the reply (upstream's regex); QA and update: "
+    "evaluation_result (QA: Correct = 1, Hallucination / Omission = 0); integrity: "
+    "int(score); accuracy: int(accuracy_score) and is_included_in_golden_memories",
+    unscored="QA: counted as 0 (upstream's (all) ratios count an unreadable reply in the "
+    "denominator); storage: a None score / label, as upstream records it; a system without "
+    "dump(): storage figures UNSCORED",
+    aggregation="correct_qa_ratio(all) = the mean over questions; the run's figures are "
+    "aggregate_eval_results over every judged record (summary.halumem_official)",
+    judged_categories="all (QA); extraction and update once per conversation, on the first "
+    "question of it the run asks (docs/scoring.md#halumem-storage-judgments)",
+)
+
+LONGMEMEVAL_V2 = ProtocolProfile(
+    name="longmemeval-v2",
+    benchmarks=("longmemeval-v2",),
+    repo="xiaowu0162/LongMemEval-V2",
+    commit=LME2_COMMIT,
+    judge_style="longmemeval-v2-official",
+    metric="judge_lme2_official",
+    # evaluation/harness.py make_eval_config (defaults: --evaluator-reasoning-effort medium,
+    # --evaluator-max-completion-tokens 4096) -> qa_eval_metrics._call_chat_completion: model,
+    # messages, max_completion_tokens, reasoning_effort; no temperature, no top_p. The model:
+    # README.md "Set for LLM judge (default `gpt-5.2` with `medium` reasoning)"
+    judge=RequestShape(
+        "gpt-5.2",
+        temperature=None,
+        max_tokens=4096,
+        max_tokens_field="max_completion_tokens",
+        reasoning_effort="medium",
+    ),
+    prompts={
+        f"{kind}_{part}": (LME2_METRICS_FILE, ref)
+        for kind, upper in (("abstention", "ABSTENTION"), ("gotchas", "GOTCHAS"))
+        for part, ref in (
+            ("system", StringRef("constant", f"_{upper}_JUDGE_SYSTEM_PROMPT")),
+            ("user", StringRef("f-local", "user_prompt", f"_build_{kind}_judge_messages")),
+        )
+    },
+    fill="system message: the constant; user message: the f-string of "
+    "_build_<kind>_judge_messages (question_text, reference_answer, model_full_response, "
+    "model_final_answer = the boxed answer, else the reply)",
+    roles="system + user",
+    parsing="_parse_llm_binary_judgement: code fence stripped; the first-'{'-to-last-'}' span "
+    "as JSON, its 'label' in {0, 1, '0', '1'}; else the regexes \"label\": d, 'label': d, "
+    "label[:=]d; label 1 -> correct",
+    unscored="counted as 0 with a warning where upstream raises (no label found; the harness "
+    "would abort)",
+    aggregation="accuracy = mean of score_bool over questions (an UNKNOWN boxed answer is 0), "
+    "per question type and overall; the offline eval functions score without a request",
+    judged_categories="llm_abstention_checker and llm_gotchas_checker questions are sent to the "
+    "judge; the other questions get their offline verdict under the same metric",
+    notes=(
+        "an UNKNOWN boxed answer is 0 without a request (upstream sends it and discards the "
+        "verdict); require_non_empty (default true) scores an empty reply or answer 0 without "
+        "a request, as upstream's checker does",
+    ),
 )
 
 PROFILES: dict[str, ProtocolProfile] = {
-    p.name: p for p in (MEM0, LONGMEMEVAL, BEAM, LOCOMO, LOCOMO_PLUS, MEMORYAGENTBENCH, HALUMEM)
+    p.name: p
+    for p in (
+        MEM0,
+        LONGMEMEVAL,
+        BEAM,
+        LOCOMO,
+        LOCOMO_PLUS,
+        MEMORYAGENTBENCH,
+        HALUMEM,
+        LONGMEMEVAL_V2,
+    )
 }
 
 

@@ -182,7 +182,9 @@ class StringRef:
     inside function ``function``, in source order; ``index`` picks one), ``"message"`` (the
     ``"content"`` value of the dict assigned to ``NAME`` inside ``function``; may be an
     f-string), ``"entry"`` (the plain string under the literal key ``key`` of the module-level
-    dict literal ``NAME = {...}``: LoCoMo-Plus's ``PROMPT_TEMPLATES``)."""
+    dict literal ``NAME = {...}``: LoCoMo-Plus's ``PROMPT_TEMPLATES``), ``"f-local"`` (as
+    ``"local"``, but the string may be an f-string of plain names: LongMemEval-V2's
+    ``user_prompt``)."""
 
     kind: str
     name: str
@@ -196,7 +198,7 @@ class StringRef:
             return f"entry {self.name}[{self.key!r}]"
         where = f" in function {self.function}()" if self.function else ""
         return f"{self.kind} {self.name}{where}" + (
-            f" #{self.index + 1}" if self.kind == "local" else ""
+            f" #{self.index + 1}" if self.kind in ("local", "f-local") else ""
         )
 
 
@@ -304,14 +306,17 @@ def extract(source: SourceText, ref: StringRef) -> Template:
             value = _assigned(found, ref.name)
             if value is not None:
                 values.append(value)
-    if ref.kind == "local":
+    if ref.kind in ("local", "f-local"):
         if ref.expect_count is not None and len(values) != ref.expect_count:
             raise missing(f"expected {ref.expect_count} assignments, found {len(values)}")
         if ref.index >= len(values):
             raise missing(f"found {len(values)} assignments")
         template = _as_template(values[ref.index])
-        if template is None or template.fields:
+        if ref.kind == "f-local" and template is None:
+            raise missing("it is not a string or simple f-string")
+        if ref.kind == "local" and (template is None or template.fields):
             raise missing("it is not a plain string literal")
+        assert template is not None
         return template
     if ref.kind == "message":
         for value in values:

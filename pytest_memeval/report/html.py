@@ -44,6 +44,7 @@ from .tables import (
     check_lines,
     comparison_table,
     fmt_num,
+    halumem_table,
     latency_table,
     official_table,
     provenance_items,
@@ -742,6 +743,10 @@ def render_html(
             if official is not None:
                 body.append(f"<h4>{esc(run.label)} · BEAM official</h4>")
                 body.append(render_table(official))
+            halu = halumem_table(run)
+            if halu is not None:
+                body.append(f"<h4>{esc(run.label)} · HaluMem official</h4>")
+                body.append(render_table(halu))
             for note in run.notes:
                 body.append(f'<p class="note">note: {esc(note)}</p>')
         if len(runs) > 1:
@@ -818,4 +823,7 @@ def summary_tables(summary: Summary) -> str:
         official = official_table(run)
         if official is not None:
             parts.append(render_table(official))
+        halu = halumem_table(run)
+        if halu is not None:
+            parts.append(render_table(halu))
     return "\n".join(parts)

@@ -19,6 +19,7 @@ from .tables import (
     baselines_table,
     check_lines,
     comparison_table,
+    halumem_table,
     latency_table,
     official_table,
     plain,
@@ -116,6 +117,12 @@ def render_markdown(summary: Summary, baselines: Mapping[str, Sequence[Baseline]
                     ["", f"#### {md_text(bench)} · {md_text(run.label)} · BEAM official", ""]
                 )
                 lines.extend(render_table(official))
+            halu = halumem_table(run)
+            if halu is not None:
+                lines.extend(
+                    ["", f"#### {md_text(bench)} · {md_text(run.label)} · HaluMem official", ""]
+                )
+                lines.extend(render_table(halu))
             for note in run.notes:
                 lines.append("")
                 lines.append(f"> note: {md_text(note)}")

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from ..analysis.baselines import Baseline
     from ..analysis.beam_official import OfficialComposite
+    from ..analysis.halumem_official import HaluMemOfficial
 
 from ..records import QuestionResult
 
@@ -85,6 +86,8 @@ class RunSummary:
     errata: dict[str, Any] | None = None
     #: with --memeval-protocol=beam: BEAM's official composite (conversation-level means)
     official: OfficialComposite | None = None
+    #: with --memeval-protocol=halumem: upstream's extraction / update / QA figures
+    halumem: HaluMemOfficial | None = None
 
     @property
     def clusters(self) -> int:
@@ -133,6 +136,7 @@ class RunSummary:
             ),
             **({"abstention": self.abstention.to_dict()} if self.abstention is not None else {}),
             **({"beam_official": self.official.to_dict()} if self.official is not None else {}),
+            **({"halumem_official": self.halumem.to_dict()} if self.halumem is not None else {}),
             "latency": self.latency,
             "notes": list(self.notes),
             "clusters": {"unit": self.cluster_unit, "count": self.clusters},

@@ -40,6 +40,7 @@ __all__ = [
     "comparison_table",
     "fmt_ms",
     "fmt_num",
+    "halumem_table",
     "latency_figures",
     "latency_table",
     "nearest_published",
@@ -280,6 +281,50 @@ def official_table(run: RunSummary) -> Table | None:
         + (f"; {official.unscored} questions without a value left out" if official.unscored else "")
     )
     return Table(header, tuple(rows), caption=caption, id_column=1)
+
+
+#: (figure group, figure key, what it is) of HaluMem's table, in upstream's order
+HALUMEM_ROWS: tuple[tuple[str, str, str], ...] = (
+    ("memory_integrity", "recall(all)", "extraction recall"),
+    ("memory_integrity", "weighted_recall(all)", "extraction weighted recall"),
+    ("memory_accuracy", "target_accuracy(all)", "extraction precision (target accuracy)"),
+    ("memory_accuracy", "weighted_accuracy(all)", "extraction accuracy (all stored)"),
+    ("memory_accuracy", "interference_accuracy(all)", "interference rejected"),
+    ("memory_extraction_f1", "", "extraction F1"),
+    ("memory_update", "correct_update_memory_ratio(all)", "update correct"),
+    ("memory_update", "hallucination_update_memory_ratio(all)", "update hallucinated"),
+    ("memory_update", "omission_update_memory_ratio(all)", "update omitted"),
+    ("memory_update", "other_update_memory_ratio(all)", "update other"),
+    ("question_answering", "correct_qa_ratio(all)", "QA correct"),
+    ("question_answering", "hallucination_qa_ratio(all)", "QA hallucinated"),
+    ("question_answering", "omission_qa_ratio(all)", "QA omitted"),
+)
+
+
+def halumem_table(run: RunSummary) -> Table | None:
+    """HaluMem's official figures (with --memeval-protocol=halumem): upstream
+    ``aggregate_eval_results`` over the run's judged records. None for other runs."""
+    official = run.halumem
+    if official is None:
+        return None
+    rows = []
+    for group, key, label in HALUMEM_ROWS:
+        if group not in official.figures:
+            value = "UNSCORED"
+        else:
+            got = official.figures[group]
+            value = fmt_num(got.get(key) if isinstance(got, Mapping) else got)
+        rows.append(Row((Cell(label), Cell(f"{group}.{key}" if key else group), _num(value))))
+    header = (Cell("figure"), Cell("upstream key"), _num("value"))
+    granularity = ", ".join(f"{n} per {k}" for k, n in sorted(official.granularity.items()))
+    caption = (
+        f"HaluMem official (eval/evaluation.py aggregate_eval_results): {official.questions} "
+        f"judged questions; storage judged for {official.conversations} of "
+        f"{official.conversations_total} conversations"
+        + (f" ({granularity})" if granularity else "")
+        + (f"; storage UNSCORED: {official.storage_unscored}" if official.storage_unscored else "")
+    )
+    return Table(header, tuple(rows), caption=caption)
 
 
 def _category_cells(row: CategoryRow, metrics: Sequence[str], label: str) -> tuple[Cell, ...]:

@@ -15,6 +15,7 @@ from .tables import (
     baselines_table,
     comparison_table,
     fmt_num,
+    halumem_table,
     official_table,
     run_table,
     scoreboard_table,
@@ -84,6 +85,10 @@ def render_summary(
             if official is not None:
                 lines.append(f"{bench} · {run.label} — BEAM official")
                 lines.extend(render_table(official))
+            halu = halumem_table(run)
+            if halu is not None:
+                lines.append(f"{bench} · {run.label} — HaluMem official")
+                lines.extend(render_table(halu))
             for note in run.notes:
                 lines.append(f"  note: {note}")
         table = baselines_table(runs, baselines.get(bench, []))

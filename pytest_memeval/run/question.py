@@ -32,7 +32,7 @@ from ..records import (
     QuestionResult,
     score_float,
 )
-from ..systems.base import NO_DUMP_REASON, MemorySystem, stored_memories
+from ..systems.base import NO_DUMP_REASON, STORED_META, MemorySystem, stored_memories
 from ..systems.contract import materialise, normalise_answer, normalise_memories
 from ..systems.resolve import ensure_memory_system
 from .budget import context_for_answer
@@ -106,15 +106,20 @@ class IngestedSystem:
     #: question that wants it (a suite scoring storage marks its questions ``meta["dump"]``)
     stored: tuple[Memory, ...] | None = None
     dumped: bool = False
+    #: the conversation ingested (what the storage judgments compare the stored memories with)
+    conversation: Conversation | None = None
 
 
 def record_stored(
     ingested: IngestedSystem, conversation_id: str, timeout: float | None, details: dict[str, Any]
-) -> None:
+) -> bool:
     """Ask the system once what it stored for this conversation (the optional ``dump``) and put
     the count in ``details["stored_memories"]``, or ``details["stored_unscored"]`` with the reason
-    when the system has no ``dump`` (storage metrics are then UNSCORED, never zero)."""
-    if not ingested.dumped:
+    when the system has no ``dump`` (storage metrics are then UNSCORED, never zero). True for the
+    question that made the one ``dump`` call of a system that has it: that question carries the
+    conversation's storage judgments (``details["storage_carrier"]``)."""
+    first = not ingested.dumped
+    if first:
         system = ingested.system
         ingested.stored = call_with_timeout(
             lambda: stored_memories(system, conversation_id), timeout, "dump()"
@@ -122,8 +127,11 @@ def record_stored(
         ingested.dumped = True
     if ingested.stored is None:
         details["stored_unscored"] = NO_DUMP_REASON
-    else:
-        details["stored_memories"] = len(ingested.stored)
+        return False
+    details["stored_memories"] = len(ingested.stored)
+    if first:
+        details["storage_carrier"] = True
+    return first
 
 
 #: how long ``wait_ready`` may take without --memeval-timeout (a bound, never a hang)
@@ -198,7 +206,9 @@ class SystemPool:
         except Exception as exc:
             self.failed[key] = exc
             raise
-        ready = IngestedSystem(instance, conversation_key, elapsed, waited, name=system)
+        ready = IngestedSystem(
+            instance, conversation_key, elapsed, waited, name=system, conversation=conv
+        )
         self.live[key] = ready
         return ready
 
@@ -280,6 +290,9 @@ class Retrieval:
     latency: dict[str, float]
     #: the system answered itself (``answer(question)``): no answerer call
     prediction: Prediction | None = None
+    #: this question carries its conversation's storage judgments: the question handed to the
+    #: judges, with ``meta[STORED_META] = (conversation, stored memories)``
+    carrier: Question | None = None
 
 
 def retrieve(
@@ -301,8 +314,15 @@ def retrieve(
         latency["ready"] = ingested.ready_seconds
     own_answer = getattr(system, "answer", None)
     memories: tuple[Memory, ...] = ()
-    if details is not None and question.meta.get("dump"):
-        record_stored(ingested, question.conversation_id, timeout, details)
+    carrier = None
+    carried = details is not None and bool(question.meta.get("dump"))
+    if carried and details is not None:
+        carried = record_stored(ingested, question.conversation_id, timeout, details)
+    if carried:
+        conversation = ingested.conversation
+        if conversation is not None and ingested.stored is not None:
+            payload = (conversation, ingested.stored)
+            carrier = replace(question, meta={**question.meta, STORED_META: payload})
     if not callable(own_answer):
         start = time.perf_counter()
         found = call_with_timeout(
@@ -322,7 +342,7 @@ def retrieve(
         memories, context = context_for_answer(memories, budget)
         if details is not None:
             details.update(context)
-        return Retrieval(memories, latency)
+        return Retrieval(memories, latency, carrier=carrier)
     start = time.perf_counter()
     text = call_with_timeout(lambda: own_answer(question), timeout, "answer()")
     latency["answer"] = time.perf_counter() - start
@@ -330,7 +350,7 @@ def retrieve(
     if details is not None:
         details["memories_returned"] = 0
     prediction = Prediction(text=clean_text(answer), memories=(), answered_by="system")
-    return Retrieval((), latency, prediction)
+    return Retrieval((), latency, prediction, carrier)
 
 
 def answer_from(
@@ -492,6 +512,9 @@ class Prepared:
     memories: tuple[Memory, ...] = ()
     #: already answered (by the system itself, or the stored one of --memeval-rejudge)
     prediction: Prediction | None = None
+    #: the question as the judges get it when it carries its conversation's storage judgments
+    #: (``Retrieval.carrier``); None: ``question``
+    judge_question: Question | None = None
 
 
 @dataclass(frozen=True)
@@ -524,7 +547,7 @@ def prepare_question(
         ingested, question, k=k, timeout=run.timeout, details=result.details, budget=run.budget
     )
     result.latency = got.latency
-    return Prepared(question, result, got.memories, got.prediction)
+    return Prepared(question, result, got.memories, got.prediction, got.carrier)
 
 
 def llm_stage(run: QuestionRun, prepared: Prepared) -> Staged:
@@ -539,7 +562,9 @@ def llm_stage(run: QuestionRun, prepared: Prepared) -> Staged:
             prediction, seconds = answer_from(run.answerer, prepared.question, prepared.memories)
         except BatchDeferred as exc:  # --memeval-llm-batch re-answers: answered at the run's end
             return answer_pending(run, prepared, exc)
-    judged = run.judge(prepared.question, prediction.text) if run.judge is not None else None
+    judged = None
+    if run.judge is not None:
+        judged = run.judge(prepared.judge_question or prepared.question, prediction.text)
     return Staged(prediction, seconds, judged)
 
 

@@ -7,13 +7,14 @@ fewest questions so far (ties: the lowest shard number). The assignment depends 
 selection, so every machine and every xdist worker computes the same one.
 
 A shard's run folder records its shard and a *fingerprint* of everything that decides its
-numbers (:func:`fingerprint`); :func:`load_shards` reads several run folders for a merge and
+numbers (:func:`run.fingerprint.run_fingerprint`); :func:`load_shards` reads several run folders for a merge and
 refuses shards of different configurations (naming the field), missing shards and duplicated ones.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -34,6 +35,7 @@ __all__ = [
     "parse_shard",
     "recorded_bases",
     "shard_questions",
+    "write_outputs",
 ]
 
 #: what each shard's processes reported at the end (ingest counts, LLM cache and tokens)
@@ -365,3 +367,13 @@ def load_shards(folders: Iterable[Path]) -> ShardSet:
             owner[key] = r.folder
             merged.results[key] = result
     return merged
+
+
+def write_outputs(folder: Path, data: dict[str, Any]) -> None:
+    """What the processes of a run reported (ingests, LLM cache, tokens), next to its results."""
+    tmp = folder / f".{OUTPUTS_FILE}.tmp"
+    try:
+        tmp.write_text(json.dumps(data, indent=1, default=str), encoding="utf-8")
+        os.replace(tmp, folder / OUTPUTS_FILE)
+    except OSError:
+        pass  # the report is what matters; a merge then counts no ingests for this shard

@@ -7,7 +7,14 @@ from typing import Protocol, runtime_checkable
 
 from ..records import Conversation, Memory, Question
 
-__all__ = ["NO_DUMP_REASON", "AnsweringSystem", "DumpingSystem", "MemorySystem", "stored_memories"]
+__all__ = [
+    "NO_DUMP_REASON",
+    "STORED_META",
+    "AnsweringSystem",
+    "DumpingSystem",
+    "MemorySystem",
+    "stored_memories",
+]
 
 
 @runtime_checkable
@@ -47,6 +54,12 @@ class DumpingSystem(MemorySystem, Protocol):
 NO_DUMP_REASON = (
     "the system has no dump(conversation_id) method, so what it stored cannot be scored"
 )
+
+#: ``Question.meta`` key of the question that carries its conversation's storage judgments (the
+#: first question of each conversation and system the run asks, in a suite whose questions say
+#: ``meta["dump"]``): ``(conversation, the memories dump returned)``; set by ``run.question`` on
+#: the question handed to the judges, never stored in a result
+STORED_META = "memeval_stored"
 
 
 def stored_memories(system: object, conversation_id: str) -> tuple[Memory, ...] | None:

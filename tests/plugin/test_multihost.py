@@ -11,7 +11,7 @@ import time
 from collections.abc import Iterator
 
 import pytest
-from conftest import question_scores, read_json
+from conftest import INNER_ADDOPTS, question_scores, read_json
 
 pytestmark = pytest.mark.usefixtures("memeval_env")
 
@@ -25,7 +25,7 @@ def _free_port() -> int:
 @pytest.fixture
 def socket_gateway(pytester: pytest.Pytester) -> Iterator[str]:
     port = _free_port()
-    env = dict(os.environ, PYTEST_ADDOPTS="-p no:benchmark")
+    env = dict(os.environ, PYTEST_ADDOPTS=INNER_ADDOPTS)
     proc = subprocess.Popen(
         [sys.executable, "-m", "execnet.script.socketserver", f"127.0.0.1:{port}"],
         cwd=pytester.path,

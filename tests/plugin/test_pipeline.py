@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import read_json
+from conftest import INNER_ADDOPTS, read_json
 from llm_server import OPENAI_PATH, LLMServer, judge_reply
 
 pytestmark = pytest.mark.usefixtures("memeval_env")
@@ -174,7 +174,7 @@ def test_resume_after_sigkill_mid_window_pays_no_reply_twice(pytester: pytest.Py
     latency = 0.3
     with LLMServer(reply=judge_reply, latency=latency) as srv:
         env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_XDIST")}
-        env["PYTEST_ADDOPTS"] = "-p no:benchmark"
+        env["PYTEST_ADDOPTS"] = INNER_ADDOPTS
         # each run sends its own key (not part of a cache key nor of the run), so a request of the
         # killed run that the server records late, after the kill, is still counted as the
         # killed run's: never as one the resumed run sent

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import _DATA_DIR_ENV, read_json
+from conftest import _DATA_DIR_ENV, INNER_ADDOPTS, read_json
 from llm_server import LLMServer
 
 from pytest_memeval.analysis.clusters import sign_flip_p
@@ -65,7 +65,7 @@ def parse(path: Path) -> Rows:
 
 def _run(project: Path, *args: str, env: dict[str, str] | None = None) -> Path:
     env = {**{k: v for k, v in os.environ.items() if k != "MEMEVAL_DATA_DIR"}, **(env or {})}
-    env["PYTEST_ADDOPTS"] = "-p no:benchmark -p no:cacheprovider"
+    env["PYTEST_ADDOPTS"] = f"{INNER_ADDOPTS} -p no:cacheprovider"
     proc = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", f"--memeval-cache-dir={project / 'cache'}", *args],
         cwd=project,

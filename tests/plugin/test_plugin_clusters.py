@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import read_json
+from conftest import INNER_ADDOPTS, read_json
 
 pytestmark = pytest.mark.usefixtures("memeval_env")
 
@@ -123,7 +123,7 @@ def project(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> tuple
 def _subprocess(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
     """A pytest run in its own process (shards and merges: as the recipes run them)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_XDIST")}
-    env["PYTEST_ADDOPTS"] = "-p no:benchmark"
+    env["PYTEST_ADDOPTS"] = INNER_ADDOPTS
     return subprocess.run(
         [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *args],
         cwd=cwd,

@@ -9,6 +9,7 @@ builds for the same records."""
 from __future__ import annotations
 
 import ast
+import hashlib
 import json
 from collections.abc import Iterator
 from pathlib import Path
@@ -16,7 +17,11 @@ from typing import Any
 
 import pytest
 from conftest import XDIST_MODES, read_json
+from halumem_upstream import load_judging, pooled_figures, upstream_user
 from llm_server import OPENAI_PATH, LLMServer
+
+from pytest_memeval.benchmarks.halumem import build
+from pytest_memeval.systems.builtin import BM25System
 
 DATA = Path(__file__).resolve().parent.parent / "fixtures" / "halumem" / "data"
 
@@ -136,50 +141,149 @@ def _evaluation_for_question() -> Any:
     return ns["evaluation_for_question"]
 
 
-@pytest.mark.parametrize("mode", list(XDIST_MODES), ids=list(XDIST_MODES))
-def test_questions_judged_as_upstream(
-    pytester: pytest.Pytester, server: LLMServer, mode: str
-) -> None:
+#: replies each judge reads its own key from (chosen per prompt, the same on both sides)
+REPLIES = (
+    '```json\n{"score": "2", "accuracy_score": "2", "is_included_in_golden_memories": "true", '
+    '"evaluation_result": "Correct"}\n```',
+    '```json {"score": 1, "accuracy_score": "1", "is_included_in_golden_memories": "True", '
+    '"evaluation_result": "Hallucination"} ```',
+    '```json {"score": "0", "accuracy_score": "0", "evaluation_result": "Omission"} ```',
+    '```json {"score": "2|1|0", "accuracy_score": "x", "evaluation_result": "Correct"} ```',
+    '```json {"score": 2, "accuracy_score": 2, "is_included_in_golden_memories": "false", '
+    '"evaluation_result": "Correct"} ```',
+)
+
+
+def _reply(prompt: str) -> str:
+    # the salt picks a mix on which upstream's aggregate divides by no zero (checked below)
+    return REPLIES[hashlib.sha256(f"0:{prompt}".encode()).digest()[0] % len(REPLIES)]
+
+
+def _judged_run(pytester: pytest.Pytester, mode: str, *extra: str) -> tuple[Any, dict[str, Any]]:
     out = pytester.path / "r.json"
     result = pytester.runpytest(
         "--memeval=halumem",
         f"--memeval-data={DATA}",
-        "--memsys=bm25",
         f"--memeval-cache-dir={pytester.path / 'cache'}",
         "--memeval-protocol=halumem",
         f"--memeval-protocol-source={PROTOCOL}",
         "--memeval-judge=openai:gpt-4o",
         f"--memeval-json={out}",
+        *extra,
         *XDIST_MODES[mode],
     )
     assert result.ret in (0, 1), result.stdout.str()
-    report = read_json(out)
+    return result, read_json(out)
+
+
+def _upstream_storage(
+    report: dict[str, Any], tools: bytes
+) -> tuple[list[dict[str, Any]], Any] | None:
+    """What upstream's pinned ``process_user`` sends and figures for the same users, the memories
+    bm25 stored per session (its dump, by turn id) and our answers: (request bodies as the
+    OpenAI SDK sends them, figures); None without a snapshot."""
+    loaded = load_judging(tools, _reply)
+    if loaded is None:
+        return None
+    ns, requests = loaded
+    text = (DATA / "halumem" / "HaluMem-Medium.jsonl").read_text("utf-8")
+    users = [json.loads(line) for line in text.splitlines()]
+    conversations, _ = build("medium", users)
+    answers = {q["question"]: q["prediction"] for run in report["runs"] for q in run["questions"]}
+    results = []
+    for user, conv in zip(users, conversations, strict=True):
+        system = BM25System()
+        system.ingest(conv)
+        sessions = {t.id: i for i, s in enumerate(conv.sessions) for t in s.turns}
+        extracted: dict[int, list[str]] = {}
+        for memory in system.dump(conv.id):
+            extracted.setdefault(sessions[memory.source_ids[0]], []).append(memory.text)
+        results.append(ns["process_user"](1, upstream_user(user, extracted, answers), 1))
+    bodies = [{k: v for k, v in r.items() if k != "timeout"} for r in requests]
+    return bodies, pooled_figures(ns, results)
+
+
+def _body(body: dict[str, Any]) -> str:
+    return json.dumps(body, sort_keys=True)
+
+
+@pytest.mark.parametrize("mode", list(XDIST_MODES), ids=list(XDIST_MODES))
+def test_questions_and_storage_judged_as_upstream(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, mode: str
+) -> None:
+    """QA, extraction and update judgments through the loopback server and the real OpenAI SDK:
+    the request bodies are those upstream's pinned ``process_user`` (its ``llm_request_for_json``
+    with a fake client) builds for the same users, stored memories and answers; the figures
+    are upstream's ``aggregate_eval_results`` on its own readings of the same replies (so the
+    same without xdist and with ``-n 2``); a rerun from the cache sends nothing and reports the
+    same figures."""
+    with LLMServer(reply=lambda messages, model, params: _reply(messages[0]["content"])) as srv:
+        for key, value in srv.env(KEY).items():
+            monkeypatch.setenv(key, value)
+        result, report = _judged_run(pytester, mode, "--memsys=bm25")
+        bodies = [r.body for r in srv.requests if r.path == OPENAI_PATH]
+        if mode == "no-xdist":  # a rerun from the cache (once: the -n 2 run is the slow one)
+            _, again = _judged_run(pytester, mode, "--memsys=bm25")
+            assert srv.count(OPENAI_PATH) == len(bodies)  # all from the cache
+            assert (
+                again["runs"][0]["summary"]["halumem_official"]
+                == (report["runs"][0]["summary"]["halumem_official"])
+            )
     questions = {q["id"]: q for run in report["runs"] for q in run["questions"]}
     assert len(questions) == 4
-    bodies = [r.body for r in server.requests if r.path == OPENAI_PATH]
-    assert len(bodies) == 4
+    official = report["runs"][0]["summary"]["halumem_official"]
+    assert official["conversations"] == official["conversations_total"] == 2
+    assert official["granularity"] == {"session": 2}
+    assert official["storage_unscored"] is None
+    assert "HaluMem official" in result.stdout.str()
+    # the QA prompts as the upstream-shaped evaluation_for_question builds them
     text = (DATA / "halumem" / "HaluMem-Medium.jsonl").read_text("utf-8")
-    records = [json.loads(line) for line in text.splitlines()]
-    upstream = _evaluation_for_question()
-    want = []
-    for user in records:
+    upstream_qa = _evaluation_for_question()
+    want_qa = []
+    for user in (json.loads(line) for line in text.splitlines()):
         n = 0
         for session in user["sessions"]:
             for qa in session.get("questions", []):
                 n += 1
                 got = questions[f"medium-{user['uuid']}-q{n}"]
-                want.append(
-                    upstream(
+                want_qa.append(
+                    upstream_qa(
                         qa["question"],
                         qa["answer"],
                         "\n".join(e["memory_content"] for e in qa["evidence"]),
                         got["prediction"],
                     )
                 )
-    assert sorted(b["messages"][0]["content"] for b in bodies) == sorted(want)
+    prompts = [b["messages"][0]["content"] for b in bodies]
+    assert set(want_qa) <= set(prompts)
     for body in bodies:
         assert body["model"] == "gpt-4o" and body["temperature"] == 0.0
         assert body["max_tokens"] == 16384
         assert [m["role"] for m in body["messages"]] == ["user"]
-    assert all(q["scores"]["judge_halumem_official"] == 1.0 for q in questions.values())
+    for q in questions.values():
+        label = q["details"]["judge_halumem_official"]["details"]["label"]
+        assert q["scores"]["judge_halumem_official"] == float(label == "Correct")
     assert report["provenance"]["protocol"]["name"] == "halumem"
+    upstream = _upstream_storage(report, (PROTOCOL / "eval" / "eval_tools.py").read_bytes())
+    if upstream is None:
+        pytest.skip("no upstream HaluMem snapshot here: the storage requests were not compared")
+    want_bodies, want_figures = upstream
+    assert sorted(map(_body, bodies)) == sorted(map(_body, want_bodies))
+    assert "error" not in want_figures
+    assert official["figures"] == want_figures
+
+
+def test_system_without_dump_has_storage_unscored(
+    pytester: pytest.Pytester, server: LLMServer
+) -> None:
+    """A system without ``dump``: its extraction / update figures are UNSCORED with the reason
+    (absent from the figures, never 0); QA is still judged, and no storage call is sent."""
+    pytester.makeconftest(CONFTEST)
+    result, report = _judged_run(pytester, "no-xdist", "--memsys=forgetful", "--memeval-limit=1")
+    official = report["runs"][0]["summary"]["halumem_official"]
+    assert "no dump(conversation_id)" in official["storage_unscored"]
+    assert set(official["figures"]) == {"question_answering"}
+    assert official["conversations"] == 0
+    assert server.count(OPENAI_PATH) == 2  # the two questions' QA calls only
+    out = result.stdout.str()
+    assert "extraction recall" in out and "UNSCORED" in out

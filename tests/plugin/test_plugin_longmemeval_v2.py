@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 from conftest import XDIST_MODES, read_json, status_scores
+from llm_server import OPENAI_PATH, LLMServer
 
 DATA = Path(__file__).resolve().parent.parent / "fixtures" / "longmemeval_v2" / "data"
 
@@ -58,3 +59,55 @@ def test_question_types_are_markers(pytester: pytest.Pytester, marker: str, coun
     assert result.ret == 0, result.stdout.str()
     ids = [line for line in result.outlines if "::" in line]
     assert len(ids) == count, result.stdout.str()
+
+
+# --------------------------------------------------------------------------- the LLM checks
+
+SHAPED = Path(__file__).resolve().parent.parent / "fixtures" / "protocols" / "longmemeval-v2"
+
+
+def test_llm_checks_judged_same_numbers_and_cached(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A judge alone (the protocol is the default for this suite) sends the abstention and the
+    gotcha question to it, with the harness's settings; the other questions keep their rule
+    verdict under the same metric. No xdist and ``-n 2`` give the same numbers, and a rerun on
+    the same cache sends nothing."""
+    labels = {"dark-mode": '{"label": 1, "reason": "ok"}', "trips up": '{"label": 0}'}
+
+    def reply(messages: list[dict[str, str]], model: str, params: dict[str, object]) -> str:
+        text = messages[-1]["content"]
+        return next(v for k, v in labels.items() if k in text)
+
+    reports = []
+    with LLMServer(reply=reply) as srv:
+        for key, value in srv.env("sk-loopback-lme2").items():
+            monkeypatch.setenv(key, value)
+        for mode in [*XDIST_MODES.values(), ["-p", "no:xdist"]]:
+            before = srv.count(OPENAI_PATH)
+            out = pytester.path / f"j{len(reports)}.json"
+            result = pytester.runpytest(
+                "--memeval=longmemeval-v2",
+                f"--memeval-data={DATA}",
+                "--memsys=bm25",
+                "--memeval-judge=openai:gpt-5.2",
+                f"--memeval-protocol-source={SHAPED}",
+                f"--memeval-cache-dir={pytester.path / ('cache' if reports else 'cache0')}",
+                f"--memeval-json={out}",
+                *mode,
+            )
+            assert result.ret in (0, 1), result.stdout.str()
+            reports.append((read_json(out), srv.count(OPENAI_PATH) - before))
+        bodies = [r.body for r in srv.requests if r.path == OPENAI_PATH]
+    (first, sent0), (second, sent1), (third, sent2) = reports
+    assert (sent0, sent1, sent2) == (2, 2, 0)  # the rerun on the -n 2 run's cache: all hits
+    assert status_scores(first) == status_scores(second) == status_scores(third)
+    scores = {q["id"]: q["scores"] for q in first["runs"][0]["questions"]}
+    assert scores["q_static_abs_1"]["judge_lme2_official"] == 1.0
+    assert scores["q_gotcha_1"]["judge_lme2_official"] == 0.0
+    assert all("judge_lme2_official" in s for s in scores.values())  # every question
+    for body in bodies:
+        assert body["model"] == "gpt-5.2" and "temperature" not in body
+        assert body["reasoning_effort"] == "medium" and body["max_completion_tokens"] == 4096
+        assert [m["role"] for m in body["messages"]] == ["system", "user"]
+    assert first["provenance"]["protocol"]["name"] == "longmemeval-v2"

@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import read_json
+from conftest import INNER_ADDOPTS, read_json
 from fakes import COUNTING_CONFTEST
 
 pytestmark = pytest.mark.usefixtures("memeval_env")
@@ -42,7 +42,7 @@ def test_resume_after_sigkill(pytester: pytest.Pytester, run_mode: list[str]) ->
     cache = pytester.path / "cache"
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_XDIST")}
     env["MEMEVAL_SLOW"] = "0.25"
-    env["PYTEST_ADDOPTS"] = "-p no:benchmark"
+    env["PYTEST_ADDOPTS"] = INNER_ADDOPTS
     cmd = [
         sys.executable,
         "-m",

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 import yaml
-from conftest import REPO, question_scores, read_json
+from conftest import INNER_ADDOPTS, REPO, question_scores, read_json
 from conftest import run_pytest as _pytest
 
 from pytest_memeval.errors import MemevalError
@@ -259,7 +259,7 @@ def _demoize(script: str) -> str:
 def _bash(script: str, cwd: Path, env: dict[str, str]) -> None:
     full = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_XDIST")}
     full.pop("MEMEVAL_DATA_DIR", None)
-    full["PYTEST_ADDOPTS"] = "-p no:benchmark -p no:cacheprovider"
+    full["PYTEST_ADDOPTS"] = f"{INNER_ADDOPTS} -p no:cacheprovider"
     full["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{full.get('PATH', '')}"
     full.update(env)
     r = subprocess.run(

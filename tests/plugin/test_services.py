@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import REPO, question_scores, read_json
+from conftest import INNER_ADDOPTS, REPO, question_scores, read_json
 
 from pytest_memeval.errors import AdapterError
 from pytest_memeval.records import Conversation, Question, Session, Turn
@@ -36,7 +36,7 @@ MCP_SERVER = REPO / "examples" / "mcp_server" / "memeval_mcp_server.py"
 
 def _env() -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_XDIST")}
-    env["PYTEST_ADDOPTS"] = "-p no:benchmark"
+    env["PYTEST_ADDOPTS"] = INNER_ADDOPTS
     env.pop("MEMEVAL_DATA_DIR", None)
     return env
 

@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import INNER_ADDOPTS
 
 REPO = Path(__file__).resolve().parents[2]
 README = REPO / "README.md"
@@ -36,7 +37,7 @@ def run_command(command: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     """``bash -c command`` in ``cwd`` as a user runs it: no PYTEST_/MEMEVAL_ variables from the
     outer run, this interpreter's scripts first on PATH, the cache under ``cwd``."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "MEMEVAL_"))}
-    env["PYTEST_ADDOPTS"] = f"-p no:benchmark -p no:cacheprovider --memeval-cache-dir={cwd}/c"
+    env["PYTEST_ADDOPTS"] = f"{INNER_ADDOPTS} -p no:cacheprovider --memeval-cache-dir={cwd}/c"
     bindir = Path(sys.executable).parent
     env["PATH"] = f"{bindir}{os.pathsep}{env.get('PATH', '')}"
     return subprocess.run(

@@ -1,6 +1,7 @@
 """The package's layering, checked on the source: which modules may import pytest, which packages
-may import which, and no import cycle (module-level and function-level imports alike; imports
-under ``if TYPE_CHECKING:`` are for the type checker only and do not count)."""
+may import which, no import cycle anywhere (module-level and function-level imports alike; imports
+under ``if TYPE_CHECKING:`` are for the type checker only and do not count there), none inside
+``plugin/`` or ``run/`` even for the type checker, and no module there over ``MAX_LINES``."""
 
 from __future__ import annotations
 
@@ -107,43 +108,6 @@ def test_no_import_points_upward() -> None:
             if dep != "pytest" and there is not None and there > here:
                 wrong.append(f"{module} -> {dep}")
     assert not wrong, wrong
-
-
-def test_no_import_cycle() -> None:
-    graph = _graph()
-    cycles: list[list[str]] = []
-    index: dict[str, int] = {}
-    low: dict[str, int] = {}
-    stack: list[str] = []
-    on_stack: set[str] = set()
-
-    def visit(v: str) -> None:  # Tarjan's strongly connected components
-        index[v] = low[v] = len(index)
-        stack.append(v)
-        on_stack.add(v)
-        for w in graph[v]:
-            if w not in graph:
-                continue
-            if w not in index:
-                visit(w)
-                low[v] = min(low[v], low[w])
-            elif w in on_stack:
-                low[v] = min(low[v], index[w])
-        if low[v] == index[v]:
-            component = []
-            while True:
-                w = stack.pop()
-                on_stack.discard(w)
-                component.append(w)
-                if w == v:
-                    break
-            if len(component) > 1:
-                cycles.append(sorted(component))
-
-    for v in graph:
-        if v not in index:
-            visit(v)
-    assert not cycles, cycles
 
 
 #: the packages whose modules must not name one another in a circle, not even for the type checker
@@ -262,6 +226,69 @@ def test_no_import_circle_in_package(package: str) -> None:
         for c in _cycles(graph)
     ]
     assert not circles, circles
+
+
+def test_no_import_circle_anywhere() -> None:
+    """No circle in the whole package among the imports that execute (module level or in a
+    function); ``plugin/`` and ``run/`` are held to more below (type-only imports count there)."""
+    graph = _graph()
+    circles = [
+        f"{len(c)} modules in a circle ({', '.join(c)}), e.g. {' -> '.join(_a_circle(graph, c))}"
+        for c in _cycles(graph)
+    ]
+    assert not circles, circles
+
+
+#: the most lines a module of ``plugin/`` or ``run/`` may have (issue 26: glue files split by
+#: concern rather than grown)
+MAX_LINES = 500
+#: modules over MAX_LINES still to be split (run/question.py: 619 lines when this was written; it
+#: is being changed on another branch)
+OVER_MAX_LINES = frozenset({"run/question.py"})
+
+
+def test_no_glue_module_over_max_lines() -> None:
+    over = []
+    for package in KNOTLESS:
+        for path in sorted((PACKAGE / package).rglob("*.py")):
+            name = path.relative_to(PACKAGE).as_posix()
+            lines = len(path.read_text(encoding="utf-8").splitlines())
+            if lines > MAX_LINES and name not in OVER_MAX_LINES:
+                over.append(f"{name}: {lines} lines (at most {MAX_LINES}: split it by concern)")
+    assert not over, over
+
+
+#: what a class may declare without setting it: a dataclass's fields, a Protocol's members
+_DECLARING = {"dataclass", "Protocol", "NamedTuple", "TypedDict"}
+
+
+def _declared_not_set(cls: ast.ClassDef) -> list[str]:
+    """The attributes a class body annotates without a value (``results: dict[...]``), unless the
+    class is a dataclass, a Protocol, a NamedTuple or a TypedDict."""
+    names = {ast.unparse(d).split("(")[0].rsplit(".", 1)[-1] for d in cls.decorator_list}
+    names |= {ast.unparse(b).split("[")[0].rsplit(".", 1)[-1] for b in cls.bases}
+    if names & _DECLARING:
+        return []
+    return [
+        n.target.id
+        for n in cls.body
+        if isinstance(n, ast.AnnAssign) and n.value is None and isinstance(n.target, ast.Name)
+    ]
+
+
+def test_no_mixin_declares_what_another_class_sets() -> None:
+    """Issue 26: the controller's summary and terminal halves were mixins declaring the
+    controller's attributes (and stub methods) for the type checker. Code that reads another
+    object's state takes it as a parameter typed by a small Protocol (``summary.SummarySource``,
+    ``terminal.TerminalSource``), so no class in plugin/ or run/ declares attributes it never
+    sets."""
+    found = []
+    for package in KNOTLESS:
+        for path in sorted((PACKAGE / package).rglob("*.py")):
+            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+                if isinstance(node, ast.ClassDef) and (names := _declared_not_set(node)):
+                    found.append(f"{path.relative_to(PACKAGE)}::{node.name} declares {names}")
+    assert not found, found
 
 
 @pytest.mark.parametrize(

@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import read_json
+from conftest import INNER_ADDOPTS, read_json
 
 pytest.importorskip("mcp", reason="the MCP adapter needs `pip install pytest-memeval[mcp]`")
 pytestmark = pytest.mark.usefixtures("memeval_env")
@@ -104,7 +104,7 @@ def _spec(tmp_path: Path, mode: str, settings: str = "timeout=20", name: str = "
 
 def _run(tmp_path: Path, memsys: str, *extra: str) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_XDIST")}
-    env["PYTEST_ADDOPTS"] = "-p no:benchmark"
+    env["PYTEST_ADDOPTS"] = INNER_ADDOPTS
     env.pop("MEMEVAL_DATA_DIR", None)
     return subprocess.run(
         [

@@ -3,9 +3,17 @@ docs/scoring.md#published-baselines."""
 
 from __future__ import annotations
 
-import pytest
+import ast
 
-from pytest_memeval.analysis.baselines import BASELINES, baselines_for
+import pytest
+from lme2_upstream import upstream_file_bytes
+
+from pytest_memeval.analysis.baselines import (
+    BASELINES,
+    RunProtocol,
+    baselines_for,
+    comparability_reasons,
+)
 
 COUNTS = {1: 282, 2: 321, 3: 96, 4: 841}
 
@@ -103,3 +111,51 @@ def test_nearest_published_prefers_comparable_then_same_metric() -> None:
     assert nearest_published(0.41, "f1", [judge, f1_near]) is f1_near
     assert nearest_published(0.41, "bleu1", [judge, f1_near]) is f1_near
     assert nearest_published(0.41, "f1", []) is None
+
+
+def test_longmemeval_v2_rows_are_the_cited_upstream_frontier() -> None:
+    """The eight LongMemEval-V2 rows are ``fixed_frontier_points`` of upstream's
+    leaderboard/compute_lafs.py at the pinned commit (read with ast when the snapshot is here),
+    labelled with the protocol, the reader and the judge model; a run measured that way is
+    comparable, one without the protocol is a reference."""
+    rows = {(b.variant, b.system): b.overall for b in BASELINES if b.benchmark == "longmemeval-v2"}
+    assert len(rows) == 8
+    raw = upstream_file_bytes("leaderboard/compute_lafs.py")
+    if raw is not None:
+        (node,) = [
+            n
+            for n in ast.parse(raw).body
+            if isinstance(n, ast.AnnAssign)
+            and isinstance(n.target, ast.Name)
+            and n.target.id == "fixed_frontier_points"
+        ]
+        assert isinstance(node.value, ast.Dict)
+        cited = {}
+        for key, points in zip(node.value.keys, node.value.values, strict=True):
+            assert isinstance(key, ast.Constant) and isinstance(points, ast.List)
+            for call in points.elts:
+                assert isinstance(call, ast.Call) and isinstance(call.args[0], ast.Constant)
+                acc = next(k.value for k in call.keywords if k.arg == "acc")
+                assert isinstance(acc, ast.Constant)
+                cited[(key.value, call.args[0].value)] = acc.value / 100.0
+        assert rows == cited
+    b = _by_name("lme2-agentrunbook-c-small")
+    assert b.overall == pytest.approx(0.749) and b.metric == "judge_lme2_official"
+    assert "be15ea6e" in b.source and not b.verified
+    same = RunProtocol(
+        frozenset({"judge_lme2_official"}),
+        "longmemeval-v2",
+        "longmemeval-v2-official",
+        "gpt-5.2",
+        "openai-compatible:Qwen/Qwen3.5-9B",
+    )
+    assert comparability_reasons(b, same) == []
+    other = RunProtocol(frozenset({"lme2_score"}), None, None, None, "extractive")
+    reasons = [r.split(":")[0] for r in comparability_reasons(b, other)]
+    assert reasons == ["protocol", "judge", "judge model", "answerer", "metric"]
+    medium = {x.name for x in baselines_for("longmemeval-v2", variant="medium")}
+    assert medium == {n for (tier, _), n in _names().items() if tier == "medium"}
+
+
+def _names() -> dict[tuple[str | None, str], str]:
+    return {(b.variant, b.system): b.name for b in BASELINES if b.benchmark == "longmemeval-v2"}

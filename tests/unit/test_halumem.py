@@ -7,6 +7,7 @@ the refused download, and the optional ``dump`` hook."""
 from __future__ import annotations
 
 import ast
+import hashlib
 import json
 import math
 import random
@@ -14,16 +15,30 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from fakes import ScriptedClient, make_question
+from fakes import ScriptedClient, make_question, make_result
 from halumem_upstream import (
+    STORAGE_REPLIES,
     constructed_records,
+    load_judging,
     load_upstream,
+    pick_reply,
+    pooled_figures,
+    storage_case,
+    storage_records,
+    storage_user,
     upstream_figures,
     upstream_file_bytes,
+    upstream_user,
 )
 
+from pytest_memeval.analysis.halumem_official import halumem_official
 from pytest_memeval.benchmarks import LoadRequest, get_benchmark
-from pytest_memeval.benchmarks.halumem import aggregate, compute_f1, parse_users
+from pytest_memeval.benchmarks.halumem import (
+    aggregate,
+    compute_f1,
+    parse_users,
+    storage_plan,
+)
 from pytest_memeval.errors import DatasetError
 from pytest_memeval.protocols.judges import HaluMemOfficialJudge, halumem_label, load_protocol
 from pytest_memeval.records import Conversation, Memory, Question, Session, Turn
@@ -232,10 +247,13 @@ def test_missing_file_and_unknown_variant(tmp_path: Path) -> None:
 def _user(**session: Any) -> bytes:
     base: dict[str, Any] = {
         "start_time": "Jan 05, 2025, 10:00:00",
-        "memory_points": [{"memory_content": "x"}],
+        "memory_points": [POINT],
         "dialogue": [{"role": "user", "content": "hi"}],
     }
     return json.dumps({"uuid": "u1", "sessions": [base | session]}).encode()
+
+
+POINT = {"memory_content": "x", "memory_source": "primary", "is_update": "False", "importance": 0.5}
 
 
 @pytest.mark.parametrize(
@@ -245,6 +263,24 @@ def _user(**session: Any) -> bytes:
         (b'{"uuid": "u", "sessions": {}}', "user[0]", "sessions", "must be a list"),
         (_user(dialogue=[{"role": "user"}]), "user[0].sessions[0].dialogue[0]", "content", ""),
         (_user(memory_points=None), "user[0].sessions[0]", "memory_points", "must be a list"),
+        (
+            _user(memory_points=[POINT | {"importance": "high"}]),
+            "user[0].sessions[0].memory_points[0]",
+            "importance",
+            "must be a number",
+        ),
+        (
+            _user(memory_points=[{"memory_content": "x", "importance": 1}]),
+            "user[0].sessions[0].memory_points[0]",
+            "memory_source",
+            "must be a str",
+        ),
+        (
+            _user(memory_points=[POINT | {"original_memories": "old"}]),
+            "user[0].sessions[0].memory_points[0]",
+            "original_memories",
+            "list of strings",
+        ),
         (
             _user(questions=[{"question": "q", "answer": "a", "question_type": "Trivia"}]),
             "user[0].sessions[0].questions[0]",
@@ -329,3 +365,260 @@ def test_dump_strings_become_memories_and_bad_returns_are_named() -> None:
 
     with pytest.raises(TypeError, match=r"Bad\.dump\('c1'\) returned str"):
         stored_memories(Bad(), "c1")
+
+
+# --------------------------------------------------------------------------- storage judgments
+
+
+def _check_storage(source_dir: Path, tools: bytes, seed: int) -> None:
+    loaded = load_protocol("halumem", source_dir=source_dir, cache_dir=Path("/x"))
+    judge = loaded.judge()
+    assert isinstance(judge, HaluMemOfficialJudge)
+    conv, stored, extracted = storage_case({0: [0, 1, 2], 1: [0, 3]})
+    client = ScriptedClient(reply=lambda prompt, _i: pick_reply(prompt, seed))
+    plan = storage_plan(conv, stored)
+    assert plan.granularity == "session"
+    ours = judge.judge_storage(plan, client)
+    upstream = load_judging(tools, lambda prompt: pick_reply(prompt, seed))
+    assert upstream is not None
+    ns, requests = upstream
+    theirs = ns["process_user"](1, upstream_user(storage_user(), extracted), 1)
+    # the same prompts, one call each, with upstream's parameters
+    assert sorted(client.prompts) == sorted(r["messages"][0]["content"] for r in requests)
+    assert len(requests) == len(plan.calls) == ours["calls"]
+    for call, request in zip(client.calls, requests, strict=True):
+        assert call.kwargs["temperature"] == request["temperature"] == 0.0
+        assert call.kwargs["max_tokens"] == request["max_tokens"] == 16384
+        assert [m.role for m in call.messages] == [m["role"] for m in request["messages"]]
+    # the same readings of the same replies
+    assert storage_records(ours) == storage_records(
+        {
+            "integrity": theirs["memory_integrity_records"],
+            "accuracy": theirs["memory_accuracy_records"],
+            "update": theirs["memory_update_records"],
+        }
+    )
+    qa = [{"result_type": "Correct"}, {"result_type": "Omission"}]
+    theirs["question_answering_records"] = [dict(r) for r in qa]
+    want = pooled_figures(ns, [theirs])
+    got = aggregate(ours["integrity"], ours["accuracy"], ours["update"], qa)
+    if "error" in want:  # upstream divides by zero: ours has no value there
+        assert None in _leaves(got)
+    else:
+        assert _same({k: v for k, v in got.items()}, want)
+
+
+def _leaves(figures: Any) -> list[Any]:
+    if isinstance(figures, dict):
+        return [x for v in figures.values() for x in _leaves(v)]
+    return [figures]
+
+
+judging = pytest.mark.skipif(
+    load_judging(b"", lambda p: "") is None, reason="no upstream HaluMem snapshot here"
+)
+
+
+@judging
+@pytest.mark.parametrize("seed", range(6))
+def test_storage_judged_as_upstream_process_user(seed: int) -> None:
+    """Extraction and update judgments: prompts, parameters, reply readings and figures equal
+    upstream's ``process_user`` + ``aggregate_eval_results`` (pinned) on the same inputs."""
+    _check_storage(
+        PROTOCOL_FIXTURE, (PROTOCOL_FIXTURE / "eval" / "eval_tools.py").read_bytes(), seed
+    )
+
+
+@judging
+@with_tools
+def test_storage_judged_as_upstream_with_the_pinned_prompts(tmp_path: Path) -> None:
+    assert TOOLS is not None
+    (tmp_path / "eval").mkdir()
+    (tmp_path / "eval" / "eval_tools.py").write_bytes(TOOLS)
+    _check_storage(tmp_path, TOOLS, 1)
+
+
+STORAGE_VECTORS = [
+    json.loads(line)
+    for line in (FIXTURES / "upstream_storage_vectors.jsonl").read_text("utf-8").splitlines()
+]
+
+
+@pytest.mark.parametrize("vector", STORAGE_VECTORS, ids=lambda v: f"seed{v['seed']}")
+def test_recorded_upstream_storage_vectors_equal_ours(vector: dict[str, Any]) -> None:
+    """Offline: what upstream's pinned ``process_user`` sent (prompt sha256) and recorded, and
+    its figures, for the constructed user and the upstream-shaped prompts (recorded by
+    ``python tests/halumem_upstream.py --storage FILE``), equal ours."""
+    loaded = load_protocol("halumem", source_dir=PROTOCOL_FIXTURE, cache_dir=Path("/x"))
+    judge = loaded.judge()
+    assert isinstance(judge, HaluMemOfficialJudge)
+    keep = {int(k): v for k, v in vector["keep"].items()}
+    conv, stored, _ = storage_case(keep)
+    client = ScriptedClient(reply=lambda prompt, _i: pick_reply(prompt, vector["seed"]))
+    ours = judge.judge_storage(storage_plan(conv, stored), client)
+    digests = sorted(hashlib.sha256(p.encode()).hexdigest() for p in client.prompts)
+    assert digests == vector["prompts_sha256"]
+    assert json.loads(json.dumps(storage_records(ours))) == vector["records"]
+    got = aggregate(ours["integrity"], ours["accuracy"], ours["update"], vector["qa"])
+    if "error" in vector["upstream"]:
+        assert None in _leaves(got)
+    else:
+        assert _same(got, vector["upstream"])
+
+
+def test_storage_plan_routes_points_as_upstream() -> None:
+    """Per session: the update point goes to the update judge only when its session stored
+    something; a session that stored nothing scores its points 0 without a call."""
+    conv, stored, _ = storage_case({0: [0], 1: [1]})
+    plan = storage_plan(conv, stored)
+    kinds = {(c.kind, c.record["memory_content"]) for c in plan.calls}
+    assert ("update", "S1 update") in kinds
+    assert {r["memory_content"] for r in plan.settled} == {
+        "S2 fact 0 {braces}",
+        "S2 fact 1 {braces}",
+        "S2 fact 2 {braces}",
+        "S2 distractor",
+        "S2 update",
+    }
+    assert all(r["memory_integrity_score"] == 0 for r in plan.settled)
+    accuracy = [c for c in plan.calls if c.kind == "accuracy"]
+    assert [c.fields["candidate_memory"] for c in accuracy] == [m.text for m in stored]
+    assert "S0 distractor" not in accuracy[0].fields["golden_memories"]
+    assert accuracy[0].fields["dialogue"] == (
+        "[t00]user: S0 user turn 0\n[t01]assistant: S0 assistant turn 1\n\n"
+        "[t02]user: S0 user turn 2\n[t03]assistant: S0 assistant turn 3\n"
+    )
+
+
+def test_memories_without_turn_ids_are_judged_per_conversation() -> None:
+    """A stored memory naming no turn of the conversation: every session's points against
+    everything stored (granularity ``conversation``), said in the plan."""
+    conv, stored, _ = storage_case({0: [0], 2: [1]}, source_ids=False)
+    plan = storage_plan(conv, stored)
+    assert plan.granularity == "conversation" and not plan.settled
+    integrity = [c for c in plan.calls if c.kind == "integrity"]
+    assert {c.record["session"] for c in plan.calls} == {"all"}
+    assert all(
+        c.fields["memories"] == "mem S0 user turn 0\nmem S2 assistant turn 1" for c in integrity
+    )
+    assert len([c for c in plan.calls if c.kind == "update"]) == 2
+
+
+def test_empty_dump_scores_every_point_zero_without_a_call() -> None:
+    conv, stored, _ = storage_case({})
+    plan = storage_plan(conv, stored)
+    assert plan.calls == () and plan.granularity == "session"
+    assert len(plan.settled) == 14  # 3 sessions x 4 points + 2 update points (nothing to update)
+
+
+class _Refused(Exception):
+    """A call that failed after the LLM layer's retries (a 400 for a too-long prompt, say)."""
+
+
+@judging
+def test_a_failed_storage_call_is_a_none_judgment_as_upstream() -> None:
+    """Upstream's ``except Exception`` around each judgment makes a failed call a None score;
+    ours records the same (and counts it by type), never an error of the question."""
+
+    def reply(prompt: str) -> str:
+        if "S0 fact 1" in prompt or "mem S1 user turn 0" in prompt:
+            raise _Refused("prompt too long")
+        return STORAGE_REPLIES[0]
+
+    loaded = load_protocol("halumem", source_dir=PROTOCOL_FIXTURE, cache_dir=Path("/x"))
+    judge = loaded.judge()
+    assert isinstance(judge, HaluMemOfficialJudge)
+    conv, stored, extracted = storage_case({0: [0, 1], 1: [0, 3]})
+    ours = judge.judge_storage(
+        storage_plan(conv, stored), ScriptedClient(reply=lambda p, _i: reply(p))
+    )
+    upstream = load_judging((PROTOCOL_FIXTURE / "eval" / "eval_tools.py").read_bytes(), reply)
+    assert upstream is not None
+    ns, _ = upstream
+    theirs = ns["process_user"](1, upstream_user(storage_user(), extracted), 1)
+    assert storage_records(ours) == storage_records(
+        {
+            "integrity": theirs["memory_integrity_records"],
+            "accuracy": theirs["memory_accuracy_records"],
+            "update": theirs["memory_update_records"],
+        }
+    )
+    assert ours["failed"] and set(ours["failed"]) == {"_Refused"}
+    assert None in [r["memory_integrity_score"] for r in ours["integrity"]]
+    assert None in [r["memory_accuracy_score"] for r in ours["accuracy"]]
+
+
+# --------------------------------------------------------------------------- run figures
+
+METRIC = "judge_halumem_official"
+
+
+def _judged(
+    qid: str, conv: str, index: int, label: str | None, storage: dict[str, Any] | None = None
+) -> Any:
+    inner: dict[str, Any] = {"protocol": "halumem", "label": label}
+    if storage is not None:
+        inner["storage"] = storage
+    return make_result(
+        qid,
+        conversation_id=conv,
+        benchmark="halumem",
+        details={"index": index, METRIC: {"details": inner, "label": "openai:gpt-4o"}},
+    )
+
+
+def test_run_figures_pool_conversations_once_each() -> None:
+    """The summary's figures are ``aggregate`` over every conversation's storage records (a
+    conversation carried twice, as a resumed run may, counts once: the lowest index) and every
+    judged question's label; skipped and batch-pending judgments are left out."""
+    first = {
+        "granularity": "session",
+        "integrity": [
+            {"memory_source": "primary", "importance": 0.5, "memory_integrity_score": 2},
+            {"memory_source": "interference", "importance": 0.3, "memory_integrity_score": 0},
+        ],
+        "accuracy": [{"memory_accuracy_score": 2, "is_included_in_golden_memories": "true"}],
+        "update": [{"memory_update_type": "Omission"}],
+    }
+    again = first | {
+        "integrity": [{"memory_source": "primary", "importance": 1.0, "memory_integrity_score": 0}]
+    }
+    other = {
+        "granularity": "conversation",
+        "integrity": [{"memory_source": "primary", "importance": 1.0, "memory_integrity_score": 1}],
+        "accuracy": [{"memory_accuracy_score": None, "is_included_in_golden_memories": "false"}],
+        "update": [],
+    }
+    pending = make_result(
+        "c-q9",
+        conversation_id="c",
+        benchmark="halumem",
+        details={METRIC: {"unscored": True, "batch_pending": ["k"]}},
+    )
+    results = [
+        _judged("a-q2", "a", 2, "Correct", again),
+        _judged("a-q1", "a", 1, "Hallucination", first),
+        _judged("b-q1", "b", 1, "Correct", other),
+        _judged("b-q2", "b", 2, None),
+        pending,
+    ]
+    got = halumem_official(results, METRIC)
+    want = aggregate(
+        first["integrity"] + other["integrity"],
+        first["accuracy"] + other["accuracy"],
+        first["update"],
+        [{"result_type": x} for x in ("Correct", "Hallucination", "Correct", None)],
+    )
+    assert got.figures == want
+    assert (got.conversations, got.conversations_total, got.questions) == (2, 3, 4)
+    assert got.granularity == {"session": 1, "conversation": 1}
+    assert got.storage_unscored is None
+
+
+def test_run_figures_of_a_system_without_dump_are_unscored_not_zero() -> None:
+    result = _judged("a-q1", "a", 1, "Correct")
+    result.details["stored_unscored"] = NO_DUMP_REASON
+    got = halumem_official([result], METRIC)
+    assert got.storage_unscored == NO_DUMP_REASON
+    assert set(got.figures) == {"question_answering"}
+    assert got.to_dict()["figures"]["question_answering"]["correct_qa_ratio(all)"] == 1.0

@@ -59,6 +59,7 @@ def test_every_style_names_its_metric_as_specified() -> None:
         "locomo-plus-official": "judge_locomo_plus_official",
         "memoryagentbench-official": "judge_mab_official",
         "halumem-official": "judge_halumem_official",
+        "longmemeval-v2-official": "judge_lme2_official",
     }
     for style, metric in {**STYLE_METRICS, **official}.items():
         assert metric_of_style(style) == metric
