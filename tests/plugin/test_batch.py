@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 from batch_server import ANTHROPIC_CREATE, OPENAI_CREATE, BatchServer
-from conftest import read_json
+from conftest import INNER_ADDOPTS, read_json
 from llm_server import ANTHROPIC_PATH, OPENAI_PATH, judge_reply
 
 pytestmark = pytest.mark.usefixtures("memeval_env")
@@ -416,7 +416,7 @@ def reanswered(
     with BatchServer(reply=judge_reply) as server:
         env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_XDIST")}
         env.pop("MEMEVAL_DATA_DIR", None)
-        env |= server.env("sk-batch-test") | {"PYTEST_ADDOPTS": "-p no:benchmark"}
+        env |= server.env("sk-batch-test") | {"PYTEST_ADDOPTS": INNER_ADDOPTS}
 
         def run(cache: str, *args: str, xdist: bool = False) -> subprocess.CompletedProcess[str]:
             """The references without xdist (a -n 2 run starts workers); the batch runs, the
