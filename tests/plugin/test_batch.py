@@ -572,3 +572,25 @@ def test_batch_tokens_are_priced_at_half_in_the_summary_and_the_estimate(
     assert "(batch pricing for the answerer calls and judge calls: 50% of the price)" in batch_line
     assert full_line.split(", $")[0] == batch_line.split(", $")[0]  # same calls and tokens
     assert _dollars(batch_line) == pytest.approx(_dollars(full_line) / 2, abs=1e-4)
+
+
+def test_a_reanswer_batch_needs_an_answerer_with_a_batch_api(
+    pytester: pytest.Pytester, server: BatchServer
+) -> None:
+    result = pytester.runpytest(
+        "--memeval=demo",
+        "--memsys=bm25",
+        "--memeval-reanswer",
+        "--memeval-llm-batch",
+        "--memeval-answerer=openai-compatible:local-model",
+        f"--memeval-base-url={server.openai_base_url}",
+        "--memeval-judge=openai:gpt-4o-mini",
+        f"--memeval-cache-dir={pytester.path / 'cache'}",
+    )
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(
+        [
+            "*--memeval-llm-batch with --memeval-reanswer: answerer "
+            "'openai-compatible:local-model' has no batch API*"
+        ]
+    )
