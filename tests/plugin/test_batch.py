@@ -1,8 +1,13 @@
 """``--memeval-llm-batch`` end to end (docs/batch.md): judge calls sent through OpenAI's Batch API
 and Anthropic's Message Batches on the loopback server (``tests/batch_server.py``) through the
-real SDKs give the synchronous run's verdicts and cache keys; a batch survives a SIGKILL while it
-is polled (``--memeval-resume`` picks it up, never creates it twice); failed requests are retried
-once, then reported per question."""
+real SDKs give the synchronous run's verdicts and cache keys (every call of a graded judge's runs
+and of a BEAM rubric too); a batch survives a SIGKILL while it is polled (``--memeval-resume``
+picks it up, never creates it twice); failed requests are retried once, then reported per
+question; ``--memeval-reanswer`` sends its answers, then its judge calls, as two batches (one
+scenario per xdist mode, module-scoped, asserted by several tests), priced at half.
+
+CI time: the synchronous reference runs and reruns use no xdist; only the batch runs under test
+run with ``-n 2`` in their xdist variant (a ``-n 2`` run pays for starting its workers)."""
 
 from __future__ import annotations
 
