@@ -4,7 +4,8 @@ the official SDKs: OpenAI's Batch API (``POST /v1/files`` multipart JSONL upload
 Message Batches (``POST /v1/messages/batches``, ``GET /v1/messages/batches/{id}``, its
 ``results_url`` streaming JSONL).
 
-A batch is ``in_progress`` while ``srv.hold`` is set, else it ends at its next retrieval; its replies
+A batch is ``in_progress`` while ``srv.hold`` is set (all but the first ``srv.hold_after``
+batches created), else it ends at its next retrieval; its replies
 come from the same ``reply`` function as the synchronous endpoints (so a batch reply equals the
 synchronous one). ``srv.fault(index, custom_id)`` may answer ``"errored"`` or ``"expired"`` for a
 request of a batch. Every request is recorded under a route name: ``POST /v1/batches`` and
@@ -20,11 +21,11 @@ import email.parser
 import json
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from llm_server import LLMServer, RecordedRequest, _Handler, _text_of, _words
+from llm_server import LLMServer, RecordedRequest, _Handler, chat_payload
 
 __all__ = ["ANTHROPIC_CREATE", "OPENAI_CREATE", "BatchServer"]
 
@@ -156,6 +157,7 @@ class BatchServer(LLMServer):
     def __init__(self, *, fault: Fault | None = None, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.hold = threading.Event()  # set: batches stay in_progress
+        self.hold_after = 0  # ... all but the first hold_after batches created
         self.fault = fault
         self.batches: dict[str, _Batch] = {}
         self.files: dict[str, bytes] = {}
@@ -167,22 +169,12 @@ class BatchServer(LLMServer):
             self._ids += 1
             return f"{prefix}_{self._ids:06d}"
 
-    def _reply(self, api: str, body: Mapping[str, Any]) -> tuple[str, int, int, str]:
-        model = str(body.get("model", ""))
-        messages: list[dict[str, str]] = []
-        if api == "anthropic" and body.get("system"):
-            messages.append({"role": "system", "content": _text_of(body["system"])})
-        for m in body.get("messages") or []:
-            messages.append({"role": str(m.get("role")), "content": _text_of(m.get("content"))})
-        params = {k: v for k, v in body.items() if k not in ("messages", "model", "system")}
-        params["api"] = api
-        text = self.reply(messages, model, params)
-        return text, sum(_words(m["content"]) for m in messages), _words(text), model
-
     def _end(self, batch: _Batch) -> None:
         """Compute the batch's results once (when not held)."""
         with self._batch_lock:
-            if batch.lines is not None or self.hold.is_set():
+            if batch.lines is not None:
+                return
+            if self.hold.is_set() and list(self.batches).index(batch.id) >= self.hold_after:
                 return
             lines: list[dict[str, Any]] = []
             for index, (custom_id, body) in enumerate(batch.requests):
@@ -208,31 +200,13 @@ class BatchServer(LLMServer):
                     "response": None,
                     "error": {"code": fault, "message": f"injected {fault}"},
                 }
-            text, tin, tout, model = self._reply(api, body)
             return {
                 "id": f"batch_req_{index}",
                 "custom_id": custom_id,
                 "response": {
                     "status_code": 200,
                     "request_id": f"req_{index}",
-                    "body": {
-                        "id": f"chatcmpl-b{index}",
-                        "object": "chat.completion",
-                        "created": int(time.time()),
-                        "model": model,
-                        "choices": [
-                            {
-                                "index": 0,
-                                "message": {"role": "assistant", "content": text},
-                                "finish_reason": "stop",
-                            }
-                        ],
-                        "usage": {
-                            "prompt_tokens": tin,
-                            "completion_tokens": tout,
-                            "total_tokens": tin + tout,
-                        },
-                    },
+                    "body": chat_payload(self.reply, api, body, lambda: f"b{index}"),
                 },
                 "error": None,
             }
@@ -244,19 +218,9 @@ class BatchServer(LLMServer):
         elif fault is not None:
             result = {"type": fault}
         else:
-            text, tin, tout, model = self._reply(api, body)
             result = {
                 "type": "succeeded",
-                "message": {
-                    "id": f"msg_b{index}",
-                    "type": "message",
-                    "role": "assistant",
-                    "model": model,
-                    "content": [{"type": "text", "text": text}],
-                    "stop_reason": "end_turn",
-                    "stop_sequence": None,
-                    "usage": {"input_tokens": tin, "output_tokens": tout},
-                },
+                "message": chat_payload(self.reply, api, body, lambda: f"b{index}"),
             }
         return {"custom_id": custom_id, "result": result}
 

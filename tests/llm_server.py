@@ -63,6 +63,7 @@ __all__ = [
     "LLMServer",
     "RecordedRequest",
     "Reply",
+    "chat_payload",
     "default_embed",
     "default_reply",
 ]
@@ -134,6 +135,57 @@ def _phrase(status: int) -> str:
 
 def _words(text: str) -> int:
     return len(text.split())
+
+
+def chat_payload(
+    reply: Reply, api: str, body: Mapping[str, Any], serial: Callable[[], str]
+) -> dict[str, Any]:
+    """The reply to one chat request ``body`` in ``api``'s shape (``"openai"``: a
+    ``chat.completion``; ``"anthropic"``: a ``message``), its text from ``reply`` and its usage the
+    word counts; ``serial()`` names it (called once the reply is made). Shared by the synchronous
+    endpoints and the batch server's results (``tests/batch_server.py``), so both answer alike."""
+    model = str(body.get("model", ""))
+    messages: list[dict[str, str]] = []
+    if api == "anthropic" and body.get("system"):
+        messages.append({"role": "system", "content": _text_of(body["system"])})
+    for m in body.get("messages") or []:
+        if isinstance(m, Mapping):
+            messages.append({"role": str(m.get("role")), "content": _text_of(m.get("content"))})
+    params = {k: v for k, v in body.items() if k not in ("messages", "model", "system")}
+    params["api"] = api
+    text = reply(messages, model, params)
+    n = serial()
+    tokens_in = sum(_words(m["content"]) for m in messages)
+    tokens_out = _words(text)
+    if api == "openai":
+        return {
+            "id": f"chatcmpl-{n}",
+            "object": "chat.completion",
+            "created": int(time.time()),
+            "model": model,
+            "choices": [
+                {
+                    "index": 0,
+                    "message": {"role": "assistant", "content": text},
+                    "finish_reason": "stop",
+                }
+            ],
+            "usage": {
+                "prompt_tokens": tokens_in,
+                "completion_tokens": tokens_out,
+                "total_tokens": tokens_in + tokens_out,
+            },
+        }
+    return {
+        "id": f"msg_{n}",
+        "type": "message",
+        "role": "assistant",
+        "model": model,
+        "content": [{"type": "text", "text": text}],
+        "stop_reason": "end_turn",
+        "stop_sequence": None,
+        "usage": {"input_tokens": tokens_in, "output_tokens": tokens_out},
+    }
 
 
 class _Server(ThreadingHTTPServer):
@@ -221,53 +273,11 @@ class _Handler(BaseHTTPRequestHandler):
     # -- replies ------------------------------------------------------------------------------
     def _answer(self, api: str, body: dict[str, Any]) -> None:
         owner = self.server.owner
-        model = str(body.get("model", ""))
-        messages: list[dict[str, str]] = []
-        if api == "anthropic" and body.get("system"):
-            messages.append({"role": "system", "content": _text_of(body["system"])})
-        for m in body.get("messages") or []:
-            if isinstance(m, Mapping):
-                messages.append({"role": str(m.get("role")), "content": _text_of(m.get("content"))})
-        params = {k: v for k, v in body.items() if k not in ("messages", "model", "system")}
-        params["api"] = api
         try:
-            text = owner.reply(messages, model, params)
+            payload = chat_payload(owner.reply, api, body, lambda: str(owner._serial()))
         except Exception as exc:  # a broken reply function is a 500, visible to the test
             self._error(api, 500, f"reply function failed: {type(exc).__name__}: {exc}")
             return
-        n = owner._serial()
-        tokens_in = sum(_words(m["content"]) for m in messages)
-        tokens_out = _words(text)
-        if api == "openai":
-            payload: dict[str, Any] = {
-                "id": f"chatcmpl-{n}",
-                "object": "chat.completion",
-                "created": int(time.time()),
-                "model": model,
-                "choices": [
-                    {
-                        "index": 0,
-                        "message": {"role": "assistant", "content": text},
-                        "finish_reason": "stop",
-                    }
-                ],
-                "usage": {
-                    "prompt_tokens": tokens_in,
-                    "completion_tokens": tokens_out,
-                    "total_tokens": tokens_in + tokens_out,
-                },
-            }
-        else:
-            payload = {
-                "id": f"msg_{n}",
-                "type": "message",
-                "role": "assistant",
-                "model": model,
-                "content": [{"type": "text", "text": text}],
-                "stop_reason": "end_turn",
-                "stop_sequence": None,
-                "usage": {"input_tokens": tokens_in, "output_tokens": tokens_out},
-            }
         self._respond_json(200, payload)
 
     def _embeddings(self, body: dict[str, Any]) -> None:

@@ -9,17 +9,23 @@ The wire format (``to_dict``) is plain JSON so it travels through ``workeroutput
 
 ``calls`` counts completions obtained from a provider (paid requests); cache hits cost nothing and
 their tokens are not added. ``retries`` counts re-sent requests, ``failures`` calls that ended in
-an error after the retry policy gave up.
+an error after the retry policy gave up. ``batch_input_tokens`` / ``batch_output_tokens`` (only
+written when not 0) are the part of the tokens paid through a provider's batch API
+(``--memeval-llm-batch``), priced at :data:`BATCH_DISCOUNT` of the table's price.
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import asdict, dataclass, fields
 from typing import Any
 
-__all__ = ["PriceTable", "TokenAccounting", "Usage"]
+__all__ = ["BATCH_DISCOUNT", "PriceTable", "TokenAccounting", "Usage"]
+
+#: what a batch API's token costs, as a share of the synchronous price: OpenAI's Batch API and
+#: Anthropic's Message Batches both charge 50 % of the input and output prices
+BATCH_DISCOUNT = 0.5
 
 #: ``{model: {"input": dollars per million tokens, "output": dollars per million tokens}}``.
 #: ``model`` is either the bare model name ("gpt-4o-mini") or the label ("openai:gpt-4o-mini");
@@ -36,13 +42,32 @@ class Usage:
     cache_misses: int = 0
     retries: int = 0
     failures: int = 0
+    #: of input_tokens / output_tokens: those paid through a batch API (half price)
+    batch_input_tokens: int = 0
+    batch_output_tokens: int = 0
 
     def add(self, other: Usage) -> None:
         for f in fields(self):
             setattr(self, f.name, getattr(self, f.name) + getattr(other, f.name))
 
     def to_dict(self) -> dict[str, int]:
-        return asdict(self)
+        out = asdict(self)
+        for name in ("batch_input_tokens", "batch_output_tokens"):
+            if not out[name]:
+                del out[name]
+        return out
+
+    def cost(self, price: Mapping[str, float], *, batch: bool = False) -> float:
+        """Dollars at ``price`` (per million tokens); the batch tokens (all of them with
+        ``batch``: a run that would send them through the batch) at :data:`BATCH_DISCOUNT`."""
+        batch_in = self.input_tokens if batch else self.batch_input_tokens
+        batch_out = self.output_tokens if batch else self.batch_output_tokens
+        tokens_in = self.input_tokens - batch_in + BATCH_DISCOUNT * batch_in
+        tokens_out = self.output_tokens - batch_out + BATCH_DISCOUNT * batch_out
+        return (
+            tokens_in * float(price.get("input", 0.0))
+            + tokens_out * float(price.get("output", 0.0))
+        ) / 1_000_000
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Usage:
@@ -79,9 +104,19 @@ class TokenAccounting:
         cache_misses: int = 0,
         retries: int = 0,
         failures: int = 0,
+        batch: bool = False,
     ) -> None:
+        """Add to (role, label)'s counters; ``batch``: the tokens were paid through a batch API."""
         delta = Usage(
-            input_tokens, output_tokens, calls, cache_hits, cache_misses, retries, failures
+            input_tokens,
+            output_tokens,
+            calls,
+            cache_hits,
+            cache_misses,
+            retries,
+            failures,
+            input_tokens if batch else 0,
+            output_tokens if batch else 0,
         )
         with self._lock:
             self._slot(role, label).add(delta)
@@ -122,8 +157,12 @@ class TokenAccounting:
             total.add(usage)
         return total
 
-    def cost_by_role(self, prices: PriceTable) -> dict[str, float | None]:
-        """Dollars per role; ``None`` for a role using a model missing from the table."""
+    def cost_by_role(
+        self, prices: PriceTable, *, batch_roles: Collection[str] = ()
+    ) -> dict[str, float | None]:
+        """Dollars per role; ``None`` for a role using a model missing from the table. Batch
+        tokens cost :data:`BATCH_DISCOUNT` of the price, and so do all the tokens of the roles in
+        ``batch_roles`` (an estimate of a ``--memeval-llm-batch`` run)."""
         out: dict[str, float | None] = {}
         with self._lock:
             for role, models in sorted(self._usage.items()):
@@ -136,16 +175,13 @@ class TokenAccounting:
                             break
                         continue
                     assert cost is not None
-                    cost += (
-                        usage.input_tokens * float(price.get("input", 0.0))
-                        + usage.output_tokens * float(price.get("output", 0.0))
-                    ) / 1_000_000
+                    cost += usage.cost(price, batch=role in batch_roles)
                 out[role] = cost
         return out
 
-    def cost(self, prices: PriceTable) -> float | None:
+    def cost(self, prices: PriceTable, *, batch_roles: Collection[str] = ()) -> float | None:
         """Total dollars, or ``None`` if some model that used tokens has no price."""
-        per_role = self.cost_by_role(prices)
+        per_role = self.cost_by_role(prices, batch_roles=batch_roles)
         if any(v is None for v in per_role.values()):
             return None
         return sum(v for v in per_role.values() if v is not None)

@@ -28,7 +28,7 @@ import os
 import random
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -61,17 +61,21 @@ __all__ = [
 BATCH_DIR = "batch"
 #: requests per batch (OpenAI allows 50,000 a file, Anthropic 100,000 a batch; both cap the size)
 MAX_BATCH = 10_000
-#: judge roles whose cache misses go to the batch (answers are needed by the judge, so they are
-#: sent at once)
-BATCH_ROLES = frozenset({"judge"})
+#: the roles whose cache misses a client with a queue sends to the batch: the judges' always,
+#: the answerer's only under ``--memeval-reanswer`` (its client gets a queue only then: a first
+#: run's answers are sent at once)
+BATCH_ROLES = frozenset({"judge", "answerer"})
 
 
 class BatchDeferred(JudgeError):
     """No request sent: the call is queued for the end-of-run batch (``--memeval-llm-batch``)."""
 
-    def __init__(self, label: str, key: str) -> None:
-        super().__init__(f"{label}: queued for the batch (request {key[:12]})")
-        self.key = key
+    def __init__(self, label: str, *keys: str) -> None:
+        more = f" and {len(keys) - 1} more" if len(keys) > 1 else ""
+        super().__init__(f"{label}: queued for the batch (request {keys[0][:12]}{more})")
+        self.label = label
+        #: the cache keys of every queued call (a judge's parallel calls are all queued)
+        self.keys = keys
 
 
 @dataclass(frozen=True)
@@ -84,6 +88,8 @@ class QueuedRequest:
     base_url: str
     key_env: str
     request: Request
+    #: the accounting role of the call ("judge", or "answerer" under --memeval-reanswer)
+    role: str = "judge"
 
     @property
     def group(self) -> tuple[str, str, str]:
@@ -113,6 +119,7 @@ class QueuedRequest:
             "model": self.model,
             "base_url": self.base_url,
             "key_env": self.key_env,
+            "role": self.role,
             "request": request,
         }
 
@@ -138,8 +145,15 @@ class QueuedRequest:
         fields = ("key", "provider", "model", "base_url", "key_env")
         if not all(isinstance(data.get(f), str) for f in fields):
             raise ValueError("a field is missing")
+        role = data.get("role", "judge")
         return cls(
-            data["key"], data["provider"], data["model"], data["base_url"], data["key_env"], request
+            data["key"],
+            data["provider"],
+            data["model"],
+            data["base_url"],
+            data["key_env"],
+            request,
+            role if role in BATCH_ROLES else "judge",
         )
 
 
@@ -413,16 +427,18 @@ def settle(
     sleep: Callable[[float], None] = time.sleep,
     log: Callable[[str], None] = lambda line: None,
     paid: Callable[[QueuedRequest, Completion], None] = lambda q, c: None,
+    exclude: Collection[str] = (),
 ) -> BatchOutcome:
     """Bring every queued request of the run folder's ``batch/`` into ``cache`` (see the module
     docstring). ``route`` gives a group's batch backend and synchronous client (None: this
     session has no client for it, its requests are reported failed); ``paid`` is told of every
-    reply the batch returned (token accounting)."""
+    reply the batch returned (token accounting). Requests in ``exclude`` (an earlier round's
+    failures, already reported) are not sent again."""
     policy = policy or PollPolicy()
     outcome = BatchOutcome()
     queued, problems = read_queue(folder)
     outcome.lines += problems
-    missing = {k: q for k, q in queued.items() if cache.get(k) is None}
+    missing = {k: q for k, q in queued.items() if k not in exclude and cache.get(k) is None}
     errors: dict[str, str] = {}
 
     def collect(backend: BatchBackend, batch_id: str, path: Path, state: dict[str, Any]) -> None:

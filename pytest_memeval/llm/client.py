@@ -4,11 +4,12 @@ bound, with token accounting. :func:`make_client` is the one entry point the plu
 from __future__ import annotations
 
 import dataclasses
+import functools
 import logging
 import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from typing import Protocol, TypeVar
+from typing import Protocol, TypeVar, cast
 
 from ..errors import JudgeError
 from .accounting import TokenAccounting
@@ -181,6 +182,7 @@ class ProviderClient:
                         self.config.base_url,
                         self.config.key_env,
                         request,
+                        role,
                     )
                 )
                 raise BatchDeferred(self.label, key)
@@ -282,17 +284,36 @@ def make_client(
 def run_parallel(fn: Callable[[T], R], items: Sequence[T], max_workers: int) -> list[R]:
     """``[fn(x) for x in items]`` on a thread pool of ``max_workers``, results in item order.
     The first exception (in item order) is re-raised after cancelling the calls not yet
-    started. One item or one worker runs inline."""
+    started. One item or one worker runs inline.
+
+    Calls queued for the batch (:class:`~.batch.BatchDeferred`, ``--memeval-llm-batch``) do not
+    stop the others: every item runs, so all the cache misses of a multi-call judge (graded runs,
+    BEAM rubric items) are queued at once, and one ``BatchDeferred`` naming all their keys is
+    raised at the end (another exception still wins)."""
     if max_workers < 1:
         raise ValueError("max_workers must be >= 1")
+    deferred: list[BatchDeferred] = []
+
+    def settled(get: Callable[[], R]) -> R | None:
+        try:
+            return get()
+        except BatchDeferred as exc:
+            deferred.append(exc)
+            return None
+
+    results: list[R | None]
     if len(items) <= 1 or max_workers == 1:
-        return [fn(x) for x in items]
-    pool = ThreadPoolExecutor(
-        max_workers=min(max_workers, len(items)), thread_name_prefix="memeval-llm"
-    )
-    futures: list[Future[R]] = []
-    try:
-        futures = [pool.submit(fn, x) for x in items]
-        return [f.result() for f in futures]
-    finally:
-        pool.shutdown(wait=True, cancel_futures=True)
+        results = [settled(functools.partial(fn, x)) for x in items]
+    else:
+        pool = ThreadPoolExecutor(
+            max_workers=min(max_workers, len(items)), thread_name_prefix="memeval-llm"
+        )
+        futures: list[Future[R]] = []
+        try:
+            futures = [pool.submit(fn, x) for x in items]
+            results = [settled(f.result) for f in futures]
+        finally:
+            pool.shutdown(wait=True, cancel_futures=True)
+    if deferred:
+        raise BatchDeferred(deferred[0].label, *(k for exc in deferred for k in exc.keys))
+    return cast(list[R], results)  # no item was deferred: every one is an R

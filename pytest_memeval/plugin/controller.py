@@ -334,6 +334,7 @@ class Controller:
             tokenizers.update({str(k): str(v) for k, v in (info.get("tokenizers") or {}).items()})
             approximate += [str(x) for x in info.get("approximate") or ()]
         from ..run.estimate import Estimate
+        from .batch import batch_roles
 
         llm = self.state.settings.llm
         self.estimate = Estimate.from_accounting(
@@ -345,6 +346,7 @@ class Controller:
             tpm=llm.tpm,
             tokenizers=tokenizers,
             approximate=approximate,
+            batch_roles=batch_roles(self.state),
         )
         if self.store is not None:
             self.store.close()

@@ -232,8 +232,8 @@ OPTIONS: tuple[_Opt, ...] = (
     ),
     _Opt(
         "memeval-llm-batch",
-        "send judge calls through the providers' batch APIs at the end of the run (half "
-        "price; see docs/batch.md)",
+        "send judge calls (and --memeval-reanswer's answers) through the providers' batch APIs "
+        "at the end of the run (half price; see docs/batch.md)",
         flag=True,
     ),
     _Opt(

@@ -11,12 +11,12 @@ cached one, so the judges' cache keys are the real run's too.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
 from ..judges.base import gold_text
-from ..llm.accounting import PriceTable, TokenAccounting
+from ..llm.accounting import BATCH_DISCOUNT, PriceTable, TokenAccounting
 from ..llm.estimate import EstimatingProvider
 from ..records import Memory, Prediction, Question
 
@@ -70,6 +70,8 @@ class Estimate:
     wall_bound: str
     tokenizers: tuple[str, ...]
     approximate: tuple[str, ...]
+    #: roles priced at the batch discount (--memeval-llm-batch)
+    batch_roles: tuple[str, ...] = ()
 
     @classmethod
     def from_accounting(
@@ -84,7 +86,10 @@ class Estimate:
         tokenizers: Mapping[str, str],
         approximate: Sequence[str] = (),
         latency: float = DEFAULT_LATENCY,
+        batch_roles: Collection[str] = (),
     ) -> Estimate:
+        """``batch_roles``: the roles whose calls ``--memeval-llm-batch`` sends through the
+        providers' batch APIs, priced at the batch discount."""
         acc = TokenAccounting.from_dict(tokens)
         total = acc.total()
         by_role = {role: usage.calls for role, usage in acc.by_role().items() if usage.calls}
@@ -103,11 +108,12 @@ class Estimate:
             output_tokens=total.output_tokens,
             cache_hits=total.cache_hits,
             by_role=by_role,
-            cost=acc.cost(prices) if prices is not None else None,
+            cost=acc.cost(prices, batch_roles=batch_roles) if prices is not None else None,
             wall_seconds=wall,
             wall_bound=bound,
             tokenizers=tuple(f"{label}: {name}" for label, name in sorted(tokenizers.items())),
             approximate=tuple(sorted(set(approximate))),
+            batch_roles=tuple(sorted(r for r in batch_roles if r in by_role)),
         )
 
     def lines(self, *, priced: bool) -> list[str]:
@@ -118,6 +124,9 @@ class Estimate:
             if self.cost is None
             else f"${self.cost:.4f}"
         )
+        if priced and self.cost is not None and self.batch_roles:
+            roles = " and ".join(f"{role} calls" for role in self.batch_roles)
+            cost += f" (batch pricing for the {roles}: {BATCH_DISCOUNT:.0%} of the price)"
         head = (
             f"estimate: {self.calls} LLM calls, {self.input_tokens} input tokens, "
             f"~{self.output_tokens} output tokens, {cost}, "

@@ -19,6 +19,7 @@ from typing import Any
 
 from ..answerers.extractive import Answerer
 from ..errors import AdapterError
+from ..llm.batch import BatchDeferred
 from ..records import (
     STATUS_CORRECT,
     STATUS_ERROR,
@@ -37,6 +38,7 @@ from ..systems.resolve import ensure_memory_system
 from .budget import context_for_answer
 
 __all__ = [
+    "ANSWER_PENDING",
     "Answerer",
     "IngestedSystem",
     "Prepared",
@@ -45,6 +47,7 @@ __all__ = [
     "Staged",
     "SystemPool",
     "answer_from",
+    "answer_pending",
     "answer_question",
     "decide",
     "decide_status",
@@ -555,11 +558,29 @@ def llm_stage(run: QuestionRun, prepared: Prepared) -> Staged:
     seconds: float | None = None
     if prediction is None:
         assert run.answerer is not None
-        prediction, seconds = answer_from(run.answerer, prepared.question, prepared.memories)
+        try:
+            prediction, seconds = answer_from(run.answerer, prepared.question, prepared.memories)
+        except BatchDeferred as exc:  # --memeval-llm-batch re-answers: answered at the run's end
+            return answer_pending(run, prepared, exc)
     judged = None
     if run.judge is not None:
         judged = run.judge(prepared.judge_question or prepared.question, prediction.text)
     return Staged(prediction, seconds, judged)
+
+
+#: where a result waiting for its answer from the batch keeps the answer's cache keys
+ANSWER_PENDING = "answer_batch"
+
+
+def answer_pending(run: QuestionRun, prepared: Prepared, exc: BatchDeferred) -> Staged:
+    """The stage of a question whose answer is queued for the batch (``--memeval-llm-batch``
+    with ``--memeval-reanswer``): UNSCORED for now (its deciding metric is None), the memories
+    it is answered from kept in the result (``plugin.batch`` answers and judges it at the run's
+    end from them), the answer's cache keys under :data:`ANSWER_PENDING`."""
+    pending = {"unscored": True, "label": exc.label, "batch_pending": list(exc.keys)}
+    metric = run.judge_metric or run.pass_metric
+    placeholder = Prediction(text="", memories=prepared.memories, answered_by=exc.label)
+    return Staged(placeholder, None, ({metric: None}, {ANSWER_PENDING: pending}))
 
 
 def finish_question(run: QuestionRun, prepared: Prepared, staged: Staged) -> QuestionResult:

@@ -232,7 +232,11 @@ class LLMRuntime:
                     result: JudgeResult = judge.judge(question, prediction, spec.client)
             except BatchDeferred as exc:  # --memeval-llm-batch: judged at the run's end
                 scores[key] = None
-                details[key] = {"unscored": True, "label": spec.label, "batch_pending": [exc.key]}
+                details[key] = {
+                    "unscored": True,
+                    "label": spec.label,
+                    "batch_pending": list(exc.keys),
+                }
                 continue
             except CircuitOpenError as exc:  # the endpoint is down: UNSCORED, not an error
                 with self._lock:  # judged on the pipeline's threads
@@ -269,14 +273,24 @@ class LLMRuntime:
                 details["judge_reasoning"] = result.reasoning
         return scores, details
 
-    def queue_judges(self, folder: Path | None, name: str) -> None:
-        """--memeval-llm-batch: queue every judge's cache misses in ``folder`` (this process's
-        file ``requests-<name>.jsonl``); None sends them again."""
+    def queue_judges(self, folder: Path | None, name: str, *, answers: bool = False) -> None:
+        """--memeval-llm-batch: queue every judge's cache misses (and the answerer's with
+        ``answers``: ``--memeval-reanswer``) in ``folder`` (this process's file
+        ``requests-<name>.jsonl``); None sends them again."""
         queue = BatchQueue(folder, name) if folder is not None else None
+        clients = [spec.client for spec in self.judges]
+        if self.answerer_client is not None:
+            clients.append(self.answerer_client)
+        closed: set[int] = set()
+        for client in clients:
+            if client.batch is not None and id(client.batch) not in closed:
+                closed.add(id(client.batch))
+                client.batch.close()
+            client.batch = None
         for spec in self.judges:
-            if spec.client.batch is not None:
-                spec.client.batch.close()
             spec.client.batch = queue
+        if answers and self.answerer_client is not None:
+            self.answerer_client.batch = queue
 
     def _import_trace(self) -> contextlib.AbstractContextManager[list[str]]:
         if self.cache is None:

@@ -4,6 +4,7 @@ and the estimate's figures (the end-to-end comparison is tests/plugin/test_estim
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -120,3 +121,56 @@ def test_cost_comes_from_the_price_table() -> None:
         tokenizers={},
     )
     assert "cost unknown (no --memeval-prices)" in unpriced.lines(priced=False)[0]
+
+
+def test_batch_tokens_cost_half_the_price_in_the_run_and_the_estimate() -> None:
+    """--memeval-llm-batch: OpenAI's and Anthropic's batch APIs charge 50 % of the synchronous
+    input and output prices. A run's batch replies are recorded as batch tokens (priced at half);
+    an estimate prices every call of the batched roles at half and says so on its first line."""
+    prices = {"gpt-4": {"input": 2.0, "output": 8.0}, "claude-x": {"input": 3.0, "output": 15.0}}
+    acc = TokenAccounting()
+    acc.record("answerer", "openai:gpt-4", calls=1, input_tokens=1_000_000, output_tokens=500_000)
+    acc.record("judge", "openai:gpt-4", calls=1, input_tokens=1_000_000, output_tokens=500_000)
+    acc.record("judge", "anthropic:claude-x", calls=1, input_tokens=200_000, output_tokens=100_000)
+    sync = acc.cost_by_role(prices)
+    assert sync == {"answerer": pytest.approx(6.0), "judge": pytest.approx(6.0 + 2.1)}
+    batched = TokenAccounting()
+    batched.record(
+        "answerer", "openai:gpt-4", calls=1, input_tokens=1_000_000, output_tokens=500_000
+    )
+    batched.record(
+        "judge", "openai:gpt-4", calls=1, input_tokens=1_000_000, output_tokens=500_000, batch=True
+    )
+    batched.record(
+        "judge",
+        "anthropic:claude-x",
+        calls=1,
+        input_tokens=200_000,
+        output_tokens=100_000,
+        batch=True,
+    )
+    assert batched.cost_by_role(prices) == {
+        "answerer": pytest.approx(6.0),  # sent synchronously: full price
+        "judge": pytest.approx((6.0 + 2.1) / 2),
+    }
+    assert batched.cost(prices) == pytest.approx(6.0 + 4.05)
+    # the batch share travels through to_dict (xdist workers, the report); zero is not written
+    data = batched.to_dict()
+    assert data["judge"]["openai:gpt-4"]["batch_output_tokens"] == 500_000
+    assert "batch_input_tokens" not in data["answerer"]["openai:gpt-4"]
+    assert TokenAccounting.from_dict(data).cost(prices) == pytest.approx(10.05)
+    assert acc.cost(prices, batch_roles=("judge",)) == pytest.approx(10.05)
+
+    common: dict[str, Any] = {
+        "concurrency": 8,
+        "processes": 1,
+        "rpm": None,
+        "tpm": None,
+        "tokenizers": {},
+    }
+    est = Estimate.from_accounting(acc.to_dict(), prices=prices, batch_roles=("judge",), **common)
+    assert est.cost == pytest.approx(10.05)
+    head = est.lines(priced=True)[0]
+    assert "$10.0500 (batch pricing for the judge calls: 50% of the price)" in head
+    full = Estimate.from_accounting(acc.to_dict(), prices=prices, **common)
+    assert full.cost == pytest.approx(14.1) and "batch" not in full.lines(priced=True)[0]

@@ -5,6 +5,8 @@ the state file written before the first poll)."""
 from __future__ import annotations
 
 import json
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -12,6 +14,7 @@ import pytest
 from pytest_memeval.errors import JudgeError
 from pytest_memeval.llm import ChatMessage, Completion, LLMCache, Request
 from pytest_memeval.llm.batch import (
+    BatchDeferred,
     BatchQueue,
     Polled,
     PollPolicy,
@@ -19,6 +22,7 @@ from pytest_memeval.llm.batch import (
     read_queue,
     settle,
 )
+from pytest_memeval.llm.client import run_parallel
 
 GROUP = ("openai", "gpt-4o-mini", "http://127.0.0.1:1/v1")
 
@@ -169,3 +173,34 @@ def test_a_large_queue_is_split_into_batches(
     outcome = settle(tmp_path, LLMCache(tmp_path / "llm"), lambda g: (api, lambda q: _reply(q.key)))
     assert [len(c) for c in api.created] == [2, 2, 1] and outcome.stored == 5
     assert sorted(k for c in api.created for k in c) == sorted(q.key for q in items)
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_deferred_calls_do_not_stop_the_others_of_a_parallel_judge(workers: int) -> None:
+    """A multi-call judge (graded runs, BEAM rubric items) maps its calls with ``run_parallel``:
+    a call queued for the batch must not cancel the others (each of them queues its own miss),
+    and one BatchDeferred names every queued key, in item order."""
+    called: list[int] = []
+    lock = threading.Lock()
+
+    def call(index: int) -> str:
+        with lock:
+            called.append(index)
+        if index % 2 == 0:
+            raise BatchDeferred("openai:m", f"key-{index}")
+        time.sleep(0.01)  # the others are still running when the first deferral is seen
+        return f"reply {index}"
+
+    with pytest.raises(BatchDeferred) as info:
+        run_parallel(call, list(range(6)), workers)
+    assert sorted(called) == list(range(6))
+    assert info.value.keys == ("key-0", "key-2", "key-4")
+    assert run_parallel(lambda i: i * 2, [1, 2, 3], workers) == [2, 4, 6]
+
+    def broken(index: int) -> str:
+        if index == 1:
+            raise JudgeError("endpoint down")
+        raise BatchDeferred("openai:m", f"key-{index}")
+
+    with pytest.raises(JudgeError, match="endpoint down"):  # a real error still wins
+        run_parallel(broken, [0, 1, 2], workers)
