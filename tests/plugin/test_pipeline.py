@@ -166,6 +166,106 @@ def test_window_reaches_into_the_next_conversation_in_one_process(
         assert order.index("demo-2") < len(order) - 1 - order[::-1].index("demo-1")
 
 
+# Two conftest systems that search alike (0.1 s each, so searches running at once overlap), one
+# declaring itself thread-safe; each records the most searches its class had running at once in
+# the process (one line per search, for the test to read).
+SEARCH_SYSTEMS = """
+import os
+import threading
+import time
+
+import pytest
+
+
+class _Recording:
+    def ingest(self, conversation):
+        self.turns = [t.text for s in conversation.sessions_by_date() for t in s.turns]
+
+    def search(self, question, k):
+        cls = type(self)
+        with cls.lock:
+            cls.running += 1
+            cls.peak = max(cls.peak, cls.running)
+        time.sleep(0.1)
+        words = set(question.question.lower().split())
+        found = [t for t in self.turns if words & set(t.lower().split())][: k - 1]
+        found = [cls.__name__, *found]  # the two systems' answer requests always differ
+        with cls.lock:
+            cls.running -= 1
+            with open(os.environ["MEMEVAL_TEST_PEAKS"], "a") as log:
+                log.write(f"{cls.__name__} {os.getpid()} {cls.peak}\\n")
+        return found
+
+
+class SafeSystem(_Recording):
+    thread_safe = True
+    lock = threading.Lock()
+    running = peak = 0
+
+
+class SequentialSystem(_Recording):
+    lock = threading.Lock()
+    running = peak = 0
+
+
+@pytest.fixture
+def safe_sys():
+    return SafeSystem
+
+
+@pytest.fixture
+def seq_sys():
+    return SequentialSystem
+"""
+
+
+@MODES
+def test_a_thread_safe_system_is_searched_concurrently_with_the_results_of_window_1(
+    pytester: pytest.Pytester, server: LLMServer, monkeypatch: pytest.MonkeyPatch, mode: list[str]
+) -> None:
+    """``thread_safe = True``: up to the window's questions searched at once, on the window's
+    threads; without it, one search at a time. The same requests and results as window 1."""
+    peaks_log = pytester.path / "peaks.txt"
+    monkeypatch.setenv("MEMEVAL_TEST_PEAKS", str(peaks_log))
+    pytester.makeconftest(SEARCH_SYSTEMS)
+    rows: dict[int, dict[str, Any]] = {}
+    bodies = {}
+    peaks: dict[int, dict[str, int]] = {}
+    for window in (1, 8):
+        server.reset()
+        peaks_log.write_text("", encoding="utf-8")
+        out = pytester.path / f"r{window}.json"
+        result = pytester.runpytest(
+            "--memeval=demo",
+            "--memsys=safe_sys,seq_sys",
+            "--memeval-answerer=openai:gpt-4o-mini",
+            "--memeval-limit=4",
+            f"--memeval-cache-dir={pytester.path / f'cache{window}'}",
+            f"--memeval-llm-concurrency={window}",
+            f"--memeval-json={out}",
+            *mode,
+        )
+        assert result.ret in (0, 1), result.stdout.str()  # WRONG answers fail their items
+        report = read_json(out)
+        rows[window] = {
+            (run["system"], q["id"]): {k: v for k, v in q.items() if k != "latency"}
+            for run in report["runs"]
+            for q in run["questions"]
+        }
+        bodies[window] = _bodies(server)
+        peaks[window] = {}
+        for line in peaks_log.read_text(encoding="utf-8").splitlines():
+            name, _, peak = line.split()
+            peaks[window][name] = max(peaks[window].get(name, 0), int(peak))
+    assert peaks[1] == {"SafeSystem": 1, "SequentialSystem": 1}
+    assert peaks[8]["SequentialSystem"] == 1
+    assert peaks[8]["SafeSystem"] > 1
+    assert len(rows[1]) == 16 and rows[1] == rows[8]
+    assert {r["status"] for r in rows[1].values()} <= {"CORRECT", "WRONG"}  # no error
+    assert any(r["memories"] for r in rows[1].values())
+    assert bodies[1] == bodies[8] and sum(bodies[8].values()) == 16 == len(bodies[8])
+
+
 KILLED_KEY = "sk-pipeline-killed"
 RESUMED_KEY = "sk-pipeline-resumed"
 
