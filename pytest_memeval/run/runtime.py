@@ -28,6 +28,7 @@ from ..llm import (
     make_client,
     make_semaphore,
     redact,
+    resolve_config,
 )
 from ..llm.batch import BatchDeferred, BatchQueue
 from ..llm.client import CircuitOpenError
@@ -51,12 +52,16 @@ __all__ = [
 
 
 def check_llm(settings: LLMSettings) -> None:
-    """Fail before collection: bad spec, missing key (names the variable)."""
+    """Fail before collection: bad spec, missing key (names the variable). ``--memeval-estimate``
+    sends nothing, so it needs no key: only the specs and base URLs are checked."""
     specs = list(settings.judges)
     if settings.answerer != "extractive":
         specs.append(settings.answerer)
     for spec in specs:
-        check_credentials(spec, base_url=settings.base_url, api_key_env=settings.api_key_env)
+        if settings.estimate:
+            resolve_config(spec, base_url=settings.base_url, api_key_env=settings.api_key_env)
+        else:
+            check_credentials(spec, base_url=settings.base_url, api_key_env=settings.api_key_env)
 
 
 def check_judges(settings: LLMSettings, benchmarks: Sequence[str], protocol: Any = None) -> None:
@@ -132,12 +137,18 @@ class LLMRuntime:
         self.unscored: int = 0
 
     def _client(self, spec: str) -> ProviderClient:
-        client = self._make_client(spec)
         if self.settings.estimate:  # the real client and cache keys; a provider that sends nothing
-            from ..llm.estimate import EstimatingProvider
+            from ..llm.estimate import estimating_client
 
-            client.provider = EstimatingProvider(client.config)
-            return client
+            return estimating_client(
+                spec,
+                base_url=self.settings.base_url,
+                api_key_env=self.settings.api_key_env,
+                cache=self.cache,
+                concurrency=self.semaphore,
+                accounting=self.accounting,
+            )
+        client = self._make_client(spec)
         if self.settings.rpm is not None or self.settings.tpm is not None:
             from ..llm.ratelimit import RateLimiter, limiter_path
 
