@@ -219,51 +219,54 @@ def seq_sys():
 """
 
 
-@MODES
 def test_a_thread_safe_system_is_searched_concurrently_with_the_results_of_window_1(
-    pytester: pytest.Pytester, server: LLMServer, monkeypatch: pytest.MonkeyPatch, mode: list[str]
+    pytester: pytest.Pytester, server: LLMServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """``thread_safe = True``: up to the window's questions searched at once, on the window's
-    threads; without it, one search at a time. The same requests and results as window 1."""
+    threads; without it, one search at a time. The same requests and results as window 1, without
+    xdist and with ``-n 2`` (three runs, not four: window 1 is the reference of both)."""
     peaks_log = pytester.path / "peaks.txt"
     monkeypatch.setenv("MEMEVAL_TEST_PEAKS", str(peaks_log))
     pytester.makeconftest(SEARCH_SYSTEMS)
-    rows: dict[int, dict[str, Any]] = {}
+    rows: dict[str, dict[Any, Any]] = {}
     bodies = {}
-    peaks: dict[int, dict[str, int]] = {}
-    for window in (1, 8):
+    peaks: dict[str, dict[str, int]] = {}
+    for name, window, mode in (("w1", 1, []), ("w8", 8, []), ("w8-n2", 8, ["-n", "2"])):
         server.reset()
         peaks_log.write_text("", encoding="utf-8")
-        out = pytester.path / f"r{window}.json"
+        out = pytester.path / f"{name}.json"
         result = pytester.runpytest(
             "--memeval=demo",
             "--memsys=safe_sys,seq_sys",
             "--memeval-answerer=openai:gpt-4o-mini",
             "--memeval-limit=4",
-            f"--memeval-cache-dir={pytester.path / f'cache{window}'}",
+            f"--memeval-cache-dir={pytester.path / f'cache-{name}'}",
             f"--memeval-llm-concurrency={window}",
             f"--memeval-json={out}",
             *mode,
         )
         assert result.ret in (0, 1), result.stdout.str()  # WRONG answers fail their items
         report = read_json(out)
-        rows[window] = {
+        rows[name] = {
             (run["system"], q["id"]): {k: v for k, v in q.items() if k != "latency"}
             for run in report["runs"]
             for q in run["questions"]
         }
-        bodies[window] = _bodies(server)
-        peaks[window] = {}
+        bodies[name] = _bodies(server)
+        peaks[name] = {}
         for line in peaks_log.read_text(encoding="utf-8").splitlines():
-            name, _, peak = line.split()
-            peaks[window][name] = max(peaks[window].get(name, 0), int(peak))
-    assert peaks[1] == {"SafeSystem": 1, "SequentialSystem": 1}
-    assert peaks[8]["SequentialSystem"] == 1
-    assert peaks[8]["SafeSystem"] > 1
-    assert len(rows[1]) == 16 and rows[1] == rows[8]
-    assert {r["status"] for r in rows[1].values()} <= {"CORRECT", "WRONG"}  # no error
-    assert any(r["memories"] for r in rows[1].values())
-    assert bodies[1] == bodies[8] and sum(bodies[8].values()) == 16 == len(bodies[8])
+            system, _, peak = line.split()
+            peaks[name][system] = max(peaks[name].get(system, 0), int(peak))
+    assert peaks["w1"] == {"SafeSystem": 1, "SequentialSystem": 1}
+    for name in ("w8", "w8-n2"):
+        assert peaks[name]["SequentialSystem"] == 1, name
+        assert peaks[name]["SafeSystem"] > 1, name
+        assert rows[name] == rows["w1"], name
+        assert bodies[name] == bodies["w1"], name
+    assert len(rows["w1"]) == 16
+    assert {r["status"] for r in rows["w1"].values()} <= {"CORRECT", "WRONG"}  # no error
+    assert any(r["memories"] for r in rows["w1"].values())
+    assert sum(bodies["w1"].values()) == 16 == len(bodies["w1"])  # each request sent once
 
 
 KILLED_KEY = "sk-pipeline-killed"
