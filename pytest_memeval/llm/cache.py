@@ -332,6 +332,19 @@ class LLMCache:
             except (sqlite3.Error, OSError) as exc:
                 self._disable("write failed", exc)
 
+    def empty(self) -> bool:
+        """No entry stored (reads one row, never the table): every call of this run will miss.
+        True too when the cache is off (every call is paid)."""
+        if self._disabled_reason is not None:
+            return True
+        with self._lock:
+            try:
+                row = self._connection().execute("SELECT 1 FROM completions LIMIT 1").fetchone()
+            except (sqlite3.Error, OSError) as exc:
+                self._disable("read failed", exc)
+                return True
+        return row is None
+
     def count(self) -> int:
         """Number of stored entries (0 when the cache is off)."""
         if self._disabled_reason is not None:

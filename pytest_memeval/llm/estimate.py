@@ -29,9 +29,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from .accounting import TokenAccounting
 from .base import ChatMessage, Completion, Request
 from .cache import LLMCache
-from .providers import ProviderConfig
+from .client import ProviderClient, SemaphoreLike
+from .providers import ProviderConfig, resolve_config
 
 __all__ = [
     "JUDGE_PLACEHOLDER",
@@ -41,6 +43,7 @@ __all__ = [
     "EstimatingProvider",
     "TokenCounter",
     "counter_for",
+    "estimating_client",
 ]
 
 #: tokens OpenAI adds per chat message and once for the reply's priming
@@ -191,3 +194,25 @@ class EstimateCache(LLMCache):
     def put(self, key: str, completion: Completion) -> None:
         with self._pending_lock:
             self._pending[key] = completion
+
+
+def estimating_client(
+    spec: str,
+    *,
+    base_url: str | None = None,
+    api_key_env: str | None = None,
+    cache: LLMCache | None = None,
+    concurrency: SemaphoreLike | None = None,
+    accounting: TokenAccounting | None = None,
+) -> ProviderClient:
+    """The real client for ``PROVIDER:MODEL`` (the same config, so the same requests and cache
+    keys) around an :class:`EstimatingProvider`, built without the SDK provider: no API key is
+    read, so an estimate runs with the key's variable unset."""
+    config = resolve_config(spec, base_url=base_url, api_key_env=api_key_env)
+    return ProviderClient(
+        config,
+        EstimatingProvider(config),
+        cache=cache,
+        concurrency=concurrency,
+        accounting=accounting,
+    )

@@ -2,8 +2,9 @@
 
 Items still run one by one, in pytest order. When a question's item starts, the plugin searches
 the next questions of the same conversation and system (on the main thread, in order: systems need
-not be thread-safe) and hands each one's LLM half (:func:`run.question.llm_stage`: the answerer's
-call, then every judge) to this window; each item then waits for its own entry and records its own
+not be thread-safe; a system declaring ``thread_safe = True`` is searched on the window's threads,
+as the first step of its LLM half) and hands each one's LLM half (:func:`run.question.llm_stage`:
+the answerer's call, then every judge) to this window; each item then waits for its own entry and records its own
 result. So at most ``window`` questions (``--memeval-llm-concurrency``) have LLM work in flight
 while the main thread searches ahead, and what is sent is exactly what a window of 1 sends: the
 same requests, so the same cache keys and verdicts.

@@ -54,6 +54,7 @@ __all__ = [
     "evaluate",
     "finish_question",
     "is_factory",
+    "is_thread_safe",
     "llm_stage",
     "new_result",
     "prepare_question",
@@ -108,6 +109,8 @@ class IngestedSystem:
     dumped: bool = False
     #: the conversation ingested (what the storage judgments compare the stored memories with)
     conversation: Conversation | None = None
+    #: ``dump`` is asked once even when a thread-safe system's searches run on several threads
+    lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
 
 
 def record_stored(
@@ -117,14 +120,16 @@ def record_stored(
     the count in ``details["stored_memories"]``, or ``details["stored_unscored"]`` with the reason
     when the system has no ``dump`` (storage metrics are then UNSCORED, never zero). True for the
     question that made the one ``dump`` call of a system that has it: that question carries the
-    conversation's storage judgments (``details["storage_carrier"]``)."""
-    first = not ingested.dumped
-    if first:
-        system = ingested.system
-        ingested.stored = call_with_timeout(
-            lambda: stored_memories(system, conversation_id), timeout, "dump()"
-        )
-        ingested.dumped = True
+    conversation's storage judgments (``details["storage_carrier"]``). ``dump`` is asked once
+    even when a thread-safe system's searches run on several threads."""
+    with ingested.lock:
+        first = not ingested.dumped
+        if first:
+            system = ingested.system
+            ingested.stored = call_with_timeout(
+                lambda: stored_memories(system, conversation_id), timeout, "dump()"
+            )
+            ingested.dumped = True
     if ingested.stored is None:
         details["stored_unscored"] = NO_DUMP_REASON
         return False
@@ -257,6 +262,14 @@ class SystemPool:
         self.ahead.clear()
 
 
+def is_thread_safe(system: object) -> bool:
+    """The system declares ``thread_safe = True`` (a class or instance attribute, exactly
+    ``True``): its ``search`` / ``answer`` may run on several threads at once, so the pipeline
+    searches up to its window of questions concurrently (:func:`prepare_question`). Anything else
+    (absent, a truthy non-bool) keeps searches sequential on the main thread."""
+    return getattr(system, "thread_safe", False) is True
+
+
 def is_factory(obj: object) -> bool:
     """A memory-system factory (a class, or a callable without ``ingest``), not an instance."""
     return isinstance(obj, type) or (not callable(getattr(obj, "ingest", None)) and callable(obj))
@@ -305,7 +318,8 @@ def retrieve(
     budget: int | None = None,
 ) -> Retrieval:
     """Search (or let a system that answers itself answer) and time it: the memory-system half of
-    :func:`run_question`, always on the caller's thread (systems need not be thread-safe)."""
+    :func:`run_question`, on the caller's thread: the main thread's, in order, unless the system
+    declares ``thread_safe = True`` (then :func:`llm_stage` calls it on the pipeline's thread)."""
     __tracebackhide__ = True
     system = ingested.system
     name = ingested.name or type(system).__name__
@@ -515,6 +529,9 @@ class Prepared:
     #: the question as the judges get it when it carries its conversation's storage judgments
     #: (``Retrieval.carrier``); None: ``question``
     judge_question: Question | None = None
+    #: a thread-safe system (:func:`is_thread_safe`) whose search is left to :func:`llm_stage`,
+    #: so the pipeline's threads search several questions at once; None once searched
+    search: IngestedSystem | None = None
 
 
 @dataclass(frozen=True)
@@ -536,12 +553,26 @@ def prepare_question(
     prediction: Prediction | None = None,
 ) -> Prepared:
     """The memory-system half of :func:`answer_question` (search, or the system's own answer):
-    on the caller's thread. With ``prediction`` (rejudge) there is nothing to do."""
+    on the caller's thread. With ``prediction`` (rejudge) there is nothing to do. A system that
+    declares ``thread_safe = True`` is not searched here: its search is the first step of
+    :func:`llm_stage`, on whichever thread runs that (the same call, so the same memories)."""
     __tracebackhide__ = True
     if prediction is not None:
         return Prepared(question, result, prediction=prediction)
     if ingested is None or run.answerer is None:
         raise ValueError("answer_question needs an ingested system and an answerer")
+    # a question of a suite that scores storage is searched here, in order: which question of
+    # the conversation makes the one dump call (and carries the storage judgments) stays that of
+    # a window of 1
+    if is_thread_safe(ingested.system) and not question.meta.get("dump"):
+        return Prepared(question, result, search=ingested)
+    return _search(run, question, result, ingested)
+
+
+def _search(
+    run: QuestionRun, question: Question, result: QuestionResult, ingested: IngestedSystem
+) -> Prepared:
+    __tracebackhide__ = True
     k = int(result.details.get("k", 0))
     got = retrieve(
         ingested, question, k=k, timeout=run.timeout, details=result.details, budget=run.budget
@@ -552,8 +583,14 @@ def prepare_question(
 
 def llm_stage(run: QuestionRun, prepared: Prepared) -> Staged:
     """The LLM half: the answerer's call (unless answered already), then every judge. Touches no
-    memory system and no pytest state, so it may run on any thread (the pipeline's)."""
+    pytest state and no memory system but a thread-safe one whose search was left to it
+    (``prepared.search``), so it may run on any thread (the pipeline's)."""
     __tracebackhide__ = True
+    if prepared.search is not None:
+        searched = _search(run, prepared.question, prepared.result, prepared.search)
+        prepared.memories, prepared.prediction = searched.memories, searched.prediction
+        prepared.judge_question = searched.judge_question
+        prepared.search = None
     prediction = prepared.prediction
     seconds: float | None = None
     if prediction is None:

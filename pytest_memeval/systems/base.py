@@ -31,6 +31,9 @@ class MemorySystem(Protocol):
     ``dump(conversation_id) -> Sequence[Memory | str]`` (everything the system *stored* for that
     conversation, for suites that score memory extraction and updates, such as HaluMem; a system
     without it gets those metrics UNSCORED with that reason, never zero: :func:`stored_memories`).
+    Optional attribute: ``thread_safe = True`` (``search`` / ``answer`` may run on several threads
+    at once: the pipeline then searches up to its window of questions concurrently; without it,
+    searches run one at a time on the main thread).
     """
 
     def ingest(self, conversation: Conversation) -> None: ...

@@ -54,6 +54,8 @@ class FullContextSystem:
     name = "full-context"
     #: every turn is the point: --memeval-top-k does not cut its list
     ignores_top_k = True
+    #: ``search`` only reads what ``ingest`` built: the pipeline may search concurrently
+    thread_safe = True
 
     def __init__(self) -> None:
         self._memories: tuple[Memory, ...] = ()
@@ -77,6 +79,8 @@ class NoMemorySystem:
     name = "no-memory"
     #: nothing is retrieved, so no top-k can bypass retrieval (no top-k warning)
     ignores_top_k = True
+    #: no state at all
+    thread_safe = True
 
     def ingest(self, conversation: Conversation) -> None:
         return None
@@ -110,6 +114,9 @@ class BM25System:
     name = "bm25"
     #: one memory per turn: only a top-k at least the turn count returns the whole history
     retrieves = "turns"
+    #: ``search`` only reads the index and vocabulary ``ingest`` built (bm25s' scoring allocates
+    #: its own arrays per query): the pipeline may search concurrently
+    thread_safe = True
 
     def __init__(self, *, k1: float = 1.5, b: float = 0.75) -> None:
         self.k1 = k1
@@ -280,6 +287,9 @@ class ReplaySystem:
     ``search`` returns ``[]``. A question id missing from the file raises MissingReplayAnswer
     (an AdapterError naming the file and the id); the plugin reports such items as skipped, so a
     replay file may cover a subset of the questions."""
+
+    #: ``answer`` only reads a read-only mapping: the pipeline may ask concurrently
+    thread_safe = True
 
     def __init__(self, answers: Mapping[str, str], *, path: str = "", name: str = "replay") -> None:
         self._answers = answers

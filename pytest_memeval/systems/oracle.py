@@ -27,6 +27,8 @@ class OracleSystem:
     name = "oracle"
     #: the evidence is the point: --memeval-top-k does not cut it
     ignores_top_k = True
+    #: ``search`` only reads the maps ``ingest`` built: the pipeline may search concurrently
+    thread_safe = True
 
     def __init__(self) -> None:
         self._order: dict[str, int] = {}

@@ -36,9 +36,19 @@ def server(monkeypatch: pytest.MonkeyPatch) -> Iterator[LLMServer]:
         yield srv
 
 
-def _estimate(pytester: pytest.Pytester, server: LLMServer, *args: str) -> tuple[int, int, str]:
+KEY_ENV = "OPENAI_API_KEY"
+
+
+def _estimate(
+    pytester: pytest.Pytester, server: LLMServer, *args: str, keyless: bool = False
+) -> tuple[int, int, str]:
+    """The estimate's calls, input tokens and output; ``keyless``: with the provider's key
+    variable unset (nothing is sent, so nothing needs it)."""
     before = server.request_count
-    result = pytester.runpytest(*args, "--memeval-estimate")
+    with pytest.MonkeyPatch.context() as mp:
+        if keyless:
+            mp.delenv(KEY_ENV)
+        result = pytester.runpytest(*args, "--memeval-estimate")
     out = result.stdout.str()
     assert result.ret == 0, out
     assert server.request_count == before, "the estimate sent an LLM request"
@@ -60,10 +70,23 @@ def _real_input_tokens(server: LLMServer) -> int:
     return total
 
 
+def _block(out: str) -> list[str]:
+    """The estimate block: its first line and the indented lines under it."""
+    lines = out.splitlines()
+    at = next(i for i, line in enumerate(lines) if line.startswith("estimate: "))
+    end = next((i for i in range(at + 1, len(lines)) if not lines[i].startswith("  ")), len(lines))
+    return lines[at:end]
+
+
 def _compare(
-    pytester: pytest.Pytester, server: LLMServer, args: list[str], *, warm: bool = True
+    pytester: pytest.Pytester,
+    server: LLMServer,
+    args: list[str],
+    *,
+    warm: bool = True,
+    keyless: bool = False,
 ) -> None:
-    calls, tokens, out = _estimate(pytester, server, *args)
+    calls, tokens, out = _estimate(pytester, server, *args, keyless=keyless)
     assert calls > 0
     assert f"tokenizer {MODEL}: " in out
     server.reset()
@@ -84,7 +107,9 @@ def test_estimate_matches_the_real_run_on_demo(
     pytester: pytest.Pytester, server: LLMServer, mode: list[str]
 ) -> None:
     cache = pytester.path / "cache"
-    _compare(pytester, server, ["--memeval=demo", *LLM_ARGS, f"--memeval-cache-dir={cache}", *mode])
+    args = ["--memeval=demo", *LLM_ARGS, f"--memeval-cache-dir={cache}", *mode]
+    # the estimate without the key (nothing is sent) against the real run with it
+    _compare(pytester, server, args, keyless=True)
     assert len(list(cache.glob("runs/*"))) == 1  # the real run's; the estimates left none
 
 
@@ -107,9 +132,11 @@ def test_estimate_writes_no_run_folder_and_no_cache_entry(
 ) -> None:
     cache = pytester.path / "cache"
     args = ["--memeval=demo", *LLM_ARGS, f"--memeval-cache-dir={cache}"]
-    first, _, _ = _estimate(pytester, server, *args)
-    second, _, _ = _estimate(pytester, server, *args)
+    first, _, with_key = _estimate(pytester, server, *args)
+    second, _, without_key = _estimate(pytester, server, *args, keyless=True)
     assert first == second == 15 + 13  # 15 answers, 13 judged (category 5 is not)
+    # the same estimate with the key variable unset: the same requests and cache keys
+    assert _block(with_key) == _block(without_key) and len(_block(with_key)) > 2
     assert not list(cache.glob("runs/*"))
 
 

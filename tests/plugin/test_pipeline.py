@@ -166,6 +166,109 @@ def test_window_reaches_into_the_next_conversation_in_one_process(
         assert order.index("demo-2") < len(order) - 1 - order[::-1].index("demo-1")
 
 
+# Two conftest systems that search alike (0.1 s each, so searches running at once overlap), one
+# declaring itself thread-safe; each records the most searches its class had running at once in
+# the process (one line per search, for the test to read).
+SEARCH_SYSTEMS = """
+import os
+import threading
+import time
+
+import pytest
+
+
+class _Recording:
+    def ingest(self, conversation):
+        self.turns = [t.text for s in conversation.sessions_by_date() for t in s.turns]
+
+    def search(self, question, k):
+        cls = type(self)
+        with cls.lock:
+            cls.running += 1
+            cls.peak = max(cls.peak, cls.running)
+        time.sleep(0.1)
+        words = set(question.question.lower().split())
+        found = [t for t in self.turns if words & set(t.lower().split())][: k - 1]
+        found = [cls.__name__, *found]  # the two systems' answer requests always differ
+        with cls.lock:
+            cls.running -= 1
+            with open(os.environ["MEMEVAL_TEST_PEAKS"], "a") as log:
+                log.write(f"{cls.__name__} {os.getpid()} {cls.peak}\\n")
+        return found
+
+
+class SafeSystem(_Recording):
+    thread_safe = True
+    lock = threading.Lock()
+    running = peak = 0
+
+
+class SequentialSystem(_Recording):
+    lock = threading.Lock()
+    running = peak = 0
+
+
+@pytest.fixture
+def safe_sys():
+    return SafeSystem
+
+
+@pytest.fixture
+def seq_sys():
+    return SequentialSystem
+"""
+
+
+def test_a_thread_safe_system_is_searched_concurrently_with_the_results_of_window_1(
+    pytester: pytest.Pytester, server: LLMServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``thread_safe = True``: up to the window's questions searched at once, on the window's
+    threads; without it, one search at a time. The same requests and results as window 1, without
+    xdist and with ``-n 2`` (three runs, not four: window 1 is the reference of both)."""
+    peaks_log = pytester.path / "peaks.txt"
+    monkeypatch.setenv("MEMEVAL_TEST_PEAKS", str(peaks_log))
+    pytester.makeconftest(SEARCH_SYSTEMS)
+    rows: dict[str, dict[Any, Any]] = {}
+    bodies = {}
+    peaks: dict[str, dict[str, int]] = {}
+    for name, window, mode in (("w1", 1, []), ("w8", 8, []), ("w8-n2", 8, ["-n", "2"])):
+        server.reset()
+        peaks_log.write_text("", encoding="utf-8")
+        out = pytester.path / f"{name}.json"
+        result = pytester.runpytest(
+            "--memeval=demo",
+            "--memsys=safe_sys,seq_sys",
+            "--memeval-answerer=openai:gpt-4o-mini",
+            "--memeval-limit=4",
+            f"--memeval-cache-dir={pytester.path / f'cache-{name}'}",
+            f"--memeval-llm-concurrency={window}",
+            f"--memeval-json={out}",
+            *mode,
+        )
+        assert result.ret in (0, 1), result.stdout.str()  # WRONG answers fail their items
+        report = read_json(out)
+        rows[name] = {
+            (run["system"], q["id"]): {k: v for k, v in q.items() if k != "latency"}
+            for run in report["runs"]
+            for q in run["questions"]
+        }
+        bodies[name] = _bodies(server)
+        peaks[name] = {}
+        for line in peaks_log.read_text(encoding="utf-8").splitlines():
+            system, _, peak = line.split()
+            peaks[name][system] = max(peaks[name].get(system, 0), int(peak))
+    assert peaks["w1"] == {"SafeSystem": 1, "SequentialSystem": 1}
+    for name in ("w8", "w8-n2"):
+        assert peaks[name]["SequentialSystem"] == 1, name
+        assert peaks[name]["SafeSystem"] > 1, name
+        assert rows[name] == rows["w1"], name
+        assert bodies[name] == bodies["w1"], name
+    assert len(rows["w1"]) == 16
+    assert {r["status"] for r in rows["w1"].values()} <= {"CORRECT", "WRONG"}  # no error
+    assert any(r["memories"] for r in rows["w1"].values())
+    assert sum(bodies["w1"].values()) == 16 == len(bodies["w1"])  # each request sent once
+
+
 KILLED_KEY = "sk-pipeline-killed"
 RESUMED_KEY = "sk-pipeline-resumed"
 

@@ -85,3 +85,24 @@ def test_a_failed_ingest_ahead_is_kept_for_its_questions() -> None:
         assert str(exc) == "index down"  # the same failure, no second ingest
     else:  # pragma: no cover
         raise AssertionError("the failure was not kept")
+
+
+def test_only_an_exact_true_thread_safe_declaration_counts() -> None:
+    from pytest_memeval.run.question import is_thread_safe
+    from pytest_memeval.systems.builtin import (
+        BM25System,
+        FullContextSystem,
+        NoMemorySystem,
+        OracleSystem,
+        ReplaySystem,
+    )
+    from pytest_memeval.systems.embedding import EmbeddingSystem
+
+    for cls in (BM25System, FullContextSystem, NoMemorySystem, OracleSystem, ReplaySystem):
+        assert is_thread_safe(cls) and cls.thread_safe is True
+    assert not is_thread_safe(EmbeddingSystem) and not is_thread_safe(_System())
+
+    class Truthy(_System):
+        thread_safe = "yes"
+
+    assert not is_thread_safe(Truthy())
