@@ -23,8 +23,9 @@ DEMO_SYSTEMS = "bm25,full-context,no-memory"
 
 
 def test_demo_end_to_end_same_with_and_without_xdist(pytester: pytest.Pytester) -> None:
-    """One demo run of three systems per mode (plain, ``-n 2``, ``-p no:xdist``): the terminal
-    summary and the JSON report of each, the same scores in every mode, each conversation ingested
+    """One demo run of three systems per mode (plain, ``-n 2``, ``-p no:xdist``): the header's
+    item count, the terminal summary (a table per system) and the JSON report of each (the
+    versions in its provenance), the same scores in every mode, each conversation ingested
     once per system, LoCoMo's per-question F1 rounding. (One run per mode serves every check: each
     mode's run costs up to 5 CPU-seconds.)"""
     reports = {}
@@ -36,6 +37,14 @@ def test_demo_end_to_end_same_with_and_without_xdist(pytester: pytest.Pytester) 
         assert result.ret == pytest.ExitCode.OK, result.stdout.str()
         outcomes = _outcomes(result)
         assert outcomes.get("correct", 0) + outcomes.get("wrong", 0) == 45, name
+        # the header counts every item (test_plugin_nodeids.py checks --collect-only)
+        if name == "n2":
+            assert "[45 items]" in result.stdout.str()  # xdist's header: "2 workers [45 items]"
+        else:
+            result.stdout.fnmatch_lines(["collected 45 items"])
+        # three systems: three tables
+        for system in DEMO_SYSTEMS.split(","):
+            assert f"demo · {system} — 15 questions" in result.stdout.str(), system
         result.stdout.fnmatch_lines(
             [
                 "*memeval summary*",
@@ -77,6 +86,11 @@ def test_demo_end_to_end_same_with_and_without_xdist(pytester: pytest.Pytester) 
         # each conversation ingested once per system in the whole run
         assert report["provenance"]["ingests"] == {"bm25": 2, "full-context": 2, "no-memory": 2}
         assert report["provenance"]["datasets"]["demo"]["sha256"]
+        versions = report["provenance"]["versions"]
+        assert versions["pytest"] == pytest.__version__
+        for package in ("python", "pytest-xdist", "nltk", "regex", "PyYAML", "numpy", "scipy"):
+            assert versions[package], package
+        assert {"openai", "anthropic", "bm25s"} <= set(versions)
         # LoCoMo's F1 is rounded per question (3 decimals) before averaging
         full = runs["full-context"]
         values = [round(q["scores"]["f1"], 3) for q in full["questions"]]
