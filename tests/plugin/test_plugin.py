@@ -1,5 +1,5 @@
 """End-to-end plugin behaviour through pytester (each run without distributing and with -n 2;
-test_same_scores_with_and_without_xdist adds -n 0 and -p no:xdist)."""
+test_demo_end_to_end_same_with_and_without_xdist adds -p no:xdist)."""
 
 from __future__ import annotations
 
@@ -18,74 +18,92 @@ def _outcomes(result: pytest.RunResult) -> dict[str, int]:
     return result.parseoutcomes()
 
 
-def test_demo_end_to_end(pytester: pytest.Pytester, run_mode: list[str]) -> None:
-    out = pytester.path / "report.json"
-    result = pytester.runpytest(
-        "--memeval=demo", "--memsys=bm25", f"--memeval-json={out}", *run_mode
-    )
-    assert result.ret == pytest.ExitCode.OK, result.stdout.str()
-    outcomes = _outcomes(result)
-    assert outcomes.get("correct", 0) + outcomes.get("wrong", 0) == 15
-    result.stdout.fnmatch_lines(
-        [
-            "*memeval summary*",
-            # the headline first: the scoreboard, then the category tables, provenance last
-            "scoreboard",
-            "benchmark*system*metric*overall*95% CI*n*errors*unscored*nearest published*role",
-            "demo*bm25*f1*[[]*]*15*0*0*-",
-            "demo · bm25 — 15 questions",
-            "category*shared*n*f1*set_f1*bleu1*correct*wrong*unscored*error",
-            "single-hop [[]4]*fact-recall*4*",
-            "adversarial [[]5]*abstention*2*",
-            "overall (excl. 5)*13*",
-            "overall_all (all categories)*15*",
-            "configuration: demo: 15/15 questions, sha256 *",
-            "*systems: bm25; top-k: 10; answerer: extractive*",
-        ]
-    )
-    report = read_json(out)
-    assert report["schema"] == "pytest-memeval/1"
-    (run,) = report["runs"]
-    assert run["benchmark"] == "demo" and run["system"] == "bm25"
-    assert len(run["questions"]) == 15
-    by_cat = run["summary"]["by_category"]
-    assert {k: v["count"] for k, v in by_cat.items()} == DEMO_COUNTS
-    first = run["questions"][0]
-    assert set(first) >= {
-        "id",
-        "conversation",
-        "category",
-        "question",
-        "gold",
-        "prediction",
-        "scores",
-        "status",
-    }
-    assert set(first["latency"]) == {"ingest", "search", "answer"}
-    assert report["provenance"]["ingests"] == {"bm25": 2}
-    assert report["provenance"]["datasets"]["demo"]["sha256"]
+#: the systems of the demo end-to-end runs: one retrieval system and the two controls
+DEMO_SYSTEMS = "bm25,full-context,no-memory"
 
 
-def test_same_scores_with_and_without_xdist(pytester: pytest.Pytester) -> None:
+def test_demo_end_to_end_same_with_and_without_xdist(pytester: pytest.Pytester) -> None:
+    """One demo run of three systems per mode (plain, ``-n 2``, ``-p no:xdist``): the header's
+    item count, the terminal summary (a table per system) and the JSON report of each (the
+    versions in its provenance), the same scores in every mode, each conversation ingested
+    once per system, LoCoMo's per-question F1 rounding. (One run per mode serves every check: each
+    mode's run costs up to 5 CPU-seconds.)"""
     reports = {}
-    for mode in (["-n", "0"], ["-n", "2"], ["-p", "no:xdist"]):
-        out = pytester.path / f"r{len(reports)}.json"
+    for name, mode in (("plain", []), ("n2", ["-n", "2"]), ("no-xdist", ["-p", "no:xdist"])):
+        out = pytester.path / f"r-{name}.json"
         result = pytester.runpytest(
-            "--memeval=demo",
-            "--memsys=bm25,full-context,no-memory",
-            f"--memeval-json={out}",
-            *mode,
+            "--memeval=demo", f"--memsys={DEMO_SYSTEMS}", f"--memeval-json={out}", *mode
         )
-        assert result.ret == 0, result.stdout.str()
-        reports[" ".join(mode)] = read_json(out)
-    base = reports["-n 0"]
+        assert result.ret == pytest.ExitCode.OK, result.stdout.str()
+        outcomes = _outcomes(result)
+        assert outcomes.get("correct", 0) + outcomes.get("wrong", 0) == 45, name
+        # the header counts every item (test_plugin_nodeids.py checks --collect-only)
+        if name == "n2":
+            assert "[45 items]" in result.stdout.str()  # xdist's header: "2 workers [45 items]"
+        else:
+            result.stdout.fnmatch_lines(["collected 45 items"])
+        # three systems: three tables
+        for system in DEMO_SYSTEMS.split(","):
+            assert f"demo · {system} — 15 questions" in result.stdout.str(), system
+        result.stdout.fnmatch_lines(
+            [
+                "*memeval summary*",
+                # the headline first: the scoreboard, then the category tables, provenance last
+                "scoreboard",
+                "benchmark*system*metric*overall*95% CI*n*errors*unscored*nearest published*role",
+                "demo*bm25*f1*[[]*]*15*0*0*-",
+                "demo · bm25 — 15 questions",
+                "category*shared*n*f1*set_f1*bleu1*correct*wrong*unscored*error",
+                "single-hop [[]4]*fact-recall*4*",
+                "adversarial [[]5]*abstention*2*",
+                "overall (excl. 5)*13*",
+                "overall_all (all categories)*15*",
+                "configuration: demo: 15/15 questions, sha256 *",
+                "*systems: bm25, full-context, no-memory; top-k: 10; answerer: extractive*",
+            ]
+        )
+        report = read_json(out)
+        assert report["schema"] == "pytest-memeval/1"
+        runs = {r["system"]: r for r in report["runs"]}
+        assert list(runs) == DEMO_SYSTEMS.split(","), name
+        for run in runs.values():
+            assert run["benchmark"] == "demo"
+            assert len(run["questions"]) == 15
+            by_cat = run["summary"]["by_category"]
+            assert {k: v["count"] for k, v in by_cat.items()} == DEMO_COUNTS
+        first = runs["bm25"]["questions"][0]
+        assert set(first) >= {
+            "id",
+            "conversation",
+            "category",
+            "question",
+            "gold",
+            "prediction",
+            "scores",
+            "status",
+        }
+        assert set(first["latency"]) == {"ingest", "search", "answer"}
+        # each conversation ingested once per system in the whole run
+        assert report["provenance"]["ingests"] == {"bm25": 2, "full-context": 2, "no-memory": 2}
+        assert report["provenance"]["datasets"]["demo"]["sha256"]
+        versions = report["provenance"]["versions"]
+        assert versions["pytest"] == pytest.__version__
+        for package in ("python", "pytest-xdist", "nltk", "regex", "PyYAML", "numpy", "scipy"):
+            assert versions[package], package
+        assert {"openai", "anthropic", "bm25s"} <= set(versions)
+        # LoCoMo's F1 is rounded per question (3 decimals) before averaging
+        full = runs["full-context"]
+        values = [round(q["scores"]["f1"], 3) for q in full["questions"]]
+        assert full["summary"]["overall_all"]["f1"] == pytest.approx(
+            sum(values) / len(values), abs=1e-12
+        )
+        reports[name] = report
+    base = reports["plain"]
     for name, report in reports.items():
         assert question_scores(report) == question_scores(base), name
         for run_a, run_b in zip(report["runs"], base["runs"], strict=True):
             assert run_a["summary"]["by_category"] == run_b["summary"]["by_category"], name
             assert run_a["summary"]["overall"] == run_b["summary"]["overall"], name
-        # each conversation ingested once per system in the whole run
-        assert report["provenance"]["ingests"] == {"bm25": 2, "full-context": 2, "no-memory": 2}
 
 
 def test_collect_only_node_ids(pytester: pytest.Pytester) -> None:
@@ -118,7 +136,6 @@ def test_selection_options(pytester: pytest.Pytester) -> None:
     sample_a = ids("--memeval-sample=1", "--memeval-seed=3")
     sample_b = ids("--memeval-sample=1", "--memeval-seed=3")
     assert sample_a == sample_b and len(sample_a) == 5  # one per category
-    assert ids("--memeval-sample=1", "--memeval-seed=4") != sample_a or True
 
 
 def test_sample_same_on_workers(pytester: pytest.Pytester) -> None:
@@ -230,7 +247,7 @@ class Keyword:
         self.turns = []
     def ingest(self, conversation):
         with open(LOG, "a") as fh:
-            fh.write(conversation.id + "\\n")
+            fh.write(type(self).__name__ + ":" + conversation.id + "\\n")
         self.turns = [t for s in conversation.sessions_by_date() for t in s.turns]
     def search(self, question, k):
         words = set(question.question.lower().split())
@@ -261,38 +278,49 @@ def broken():
 """
 
 
-def test_conftest_fixture_system_ingested_once(
-    pytester: pytest.Pytester, run_mode: list[str]
-) -> None:
-    pytester.makeconftest(CONFTEST_SYSTEM)
-    result = pytester.runpytest("--memeval=demo", "--memsys=kw", *run_mode)
-    assert result.ret == 0, result.stdout.str()
-    log = (pytester.path / "ingests.log").read_text().split()
-    assert sorted(log) == ["demo-1", "demo-2"]
+def _ingests(pytester: pytest.Pytester, system_class: str) -> list[str]:
+    """The conversations ``system_class`` (of CONFTEST_SYSTEM) was asked to ingest, sorted."""
+    lines = (pytester.path / "ingests.log").read_text().split()
+    return sorted(ln.split(":", 1)[1] for ln in lines if ln.split(":", 1)[0] == system_class)
 
 
-def test_system_exception_errors_only_that_item(
+def test_failing_systems_error_only_their_items(
     pytester: pytest.Pytester, run_mode: list[str]
 ) -> None:
+    """Two conftest fixture systems in one run: ``broken`` raises in search for two questions
+    (only those items error), ``failing_ingest`` raises while ingesting demo-2 (its seven
+    questions error, ingest attempted once, not once per question)."""
     pytester.makeconftest(CONFTEST_SYSTEM)
     out = pytester.path / "r.json"
     result = pytester.runpytest(
-        "--memeval=demo", "--memsys=broken", f"--memeval-json={out}", *run_mode
+        "--memeval=demo", "--memsys=broken,failing_ingest", f"--memeval-json={out}", *run_mode
     )
     outcomes = _outcomes(result)
-    assert outcomes["errors"] == 2, result.stdout.str()
-    assert outcomes.get("correct", 0) + outcomes.get("wrong", 0) == 13
+    assert outcomes["errors"] == 2 + 7, result.stdout.str()
+    assert outcomes.get("correct", 0) + outcomes.get("wrong", 0) == 13 + 8
     result.stdout.fnmatch_lines(["*RuntimeError: index exploded for demo-*-q2*"])
+    result.stdout.fnmatch_lines(["*ValueError: cannot index demo-2*"])
     report = read_json(out)
-    summary = report["runs"][0]["summary"]
+    runs = {r["system"]: r for r in report["runs"]}
+    # broken: the two q2 questions errored, the others scored
+    summary = runs["broken"]["summary"]
     assert summary["overall_all"]["statuses"]["ERROR"] == 2
-    errored = [q for q in report["runs"][0]["questions"] if q["status"] == "ERROR"]
+    errored = [q for q in runs["broken"]["questions"] if q["status"] == "ERROR"]
     assert {q["id"] for q in errored} == {"demo-1-q2", "demo-2-q2"}
     assert all("index exploded" in q["error"] for q in errored)
     # scores exclude the errored questions: f1 counted over 13 values
     assert (
         summary["overall_all"]["scored"]["f1"] == 13 if "scored" in summary["overall_all"] else True
     )
+    # failing_ingest: demo-2's questions errored, demo-1's scored
+    failing = runs["failing_ingest"]["questions"]
+    assert {q["id"] for q in failing if q["status"] == "ERROR"} == {
+        q["id"] for q in failing if q["conversation"] == "demo-2"
+    }
+    assert sum(q["conversation"] == "demo-2" for q in failing) == 7
+    # ingest was attempted once per conversation, for demo-2 too, not once per question
+    assert _ingests(pytester, "FailingIngest") == ["demo-1", "demo-2"]
+    assert _ingests(pytester, "Broken") == ["demo-1", "demo-2"]
 
 
 def test_replay_nested_and_top_k_variants(pytester: pytest.Pytester) -> None:
@@ -325,7 +353,7 @@ def test_top_k_variants_share_one_ingest(pytester: pytest.Pytester) -> None:
         "--memeval=demo", "--memsys=kw", "--memeval-top-k=1,3", f"--memeval-json={out}"
     )
     assert result.ret == 0, result.stdout.str()
-    assert sorted((pytester.path / "ingests.log").read_text().split()) == ["demo-1", "demo-2"]
+    assert _ingests(pytester, "Keyword") == ["demo-1", "demo-2"]
     runs = {r["system"]: r for r in read_json(out)["runs"]}
     assert set(runs) == {"kw@1", "kw@3"}
     assert all(len(q["memories"]) <= 1 for q in runs["kw@1"]["questions"])
@@ -356,9 +384,10 @@ def test_handwritten_flow_fixtures(pytester: pytest.Pytester, run_mode: list[str
     assert len(flow["questions"]) == 15
     assert all("memories_found" in q["scores"] for q in flow["questions"])
     assert "memories_found" in flow["summary"]["overall"]
-    # the hand-written tests share the built-in items' ingestion: once per conversation, also
-    # under xdist (a conversation's built-in items and cases are scheduled on one worker)
-    assert sorted((pytester.path / "ingests.log").read_text().split()) == ["demo-1", "demo-2"]
+    # a conftest fixture system is ingested once per conversation, and the hand-written tests
+    # share the built-in items' ingestion, also under xdist (a conversation's built-in items and
+    # cases are scheduled on one worker)
+    assert _ingests(pytester, "Keyword") == ["demo-1", "demo-2"]
 
 
 def test_extension_hooks(pytester: pytest.Pytester) -> None:
@@ -534,17 +563,6 @@ def test_locomo_run_with_xdist_matches_plain(pytester: pytest.Pytester, data_dir
         ]
 
 
-def test_locomo_f1_is_rounded_per_question_before_averaging(pytester: pytest.Pytester) -> None:
-    out = pytester.path / "r.json"
-    result = pytester.runpytest("--memeval=demo", "--memsys=full-context", f"--memeval-json={out}")
-    assert result.ret == 0
-    run = read_json(out)["runs"][0]
-    values = [round(q["scores"]["f1"], 3) for q in run["questions"]]
-    assert run["summary"]["overall_all"]["f1"] == pytest.approx(
-        sum(values) / len(values), abs=1e-12
-    )
-
-
 def test_bad_data_dir_only_matters_when_a_benchmark_runs(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -554,16 +572,3 @@ def test_bad_data_dir_only_matters_when_a_benchmark_runs(
     result = pytester.runpytest("--memeval=demo", "--memsys=bm25")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*MEMEVAL_DATA_DIR=*missing: not a folder*"])
-
-
-def test_failed_ingest_errors_its_conversation_once(
-    pytester: pytest.Pytester, run_mode: list[str]
-) -> None:
-    pytester.makeconftest(CONFTEST_SYSTEM)
-    result = pytester.runpytest("--memeval=demo", "--memsys=failing_ingest", *run_mode)
-    outcomes = _outcomes(result)
-    assert outcomes["errors"] == 7  # demo-2's questions
-    assert outcomes.get("correct", 0) + outcomes.get("wrong", 0) == 8
-    result.stdout.fnmatch_lines(["*ValueError: cannot index demo-2*"])
-    # ingest was attempted once for demo-2, not once per question
-    assert sorted((pytester.path / "ingests.log").read_text().split()) == ["demo-1", "demo-2"]

@@ -106,24 +106,13 @@ def _args(data: Path, *extra: str) -> list[str]:
     return ["--memeval=locomo", f"--memeval-data={data}", "--memsys=oracle", *extra]
 
 
-@pytest.fixture
-def project(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, Path]:
-    """(data dir, saved baseline) of the base run."""
-    pytester.makeconftest(SYSTEM)
-    data = _locomo(pytester.path)
-    base = pytester.path / "base.json"
-    monkeypatch.setenv("MEM_MODE", "base")
-    result = pytester.runpytest(*_args(data, f"--memeval-save-baseline={base}", "-p", "no:xdist"))
-    assert result.ret == 0, result.stdout.str()
-    saved = read_json(base)["runs"][0]["questions"]
-    assert saved["conv-3-q4"]["cluster"] == "conv-3"
-    return data, base
-
-
-def _subprocess(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    """A pytest run in its own process (shards and merges: as the recipes run them)."""
+def _subprocess(cwd: Path, *args: str, mode: str | None = None) -> subprocess.CompletedProcess[str]:
+    """A pytest run in its own process (shards and merges: as the recipes run them); ``mode``
+    sets ``MEM_MODE`` (by default the caller's)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_XDIST")}
     env["PYTEST_ADDOPTS"] = INNER_ADDOPTS
+    if mode is not None:
+        env["MEM_MODE"] = mode
     return subprocess.run(
         [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *args],
         cwd=cwd,
@@ -132,6 +121,30 @@ def _subprocess(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
         text=True,
         timeout=600,
     )
+
+
+@pytest.fixture(scope="module")
+def base_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """(data dir, saved baseline) of the base run: made once for the module's tests (the data
+    and the baseline are only read), in its own process without xdist."""
+    root = tmp_path_factory.mktemp("clusters-base")
+    (root / "conftest.py").write_text(SYSTEM, encoding="utf-8")
+    data = _locomo(root)
+    base = root / "base.json"
+    result = _subprocess(
+        root, *_args(data, f"--memeval-save-baseline={base}", "-p", "no:xdist"), mode="base"
+    )
+    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
+    saved = read_json(base)["runs"][0]["questions"]
+    assert saved["conv-3-q4"]["cluster"] == "conv-3"
+    return data, base
+
+
+@pytest.fixture
+def project(pytester: pytest.Pytester, base_run: tuple[Path, Path]) -> tuple[Path, Path]:
+    """The test's pytester folder holds the system's conftest; (data dir, saved baseline)."""
+    pytester.makeconftest(SYSTEM)
+    return base_run
 
 
 def _regression(report: Path) -> dict[str, Any]:
@@ -151,11 +164,13 @@ def test_correlated_drop_fails_per_question_but_not_per_conversation(
     monkeypatch.setenv("MEM_MODE", "clustered")
     out = pytester.path / "r.json"
     md = pytester.path / "r.md"
+    cache = pytester.path / "cache"
+    gate = [f"--memeval-baseline={base}", "--memeval-max-drop=correct:2"]
     result = pytester.runpytest(
         *_args(
             data,
-            f"--memeval-baseline={base}",
-            "--memeval-max-drop=correct:2",
+            *gate,
+            f"--memeval-cache-dir={cache}",
             f"--memeval-json={out}",
             f"--memeval-markdown={md}",
             *MODES[mode],
@@ -191,6 +206,27 @@ def test_correlated_drop_fails_per_question_but_not_per_conversation(
     assert "would have FAILED it" in text
     assert "10 conversations. (power: this run detects a true drop of " in text
 
+    # the cluster survives the results store: the stored lines name it, and a resume of the
+    # finished run (the -n 2 run's store, resumed without xdist) reads it back
+    if mode != "n2":
+        return
+    [run_dir] = (cache / "runs").iterdir()
+    lines = (run_dir / "results.jsonl").read_text(encoding="utf-8").splitlines()
+    assert {json.loads(line)["cluster"] for line in lines} == {f"conv-{c}" for c in range(CONVS)}
+    resumed_out = pytester.path / "resumed.json"
+    resumed = pytester.runpytest(
+        *_args(
+            data,
+            f"--memeval-cache-dir={cache}",
+            "--memeval-resume",
+            f"--memeval-json={resumed_out}",
+        ),
+        *gate,
+    )
+    assert resumed.ret == 0, resumed.stdout.str()
+    reg = _regression(resumed_out)
+    assert (reg["test"], reg["failed"], reg["question_failed"]) == ("sign-flip", False, True)
+
 
 @pytest.mark.parametrize("mode", list(MODES), ids=list(MODES))
 def test_a_drop_in_every_conversation_fails_the_cluster_gate(
@@ -216,27 +252,14 @@ def test_a_drop_in_every_conversation_fails_the_cluster_gate(
     )
 
 
-def test_cluster_survives_resume_and_merge(
+def test_cluster_survives_shard_and_merge(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, project: tuple[Path, Path]
 ) -> None:
+    """(The resume of a finished run: test_correlated_drop_fails_per_question_but_not_per_
+    conversation[n2].)"""
     data, base = project
     monkeypatch.setenv("MEM_MODE", "clustered")
     gate = [f"--memeval-baseline={base}", "--memeval-max-drop=correct:2"]
-    cache = pytester.path / "cache"
-    first = pytester.runpytest(*_args(data, f"--memeval-cache-dir={cache}", "-n", "2"))
-    assert first.ret == 0, first.stdout.str()
-    [run_dir] = (cache / "runs").iterdir()
-    lines = (run_dir / "results.jsonl").read_text(encoding="utf-8").splitlines()
-    assert {json.loads(line)["cluster"] for line in lines} == {f"conv-{c}" for c in range(CONVS)}
-    out = pytester.path / "resumed.json"
-    resumed = pytester.runpytest(
-        *_args(data, f"--memeval-cache-dir={cache}", "--memeval-resume", f"--memeval-json={out}"),
-        *gate,
-    )
-    assert resumed.ret == 0, resumed.stdout.str()
-    reg = _regression(out)
-    assert (reg["test"], reg["failed"], reg["question_failed"]) == ("sign-flip", False, True)
-
     # two shards, merged: the merge reads the stored lines back
     dirs = []
     for i in (1, 2):

@@ -23,23 +23,12 @@ def test_header_counts_the_questions_left_by_m(
     assert "15/15 questions" not in result.stdout.str()
 
 
-def test_bm25_gets_no_whole_sessions_warning(
-    pytester: pytest.Pytester, run_mode: list[str]
-) -> None:
-    """bm25 returns turns: on the demo (k=10 below every conversation's turn count) no warning;
-    the session wording is only for systems that may return sessions."""
-    result = pytester.runpytest(
-        "--memeval=demo", "--memsys=bm25", "-p", "no:cacheprovider", *run_mode
-    )
-    assert result.ret == 0, result.stdout.str()
-    out = result.stdout.str()
-    assert "WARNING budget" not in out
-    assert "retrieves whole sessions" not in out
-
-
 def test_scoreboard_first_and_provenance_last(
     pytester: pytest.Pytester, run_mode: list[str]
 ) -> None:
+    """The scoreboard first, provenance last (terminal and HTML); and bm25 gets no whole-sessions
+    warning: it returns turns, on the demo k=10 is below every conversation's turn count (the
+    session wording is only for systems that may return sessions; no-memory returns none)."""
     html = pytester.path / "r.html"
     result = pytester.runpytest(
         "--memeval=demo",
@@ -50,6 +39,9 @@ def test_scoreboard_first_and_provenance_last(
         *run_mode,
     )
     assert result.ret == 0, result.stdout.str()
+    out = result.stdout.str()
+    assert "WARNING budget" not in out
+    assert "retrieves whole sessions" not in out
     lines = result.stdout.lines
     start = next(i for i, line in enumerate(lines) if "memeval summary" in line)
     assert lines[start + 1] == "scoreboard"

@@ -224,8 +224,11 @@ def test_merge_refuses_missing_duplicated_and_different_shards(pytester: pytest.
     assert r.returncode == 4 and "--memeval-shard='5/4'" in r.stderr
 
 
-def test_empty_shard_succeeds_and_merges(pytester: pytest.Pytester, run_mode: list[str]) -> None:
-    """demo has 2 conversations: 2 of 4 shards are empty, still exit 0, still merge."""
+def test_empty_shard_succeeds_and_merges(
+    pytester: pytest.Pytester, run_mode: list[str], single_demo: dict[str, Any]
+) -> None:
+    """demo has 2 conversations: 2 of 4 shards are empty, still exit 0, still merge; the merge
+    equals the unsharded run."""
     dirs = _demo_shards(pytester, 4, *run_mode)
     merged = pytester.path / "merged.json"
     r = _pytest(
@@ -235,17 +238,7 @@ def test_empty_shard_succeeds_and_merges(pytester: pytest.Pytester, run_mode: li
         f"--memeval-cache-dir={pytester.path / 'm'}",
     )
     assert r.returncode == 0, r.stdout[-2000:] + r.stderr
-    single = pytester.path / "single.json"
-    r = _pytest(
-        pytester.path,
-        "--memeval=demo",
-        "--memsys=bm25",
-        f"--memeval-json={single}",
-        f"--memeval-cache-dir={pytester.path / 's'}",
-        *run_mode,
-    )
-    assert question_scores(read_json(merged)) == question_scores(read_json(single))
-    assert _tables(read_json(merged)) == _tables(read_json(single))
+    _assert_same(merged, single_demo)
 
 
 # ---- recipes ---------------------------------------------------------------------------------
@@ -268,7 +261,12 @@ def _bash(script: str, cwd: Path, env: dict[str, str]) -> None:
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
 
 
-def _single_demo(tmp: Path) -> dict[str, Any]:
+@pytest.fixture(scope="session")
+def single_demo(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """The report of one unsharded demo run (bm25, -n 0): what every merge of demo shards must
+    equal, in every mode (the scores and tables are the same with and without xdist:
+    test_plugin.py). Made once for the recipes and the shard tests."""
+    tmp = tmp_path_factory.mktemp("single-demo")
     out = tmp / "single.json"
     r = _pytest(
         tmp,
@@ -279,7 +277,7 @@ def _single_demo(tmp: Path) -> dict[str, Any]:
         f"--memeval-json={out}",
         f"--memeval-cache-dir={tmp / 'single'}",
     )
-    assert r.returncode == 0
+    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
     return read_json(out)
 
 
@@ -290,7 +288,9 @@ def _assert_same(merged: Path, single: dict[str, Any]) -> None:
     assert _tables(report) == _tables(single)
 
 
-def test_github_actions_sharded_recipe(pytester: pytest.Pytester) -> None:
+def test_github_actions_sharded_recipe(
+    pytester: pytest.Pytester, single_demo: dict[str, Any]
+) -> None:
     workflow = yaml.safe_load((EXAMPLES / "github-actions" / "memeval-sharded.yml").read_text())
     shard_job, merge_job = workflow["jobs"]["shard"], workflow["jobs"]["merge"]
     assert merge_job["needs"] == "shard"
@@ -310,13 +310,15 @@ def test_github_actions_sharded_recipe(pytester: pytest.Pytester) -> None:
             os.replace(src, dest)
     merge = next(s["run"] for s in merge_job["steps"] if s.get("name", "").startswith("Merge"))
     _bash(merge, tmp, {})
-    _assert_same(tmp / "memeval-report" / "report.json", _single_demo(tmp))
+    _assert_same(tmp / "memeval-report" / "report.json", single_demo)
     assert (tmp / "llm-cache.jsonl").is_file() and (
         tmp / "memeval-report" / "report.html"
     ).is_file()
 
 
-def test_kubernetes_indexed_job_recipe(pytester: pytest.Pytester) -> None:
+def test_kubernetes_indexed_job_recipe(
+    pytester: pytest.Pytester, single_demo: dict[str, Any]
+) -> None:
     docs = list(
         yaml.safe_load_all((EXAMPLES / "kubernetes" / "memeval-indexed-job.yaml").read_text())
     )
@@ -335,10 +337,10 @@ def test_kubernetes_indexed_job_recipe(pytester: pytest.Pytester) -> None:
         )
     (merge,) = jobs["memeval-merge"]["spec"]["template"]["spec"]["containers"]
     _bash(merge["args"][0], tmp, {"MEMEVAL_RESULTS": str(results)})
-    _assert_same(results / "report.json", _single_demo(tmp))
+    _assert_same(results / "report.json", single_demo)
 
 
-def test_slurm_array_recipe(pytester: pytest.Pytester) -> None:
+def test_slurm_array_recipe(pytester: pytest.Pytester, single_demo: dict[str, Any]) -> None:
     array = (EXAMPLES / "slurm" / "memeval-array.sbatch").read_text()
     match = re.search(r"^#SBATCH --array=(\d+)-(\d+)$", array, re.M)
     assert match is not None
@@ -349,7 +351,7 @@ def test_slurm_array_recipe(pytester: pytest.Pytester) -> None:
         )
     merge = (EXAMPLES / "slurm" / "memeval-merge.sbatch").read_text()
     _bash(merge, tmp, {"SLURM_SUBMIT_DIR": str(tmp)})
-    _assert_same(tmp / "memeval-results" / "report.json", _single_demo(tmp))
+    _assert_same(tmp / "memeval-results" / "report.json", single_demo)
 
 
 # ---- LLM cache sharing -----------------------------------------------------------------------

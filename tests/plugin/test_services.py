@@ -122,14 +122,16 @@ def _same_scores(report: dict[str, Any], remote: str, local: str = "bm25") -> in
     return len(mine)
 
 
-def test_http_demo_reproduces_in_process(
+def test_http_and_mcp_demo_reproduce_in_process(
     tmp_path: Path, http_server: str, run_mode: list[str]
 ) -> None:
+    """The reference HTTP service and the MCP server around bm25, in one run beside the
+    in-process bm25: each gives its scores. (The MCP spec is defined below, with the MCP tests.)"""
     out = tmp_path / "r.json"
     r = _pytest(
         tmp_path,
         "--memeval=demo",
-        f"--memsys=bm25,http:{http_server}#name=remote",
+        f"--memsys=bm25,http:{http_server}#name=remote,{_mcp_spec(WHOLE, 'viamcp')}",
         f"--memeval-json={out}",
         f"--memeval-cache-dir={tmp_path / 'c'}",
         *run_mode,
@@ -143,9 +145,13 @@ def test_http_demo_reproduces_in_process(
     assert min(ready) >= 0.9
     assert all("ingest" in q["latency"] for q in remote["questions"])
     assert remote["summary"]["latency"]["ready"]["count"] == 2.0
+    # over MCP
+    assert _same_scores(report, "viamcp") == 15
+    run = next(run for run in report["runs"] if run["system"] == "viamcp")
+    assert all("ready" in q["latency"] for q in run["questions"])
 
 
-def test_http_locomo_reproduces_in_process(
+def test_http_and_mcp_locomo_reproduce_in_process(
     tmp_path: Path, http_server: str, data_dir: Path
 ) -> None:
     out = tmp_path / "r.json"
@@ -154,7 +160,7 @@ def test_http_locomo_reproduces_in_process(
         "--memeval=locomo",
         f"--memeval-data={data_dir}",
         "--memeval-limit=3",
-        f"--memsys=bm25,http:{http_server}#name=remote",
+        f"--memsys=bm25,http:{http_server}#name=remote,{_mcp_spec(WHOLE, 'viamcp')}",
         f"--memeval-json={out}",
         f"--memeval-cache-dir={tmp_path / 'c'}",
         "-n",
@@ -162,6 +168,7 @@ def test_http_locomo_reproduces_in_process(
     )
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-2000:]
     assert _same_scores(read_json(out), "remote") == 30
+    assert _same_scores(read_json(out), "viamcp") == 30
 
 
 # ---- faults ----------------------------------------------------------------------------------
@@ -356,40 +363,6 @@ def _mcp_spec(settings: str, name: str) -> str:
 
 
 WHOLE = "ingest=store_memory&search=search_memory&ready=is_ready&timeout=60"
-
-
-def test_mcp_demo_reproduces_in_process(tmp_path: Path, run_mode: list[str]) -> None:
-    out = tmp_path / "r.json"
-    r = _pytest(
-        tmp_path,
-        "--memeval=demo",
-        f"--memsys=bm25,{_mcp_spec(WHOLE, 'viamcp')}",
-        f"--memeval-json={out}",
-        f"--memeval-cache-dir={tmp_path / 'c'}",
-        *run_mode,
-    )
-    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-2000:]
-    report = read_json(out)
-    assert _same_scores(report, "viamcp") == 15
-    run = next(run for run in report["runs"] if run["system"] == "viamcp")
-    assert all("ready" in q["latency"] for q in run["questions"])
-
-
-def test_mcp_locomo_reproduces_in_process(tmp_path: Path, data_dir: Path) -> None:
-    out = tmp_path / "r.json"
-    r = _pytest(
-        tmp_path,
-        "--memeval=locomo",
-        f"--memeval-data={data_dir}",
-        "--memeval-limit=3",
-        f"--memsys=bm25,{_mcp_spec(WHOLE, 'viamcp')}",
-        f"--memeval-json={out}",
-        f"--memeval-cache-dir={tmp_path / 'c'}",
-        "-n",
-        "2",
-    )
-    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-2000:]
-    assert _same_scores(read_json(out), "viamcp") == 30
 
 
 def test_mcp_per_turn_tools_and_text_results(tmp_path: Path) -> None:
