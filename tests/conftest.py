@@ -83,8 +83,8 @@ REPO = Path(__file__).resolve().parent.parent
 #: distributing: a user's default run) and two workers. (`-n 0` is not a mode of its own: xdist does
 #: not distribute at 0 workers and the plugin never reads the worker count, so it is the "plain"
 #: run. `-p no:xdist` differs from "plain" only in that the plugin's xdist hooks, called only when
-#: distributing, are not registered: test_plugin.py::test_same_scores_with_and_without_xdist and
-#: the files with their own no-xdist/n2 modes run it; a third mode everywhere cost a third more
+#: distributing, are not registered: test_plugin.py::test_demo_end_to_end_same_with_and_without_xdist
+#: and the files with their own no-xdist/n2 modes run it; a third mode everywhere cost a third more
 #: CI time for no code path of its own. docs/ci.md)
 RUN_MODES = {
     "plain": [],
