@@ -555,6 +555,7 @@ def main(argv: list[str] | None = None) -> None:
 if __name__ == "__main__":
     main()
 
+
 def judge_reply(messages: list[dict[str, str]], model: str, params: dict[str, Any]) -> str:
     """The end-to-end tests' scripted model: an answer prompt gets "beagle"; a judge prompt gets
     CORRECT when the answer or gold says "beagle" or "2024", else WRONG (Mem0's JSON shape)."""

@@ -15,7 +15,6 @@ pytestmark = pytest.mark.usefixtures("memeval_env")
 CANARY = "sk-canary-7f3a9c1e5b2d4680"
 
 
-
 @pytest.fixture
 def server(monkeypatch: pytest.MonkeyPatch) -> Iterator[LLMServer]:
     with LLMServer(reply=judge_reply) as srv:
