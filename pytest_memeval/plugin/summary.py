@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from ..run.store import RunStore
 
 __all__ = [
+    "SessionView",
     "SummarySource",
     "baselines",
     "build_summary",
@@ -34,11 +35,8 @@ __all__ = [
 ]
 
 
-class SummarySource(Protocol):
-    """What the summary reads of the session (the controller gathers it)."""
-
-    @property
-    def config(self) -> pytest.Config: ...
+class SessionView(Protocol):
+    """What both the summary and the terminal read of the session (the controller holds it)."""
 
     @property
     def state(self) -> RunState: ...
@@ -61,12 +59,19 @@ class SummarySource(Protocol):
     @property
     def import_verify(self) -> dict[str, Any] | None: ...
 
-    @property
-    def calibration(self) -> dict[str, Any] | None: ...
-
     def merged(self) -> dict[str, Any]:
         """The processes' outputs merged (``outputs.merge_outputs``)."""
         ...
+
+
+class SummarySource(SessionView, Protocol):
+    """What the summary reads of the session (the controller gathers it)."""
+
+    @property
+    def config(self) -> pytest.Config: ...
+
+    @property
+    def calibration(self) -> dict[str, Any] | None: ...
 
 
 def provenance(src: SummarySource) -> dict[str, Any]:

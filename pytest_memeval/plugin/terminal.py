@@ -4,67 +4,39 @@ gathered and built), passed in explicitly; moved out of ``controller.py`` (issue
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 import pytest
 
-from ..records import QuestionResult, ResultKey
 from .reports import _report_targets
-from .summary import baselines, mem0_filing, questions_run
+from .summary import SessionView, baselines, mem0_filing, questions_run
 
 if TYPE_CHECKING:
     from ..report.model import Summary
     from ..run.estimate import Estimate
-    from ..run.state import RunState
-    from ..run.store import RunStore
 
 __all__ = ["TerminalSource", "config_lines", "run_lines", "write_terminal_summary"]
 
 
-class TerminalSource(Protocol):
+class TerminalSource(SessionView, Protocol):
     """What the terminal summary reads of the session (the controller holds it)."""
-
-    @property
-    def state(self) -> RunState: ...
-
-    @property
-    def results(self) -> Mapping[ResultKey, QuestionResult]: ...
-
-    @property
-    def duplicates(self) -> Sequence[ResultKey]: ...
-
-    @property
-    def lost(self) -> Sequence[dict[str, Any]]: ...
 
     @property
     def summary(self) -> Summary | None: ...
 
     @property
-    def store(self) -> RunStore | None: ...
-
-    @property
     def report_errors(self) -> Sequence[tuple[Path, str]]: ...
 
     @property
-    def rescored(self) -> Sequence[str]: ...
-
-    @property
     def batch_lines(self) -> Sequence[str]: ...
-
-    @property
-    def import_verify(self) -> dict[str, Any] | None: ...
 
     @property
     def pruned(self) -> Sequence[Path]: ...
 
     @property
     def estimate(self) -> Estimate | None: ...
-
-    def merged(self) -> dict[str, Any]:
-        """The processes' outputs merged (``outputs.merge_outputs``)."""
-        ...
 
 
 def run_lines(src: TerminalSource) -> list[str]:
