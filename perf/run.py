@@ -33,7 +33,7 @@ warmjudge a LoCoMo run (instant system, ``--memeval-limit=20``: 200 questions) w
           LLM cache, then the warm rerun (best of 3) vs the same run with offline metrics only, and
           the HTTP requests the warm reruns made.
 pipeline  the plugin's own LLM path: a judged LoCoMo run (bm25, LLM answerer + mem0 judge,
-          ``--memeval-limit=20``; 2 in --quick) against the loopback server at 200 ms, concurrency
+          all 1,986 questions; ``--memeval-limit=2`` in --quick) against the loopback server at 200 ms, concurrency
           32, at ``-n 0`` and ``-n 2`` (``-n 0`` only in --quick): wall vs 1.3 x (calls x latency /
           concurrency) + the same run without LLM calls; per-question results vs concurrency 1;
           HTTP requests of the warm rerun.

@@ -72,7 +72,9 @@ class ProviderClient:
 
     ``complete`` looks in the cache first (a hit makes no request), otherwise sends the request
     under the shared semaphore (held only while a request is in flight, not during backoff),
-    retried per the policy; the result is stored in the cache and counted per role."""
+    retried per the policy; the result is stored in the cache and counted per role. A request
+    identical to one in flight in this process waits for that one and reads its reply from the
+    cache (single flight): a window of N pays for the same calls as a window of 1."""
 
     def __init__(
         self,
@@ -97,6 +99,8 @@ class ProviderClient:
         self._lock = threading.Lock()
         self.requests = 0  # HTTP requests sent, retries included
         self.retries = 0
+        #: cache keys being sent by a thread of this process, and the event set when it is done
+        self._inflight: dict[str, threading.Event] = {}
         #: --memeval-llm-rpm / --memeval-llm-tpm, shared by every process of the machine
         self.limiter: RateLimiter | None = None
         #: --memeval-llm-batch: where a judge call that misses the cache is queued (not sent)
@@ -167,11 +171,47 @@ class ProviderClient:
                 base_url=self.config.base_url,
                 request=request,
             )
-            hit = self.cache.get(key)
+            hit, flight = self._claim(key)
             if hit is not None:
                 self.accounting.record(role, self.label, cache_hits=1)
                 self.cache.note_import(role, hit)
                 return self._clean(hit)
+            try:
+                return self._miss(request, key, role)
+            finally:
+                self._land(key, flight)
+        return self._miss(request, None, role)
+
+    def _claim(self, key: str) -> tuple[Completion | None, threading.Event]:
+        """The cached reply for ``key`` (and a landed marker), or ``None`` and the in-flight
+        marker this call now owns: it sends the request, then lands the marker (:meth:`_land`). While
+        an identical request is in flight, wait for it and look again (its reply is cached; if it
+        failed, one of the waiters sends it)."""
+        assert self.cache is not None
+        while True:
+            with self._lock:
+                other = self._inflight.get(key)
+                if other is None:
+                    mine = threading.Event()
+                    self._inflight[key] = mine
+            if other is not None:
+                other.wait()
+                continue
+            hit = self.cache.get(key)
+            if hit is not None:
+                self._land(key, mine)
+            return hit, mine
+
+    def _land(self, key: str, flight: threading.Event) -> None:
+        with self._lock:
+            if self._inflight.get(key) is flight:
+                del self._inflight[key]
+        flight.set()
+
+    def _miss(self, request: Request, key: str | None, role: str) -> Completion:
+        """A request the cache does not hold: queued for a batch, or sent (retried, counted,
+        cached)."""
+        if self.cache is not None and key is not None:
             self.accounting.record(role, self.label, cache_misses=1)
             if self.batch is not None and role in BATCH_ROLES:
                 self.batch.add(

@@ -15,6 +15,7 @@ import time
 import traceback
 import warnings
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -305,6 +306,38 @@ def test_warm_rerun_makes_zero_requests(
     usage = acc.by_role()["judge"]
     assert (usage.calls, usage.cache_hits, usage.cache_misses) == (10, 10, 10)
     assert usage.input_tokens == sum(x.input_tokens for x in cold)  # hits cost nothing
+
+
+def test_identical_requests_in_flight_are_sent_once(
+    env: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """Single flight: eight threads asking the same thing while it is in the server make one
+    request; the seven others read its reply from the cache, as a window of 1 would."""
+    release = threading.Event()
+
+    def reply(messages: Any, model: str, params: dict[str, Any]) -> str:
+        release.wait(60)  # held until every thread has asked (whatever the load)
+        return "Paris"
+
+    acc = TokenAccounting()
+    with LLMServer(reply=reply) as srv, LLMCache(tmp_path) as cache:
+        with client_for("openai", srv, cache=cache, accounting=acc) as c:
+            asked = threading.Barrier(9)
+
+            def call(i: int) -> str:
+                asked.wait(60)
+                return c.complete(MSGS).text
+
+            with ThreadPoolExecutor(8) as pool:
+                futures = [pool.submit(call, i) for i in range(8)]
+                asked.wait(60)
+                time.sleep(0.5)  # the threads are in complete(); the verdict does not race it
+                release.set()
+                texts = [f.result(60) for f in futures]
+        assert srv.count() == 1
+    assert texts == ["Paris"] * 8
+    usage = acc.by_role()["judge"]
+    assert (usage.calls, usage.cache_misses, usage.cache_hits) == (1, 1, 7)
 
 
 def test_corrupt_entry_is_a_miss(
