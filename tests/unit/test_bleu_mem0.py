@@ -242,6 +242,20 @@ def test_tables_are_nltk_datas_english_punkt_tab() -> None:
     assert tables.source.startswith(wt.PUNKT_PACKAGE)
 
 
+def test_the_scan_reads_the_tables_ast_reads(tmp_path: Path) -> None:
+    """The fast regular-expression scan gives exactly what ``ast.literal_eval`` gives, and hands
+    anything it is not sure of (an escape, a table it cannot find) to the ast parse."""
+    path, _ = wt._model_path()
+    text = path.read_text(encoding="utf-8")
+    scanned = wt._scan_tables(text)
+    assert scanned is not None
+    assert wt._tables(scanned, "v") == wt._tables(wt._parse_tables(text, path), "v")
+    # an escaped quote: the scan gives up, the ast parse still reads it (then the digest refuses)
+    escaped = text.replace("'mr',", "'m\\'r',", 1)
+    assert escaped != text and wt._scan_tables(escaped) is None
+    assert wt._scan_tables(text.replace("SENT_STARTERS = ", "OTHER = ", 1)) is None
+
+
 def _model_copy(tmp_path: Path, edit: Any) -> Path:
     path, _ = wt._model_path()
     copy = tmp_path / "english.py"
