@@ -106,6 +106,32 @@ if _DATA_DIR_ENV:
     os.environ["MEMEVAL_DATA_DIR"] = _DATA_DIR_ENV
 
 
+#: tests of tens of CPU-seconds each, started first: at the end of a `-n 2` run a long test would
+#: run alone while the other worker idles (their CPU figures: docs/ci.md)
+LONG_FIRST = (
+    "tests/project/test_perf_scripts.py",
+    "tests/unit/test_bleu_mem0.py::test_equals_nltk",
+    "tests/unit/test_nltk_light.py",
+    "tests/plugin/test_scale.py",
+)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    items.sort(key=lambda item: not item.nodeid.startswith(LONG_FIRST))  # stable: else unchanged
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """`-n 2` (`--dist load`) runs this suite with work stealing: a worker that runs out of tests
+    takes some of the other's pending ones, instead of idling while it finishes its share (the
+    suite's tests differ in cost by 1,000x; with `load` one worker ended 200 s after the other)."""
+    if config.getoption("dist") != "load":
+        return None
+    from xdist.scheduler import WorkStealingScheduling
+
+    return WorkStealingScheduling(config, log)
+
+
 @pytest.fixture
 def data_dir() -> Path:
     value = _DATA_DIR_ENV
