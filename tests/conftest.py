@@ -165,8 +165,11 @@ def data_dir() -> Path:
 #: errors would turn into an aborted run. Hypothesis's and anyio's pytest plugins (installed with
 #: the dev tools and the SDKs) import hypothesis and trio in every pytest process: 1.3 of the 1.85
 #: CPU-seconds an empty inner run costs, paid three times by a `-n 2` run; no inner run uses them
-#: (measured: a demo run 2.58 -> 1.53 CPU-s, with `-n 2` 7.25 -> 4.36; docs/ci.md).
-INNER_ADDOPTS = "-p no:benchmark -p no:hypothesispytest -p no:anyio"
+#: (measured: a demo run 2.58 -> 1.53 CPU-s, with `-n 2` 7.25 -> 4.36; docs/ci.md). pytest's
+#: unraisableexception plugin runs `gc.collect()` five times as each process ends (pytest >= 8.4;
+#: pytester's in-process runs already skip it): 10 % of a `-n 2` demo run's CPU (3.99 -> 3.57
+#: CPU-s, 4 runs each); no test reads the warnings it would print in an inner run's summary.
+INNER_ADDOPTS = "-p no:benchmark -p no:hypothesispytest -p no:anyio -p no:unraisableexception"
 
 
 @pytest.fixture(autouse=True)
