@@ -129,9 +129,6 @@ class Controller:
         benchmarks' metrics, the judges' names), checked before any question runs. Hand-written
         ``memeval_case`` tests (explicit paths) and score plugins can record any name: then only
         the run's end can tell."""
-        from ..analysis.gates import check_metric_names
-        from ..analysis.regression import CORRECT_METRIC
-
         state = self.state
         checks = state.settings.checks
         named: list[tuple[str, str, str | None, str]] = [
@@ -140,6 +137,10 @@ class Controller:
         named += [("--memeval-max-drop", f"{m}:{p:g}", None, m) for m, p in checks.max_drops]
         if not named or state.settings.selection.explicit_paths:
             return
+        # imported here: without gates (and in every xdist worker's common case) they cost
+        # 0.2-0.3 CPU-s of imports a worker never needs (the summary is the controller's)
+        from ..analysis.gates import check_metric_names
+        from ..analysis.regression import CORRECT_METRIC
         scorers = self.config.pluginmanager.hook.pytest_memeval_question_scores.get_hookimpls()
         if len(scorers) > 1:  # a plugin or conftest adds scores of its own
             return
