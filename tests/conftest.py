@@ -179,6 +179,16 @@ def _light_inner_runs(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.fixture
+def pytester(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pytest.Pytester:
+    """pytest's ``pytester`` removes ``PYTEST_ADDOPTS`` as it starts, after the autouse fixture
+    above has set it: set it again, so every pytester run has :data:`INNER_ADDOPTS` (without it, a
+    machine with pytest-benchmark installed aborts each inner run: its "disabled under xdist"
+    warning is an error there)."""
+    monkeypatch.setenv("PYTEST_ADDOPTS", INNER_ADDOPTS)
+    return pytester
+
+
+@pytest.fixture
 def memeval_env(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
     """Pytester runs must not pick up the developer's MEMEVAL_DATA_DIR unless a test says so;
     their options are :data:`INNER_ADDOPTS`."""
