@@ -133,7 +133,29 @@ LONG_FIRST = (
 )
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+#: opting in to the ``slow`` tests: ``-m`` naming them, or this variable (CI's second step and the
+#: ``floor`` environment of tox.ini)
+SLOW_ENV = "MEMEVAL_SLOW"
+
+
+def _slow_selected(config: pytest.Config) -> bool:
+    markexpr = str(config.getoption("markexpr", "") or "")
+    return "slow" in markexpr or os.environ.get(SLOW_ENV) == "1"
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """The ``slow`` tests (whole-benchmark sweeps, the perf scripts' smoke run, the CI recipes'
+    shard-and-merge runs: a sixth of the suite's CPU) skip with their reason unless selected;
+    CI runs them (`.ci/run`, docs/ci.md). The longest tests go first, so that a worker never
+    starts one when the other is nearly done."""
+    if not _slow_selected(config):
+        skip = pytest.mark.skip(
+            reason="slow (whole-benchmark sweeps, perf smoke, CI recipes): opt in with "
+            f"`python -m pytest -n 2 -m slow` or {SLOW_ENV}=1; CI runs them"
+        )
+        for item in items:
+            if item.get_closest_marker("slow") is not None:
+                item.add_marker(skip)
     items.sort(key=lambda item: not item.nodeid.startswith(LONG_FIRST))  # stable: else unchanged
 
 

@@ -119,6 +119,7 @@ def _calls(path: Path) -> list[str]:
     return log.read_text().splitlines() if log.exists() else []
 
 
+@pytest.mark.slow
 def test_four_locomo_shards_merge_to_a_single_run(
     pytester: pytest.Pytester, data_dir: Path
 ) -> None:
@@ -288,6 +289,7 @@ def _assert_same(merged: Path, single: dict[str, Any]) -> None:
     assert _tables(report) == _tables(single)
 
 
+@pytest.mark.slow
 def test_github_actions_sharded_recipe(
     pytester: pytest.Pytester, single_demo: dict[str, Any]
 ) -> None:
@@ -316,6 +318,7 @@ def test_github_actions_sharded_recipe(
     ).is_file()
 
 
+@pytest.mark.slow
 def test_kubernetes_indexed_job_recipe(
     pytester: pytest.Pytester, single_demo: dict[str, Any]
 ) -> None:
@@ -340,6 +343,7 @@ def test_kubernetes_indexed_job_recipe(
     _assert_same(results / "report.json", single_demo)
 
 
+@pytest.mark.slow
 def test_slurm_array_recipe(pytester: pytest.Pytester, single_demo: dict[str, Any]) -> None:
     array = (EXAMPLES / "slurm" / "memeval-array.sbatch").read_text()
     match = re.search(r"^#SBATCH --array=(\d+)-(\d+)$", array, re.M)

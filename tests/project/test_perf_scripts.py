@@ -32,6 +32,7 @@ def _row(lines: list[str], startswith: str) -> list[str]:
     return [c.strip() for c in hits[0].split(" | ")]
 
 
+@pytest.mark.slow
 def test_run_quick_prints_the_table(perf_data_dir: Path, tmp_path: Path) -> None:
     out_json = tmp_path / "perf.json"
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}

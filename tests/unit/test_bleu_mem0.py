@@ -99,6 +99,7 @@ def _golds(data_dir: Path) -> dict[str, list[str]]:
     return out
 
 
+@pytest.mark.slow
 def test_equals_nltk_over_every_gold_answer(data_dir: Path, reference: Any) -> None:
     """Tokens and BLEU-1 equal nltk's word_tokenize + sentence_bleu with the same Punkt model on
     every gold answer of the four benchmarks (1,866 distinct texts in shared/data), and on 3,000

@@ -109,6 +109,7 @@ def _benchmark_texts(data_dir: Path) -> list[str]:
     return sorted(texts)
 
 
+@pytest.mark.slow
 def test_light_classes_equal_nltk_over_the_benchmarks(data_dir: Path) -> None:
     """The light-import stemmer and tokenizer (loaded in a subprocess without nltk imported)
     against ``import nltk``'s, on every distinct word and every distinct text of the data files."""
