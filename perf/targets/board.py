@@ -13,8 +13,29 @@ from targets.common import Context, Row
 TARGET_SECONDS = 30.0
 TARGET_INDEX_MB = 2.0
 SYSTEMS = ("bm25", "full-context", "no-memory", "oracle", "mine")
-_WORDS = ["the", "a", "dog", "pixel", "beagle", "kyoto", "ceramics", "marathon", "lisbon", "sister", "lena", "trip", "may", "june"]
-_CATEGORIES = ((1, "multi-hop"), (2, "temporal"), (3, "open-domain"), (4, "single-hop"), (5, "adversarial"))
+_WORDS = [
+    "the",
+    "a",
+    "dog",
+    "pixel",
+    "beagle",
+    "kyoto",
+    "ceramics",
+    "marathon",
+    "lisbon",
+    "sister",
+    "lena",
+    "trip",
+    "may",
+    "june",
+]
+_CATEGORIES = (
+    (1, "multi-hop"),
+    (2, "temporal"),
+    (3, "open-domain"),
+    (4, "single-hop"),
+    (5, "adversarial"),
+)
 
 
 def _text(rng: random.Random, n: int) -> str:
