@@ -16,18 +16,19 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import INNER_ADDOPTS, read_json
+from conftest import INNER_ADDOPTS, read_json, shared_pytester
 from llm_server import OPENAI_PATH, LLMServer, judge_reply
 
 pytestmark = pytest.mark.usefixtures("memeval_env")
 
 MODES = pytest.mark.parametrize("mode", [[], ["-n", "2"]], ids=["no-n", "n2"])
+PIPELINE_KEY = "sk-pipeline-test"
 
 
 @pytest.fixture
 def server(monkeypatch: pytest.MonkeyPatch) -> Iterator[LLMServer]:
     with LLMServer(reply=judge_reply, latency=0.05) as srv:
-        for key, value in srv.env("sk-pipeline-test").items():
+        for key, value in srv.env(PIPELINE_KEY).items():
             monkeypatch.setenv(key, value)
         yield srv
 
@@ -57,33 +58,98 @@ def _bodies(server: LLMServer) -> Counter[str]:
     return Counter(json.dumps(r.body, sort_keys=True) for r in server.requests)
 
 
+RPM = 600
+
+
+class WindowRuns:
+    """The runs of :func:`test_window_1_and_32_send_the_same_requests_and_record_the_same_results`
+    for one mode (window 1, then window 32), made once for three tests: their reports, the request
+    bodies the server had from each, its most requests in flight during each. The window-1 run's
+    cache is the one :func:`test_rejudge_and_reanswer_through_the_window_match_window_1` rejudges
+    and reanswers (it made a run of its own, the same at the default window); with ``-n 2`` the
+    window-32 run is also the run :func:`test_rpm_limit_is_shared_by_two_workers` reads (it was a
+    run of its own at the default window): ``--memeval-llm-rpm=600``, its workers recording the
+    limiter's send slots (:data:`SLOT_RECORDER`)."""
+
+    def __init__(self, tester: pytest.Pytester, server: LLMServer, mode: list[str]) -> None:
+        self.server = server
+        self.path = tester.path
+        self.reports: dict[int, dict[str, Any]] = {}
+        self.bodies: dict[int, Counter[str]] = {}
+        self.in_flight: dict[int, int] = {}
+        self.times: list[float] = []  # when the server received the rate-limited run's requests
+        self.slots_log = tester.path / "slots.jsonl"
+        limited = mode == ["-n", "2"]
+        if limited:
+            tester.makeconftest(SLOT_RECORDER)
+        for window in (1, 32):
+            server.reset()
+            # at window 32 each call stays 0.5 s in the server, so that several questions' calls
+            # are in flight at once however slow the scheduler is (at 0.05 s that raced high load)
+            server.latency = 0.5 if window == 32 else 0.05
+            out = tester.path / f"r{window}.json"
+            rpm = [f"--memeval-llm-rpm={RPM}"] if limited and window == 32 else []
+            with pytest.MonkeyPatch.context() as mp:
+                mp.setenv("MEMEVAL_TEST_SLOTS", str(self.slots_log))
+                result = tester.runpytest(
+                    *LLM_ARGS,
+                    f"--memeval-cache-dir={self.cache(window)}",
+                    f"--memeval-llm-concurrency={window}",
+                    f"--memeval-json={out}",
+                    *rpm,
+                    *mode,
+                )
+            assert result.ret == 0, result.stdout.str()
+            self.reports[window] = read_json(out)
+            self.bodies[window] = _bodies(server)
+            self.in_flight[window] = server.max_in_flight
+            if rpm:
+                self.times = sorted(r.time for r in server.requests)
+        server.latency = 0.05
+
+    def cache(self, window: int) -> Path:
+        return self.path / f"cache{window}"
+
+
+class SharedWindowRuns:
+    """:class:`WindowRuns` of each mode, made on first use against one loopback server for the
+    module (the rejudge test's runs send to the server the cache was made with)."""
+
+    def __init__(
+        self, request: pytest.FixtureRequest, factory: pytest.TempPathFactory, server: LLMServer
+    ) -> None:
+        self._request = request
+        self._factory = factory
+        self.server = server
+        self._made: dict[tuple[str, ...], WindowRuns] = {}
+
+    def __call__(self, mode: list[str]) -> WindowRuns:
+        key = tuple(mode)
+        if key not in self._made:
+            env = self.server.env(PIPELINE_KEY)
+            with shared_pytester(self._request, self._factory, env) as tester:
+                self._made[key] = WindowRuns(tester, self.server, mode)
+        return self._made[key]
+
+
+@pytest.fixture(scope="module")
+def window_runs(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[SharedWindowRuns]:
+    with LLMServer(reply=judge_reply, latency=0.05) as srv:
+        yield SharedWindowRuns(request, tmp_path_factory, srv)
+
+
 @MODES
 def test_window_1_and_32_send_the_same_requests_and_record_the_same_results(
-    pytester: pytest.Pytester, server: LLMServer, mode: list[str]
+    window_runs: SharedWindowRuns, mode: list[str]
 ) -> None:
-    reports = {}
-    bodies = {}
-    for window in (1, 32):
-        server.reset()
-        # at window 32 each call stays 0.5 s in the server, so that several questions' calls are
-        # in flight at once however slow the scheduler is (at 0.05 s that raced high load)
-        server.latency = 0.5 if window == 32 else 0.05
-        out = pytester.path / f"r{window}.json"
-        result = pytester.runpytest(
-            *LLM_ARGS,
-            f"--memeval-cache-dir={pytester.path / f'cache{window}'}",
-            f"--memeval-llm-concurrency={window}",
-            f"--memeval-json={out}",
-            *mode,
-        )
-        assert result.ret == 0, result.stdout.str()
-        reports[window] = read_json(out)
-        bodies[window] = _bodies(server)
-        if window == 32 and not mode:
-            # one process: only the pipeline can have several questions' calls in flight
-            assert server.max_in_flight > 1
-        elif window == 1 and not mode:
-            assert server.max_in_flight == 1
+    runs = window_runs(mode)
+    reports, bodies = runs.reports, runs.bodies
+    if not mode:
+        # one process: only the pipeline can have several questions' calls in flight
+        assert runs.in_flight[32] > 1
+        assert runs.in_flight[1] == 1
     rows1, rows32 = _rows(reports[1]), _rows(reports[32])
     assert len(rows1) == 15 and rows1 == rows32
     assert sum(1 for r in rows1.values() if r["prediction"] == "beagle") > 5
@@ -94,11 +160,15 @@ def test_window_1_and_32_send_the_same_requests_and_record_the_same_results(
 
 @MODES
 def test_rejudge_and_reanswer_through_the_window_match_window_1(
-    pytester: pytest.Pytester, server: LLMServer, mode: list[str]
+    pytester: pytest.Pytester,
+    window_runs: SharedWindowRuns,
+    monkeypatch: pytest.MonkeyPatch,
+    mode: list[str],
 ) -> None:
-    cache = pytester.path / "cache"
-    first = pytester.runpytest(*LLM_ARGS, f"--memeval-cache-dir={cache}", *mode)
-    assert first.ret == 0, first.stdout.str()
+    # a run of LLM_ARGS in this mode: the window test's at window 1
+    cache = window_runs(mode).cache(1)
+    for key, value in window_runs.server.env(PIPELINE_KEY).items():
+        monkeypatch.setenv(key, value)
     for flag in ("--memeval-rejudge", "--memeval-reanswer"):
         rows = {}
         for window in (1, 32):
@@ -273,7 +343,9 @@ KILLED_KEY = "sk-pipeline-killed"
 RESUMED_KEY = "sk-pipeline-resumed"
 
 
-def test_resume_after_sigkill_mid_window_pays_no_reply_twice(pytester: pytest.Pytester) -> None:
+def test_resume_after_sigkill_mid_window_pays_no_reply_twice(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
     latency = 0.3
     with LLMServer(reply=judge_reply, latency=latency) as srv:
         env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_XDIST")}
@@ -282,7 +354,6 @@ def test_resume_after_sigkill_mid_window_pays_no_reply_twice(pytester: pytest.Py
         # killed run that the server records late, after the kill, is still counted as the
         # killed run's: never as one the resumed run sent
         killed_env = {**env, **srv.env(KILLED_KEY)}
-        env.update(srv.env(RESUMED_KEY))
         cache = pytester.path / "cache"
         cmd = [
             sys.executable,
@@ -312,15 +383,11 @@ def test_resume_after_sigkill_mid_window_pays_no_reply_twice(pytester: pytest.Py
         killed_at = time.time()
         proc.wait()
         out = pytester.path / "r.json"
-        done = subprocess.run(
-            [*cmd, "--memeval-resume", f"--memeval-json={out}"],
-            cwd=pytester.path,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=300,
-        )
-        assert done.returncode == 0, done.stdout + done.stderr
+        # the resumed run needs no process of its own (only the killed one did): in this one
+        for key, value in srv.env(RESUMED_KEY).items():
+            monkeypatch.setenv(key, value)
+        done = pytester.runpytest(*cmd[3:], "--memeval-resume", f"--memeval-json={out}")
+        assert done.ret == 0, done.stdout.str() + done.stderr.str()
     # read once the server is stopped: every request of the killed run has long been recorded
     requests = srv.requests
     # a request cut short by the kill reached the server without its body: never answered
@@ -379,25 +446,13 @@ def pytest_unconfigure(config):
 """
 
 
-def test_rpm_limit_is_shared_by_two_workers(
-    pytester: pytest.Pytester, server: LLMServer, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_rpm_limit_is_shared_by_two_workers(window_runs: SharedWindowRuns) -> None:
     """600 a minute (10 a second) for the whole machine, not for each of the 2 workers."""
-    rpm = 600
-    slots_log = pytester.path / "slots.jsonl"
-    monkeypatch.setenv("MEMEVAL_TEST_SLOTS", str(slots_log))
-    pytester.makeconftest(SLOT_RECORDER)
-    result = pytester.runpytest(
-        *LLM_ARGS,
-        f"--memeval-cache-dir={pytester.path / 'cache'}",
-        f"--memeval-llm-rpm={rpm}",
-        "-n",
-        "2",
-    )
-    assert result.ret == 0, result.stdout.str()
-    times = sorted(r.time for r in server.requests)
+    rpm = RPM
+    runs = window_runs(["-n", "2"])  # its window-32 run: LLM_ARGS, --memeval-llm-rpm=600, -n 2
+    times = runs.times
     assert len(times) == 28
-    taken = [json.loads(line) for line in slots_log.read_text().splitlines()]
+    taken = [json.loads(line) for line in runs.slots_log.read_text().splitlines()]
     assert len(taken) == len(times)  # every request took a slot
     assert len({pid for pid, _ in taken}) == 2  # from one limiter shared by both workers
     slots = [slot for _, slot in taken]
