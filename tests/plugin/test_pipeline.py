@@ -3,6 +3,7 @@ overlapped across questions, and nothing paid twice on ``--memeval-resume`` afte
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import json
 import os
@@ -11,7 +12,7 @@ import subprocess
 import sys
 import time
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -59,61 +60,55 @@ def _bodies(server: LLMServer) -> Counter[str]:
 
 
 RPM = 600
+N2 = ["-n", "2"]
+REACH_SYSTEMS = ["--memsys=bm25,full-context"]
+FLAGS = ("--memeval-rejudge", "--memeval-reanswer")
 
 
-class WindowRuns:
-    """The runs of :func:`test_window_1_and_32_send_the_same_requests_and_record_the_same_results`
-    for one mode (window 1, then window 32), made once for three tests: their reports, the request
-    bodies the server had from each, its most requests in flight during each. The window-1 run's
-    cache is the one :func:`test_rejudge_and_reanswer_through_the_window_match_window_1` rejudges
-    and reanswers (it made a run of its own, the same at the default window); with ``-n 2`` the
-    window-32 run is also the run :func:`test_rpm_limit_is_shared_by_two_workers` reads (it was a
-    run of its own at the default window): ``--memeval-llm-rpm=600``, its workers recording the
-    limiter's send slots (:data:`SLOT_RECORDER`)."""
+def _system_rows(report: dict[str, Any]) -> dict[tuple[str, str], dict[str, Any]]:
+    """(system, question id) -> the question's result row without its timings."""
+    return {
+        (run["system"], q["id"]): {k: v for k, v in q.items() if k != "latency"}
+        for run in report["runs"]
+        for q in run["questions"]
+    }
 
-    def __init__(self, tester: pytest.Pytester, server: LLMServer, mode: list[str]) -> None:
-        self.server = server
-        self.path = tester.path
+
+class Runs:
+    """One mode's runs at some windows: their reports, the request bodies the server had from
+    each, its most requests in flight during each and the requests of each (in order)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
         self.reports: dict[int, dict[str, Any]] = {}
         self.bodies: dict[int, Counter[str]] = {}
         self.in_flight: dict[int, int] = {}
-        self.times: list[float] = []  # when the server received the rate-limited run's requests
-        self.slots_log = tester.path / "slots.jsonl"
-        limited = mode == ["-n", "2"]
-        if limited:
-            tester.makeconftest(SLOT_RECORDER)
-        for window in (1, 32):
-            server.reset()
-            # at window 32 each call stays 0.5 s in the server, so that several questions' calls
-            # are in flight at once however slow the scheduler is (at 0.05 s that raced high load)
-            server.latency = 0.5 if window == 32 else 0.05
-            out = tester.path / f"r{window}.json"
-            rpm = [f"--memeval-llm-rpm={RPM}"] if limited and window == 32 else []
-            with pytest.MonkeyPatch.context() as mp:
-                mp.setenv("MEMEVAL_TEST_SLOTS", str(self.slots_log))
-                result = tester.runpytest(
-                    *LLM_ARGS,
-                    f"--memeval-cache-dir={self.cache(window)}",
-                    f"--memeval-llm-concurrency={window}",
-                    f"--memeval-json={out}",
-                    *rpm,
-                    *mode,
-                )
-            assert result.ret == 0, result.stdout.str()
-            self.reports[window] = read_json(out)
-            self.bodies[window] = _bodies(server)
-            self.in_flight[window] = server.max_in_flight
-            if rpm:
-                self.times = sorted(r.time for r in server.requests)
-        server.latency = 0.05
+        self.requests: dict[int, list[Any]] = {}
 
     def cache(self, window: int) -> Path:
         return self.path / f"cache{window}"
 
 
-class SharedWindowRuns:
-    """:class:`WindowRuns` of each mode, made on first use against one loopback server for the
-    module (the rejudge test's runs send to the server the cache was made with)."""
+class SharedRuns:
+    """The window, reach and rejudge runs of this file, made once each (on first use) against one
+    loopback server for the module, and read by several tests.
+
+    Window 1 is the reference of both modes (as in
+    :func:`test_a_thread_safe_system_is_searched_concurrently_with_the_results_of_window_1`):
+    without xdist each test runs window 1 and window 32; with ``-n 2`` it runs window 32 and
+    compares it with that window-1 run, not with a window-1 run of its own (which repeated it:
+    no pipeline at window 1, the same results under xdist or not).
+
+    - :meth:`window`: ``LLM_ARGS`` at windows 1 and 32 (``-n 2``: 32), each on a cache of its own.
+      The ``-n 2`` run is also the run :func:`test_rpm_limit_is_shared_by_two_workers` reads (a
+      run of its own before, the same ``LLM_ARGS`` at the default window):
+      ``--memeval-llm-rpm=600``, its workers recording the limiter's send slots
+      (:data:`SLOT_RECORDER`).
+    - :meth:`reach`: the same with ``bm25,full-context``, every reply 0.3 s late.
+    - :meth:`rejudged`: ``--memeval-rejudge`` then ``--memeval-reanswer`` on the cache of a window
+      run of the mode (without xdist the window-1 run, at windows 1 and 32; with ``-n 2`` the
+      window-32 run, at window 32); each test made a run of its own first, the same
+      ``LLM_ARGS`` at the default window."""
 
     def __init__(
         self, request: pytest.FixtureRequest, factory: pytest.TempPathFactory, server: LLMServer
@@ -121,31 +116,104 @@ class SharedWindowRuns:
         self._request = request
         self._factory = factory
         self.server = server
-        self._made: dict[tuple[str, ...], WindowRuns] = {}
+        self._made: dict[tuple[str, tuple[str, ...]], Any] = {}
 
-    def __call__(self, mode: list[str]) -> WindowRuns:
-        key = tuple(mode)
+    def _tester(self) -> contextlib.AbstractContextManager[pytest.Pytester]:
+        return shared_pytester(self._request, self._factory, self.server.env(PIPELINE_KEY))
+
+    def _memo(self, kind: str, mode: list[str], make: Callable[[], Any]) -> Any:
+        key = (kind, tuple(mode))
         if key not in self._made:
-            env = self.server.env(PIPELINE_KEY)
-            with shared_pytester(self._request, self._factory, env) as tester:
-                self._made[key] = WindowRuns(tester, self.server, mode)
+            self._made[key] = make()
         return self._made[key]
+
+    def window(self, mode: list[str]) -> Runs:
+        return self._memo("window", mode, lambda: self._windows(mode, [], reach=False))
+
+    def reach(self, mode: list[str]) -> Runs:
+        return self._memo("reach", mode, lambda: self._windows(mode, REACH_SYSTEMS, reach=True))
+
+    def _windows(self, mode: list[str], systems: list[str], *, reach: bool) -> Runs:
+        server = self.server
+        with self._tester() as tester:
+            runs = Runs(tester.path)
+            limited = mode == N2 and not reach
+            if limited:
+                tester.makeconftest(SLOT_RECORDER)
+            for window in (32,) if mode else (1, 32):
+                server.reset()
+                if reach:
+                    server.latency = 0.3  # every judge call of demo-1 waits for its answer's reply
+                else:
+                    # at window 32 each call stays 0.5 s in the server, so that several
+                    # questions' calls are in flight at once however slow the scheduler is (at
+                    # 0.05 s that raced high load)
+                    server.latency = 0.5 if window == 32 else 0.05
+                out = tester.path / f"r{window}.json"
+                rpm = [f"--memeval-llm-rpm={RPM}"] if limited else []
+                with pytest.MonkeyPatch.context() as mp:
+                    mp.setenv("MEMEVAL_TEST_SLOTS", str(tester.path / "slots.jsonl"))
+                    result = tester.runpytest(
+                        *LLM_ARGS,
+                        *systems,
+                        f"--memeval-cache-dir={runs.cache(window)}",
+                        f"--memeval-llm-concurrency={window}",
+                        f"--memeval-json={out}",
+                        *rpm,
+                        *mode,
+                    )
+                assert result.ret == 0, result.stdout.str()
+                runs.reports[window] = read_json(out)
+                runs.bodies[window] = _bodies(server)
+                runs.in_flight[window] = server.max_in_flight
+                runs.requests[window] = sorted(server.requests, key=lambda r: r.time)
+            server.latency = 0.05
+        return runs
+
+    def rejudged(self, mode: list[str]) -> dict[tuple[str, int], dict[str, Any]]:
+        """(flag, window) -> the rows of that run, without timings and details."""
+        return self._memo("rejudged", mode, lambda: self._rejudge(mode))
+
+    def _rejudge(self, mode: list[str]) -> dict[tuple[str, int], dict[str, Any]]:
+        windows = (32,) if mode else (1, 32)
+        cache = self.window(mode).cache(windows[0])  # a run of LLM_ARGS in this mode
+        rows = {}
+        with self._tester() as tester:
+            for flag in FLAGS:
+                for window in windows:
+                    out = tester.path / f"{flag[2:]}{window}.json"
+                    result = tester.runpytest(
+                        *LLM_ARGS,
+                        f"--memeval-cache-dir={cache}",
+                        f"--memeval-llm-concurrency={window}",
+                        flag,
+                        f"--memeval-json={out}",
+                        *mode,
+                    )
+                    assert result.ret == 0, result.stdout.str()
+                    rows[flag, window] = {
+                        k: {f: v for f, v in r.items() if f != "details"}
+                        for k, r in _rows(read_json(out)).items()
+                    }
+        return rows
 
 
 @pytest.fixture(scope="module")
-def window_runs(
+def shared_runs(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[SharedWindowRuns]:
+) -> Iterator[SharedRuns]:
     with LLMServer(reply=judge_reply, latency=0.05) as srv:
-        yield SharedWindowRuns(request, tmp_path_factory, srv)
+        yield SharedRuns(request, tmp_path_factory, srv)
 
 
 @MODES
 def test_window_1_and_32_send_the_same_requests_and_record_the_same_results(
-    window_runs: SharedWindowRuns, mode: list[str]
+    shared_runs: SharedRuns, mode: list[str]
 ) -> None:
-    runs = window_runs(mode)
-    reports, bodies = runs.reports, runs.bodies
+    reference = shared_runs.window([])  # window 1 (and 32) without xdist
+    runs = shared_runs.window(mode)
+    reports = {1: reference.reports[1], 32: runs.reports[32]}
+    bodies = {1: reference.bodies[1], 32: runs.bodies[32]}
     if not mode:
         # one process: only the pipeline can have several questions' calls in flight
         assert runs.in_flight[32] > 1
@@ -160,33 +228,12 @@ def test_window_1_and_32_send_the_same_requests_and_record_the_same_results(
 
 @MODES
 def test_rejudge_and_reanswer_through_the_window_match_window_1(
-    pytester: pytest.Pytester,
-    window_runs: SharedWindowRuns,
-    monkeypatch: pytest.MonkeyPatch,
-    mode: list[str],
+    shared_runs: SharedRuns, mode: list[str]
 ) -> None:
-    # a run of LLM_ARGS in this mode: the window test's at window 1
-    cache = window_runs(mode).cache(1)
-    for key, value in window_runs.server.env(PIPELINE_KEY).items():
-        monkeypatch.setenv(key, value)
-    for flag in ("--memeval-rejudge", "--memeval-reanswer"):
-        rows = {}
-        for window in (1, 32):
-            out = pytester.path / f"{flag[2:]}{window}.json"
-            result = pytester.runpytest(
-                *LLM_ARGS,
-                f"--memeval-cache-dir={cache}",
-                f"--memeval-llm-concurrency={window}",
-                flag,
-                f"--memeval-json={out}",
-                *mode,
-            )
-            assert result.ret == 0, result.stdout.str()
-            rows[window] = {
-                k: {f: v for f, v in r.items() if f != "details"}
-                for k, r in _rows(read_json(out)).items()
-            }
-        assert len(rows[1]) == 15 and rows[1] == rows[32], flag
+    reference = shared_runs.rejudged([])  # window 1 (and 32) without xdist
+    rows = shared_runs.rejudged(mode)
+    for flag in FLAGS:
+        assert len(reference[flag, 1]) == 15 and reference[flag, 1] == rows[flag, 32], flag
 
 
 def _conversation_of(body: Any, questions: dict[str, str]) -> str | None:
@@ -197,39 +244,21 @@ def _conversation_of(body: Any, questions: dict[str, str]) -> str | None:
 
 @MODES
 def test_window_reaches_into_the_next_conversation_in_one_process(
-    pytester: pytest.Pytester, server: LLMServer, mode: list[str]
+    shared_runs: SharedRuns, mode: list[str]
 ) -> None:
     """At -n 0 the window does not run dry at a conversation's start: the next conversation is
     ingested early (bm25 is a factory: a fresh instance) and its first calls are sent while the
     first conversation's are in flight; each conversation still ingested once per system, and the
     results those of window 1. Under xdist a worker never reaches across (same results)."""
-    server.latency = 0.3  # every judge call of demo-1 waits for its answer's reply
-    systems = ["--memsys=bm25,full-context"]
-    reports = {}
-    for window in (1, 32):
-        server.reset()
-        out = pytester.path / f"r{window}.json"
-        result = pytester.runpytest(
-            *LLM_ARGS,
-            *systems,
-            f"--memeval-cache-dir={pytester.path / f'cache{window}'}",
-            f"--memeval-llm-concurrency={window}",
-            f"--memeval-json={out}",
-            *mode,
-        )
-        assert result.ret == 0, result.stdout.str()
-        reports[window] = read_json(out)
-        assert reports[window]["provenance"]["ingests"] == {"bm25": 2, "full-context": 2}
-    rows1, rows32 = ({
-        (run["system"], q["id"]): {k: v for k, v in q.items() if k != "latency"}
-        for run in reports[w]["runs"]
-        for q in run["questions"]
-    } for w in (1, 32))  # fmt: skip
+    reference = shared_runs.reach([])  # window 1 (and 32) without xdist
+    runs = shared_runs.reach(mode)
+    reports = {1: reference.reports[1], 32: runs.reports[32]}
+    for report in runs.reports.values():
+        assert report["provenance"]["ingests"] == {"bm25": 2, "full-context": 2}
+    rows1, rows32 = _system_rows(reports[1]), _system_rows(reports[32])
     assert len(rows1) == 30 and rows1 == rows32
     questions = {r["question"]: r["conversation"] for r in rows32.values()}
-    order = [
-        _conversation_of(r.body, questions) for r in sorted(server.requests, key=lambda r: r.time)
-    ]
+    order = [_conversation_of(r.body, questions) for r in runs.requests[32]]
     assert None not in order and set(order) == {"demo-1", "demo-2"}
     if not mode:
         # demo-2's first call went out before demo-1's last one (its judge calls wait 0.3 s)
@@ -446,13 +475,13 @@ def pytest_unconfigure(config):
 """
 
 
-def test_rpm_limit_is_shared_by_two_workers(window_runs: SharedWindowRuns) -> None:
+def test_rpm_limit_is_shared_by_two_workers(shared_runs: SharedRuns) -> None:
     """600 a minute (10 a second) for the whole machine, not for each of the 2 workers."""
     rpm = RPM
-    runs = window_runs(["-n", "2"])  # its window-32 run: LLM_ARGS, --memeval-llm-rpm=600, -n 2
-    times = runs.times
+    runs = shared_runs.window(N2)  # its window-32 run: LLM_ARGS, --memeval-llm-rpm=600, -n 2
+    times = [r.time for r in runs.requests[32]]
     assert len(times) == 28
-    taken = [json.loads(line) for line in runs.slots_log.read_text().splitlines()]
+    taken = [json.loads(line) for line in (runs.path / "slots.jsonl").read_text().splitlines()]
     assert len(taken) == len(times)  # every request took a slot
     assert len({pid for pid, _ in taken}) == 2  # from one limiter shared by both workers
     slots = [slot for _, slot in taken]
