@@ -8,7 +8,7 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -208,6 +208,39 @@ def pytester(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pyte
     warning is an error there)."""
     monkeypatch.setenv("PYTEST_ADDOPTS", INNER_ADDOPTS)
     return pytester
+
+
+class _ModuleRequest:
+    """What ``pytest.Pytester`` reads of its request, from a module-scoped fixture's (whose
+    ``function`` raises: Pytester names its folder after the test function, else the node)."""
+
+    function = None
+    instance = None
+
+    def __init__(self, request: pytest.FixtureRequest) -> None:
+        self.node = request.node
+        self.config = request.config
+        self.addfinalizer = request.addfinalizer
+
+
+@contextlib.contextmanager
+def shared_pytester(
+    request: pytest.FixtureRequest,
+    tmp_path_factory: pytest.TempPathFactory,
+    env: Mapping[str, str] | None = None,
+) -> Iterator[pytest.Pytester]:
+    """A ``pytester`` for a module-scoped fixture whose in-process runs several tests assert on
+    (one inner run, not one per test), set up as the ``pytester`` and ``memeval_env`` fixtures set
+    up a test's, with ``env`` added; the working directory and the environment are restored after
+    the block."""
+    with pytest.MonkeyPatch.context() as mp:
+        stand_in: Any = _ModuleRequest(request)
+        tester = pytest.Pytester(stand_in, tmp_path_factory, mp, _ispytest=True)
+        mp.setenv("PYTEST_ADDOPTS", INNER_ADDOPTS)
+        mp.delenv("MEMEVAL_DATA_DIR", raising=False)
+        for key, value in (env or {}).items():
+            mp.setenv(key, value)
+        yield tester
 
 
 @pytest.fixture

@@ -3,6 +3,7 @@ overlapped across questions, and nothing paid twice on ``--memeval-resume`` afte
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import json
 import os
@@ -11,23 +12,24 @@ import subprocess
 import sys
 import time
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import INNER_ADDOPTS, read_json
+from conftest import INNER_ADDOPTS, read_json, shared_pytester
 from llm_server import OPENAI_PATH, LLMServer, judge_reply
 
 pytestmark = pytest.mark.usefixtures("memeval_env")
 
 MODES = pytest.mark.parametrize("mode", [[], ["-n", "2"]], ids=["no-n", "n2"])
+PIPELINE_KEY = "sk-pipeline-test"
 
 
 @pytest.fixture
 def server(monkeypatch: pytest.MonkeyPatch) -> Iterator[LLMServer]:
     with LLMServer(reply=judge_reply, latency=0.05) as srv:
-        for key, value in srv.env("sk-pipeline-test").items():
+        for key, value in srv.env(PIPELINE_KEY).items():
             monkeypatch.setenv(key, value)
         yield srv
 
@@ -57,33 +59,165 @@ def _bodies(server: LLMServer) -> Counter[str]:
     return Counter(json.dumps(r.body, sort_keys=True) for r in server.requests)
 
 
+RPM = 600
+N2 = ["-n", "2"]
+REACH_SYSTEMS = ["--memsys=bm25,full-context"]
+FLAGS = ("--memeval-rejudge", "--memeval-reanswer")
+
+
+def _system_rows(report: dict[str, Any]) -> dict[tuple[str, str], dict[str, Any]]:
+    """(system, question id) -> the question's result row without its timings."""
+    return {
+        (run["system"], q["id"]): {k: v for k, v in q.items() if k != "latency"}
+        for run in report["runs"]
+        for q in run["questions"]
+    }
+
+
+class Runs:
+    """One mode's runs at some windows: their reports, the request bodies the server had from
+    each, its most requests in flight during each and the requests of each (in order)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.reports: dict[int, dict[str, Any]] = {}
+        self.bodies: dict[int, Counter[str]] = {}
+        self.in_flight: dict[int, int] = {}
+        self.requests: dict[int, list[Any]] = {}
+
+    def cache(self, window: int) -> Path:
+        return self.path / f"cache{window}"
+
+
+class SharedRuns:
+    """The window, reach and rejudge runs of this file, made once each (on first use) against one
+    loopback server for the module, and read by several tests.
+
+    Window 1 is the reference of both modes (as in
+    :func:`test_a_thread_safe_system_is_searched_concurrently_with_the_results_of_window_1`):
+    without xdist each test runs window 1 and window 32; with ``-n 2`` it runs window 32 and
+    compares it with that window-1 run, not with a window-1 run of its own (which repeated it:
+    no pipeline at window 1, the same results under xdist or not).
+
+    - :meth:`window`: ``LLM_ARGS`` at windows 1 and 32 (``-n 2``: 32), each on a cache of its own.
+      The ``-n 2`` run is also the run :func:`test_rpm_limit_is_shared_by_two_workers` reads (a
+      run of its own before, the same ``LLM_ARGS`` at the default window):
+      ``--memeval-llm-rpm=600``, its workers recording the limiter's send slots
+      (:data:`SLOT_RECORDER`).
+    - :meth:`reach`: the same with ``bm25,full-context``, every reply 0.3 s late.
+    - :meth:`rejudged`: ``--memeval-rejudge`` then ``--memeval-reanswer`` on the cache of a window
+      run of the mode (without xdist the window-1 run, at windows 1 and 32; with ``-n 2`` the
+      window-32 run, at window 32); each test made a run of its own first, the same
+      ``LLM_ARGS`` at the default window."""
+
+    def __init__(
+        self, request: pytest.FixtureRequest, factory: pytest.TempPathFactory, server: LLMServer
+    ) -> None:
+        self._request = request
+        self._factory = factory
+        self.server = server
+        self._made: dict[tuple[str, tuple[str, ...]], Any] = {}
+
+    def _tester(self) -> contextlib.AbstractContextManager[pytest.Pytester]:
+        return shared_pytester(self._request, self._factory, self.server.env(PIPELINE_KEY))
+
+    def _memo(self, kind: str, mode: list[str], make: Callable[[], Any]) -> Any:
+        key = (kind, tuple(mode))
+        if key not in self._made:
+            self._made[key] = make()
+        return self._made[key]
+
+    def window(self, mode: list[str]) -> Runs:
+        return self._memo("window", mode, lambda: self._windows(mode, [], reach=False))
+
+    def reach(self, mode: list[str]) -> Runs:
+        return self._memo("reach", mode, lambda: self._windows(mode, REACH_SYSTEMS, reach=True))
+
+    def _windows(self, mode: list[str], systems: list[str], *, reach: bool) -> Runs:
+        server = self.server
+        with self._tester() as tester:
+            runs = Runs(tester.path)
+            limited = mode == N2 and not reach
+            if limited:
+                tester.makeconftest(SLOT_RECORDER)
+            for window in (32,) if mode else (1, 32):
+                server.reset()
+                if reach:
+                    server.latency = 0.3  # every judge call of demo-1 waits for its answer's reply
+                else:
+                    # at window 32 each call stays 0.5 s in the server, so that several
+                    # questions' calls are in flight at once however slow the scheduler is (at
+                    # 0.05 s that raced high load)
+                    server.latency = 0.5 if window == 32 else 0.05
+                out = tester.path / f"r{window}.json"
+                rpm = [f"--memeval-llm-rpm={RPM}"] if limited else []
+                with pytest.MonkeyPatch.context() as mp:
+                    mp.setenv("MEMEVAL_TEST_SLOTS", str(tester.path / "slots.jsonl"))
+                    result = tester.runpytest(
+                        *LLM_ARGS,
+                        *systems,
+                        f"--memeval-cache-dir={runs.cache(window)}",
+                        f"--memeval-llm-concurrency={window}",
+                        f"--memeval-json={out}",
+                        *rpm,
+                        *mode,
+                    )
+                assert result.ret == 0, result.stdout.str()
+                runs.reports[window] = read_json(out)
+                runs.bodies[window] = _bodies(server)
+                runs.in_flight[window] = server.max_in_flight
+                runs.requests[window] = sorted(server.requests, key=lambda r: r.time)
+            server.latency = 0.05
+        return runs
+
+    def rejudged(self, mode: list[str]) -> dict[tuple[str, int], dict[str, Any]]:
+        """(flag, window) -> the rows of that run, without timings and details."""
+        return self._memo("rejudged", mode, lambda: self._rejudge(mode))
+
+    def _rejudge(self, mode: list[str]) -> dict[tuple[str, int], dict[str, Any]]:
+        windows = (32,) if mode else (1, 32)
+        cache = self.window(mode).cache(windows[0])  # a run of LLM_ARGS in this mode
+        rows = {}
+        with self._tester() as tester:
+            for flag in FLAGS:
+                for window in windows:
+                    out = tester.path / f"{flag[2:]}{window}.json"
+                    result = tester.runpytest(
+                        *LLM_ARGS,
+                        f"--memeval-cache-dir={cache}",
+                        f"--memeval-llm-concurrency={window}",
+                        flag,
+                        f"--memeval-json={out}",
+                        *mode,
+                    )
+                    assert result.ret == 0, result.stdout.str()
+                    rows[flag, window] = {
+                        k: {f: v for f, v in r.items() if f != "details"}
+                        for k, r in _rows(read_json(out)).items()
+                    }
+        return rows
+
+
+@pytest.fixture(scope="module")
+def shared_runs(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[SharedRuns]:
+    with LLMServer(reply=judge_reply, latency=0.05) as srv:
+        yield SharedRuns(request, tmp_path_factory, srv)
+
+
 @MODES
 def test_window_1_and_32_send_the_same_requests_and_record_the_same_results(
-    pytester: pytest.Pytester, server: LLMServer, mode: list[str]
+    shared_runs: SharedRuns, mode: list[str]
 ) -> None:
-    reports = {}
-    bodies = {}
-    for window in (1, 32):
-        server.reset()
-        # at window 32 each call stays 0.5 s in the server, so that several questions' calls are
-        # in flight at once however slow the scheduler is (at 0.05 s that raced high load)
-        server.latency = 0.5 if window == 32 else 0.05
-        out = pytester.path / f"r{window}.json"
-        result = pytester.runpytest(
-            *LLM_ARGS,
-            f"--memeval-cache-dir={pytester.path / f'cache{window}'}",
-            f"--memeval-llm-concurrency={window}",
-            f"--memeval-json={out}",
-            *mode,
-        )
-        assert result.ret == 0, result.stdout.str()
-        reports[window] = read_json(out)
-        bodies[window] = _bodies(server)
-        if window == 32 and not mode:
-            # one process: only the pipeline can have several questions' calls in flight
-            assert server.max_in_flight > 1
-        elif window == 1 and not mode:
-            assert server.max_in_flight == 1
+    reference = shared_runs.window([])  # window 1 (and 32) without xdist
+    runs = shared_runs.window(mode)
+    reports = {1: reference.reports[1], 32: runs.reports[32]}
+    bodies = {1: reference.bodies[1], 32: runs.bodies[32]}
+    if not mode:
+        # one process: only the pipeline can have several questions' calls in flight
+        assert runs.in_flight[32] > 1
+        assert runs.in_flight[1] == 1
     rows1, rows32 = _rows(reports[1]), _rows(reports[32])
     assert len(rows1) == 15 and rows1 == rows32
     assert sum(1 for r in rows1.values() if r["prediction"] == "beagle") > 5
@@ -94,29 +228,12 @@ def test_window_1_and_32_send_the_same_requests_and_record_the_same_results(
 
 @MODES
 def test_rejudge_and_reanswer_through_the_window_match_window_1(
-    pytester: pytest.Pytester, server: LLMServer, mode: list[str]
+    shared_runs: SharedRuns, mode: list[str]
 ) -> None:
-    cache = pytester.path / "cache"
-    first = pytester.runpytest(*LLM_ARGS, f"--memeval-cache-dir={cache}", *mode)
-    assert first.ret == 0, first.stdout.str()
-    for flag in ("--memeval-rejudge", "--memeval-reanswer"):
-        rows = {}
-        for window in (1, 32):
-            out = pytester.path / f"{flag[2:]}{window}.json"
-            result = pytester.runpytest(
-                *LLM_ARGS,
-                f"--memeval-cache-dir={cache}",
-                f"--memeval-llm-concurrency={window}",
-                flag,
-                f"--memeval-json={out}",
-                *mode,
-            )
-            assert result.ret == 0, result.stdout.str()
-            rows[window] = {
-                k: {f: v for f, v in r.items() if f != "details"}
-                for k, r in _rows(read_json(out)).items()
-            }
-        assert len(rows[1]) == 15 and rows[1] == rows[32], flag
+    reference = shared_runs.rejudged([])  # window 1 (and 32) without xdist
+    rows = shared_runs.rejudged(mode)
+    for flag in FLAGS:
+        assert len(reference[flag, 1]) == 15 and reference[flag, 1] == rows[flag, 32], flag
 
 
 def _conversation_of(body: Any, questions: dict[str, str]) -> str | None:
@@ -127,39 +244,21 @@ def _conversation_of(body: Any, questions: dict[str, str]) -> str | None:
 
 @MODES
 def test_window_reaches_into_the_next_conversation_in_one_process(
-    pytester: pytest.Pytester, server: LLMServer, mode: list[str]
+    shared_runs: SharedRuns, mode: list[str]
 ) -> None:
     """At -n 0 the window does not run dry at a conversation's start: the next conversation is
     ingested early (bm25 is a factory: a fresh instance) and its first calls are sent while the
     first conversation's are in flight; each conversation still ingested once per system, and the
     results those of window 1. Under xdist a worker never reaches across (same results)."""
-    server.latency = 0.3  # every judge call of demo-1 waits for its answer's reply
-    systems = ["--memsys=bm25,full-context"]
-    reports = {}
-    for window in (1, 32):
-        server.reset()
-        out = pytester.path / f"r{window}.json"
-        result = pytester.runpytest(
-            *LLM_ARGS,
-            *systems,
-            f"--memeval-cache-dir={pytester.path / f'cache{window}'}",
-            f"--memeval-llm-concurrency={window}",
-            f"--memeval-json={out}",
-            *mode,
-        )
-        assert result.ret == 0, result.stdout.str()
-        reports[window] = read_json(out)
-        assert reports[window]["provenance"]["ingests"] == {"bm25": 2, "full-context": 2}
-    rows1, rows32 = ({
-        (run["system"], q["id"]): {k: v for k, v in q.items() if k != "latency"}
-        for run in reports[w]["runs"]
-        for q in run["questions"]
-    } for w in (1, 32))  # fmt: skip
+    reference = shared_runs.reach([])  # window 1 (and 32) without xdist
+    runs = shared_runs.reach(mode)
+    reports = {1: reference.reports[1], 32: runs.reports[32]}
+    for report in runs.reports.values():
+        assert report["provenance"]["ingests"] == {"bm25": 2, "full-context": 2}
+    rows1, rows32 = _system_rows(reports[1]), _system_rows(reports[32])
     assert len(rows1) == 30 and rows1 == rows32
     questions = {r["question"]: r["conversation"] for r in rows32.values()}
-    order = [
-        _conversation_of(r.body, questions) for r in sorted(server.requests, key=lambda r: r.time)
-    ]
+    order = [_conversation_of(r.body, questions) for r in runs.requests[32]]
     assert None not in order and set(order) == {"demo-1", "demo-2"}
     if not mode:
         # demo-2's first call went out before demo-1's last one (its judge calls wait 0.3 s)
@@ -273,7 +372,9 @@ KILLED_KEY = "sk-pipeline-killed"
 RESUMED_KEY = "sk-pipeline-resumed"
 
 
-def test_resume_after_sigkill_mid_window_pays_no_reply_twice(pytester: pytest.Pytester) -> None:
+def test_resume_after_sigkill_mid_window_pays_no_reply_twice(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
     latency = 0.3
     with LLMServer(reply=judge_reply, latency=latency) as srv:
         env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_XDIST")}
@@ -282,7 +383,6 @@ def test_resume_after_sigkill_mid_window_pays_no_reply_twice(pytester: pytest.Py
         # killed run that the server records late, after the kill, is still counted as the
         # killed run's: never as one the resumed run sent
         killed_env = {**env, **srv.env(KILLED_KEY)}
-        env.update(srv.env(RESUMED_KEY))
         cache = pytester.path / "cache"
         cmd = [
             sys.executable,
@@ -312,15 +412,11 @@ def test_resume_after_sigkill_mid_window_pays_no_reply_twice(pytester: pytest.Py
         killed_at = time.time()
         proc.wait()
         out = pytester.path / "r.json"
-        done = subprocess.run(
-            [*cmd, "--memeval-resume", f"--memeval-json={out}"],
-            cwd=pytester.path,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=300,
-        )
-        assert done.returncode == 0, done.stdout + done.stderr
+        # the resumed run needs no process of its own (only the killed one did): in this one
+        for key, value in srv.env(RESUMED_KEY).items():
+            monkeypatch.setenv(key, value)
+        done = pytester.runpytest(*cmd[3:], "--memeval-resume", f"--memeval-json={out}")
+        assert done.ret == 0, done.stdout.str() + done.stderr.str()
     # read once the server is stopped: every request of the killed run has long been recorded
     requests = srv.requests
     # a request cut short by the kill reached the server without its body: never answered
@@ -379,25 +475,13 @@ def pytest_unconfigure(config):
 """
 
 
-def test_rpm_limit_is_shared_by_two_workers(
-    pytester: pytest.Pytester, server: LLMServer, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_rpm_limit_is_shared_by_two_workers(shared_runs: SharedRuns) -> None:
     """600 a minute (10 a second) for the whole machine, not for each of the 2 workers."""
-    rpm = 600
-    slots_log = pytester.path / "slots.jsonl"
-    monkeypatch.setenv("MEMEVAL_TEST_SLOTS", str(slots_log))
-    pytester.makeconftest(SLOT_RECORDER)
-    result = pytester.runpytest(
-        *LLM_ARGS,
-        f"--memeval-cache-dir={pytester.path / 'cache'}",
-        f"--memeval-llm-rpm={rpm}",
-        "-n",
-        "2",
-    )
-    assert result.ret == 0, result.stdout.str()
-    times = sorted(r.time for r in server.requests)
+    rpm = RPM
+    runs = shared_runs.window(N2)  # its window-32 run: LLM_ARGS, --memeval-llm-rpm=600, -n 2
+    times = [r.time for r in runs.requests[32]]
     assert len(times) == 28
-    taken = [json.loads(line) for line in slots_log.read_text().splitlines()]
+    taken = [json.loads(line) for line in (runs.path / "slots.jsonl").read_text().splitlines()]
     assert len(taken) == len(times)  # every request took a slot
     assert len({pid for pid, _ in taken}) == 2  # from one limiter shared by both workers
     slots = [slot for _, slot in taken]

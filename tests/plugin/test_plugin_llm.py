@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from conftest import question_scores, read_json
+from conftest import RUN_MODES, question_scores, read_json, shared_pytester
 from llm_server import ANTHROPIC_PATH, OPENAI_PATH, LLMServer, judge_reply
 
 pytestmark = pytest.mark.usefixtures("memeval_env")
@@ -29,21 +29,76 @@ def _run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
     )
 
 
-def test_mem0_judge_cache_and_warm_rerun(
-    pytester: pytest.Pytester, server: LLMServer, run_mode: list[str]
-) -> None:
-    out = pytester.path / "r.json"
-    args = [
-        "--memsys=bm25",
-        "--memeval-judge=openai:gpt-4o-mini",
-        f"--memeval-json={out}",
-        "--memeval-fail-under=demo.overall.judge>=0.01",
-    ]
-    result = _run(pytester, *args, *run_mode)
-    assert result.ret == 0, result.stdout.str()
-    cold = read_json(out)
+PRICES = {"gpt-4o-mini": {"input": 0.15, "output": 0.6}}
+
+
+class SharedMem0Runs:
+    """The cold and warm runs of :func:`test_mem0_judge_cache_and_warm_rerun`, made once per run
+    mode (on first use) with a price table, against one loopback judge for the module (the warm
+    run's cache keys name its address): the ``-n 2`` cold run is also the run
+    :func:`test_price_table_gives_cost` reads (it was a run of its own, with the same options but
+    the gate)."""
+
+    def __init__(
+        self, request: pytest.FixtureRequest, factory: pytest.TempPathFactory, server: LLMServer
+    ) -> None:
+        self._request = request
+        self._factory = factory
+        self.server = server
+        self._folders: dict[str, pytest.Pytester] = {}
+        self._runs: dict[tuple[str, str], tuple[pytest.RunResult, dict[str, Any], int]] = {}
+
+    def cold(self, mode: str) -> tuple[pytest.RunResult, dict[str, Any], int]:
+        """The run's result, its JSON report and the judge calls the server had from it."""
+        return self._run(mode, "cold")
+
+    def warm(self, mode: str) -> tuple[pytest.RunResult, dict[str, Any], int]:
+        """The same run again, on the cold run's cache (its calls: the cold run's and its own)."""
+        self.cold(mode)
+        return self._run(mode, "warm")
+
+    def _run(self, mode: str, which: str) -> tuple[pytest.RunResult, dict[str, Any], int]:
+        if (mode, which) not in self._runs:
+            before = self.server.count(OPENAI_PATH)
+            with shared_pytester(self._request, self._factory, self.server.env(CANARY)) as made:
+                tester = self._folders.setdefault(mode, made)
+                with pytest.MonkeyPatch.context() as mp:
+                    mp.chdir(tester.path)
+                    out = tester.path / "r.json"
+                    prices = tester.path / "prices.json"
+                    prices.write_text(json.dumps(PRICES))
+                    result = _run(
+                        tester,
+                        "--memsys=bm25",
+                        "--memeval-judge=openai:gpt-4o-mini",
+                        f"--memeval-json={out}",
+                        "--memeval-fail-under=demo.overall.judge>=0.01",
+                        f"--memeval-prices={prices}",
+                        *RUN_MODES[mode],
+                    )
+                    assert result.ret == 0, result.stdout.str()
+                    report = read_json(out)
+            # the judge calls of this mode's runs so far (the server serves both modes)
+            calls = self.server.count(OPENAI_PATH) - before
+            if which == "warm":
+                calls += self._runs[mode, "cold"][2]
+            self._runs[mode, which] = (result, report, calls)
+        return self._runs[mode, which]
+
+
+@pytest.fixture(scope="module")
+def mem0_runs(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[SharedMem0Runs]:
+    with LLMServer(reply=judge_reply) as server:
+        yield SharedMem0Runs(request, tmp_path_factory, server)
+
+
+@pytest.mark.parametrize("mode", list(RUN_MODES), ids=list(RUN_MODES))
+def test_mem0_judge_cache_and_warm_rerun(mem0_runs: SharedMem0Runs, mode: str) -> None:
+    result, cold, calls = mem0_runs.cold(mode)
     # 13 judged questions: LoCoMo category 5 is not judged under the Mem0 protocol
-    assert server.count(OPENAI_PATH) == 13
+    assert calls == 13
     questions = cold["runs"][0]["questions"]
     for q in questions:
         if q["category"] == "adversarial":
@@ -62,11 +117,26 @@ def test_mem0_judge_cache_and_warm_rerun(
     assert cold["extra"]["tokens"]["judge"]
     result.stdout.fnmatch_lines(["*judges: openai:gpt-4o-mini*", "*llm cache: 0 hits, 13 misses*"])
 
-    warm = _run(pytester, *args, *run_mode)
-    assert warm.ret == 0
-    assert server.count(OPENAI_PATH) == 13  # zero new HTTP requests
-    assert question_scores(read_json(out)) == question_scores(cold)
+    warm, report, calls = mem0_runs.warm(mode)
+    assert calls == 13  # zero new HTTP requests
+    assert question_scores(report) == question_scores(cold)
     warm.stdout.fnmatch_lines(["*llm cache: 13 hits, 0 misses*"])
+
+
+def test_price_table_gives_cost(pytester: pytest.Pytester, mem0_runs: SharedMem0Runs) -> None:
+    # a judged demo run with -n 2 and the price table PRICES
+    result, report, _ = mem0_runs.cold("n2")
+    extra = report["extra"]
+    judge = extra["tokens"]["judge"]["openai:gpt-4o-mini"]
+    expected = (judge["input_tokens"] * 0.15 + judge["output_tokens"] * 0.6) / 1e6
+    assert extra["cost_usd"]["total"] == pytest.approx(expected)
+    assert expected > 0
+    result.stdout.fnmatch_lines(["*cost: $*"])
+    bad = pytester.path / "bad.json"
+    bad.write_text('{"gpt-4o-mini": {"input": "cheap"}}')
+    usage = _run(pytester, "--memsys=bm25", f"--memeval-prices={bad}")
+    assert usage.ret == pytest.ExitCode.USAGE_ERROR
+    usage.stderr.fnmatch_lines(["*needs numeric 'input' and 'output'*"])
 
 
 def test_canary_key_never_leaks(pytester: pytest.Pytester, server: LLMServer) -> None:
@@ -228,33 +298,6 @@ def test_rejudge_without_stored_predictions_errors(pytester: pytest.Pytester) ->
 
 def _outcomes_errors(result: pytest.RunResult) -> int:
     return int(result.parseoutcomes().get("errors", 0))
-
-
-def test_price_table_gives_cost(pytester: pytest.Pytester, server: LLMServer) -> None:
-    prices = pytester.path / "prices.json"
-    prices.write_text(json.dumps({"gpt-4o-mini": {"input": 0.15, "output": 0.6}}))
-    out = pytester.path / "r.json"
-    result = _run(
-        pytester,
-        "--memsys=bm25",
-        "--memeval-judge=openai:gpt-4o-mini",
-        f"--memeval-prices={prices}",
-        f"--memeval-json={out}",
-        "-n",
-        "2",
-    )
-    assert result.ret == 0, result.stdout.str()
-    extra = read_json(out)["extra"]
-    judge = extra["tokens"]["judge"]["openai:gpt-4o-mini"]
-    expected = (judge["input_tokens"] * 0.15 + judge["output_tokens"] * 0.6) / 1e6
-    assert extra["cost_usd"]["total"] == pytest.approx(expected)
-    assert expected > 0
-    result.stdout.fnmatch_lines(["*cost: $*"])
-    bad = pytester.path / "bad.json"
-    bad.write_text('{"gpt-4o-mini": {"input": "cheap"}}')
-    usage = _run(pytester, "--memsys=bm25", f"--memeval-prices={bad}")
-    assert usage.ret == pytest.ExitCode.USAGE_ERROR
-    usage.stderr.fnmatch_lines(["*needs numeric 'input' and 'output'*"])
 
 
 def graded_reply(messages: list[dict[str, str]], model: str, params: dict[str, Any]) -> str:

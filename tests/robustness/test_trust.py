@@ -11,32 +11,47 @@ import os
 import shutil
 import stat
 import subprocess
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import read_json
+from conftest import read_json, shared_pytester
 from conftest import run_pytest as _pytest
+from llm_server import OPENAI_PATH, LLMServer
 
 pytestmark = pytest.mark.usefixtures("memeval_env")
 
 
+def _run(pytester: pytest.Pytester, *args: str) -> subprocess.CompletedProcess[str]:
+    """An inner run in this process (as ``_pytest`` reports one): 0.1-0.4 CPU-s where a process
+    of its own costs 0.7-2.4 (its interpreter, pytest, the package and the SDKs imported again).
+    Only :func:`test_merge_never_imports_a_system` needs a fresh process (below)."""
+    result = pytester.runpytest("-p", "no:cacheprovider", *args)
+    return subprocess.CompletedProcess(
+        list(args), int(result.ret), result.stdout.str(), result.stderr.str()
+    )
+
+
 @pytest.fixture(scope="module")
-def demo_shards(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
+def demo_shards(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> list[Path]:
     """The two run folders of a 2-shard demo run (made once; tests work on copies)."""
-    root = tmp_path_factory.mktemp("shards")
     dirs = []
-    for i in (1, 2):
-        r = _pytest(
-            root,
-            "--memeval=demo",
-            "--memsys=bm25",
-            f"--memeval-shard={i}/2",
-            f"--memeval-cache-dir={root / f'c{i}'}",
-        )
-        assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
-        (run,) = (root / f"c{i}" / "runs").iterdir()
-        dirs.append(run)
+    with shared_pytester(request, tmp_path_factory) as tester:
+        root = tester.path
+        for i in (1, 2):
+            r = _run(
+                tester,
+                "--memeval=demo",
+                "--memsys=bm25",
+                f"--memeval-shard={i}/2",
+                f"--memeval-cache-dir={root / f'c{i}'}",
+            )
+            assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
+            (run,) = (root / f"c{i}" / "runs").iterdir()
+            dirs.append(run)
     return dirs
 
 
@@ -57,13 +72,15 @@ def _write_rows(folder: Path, rows: list[dict[str, Any]]) -> None:
     (folder / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
 
 
-def _merge(cwd: Path, dirs: list[Path], *args: str) -> subprocess.CompletedProcess[str]:
-    return _pytest(
-        cwd,
+def _merge(
+    pytester: pytest.Pytester, dirs: list[Path], *args: str, own_process: bool = False
+) -> subprocess.CompletedProcess[str]:
+    merge = [
         f"--memeval-merge={','.join(str(d) for d in dirs)}",
-        f"--memeval-cache-dir={cwd / 'merged'}",
+        f"--memeval-cache-dir={pytester.path / 'merged'}",
         *args,
-    )
+    ]
+    return _pytest(pytester.path, *merge) if own_process else _run(pytester, *merge)
 
 
 def _one_line_error(r: subprocess.CompletedProcess[str], *needles: str) -> None:
@@ -88,13 +105,15 @@ def test_merge_never_imports_a_system(pytester: pytest.Pytester, demo_shards: li
     (evil / "__init__.py").write_text("")
     marker = pytester.path / "EVIL_RAN"
     (evil / "evil.py").write_text(f"open({str(marker)!r}, 'w').write('ran')\ndef make(): pass\n")
-    r = _merge(pytester.path, dirs)
+    # a process of its own, started in the folder holding s2/ (on its sys.path, as a user's run
+    # has it): an import the merge should not do would succeed there, and be seen
+    r = _merge(pytester, dirs, own_process=True)
     assert not marker.exists(), "the merge imported s2/evil.py"
     _one_line_error(r, "differs from the shards'", "memsys")
     # the system name alone, unrecorded: still nothing is imported
     config["system_bases"] = {}
     (dirs[0] / "config.json").write_text(json.dumps(config))
-    r = _merge(pytester.path, dirs)
+    r = _merge(pytester, dirs, own_process=True)
     assert not marker.exists(), "the merge imported s2/evil.py"
     _one_line_error(r, "memsys")
 
@@ -111,7 +130,7 @@ def test_merge_rescores_a_forged_row(pytester: pytest.Pytester, demo_shards: lis
     forged["gold"] = forged["prediction"]  # the gold comes from the dataset, never the row
     _write_rows(dirs[0], rows)
     out = pytester.path / "m.json"
-    r = _merge(pytester.path, dirs, f"--memeval-json={out}")
+    r = _merge(pytester, dirs, f"--memeval-json={out}")
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-2000:]
     assert "re-scored" in r.stdout and forged["id"] in r.stdout and "f1 1.0 -> 0.0" in r.stdout
     report = read_json(out)
@@ -140,32 +159,62 @@ def test_merge_refuses_rows_of_another_dataset(
     rows = _rows(dirs[0])
     extra = dict(rows[0]) | edit | {"status": "CORRECT"}
     _write_rows(dirs[0], [*rows, extra])
-    r = _merge(pytester.path, dirs)
+    r = _merge(pytester, dirs)
     _one_line_error(r, named, str(dirs[0]))
 
 
+class _FirstRuns:
+    """The first run of the resume and rejudge tests below (the same command: the demo, bm25,
+    ``--memeval-limit=1``), made once for each xdist mode and copied into each test's folder (five
+    runs became two; each test still starts from a run of its own mode)."""
+
+    def __init__(self, request: pytest.FixtureRequest, factory: pytest.TempPathFactory) -> None:
+        self._request = request
+        self._factory = factory
+        self._made: dict[tuple[str, ...], Path] = {}
+
+    def cache(self, pytester: pytest.Pytester, mode: list[str]) -> Path:
+        """A copy of the cache folder of ``mode``'s first run, in the test's folder."""
+        key = tuple(mode)
+        if key not in self._made:
+            with shared_pytester(self._request, self._factory) as tester:
+                made = tester.path / "cache"
+                args = ["--memeval=demo", "--memsys=bm25", "--memeval-limit=1"]
+                r = _run(tester, *args, f"--memeval-cache-dir={made}", *mode)
+                assert r.returncode == 0, r.stdout[-2000:]
+            self._made[key] = made
+        cache = pytester.path / "cache"
+        shutil.copytree(self._made[key], cache)
+        return cache
+
+
+@pytest.fixture(scope="module")
+def first_runs(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> _FirstRuns:
+    return _FirstRuns(request, tmp_path_factory)
+
+
 @pytest.mark.parametrize("mode", [[], ["-n", "2"]], ids=["n0", "n2"])
-def test_resume_rescores_a_forged_row(pytester: pytest.Pytester, mode: list[str]) -> None:
-    cache = pytester.path / "cache"
+def test_resume_rescores_a_forged_row(
+    pytester: pytest.Pytester, first_runs: _FirstRuns, mode: list[str]
+) -> None:
+    cache = first_runs.cache(pytester, mode)
     args = ["--memeval=demo", "--memsys=bm25", f"--memeval-cache-dir={cache}", *mode]
-    r = _pytest(pytester.path, *args, "--memeval-limit=1")
-    assert r.returncode == 0, r.stdout[-2000:]
     (run,) = (cache / "runs").iterdir()
     rows = _rows(run)
     forged = next(x for x in rows if x["status"] == "WRONG")
     forged["status"], forged["scores"]["f1"] = "CORRECT", 1.0
     _write_rows(run, rows)
     out = pytester.path / "r.json"
-    r = _pytest(
-        pytester.path, *args, "--memeval-limit=1", "--memeval-resume", f"--memeval-json={out}"
-    )
+    r = _run(pytester, *args, "--memeval-limit=1", "--memeval-resume", f"--memeval-json={out}")
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-2000:]
     assert "f1 1.0 -> 0.0" in r.stdout
     (q,) = [q for x in read_json(out)["runs"] for q in x["questions"] if q["id"] == forged["id"]]
     assert q["status"] == "WRONG"
     rows[0]["id"] = "demo-1-q99"
     _write_rows(run, rows)
-    r = _pytest(pytester.path, *args, "--memeval-limit=1", "--memeval-resume")
+    r = _run(pytester, *args, "--memeval-limit=1", "--memeval-resume")
     _one_line_error(r, "--memeval-resume", "question id 'demo-1-q99'")
 
 
@@ -177,11 +226,11 @@ def test_merge_with_missing_results_exits_non_zero(
 ) -> None:
     dirs = _copies(demo_shards, pytester.path)
     _write_rows(dirs[1], _rows(dirs[1])[:-2])
-    r = _merge(pytester.path, dirs)
+    r = _merge(pytester, dirs)
     assert r.returncode == 1, r.stdout[-2000:]
     assert "2 selected question(s) have no result" in r.stdout
     assert "--memeval-merge-partial" in r.stdout
-    r = _merge(pytester.path, dirs, "--memeval-merge-partial")
+    r = _merge(pytester, dirs, "--memeval-merge-partial")
     assert r.returncode == 0, r.stdout[-2000:]
 
 
@@ -195,23 +244,23 @@ def test_hostile_shard_files_are_one_line(
     rows = _rows(dirs[0])
     rows[0]["memories"][0]["score"] = "x"
     _write_rows(dirs[0], rows)
-    r = _merge(pytester.path, dirs)
+    r = _merge(pytester, dirs)
     _one_line_error(r, "results.jsonl line 1: memories[0].score is 'x', not a number")
     _write_rows(dirs[0], _rows(demo_shards[0]))
     outputs = dirs[0] / "outputs.json"
     outputs.write_text(json.dumps({"ingests": {"bm25": "x"}, "judge_warnings": "z"}))
-    r = _merge(pytester.path, dirs)
+    r = _merge(pytester, dirs)
     _one_line_error(r, "outputs.json: ingests.bm25 is 'x', not a count")
     outputs.write_text("[" * 200_000 + "]" * 200_000)
-    r = _merge(pytester.path, dirs)
+    r = _merge(pytester, dirs)
     _one_line_error(r, "outputs.json: nested too deeply")
     shutil.copy(demo_shards[0] / "outputs.json", outputs)
     config = json.loads((dirs[1] / "config.json").read_text())
     config["shard"] = {"index": "1" * 5000, "count": 2}
     (dirs[1] / "config.json").write_text(json.dumps(config))
-    r = _merge(pytester.path, dirs)
+    r = _merge(pytester, dirs)
     _one_line_error(r, "malformed 'shard' entry")
-    r = _pytest(pytester.path, "--memeval=demo", "--memsys=bm25", f"--memeval-shard={'1' * 5000}/2")
+    r = _run(pytester, "--memeval=demo", "--memsys=bm25", f"--memeval-shard={'1' * 5000}/2")
     _one_line_error(r, "--memeval-shard=", "at most 9 digits")
 
 
@@ -221,14 +270,12 @@ def test_hostile_shard_files_are_one_line(
     ids=["rejudge-n0", "rejudge-n2", "reanswer-n0"],
 )
 def test_rejudge_and_reanswer_rescore_and_check_stored_rows(
-    pytester: pytest.Pytester, mode: list[str], option: str
+    pytester: pytest.Pytester, first_runs: _FirstRuns, mode: list[str], option: str
 ) -> None:
     """The question and gold come from the dataset, the metrics are re-computed; a stored row of
     another conversation is an ERROR naming the row."""
-    cache = pytester.path / "cache"
+    cache = first_runs.cache(pytester, mode)
     args = ["--memeval=demo", "--memsys=bm25", "--memeval-limit=1", f"--memeval-cache-dir={cache}"]
-    r = _pytest(pytester.path, *args, *mode)
-    assert r.returncode == 0, r.stdout[-2000:]
     (run,) = (cache / "runs").iterdir()
     rows = _rows(run)
     forged = next(x for x in rows if x["status"] == "WRONG")
@@ -238,7 +285,7 @@ def test_rejudge_and_reanswer_rescore_and_check_stored_rows(
     moved["conversation"] = "demo-9"
     _write_rows(run, rows)
     out = pytester.path / "r.json"
-    r = _pytest(pytester.path, *args, *mode, f"{option}={run.name}", f"--memeval-json={out}")
+    r = _run(pytester, *args, *mode, f"{option}={run.name}", f"--memeval-json={out}")
     questions = {q["id"]: q for x in read_json(out)["runs"] for q in x["questions"]}
     assert questions[forged["id"]]["status"] == "WRONG"
     assert questions[forged["id"]]["gold"] != forged["prediction"]
@@ -250,45 +297,61 @@ def test_rejudge_and_reanswer_rescore_and_check_stored_rows(
 # ---- 3: imported cache entries are tagged, counted and can be verified ------------------------
 
 
-@pytest.mark.parametrize("mode", [[], ["-n", "2"]], ids=["n0", "n2"])
-def test_forged_cache_import_is_counted_and_verified(
-    pytester: pytest.Pytester, mode: list[str]
-) -> None:
-    """Labels rewritten in an export turn every verdict CORRECT with no judge call; the import is
-    named (file and sha256) with its verdict count, and re-asking a sample finds the forgery."""
-    from llm_server import OPENAI_PATH, LLMServer
+FORGED_ARGS = ["--memeval=demo", "--memsys=bm25", "--memeval-judge=openai:gpt-4o-mini"]
+FORGED_KEY = "sk-test-key"
 
+
+@pytest.fixture(scope="module")
+def forged_export(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[tuple[LLMServer, Path, int]]:
+    """A judged demo run's cache exported and its labels rewritten, once for both modes of the
+    test below (each made the same run without xdist): the loopback judge, running for the
+    module (the cache keys name its address), the forged export and the judge calls it holds."""
     with LLMServer(
         reply=lambda m, model, p: json.dumps({"reasoning": "r", "label": "WRONG"})
     ) as server:
-        env = server.env("sk-test-key")
-        args = ["--memeval=demo", "--memsys=bm25", "--memeval-judge=openai:gpt-4o-mini"]
-        export = pytester.path / "x.jsonl"
-        r = _pytest(
-            pytester.path,
-            *args,
-            f"--memeval-cache-dir={pytester.path / 'one'}",
-            f"--memeval-cache-export={export}",
-            env=env,
-        )
-        assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
+        with shared_pytester(request, tmp_path_factory, server.env(FORGED_KEY)) as tester:
+            export = tester.path / "x.jsonl"
+            r = _run(
+                tester,
+                *FORGED_ARGS,
+                f"--memeval-cache-dir={tester.path / 'one'}",
+                f"--memeval-cache-export={export}",
+            )
+            assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
         calls = server.count(OPENAI_PATH)
         export.write_text(export.read_text().replace("WRONG", "CORRECT"))
-        import hashlib
+        yield server, export, calls
 
-        digest = hashlib.sha256(export.read_bytes()).hexdigest()[:12]
-        out = pytester.path / "two.json"
-        r = _pytest(
-            pytester.path,
-            *args,
-            *mode,
-            f"--memeval-cache-dir={pytester.path / 'two'}",
-            f"--memeval-cache-import={export}",
-            "--memeval-cache-import-verify=3",
-            f"--memeval-json={out}",
-            env=env,
-        )
-        assert server.count(OPENAI_PATH) == calls + 3  # only the sample was asked again
+
+@pytest.mark.parametrize("mode", [[], ["-n", "2"]], ids=["n0", "n2"])
+def test_forged_cache_import_is_counted_and_verified(
+    pytester: pytest.Pytester,
+    monkeypatch: pytest.MonkeyPatch,
+    forged_export: tuple[LLMServer, Path, int],
+    mode: list[str],
+) -> None:
+    """Labels rewritten in an export turn every verdict CORRECT with no judge call; the import is
+    named (file and sha256) with its verdict count, and re-asking a sample finds the forgery."""
+    import hashlib
+
+    server, export, calls = forged_export
+    for key, value in server.env(FORGED_KEY).items():
+        monkeypatch.setenv(key, value)
+    digest = hashlib.sha256(export.read_bytes()).hexdigest()[:12]
+    out = pytester.path / "two.json"
+    before = server.count(OPENAI_PATH)
+    r = _run(
+        pytester,
+        *FORGED_ARGS,
+        *mode,
+        f"--memeval-cache-dir={pytester.path / 'two'}",
+        f"--memeval-cache-import={export}",
+        "--memeval-cache-import-verify=3",
+        f"--memeval-json={out}",
+    )
+    assert server.count(OPENAI_PATH) == before + 3  # only the sample was asked again
     label = f"{export} (sha256 {digest})"
     assert f"llm cache import {label}: {calls} verdicts, 0 answers" in r.stdout, r.stdout[-3000:]
     assert "3 of 13 imported verdicts re-asked (seed 0), 3 disagree" in r.stdout
