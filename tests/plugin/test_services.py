@@ -160,8 +160,9 @@ def n2_report(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     """The -n 2 run shared by the demo test's n2 variant and the LoCoMo test (CI time: one -n 2
     run with its servers, not two): the demo and, when MEMEVAL_DATA_DIR has it, LoCoMo, 3
     questions a conversation."""
-    benches = "demo,locomo" if LOCOMO is not None and LOCOMO.is_file() else "demo"
-    data = [f"--memeval-data={LOCOMO.parent.parent}"] if LOCOMO is not None else []
+    locomo = LOCOMO is not None and LOCOMO.is_file()
+    benches = "demo,locomo" if locomo else "demo"
+    data = [f"--memeval-data={LOCOMO.parent.parent}"] if locomo and LOCOMO is not None else []
     tmp_path = tmp_path_factory.mktemp("services-n2")
     with _reference_server() as url:
         return _services_run(
