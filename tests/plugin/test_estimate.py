@@ -1,5 +1,11 @@
 """``--memeval-estimate``: the run's LLM calls counted, none sent; measured against the real run on
-the loopback server (call count exact, input tokens within 15 %)."""
+the loopback server (call count exact, input tokens within 15 %).
+
+CI time: in the ``-n 2`` variants the estimates under test run with ``-n 2``; the demo test's real
+run too (an estimate under ``-n 2`` against a real run under ``-n 2``), while the LoCoMo test's real
+run, the partly-warm test's smaller and full runs (references: what the estimate must match) and
+the demo test's estimate on the warm cache (an estimate under ``-n 2`` subtracting cached requests
+is the partly-warm test's) run without xdist: each ``-n 2`` run pays for starting two workers."""
 
 from __future__ import annotations
 
@@ -82,22 +88,27 @@ def _compare(
     pytester: pytest.Pytester,
     server: LLMServer,
     args: list[str],
+    mode: list[str],
+    real_mode: list[str],
     *,
     warm: bool = True,
     keyless: bool = False,
 ) -> None:
-    calls, tokens, out = _estimate(pytester, server, *args, keyless=keyless)
+    """The estimate in ``mode`` against the real run in ``real_mode``; ``warm``: then an estimate
+    without xdist finds nothing left to pay for."""
+    calls, tokens, out = _estimate(pytester, server, *args, *mode, keyless=keyless)
     assert calls > 0
     assert f"tokenizer {MODEL}: " in out
     server.reset()
-    real = pytester.runpytest(*args)
+    real = pytester.runpytest(*args, *real_mode)
     assert real.ret in (0, 1), real.stdout.str()  # WRONG answers may fail items
     assert calls == server.count(OPENAI_PATH)
     sent = _real_input_tokens(server)
     assert abs(tokens - sent) <= 0.15 * sent, (tokens, sent)
     if not warm:
         return
-    # the real run filled the cache: nothing is left to pay for
+    # the real run filled the cache: nothing is left to pay for (an estimate without xdist: one
+    # under -n 2 subtracting cached requests is the partly-warm test's)
     warm_calls, warm_tokens, _ = _estimate(pytester, server, *args)
     assert (warm_calls, warm_tokens) == (0, 0)
 
@@ -107,9 +118,9 @@ def test_estimate_matches_the_real_run_on_demo(
     pytester: pytest.Pytester, server: LLMServer, mode: list[str]
 ) -> None:
     cache = pytester.path / "cache"
-    args = ["--memeval=demo", *LLM_ARGS, f"--memeval-cache-dir={cache}", *mode]
-    # the estimate without the key (nothing is sent) against the real run with it
-    _compare(pytester, server, args, keyless=True)
+    args = ["--memeval=demo", *LLM_ARGS, f"--memeval-cache-dir={cache}"]
+    # the estimate without the key (nothing is sent) against the real run with it, both in mode
+    _compare(pytester, server, args, mode, mode, keyless=True)
     assert len(list(cache.glob("runs/*"))) == 1  # the real run's; the estimates left none
 
 
@@ -121,10 +132,12 @@ def test_estimate_matches_the_real_run_on_locomo(
     monkeypatch: pytest.MonkeyPatch,
     mode: list[str],
 ) -> None:
+    """The estimate in mode; the real run, the reference, without xdist (the demo test compares
+    an estimate and a real run both under -n 2)."""
     monkeypatch.setenv("MEMEVAL_DATA_DIR", str(data_dir))
     cache = pytester.path / "cache"
     args = ["--memeval=locomo", "--memeval-limit=1", *LLM_ARGS, f"--memeval-cache-dir={cache}"]
-    _compare(pytester, server, [*args, *mode], warm=False)  # a warm cache: the demo test
+    _compare(pytester, server, args, mode, [], warm=False)  # a warm cache: the demo test
 
 
 def test_estimate_writes_no_run_folder_and_no_cache_entry(
@@ -161,14 +174,15 @@ def test_a_partly_warm_cache_is_subtracted_request_by_request(
     pytester: pytest.Pytester, server: LLMServer, mode: list[str]
 ) -> None:
     """Answers and verdicts a smaller run cached are not counted; the rest is exactly what the
-    full run then sends (the estimate looked up the real cache keys)."""
+    full run then sends (the estimate looked up the real cache keys). The estimate, under test,
+    in mode; the smaller and the full run, its references, without xdist."""
     cache = pytester.path / "cache"
-    args = ["--memeval=demo", *LLM_ARGS, f"--memeval-cache-dir={cache}", *mode]
+    args = ["--memeval=demo", *LLM_ARGS, f"--memeval-cache-dir={cache}"]
     small = pytester.runpytest(*args, "--memeval-limit=1")
     assert small.ret in (0, 1), small.stdout.str()
     cached = server.count(OPENAI_PATH)
     assert cached > 0
-    calls, _, out = _estimate(pytester, server, *args)
+    calls, _, out = _estimate(pytester, server, *args, *mode)
     assert f"{cached} served from the LLM cache" in out
     server.reset()
     full = pytester.runpytest(*args)

@@ -4,6 +4,7 @@ Every server here listens on 127.0.0.1 only; every wait is bounded."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
@@ -16,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import INNER_ADDOPTS, REPO, question_scores, read_json
+from conftest import INNER_ADDOPTS, REPO, read_json
 
 from pytest_memeval.errors import AdapterError
 from pytest_memeval.records import Conversation, Question, Session, Turn
@@ -52,9 +53,9 @@ def _pytest(cwd: Path, *args: str, timeout: float = 600) -> subprocess.Completed
     )
 
 
-@pytest.fixture
-def http_server(tmp_path: Path) -> Iterator[str]:
-    """The reference server around the built-in bm25, as a separate process."""
+@contextlib.contextmanager
+def _reference_server() -> Iterator[str]:
+    """The reference server around the built-in bm25, as a separate process: its URL."""
     proc = subprocess.Popen(
         [sys.executable, str(SERVER), "--system", "bm25", "--port", "0", "--ready-delay", "1.0"],
         stdout=subprocess.PIPE,
@@ -114,61 +115,92 @@ def test_http_spec_parsing() -> None:
 # ---- the same scores as in-process -----------------------------------------------------------
 
 
-def _same_scores(report: dict[str, Any], remote: str, local: str = "bm25") -> int:
-    scores = question_scores(report)
+def _same_scores(
+    report: dict[str, Any], remote: str, bench: str = "demo", local: str = "bm25"
+) -> int:
+    scores = {
+        (run["system"], run.get("flow", ""), q["id"]): (q["scores"], q["prediction"], q["status"])
+        for run in report["runs"]
+        if run["benchmark"] == bench
+        for q in run["questions"]
+    }
     mine = {q: v for (s, _, q), v in scores.items() if s == remote}
     theirs = {q: v for (s, _, q), v in scores.items() if s == local}
     assert mine == theirs and mine
     return len(mine)
 
 
-def test_http_and_mcp_demo_reproduce_in_process(
-    tmp_path: Path, http_server: str, run_mode: list[str]
-) -> None:
-    """The reference HTTP service and the MCP server around bm25, in one run beside the
-    in-process bm25: each gives its scores. (The MCP spec is defined below, with the MCP tests.)"""
+def _run_of(report: dict[str, Any], system: str, bench: str = "demo") -> dict[str, Any]:
+    return next(r for r in report["runs"] if r["system"] == system and r["benchmark"] == bench)
+
+
+#: MEMEVAL_DATA_DIR as conftest made it absolute at import (before the tests' fixtures unset it)
+_DATA = os.environ.get("MEMEVAL_DATA_DIR")
+LOCOMO = Path(_DATA) / "locomo" / "locomo10.json" if _DATA else None
+#: the -n 2 run's limit: 3 questions a conversation (the demo's 2 conversations: 6 of its 15)
+N2_LIMIT = 3
+
+
+def _services_run(tmp_path: Path, url: str, *args: str) -> dict[str, Any]:
+    """bm25, the reference HTTP service and the MCP server around bm25, in one run."""
     out = tmp_path / "r.json"
     r = _pytest(
         tmp_path,
-        "--memeval=demo",
-        f"--memsys=bm25,http:{http_server}#name=remote,{_mcp_spec(WHOLE, 'viamcp')}",
+        f"--memsys=bm25,http:{url}#name=remote,{_mcp_spec(WHOLE, 'viamcp')}",
         f"--memeval-json={out}",
         f"--memeval-cache-dir={tmp_path / 'c'}",
-        *run_mode,
+        *args,
     )
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-2000:]
-    report = read_json(out)
-    assert _same_scores(report, "remote") == 15
-    remote = next(run for run in report["runs"] if run["system"] == "remote")
+    return read_json(out)
+
+
+@pytest.fixture(scope="module")
+def n2_report(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """The -n 2 run shared by the demo test's n2 variant and the LoCoMo test (CI time: one -n 2
+    run with its servers, not two): the demo and, when MEMEVAL_DATA_DIR has it, LoCoMo, 3
+    questions a conversation."""
+    locomo = LOCOMO is not None and LOCOMO.is_file()
+    benches = "demo,locomo" if locomo else "demo"
+    data = [f"--memeval-data={LOCOMO.parent.parent}"] if locomo and LOCOMO is not None else []
+    tmp_path = tmp_path_factory.mktemp("services-n2")
+    with _reference_server() as url:
+        return _services_run(
+            tmp_path, url, f"--memeval={benches}", *data, f"--memeval-limit={N2_LIMIT}", "-n", "2"
+        )
+
+
+def test_http_and_mcp_demo_reproduce_in_process(
+    request: pytest.FixtureRequest, tmp_path: Path, run_mode: list[str]
+) -> None:
+    """The reference HTTP service and the MCP server around bm25, in one run beside the
+    in-process bm25: each gives its scores. (The MCP spec is defined below, with the MCP tests.)
+    Plain: the whole demo; -n 2: the run shared with the LoCoMo test, 3 questions a
+    conversation."""
+    if run_mode:
+        report, questions = request.getfixturevalue("n2_report"), 2 * N2_LIMIT
+    else:
+        with _reference_server() as url:
+            report, questions = _services_run(tmp_path, url, "--memeval=demo"), 15
+    assert _same_scores(report, "remote") == questions
+    remote = _run_of(report, "remote")
     # the asynchronous indexing wait (ready-delay 1 s) is its own latency, apart from ingest
     ready = [q["latency"]["ready"] for q in remote["questions"]]
     assert min(ready) >= 0.9
     assert all("ingest" in q["latency"] for q in remote["questions"])
     assert remote["summary"]["latency"]["ready"]["count"] == 2.0
     # over MCP
-    assert _same_scores(report, "viamcp") == 15
-    run = next(run for run in report["runs"] if run["system"] == "viamcp")
+    assert _same_scores(report, "viamcp") == questions
+    run = _run_of(report, "viamcp")
     assert all("ready" in q["latency"] for q in run["questions"])
 
 
 def test_http_and_mcp_locomo_reproduce_in_process(
-    tmp_path: Path, http_server: str, data_dir: Path
+    n2_report: dict[str, Any], data_dir: Path
 ) -> None:
-    out = tmp_path / "r.json"
-    r = _pytest(
-        tmp_path,
-        "--memeval=locomo",
-        f"--memeval-data={data_dir}",
-        "--memeval-limit=3",
-        f"--memsys=bm25,http:{http_server}#name=remote,{_mcp_spec(WHOLE, 'viamcp')}",
-        f"--memeval-json={out}",
-        f"--memeval-cache-dir={tmp_path / 'c'}",
-        "-n",
-        "2",
-    )
-    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-2000:]
-    assert _same_scores(read_json(out), "remote") == 30
-    assert _same_scores(read_json(out), "viamcp") == 30
+    """With -n 2 (the run shared with the demo test's n2 variant)."""
+    assert _same_scores(n2_report, "remote", "locomo") == 30
+    assert _same_scores(n2_report, "viamcp", "locomo") == 30
 
 
 # ---- faults ----------------------------------------------------------------------------------

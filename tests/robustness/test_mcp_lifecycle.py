@@ -11,6 +11,7 @@ import os
 import subprocess
 import sys
 import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -148,40 +149,88 @@ def _survivors(tmp_path: Path) -> list[int]:
 needs_proc = pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs /proc")
 
 
-def _errors(tmp_path: Path) -> dict[str, set[str]]:
+def _errors(tmp_path: Path, system: str) -> dict[str, set[str]]:
+    """The questions' errors of ``system``, by status."""
     report = read_json(tmp_path / "r.json")
     out: dict[str, set[str]] = {}
     for run in report["runs"]:
+        if run["system"] != system:
+            continue
         for q in run["questions"]:
             out.setdefault(q["status"], set()).add(q.get("error") or "")
+    assert out, f"no questions of {system}"
     return out
+
+
+#: the servers of the shared run of each mode, each its own system ``fake-<server>`` with its
+#: own state folder: every failed start (exit, hang and a missing command without xdist; exit
+#: under -n 2, each worker starting it at most once; the hang's handshake timeout is costlier to
+#: run twice), one whose every other reply is over #max_bytes and a healthy one (both reaped at
+#: session end). One run per mode instead of one per server: the systems share nothing but the
+#: pytest process (CI time: each run is a pytest start, three with -n 2).
+SHARED = {"no-xdist": ("exit", "hang", "missing", "big", "ok"), "n2": ("exit", "big", "ok")}
+SETTINGS = {"big": "timeout=20&max_bytes=65536", "ok": "timeout=20"}
+
+
+def _server_spec(root: Path, server: str) -> str:
+    name = f"fake-{server}"
+    if server == "missing":
+        return f"mcp:{root / 'no-such-server'} --flag#timeout=2&name={name}"
+    state = root / server
+    state.mkdir()
+    return _spec(state, server, SETTINGS.get(server, "timeout=2"), name)
+
+
+@pytest.fixture(scope="module")
+def shared_run(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[Callable[[str], tuple[Path, subprocess.CompletedProcess[str]]]]:
+    """``get(mode)``: the state folder and the result of that mode's shared run (run once)."""
+    done: dict[str, tuple[Path, subprocess.CompletedProcess[str]]] = {}
+
+    def get(mode: str) -> tuple[Path, subprocess.CompletedProcess[str]]:
+        if mode not in done:
+            root = tmp_path_factory.mktemp(f"mcp-{mode}")
+            memsys = ",".join(_server_spec(root, server) for server in SHARED[mode])
+            done[mode] = (root, _run(root, memsys, *MODES[mode]))
+        return done[mode]
+
+    yield get
+    for root, _ in done.values():  # never leave a server behind, whatever the verdicts
+        for pids in root.glob("*/pids"):
+            for pid in _lines(pids):
+                if _running(pid):
+                    os.kill(pid, 9)
 
 
 @needs_proc
 @pytest.mark.parametrize(
     ("server", "mode"),
     [
-        ("exit", MODES["no-xdist"]),
-        ("exit", MODES["n2"]),  # each worker starts it at most once
-        ("hang", MODES["no-xdist"]),  # the handshake timeout: a hang is costlier to run twice
-        ("missing", MODES["no-xdist"]),  # a spawn error
+        ("exit", "no-xdist"),
+        ("exit", "n2"),  # each worker starts it at most once
+        ("hang", "no-xdist"),  # the handshake timeout: a hang is costlier to run twice
+        ("missing", "no-xdist"),  # a spawn error
     ],
     ids=["exit-no-xdist", "exit-n2", "hang-no-xdist", "missing-no-xdist"],
 )
 def test_failed_start_is_tried_once_and_fails_the_rest(
-    tmp_path: Path, mode: list[str], server: str
+    shared_run: Callable[[str], tuple[Path, subprocess.CompletedProcess[str]]],
+    mode: str,
+    server: str,
 ) -> None:
-    spec = _spec(tmp_path, server, "timeout=2")
-    if server == "missing":
-        spec = f"mcp:{tmp_path / 'no-such-server'} --flag#timeout=2&name=fake"
-    r = _run(tmp_path, spec, *mode)
-    starts = _lines(tmp_path / "starts")
-    assert len(starts) <= (2 if "-n" in mode else 1), starts
-    by_status = _errors(tmp_path)
+    root, r = shared_run(mode)
+    state = root / server
+    starts = _lines(state / "starts")
+    assert len(starts) <= (2 if mode == "n2" else 1), starts
+    by_status = _errors(root, f"fake-{server}")
     assert set(by_status) == {"ERROR"}, r.stdout[-2000:]
     (error,) = by_status["ERROR"]  # one and the same line for every question
     assert "\n" not in error
-    assert "AdapterError: fake: cannot start" in error or "AdapterError: fake: the MCP" in error
+    assert (
+        f"AdapterError: fake-{server}: cannot start" in error
+        or f"AdapterError: fake-{server}: the MCP" in error
+    )
     assert ("no-such-server --flag" if server == "missing" else "fake_mcp.py") in error
     first = {
         "exit": "Connection closed",
@@ -190,15 +239,21 @@ def test_failed_start_is_tried_once_and_fails_the_rest(
     }[server]
     assert first in error, error
     if server != "missing":
-        assert starts and not _survivors(tmp_path)
+        assert starts and not _survivors(state)
 
 
 @needs_proc
-def test_server_processes_are_reaped_at_session_end(tmp_path: Path, mode: list[str]) -> None:
-    """The server and the child it started in its process group are gone once pytest exits."""
-    r = _run(tmp_path, _spec(tmp_path, "ok"), "--memeval-limit=1", *mode)
-    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
-    assert not _survivors(tmp_path)
+def test_server_processes_are_reaped_at_session_end(
+    shared_run: Callable[[str], tuple[Path, subprocess.CompletedProcess[str]]], mode: list[str]
+) -> None:
+    """The servers and the children they started in their process groups are gone once pytest
+    exits: the healthy one and the one with errored replies. (The shared run fails the items of
+    the systems that error; the healthy server's questions all run.)"""
+    root, r = shared_run("n2" if "-n" in mode else "no-xdist")
+    assert r.returncode == pytest.ExitCode.TESTS_FAILED, r.stdout[-2000:] + r.stderr[-2000:]
+    assert "ERROR" not in _errors(root, "fake-ok")
+    assert not _survivors(root / "ok")
+    assert not _survivors(root / "big")
 
 
 @needs_proc
@@ -215,13 +270,15 @@ def test_server_processes_are_reaped_on_ctrl_c_and_worker_death(
     assert not _survivors(tmp_path)
 
 
-def test_reply_over_max_bytes_errors_its_question_only(tmp_path: Path, mode: list[str]) -> None:
-    r = _run(tmp_path, _spec(tmp_path, "big", "timeout=20&max_bytes=65536"), *mode)
-    by_status = _errors(tmp_path)
+def test_reply_over_max_bytes_errors_its_question_only(
+    shared_run: Callable[[str], tuple[Path, subprocess.CompletedProcess[str]]], mode: list[str]
+) -> None:
+    root, r = shared_run("n2" if "-n" in mode else "no-xdist")
+    by_status = _errors(root, "fake-big")
     assert "ERROR" in by_status and set(by_status) - {"ERROR"}, r.stdout[-2000:]
     for error in by_status["ERROR"]:
         assert error == (
-            "pytest_memeval.errors.AdapterError: fake: tool 'search': the reply is larger than #max_bytes=65536; raise it in "
+            "pytest_memeval.errors.AdapterError: fake-big: tool 'search': the reply is larger than #max_bytes=65536; raise it in "
             "--memsys or return fewer memories"
         )
 
