@@ -24,6 +24,7 @@ import os
 import re
 import sys
 import threading
+import typing
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -249,6 +250,48 @@ def _int(value: object) -> int:
 # -- providers --------------------------------------------------------------------------------
 
 
+#: the reply types the providers parse, by SDK: their pydantic models (and those nested in them)
+#: are built once, under the client's lock, before any thread parses a reply
+_REPLY_MODELS = {
+    "openai": ("openai.types.chat", "ChatCompletion"),
+    "anthropic": ("anthropic.types", "Message"),
+}
+
+
+def _model_classes(annotation: object) -> Iterator[type]:
+    """The pydantic model classes named in a field's annotation (``list[Choice] | None`` ...)."""
+    if isinstance(annotation, type) and hasattr(annotation, "model_rebuild"):
+        yield annotation
+    for arg in typing.get_args(annotation):
+        yield from _model_classes(arg)
+
+
+def _build_reply_models(module: str) -> int:
+    """Build the SDK's reply models now; returns how many classes were looked at.
+
+    The SDKs define their models with pydantic's ``defer_build``: each class is built at its first
+    use. That build is not thread-safe: a process whose first replies arrive on several threads
+    at once (the LLM window) raised ``PydanticUserError: ... BaseModel cannot be instantiated
+    directly`` or ``AttributeError: ... __pydantic_core_schema__`` for some of them
+    (openai/openai-python#3079 is the same failure in worker processes). Built here, from the
+    caller's thread under the client's lock, every later parse finds them complete."""
+    where = _REPLY_MODELS.get(module)
+    if where is None:
+        return 0
+    root = getattr(importlib.import_module(where[0]), where[1])
+    seen: set[type] = set()
+    todo = [root]
+    while todo:
+        cls = todo.pop()
+        if cls in seen:
+            continue
+        seen.add(cls)
+        cls.model_rebuild()  # a no-op once built
+        for field in cls.model_fields.values():
+            todo.extend(_model_classes(field.annotation))
+    return len(seen)
+
+
 class _LazySDK:
     """An SDK client built at the first request: a run answered from the cache never imports the
     SDK. The key is checked when the holder is made, so a missing key still fails up front."""
@@ -272,6 +315,7 @@ class _LazySDK:
                     timeout=self._timeout,
                     max_retries=0,
                 )
+                _build_reply_models(self._module)
             return self._client
 
     def close(self) -> None:

@@ -52,3 +52,72 @@ def test_a_cold_cache_builds_the_sdk_ahead_a_warm_one_never(tmp_path: Path) -> N
     assert warm.prewarm() is None
     assert _providers(warm)[0].sdk._client is None  # a run the cache may serve imports nothing
     assert _runtime(tmp_path / "est", estimate=True).prewarm() is None
+
+
+#: a fresh interpreter whose first replies are parsed on 32 threads at once, switching threads as
+#: often as CPython allows; prints the errors, then whether every reply model is built
+_FIRST_REPLIES_ON_THREADS = """
+import os, sys, threading
+sys.setswitchinterval(1e-6)
+from llm_server import LLMServer
+from pytest_memeval.llm.base import ChatMessage, Request
+from pytest_memeval.llm.providers import _REPLY_MODELS, _model_classes, build_provider, resolve_config
+
+def models(root):
+    seen, todo = set(), [root]
+    while todo:
+        cls = todo.pop()
+        if cls not in seen:
+            seen.add(cls)
+            for field in cls.model_fields.values():
+                todo.extend(_model_classes(field.annotation))
+    return seen
+
+errors = []
+with LLMServer(reply=lambda messages, model, params: "ok") as srv:
+    for sdk in ("openai", "anthropic"):
+        env = srv.env("sk-race")
+        os.environ.update(env)
+        provider = build_provider(resolve_config(sdk + ":m"), timeout=30)
+        barrier = threading.Barrier(32)
+        def call():
+            barrier.wait()
+            try:
+                provider.send(Request(messages=(ChatMessage("user", "hi"),)))
+            except Exception as exc:
+                errors.append(f"{sdk}: {type(exc).__name__}: {exc}"[:200])
+        threads = [threading.Thread(target=call) for _ in range(32)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        module, name = _REPLY_MODELS[sdk]
+        root = getattr(__import__(module, fromlist=[name]), name)
+        incomplete = [c.__name__ for c in models(root) if not c.__pydantic_complete__]
+        print(sdk, "incomplete", incomplete)
+print("errors", errors)
+"""
+
+
+def test_the_first_replies_parsed_on_many_threads_at_once_all_parse(tmp_path: Path) -> None:
+    """The SDKs build their pydantic reply models at first use, and that build is not
+    thread-safe: 32 first replies parsed at once failed with ``PydanticUserError`` or
+    ``AttributeError: ... __pydantic_core_schema__`` in about one fresh process in four. The
+    provider builds them before any thread parses a reply."""
+    import subprocess
+    import sys
+
+    script = tmp_path / "race.py"
+    script.write_text(_FIRST_REPLIES_ON_THREADS, encoding="utf-8")
+    tests_dir = Path(__file__).resolve().parents[1]
+    proc = subprocess.run(
+        [sys.executable, str(script)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**__import__("os").environ, "PYTHONPATH": str(tests_dir)},
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert lines == ["openai incomplete []", "anthropic incomplete []", "errors []"], proc.stdout
