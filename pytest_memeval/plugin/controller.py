@@ -141,6 +141,7 @@ class Controller:
         # 0.2-0.3 CPU-s of imports a worker never needs (the summary is the controller's)
         from ..analysis.gates import check_metric_names
         from ..analysis.regression import CORRECT_METRIC
+
         scorers = self.config.pluginmanager.hook.pytest_memeval_question_scores.get_hookimpls()
         if len(scorers) > 1:  # a plugin or conftest adds scores of its own
             return
