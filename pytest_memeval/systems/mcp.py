@@ -664,10 +664,13 @@ _LOCK = threading.Lock()
 
 def close_all() -> None:
     """Close every connection of this process and reap its server processes (the plugin calls
-    this at session end, which Ctrl-C reaches too; atexit is the fallback)."""
+    this at session end, which Ctrl-C reaches too; atexit is the fallback). The failed starts are
+    forgotten with them: they belong to the session that saw them, and a second session in the
+    same process (``pytest.main`` in a loop, pytester) starts its servers afresh."""
     with _LOCK:
         connections = list(_CONNECTIONS.values())
         _CONNECTIONS.clear()
+        _FAILED.clear()
     for conn in connections:
         conn.close()
 

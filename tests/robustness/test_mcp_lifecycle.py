@@ -283,6 +283,47 @@ def test_reply_over_max_bytes_errors_its_question_only(
         )
 
 
+#: starts the fake server healthy once FLAG exists, else as a server that exits at once
+LAUNCHER = """
+import os, runpy, sys
+flag, server, state = sys.argv[1:4]
+sys.argv = [server, "ok" if os.path.exists(flag) else "exit", state]
+runpy.run_path(server, run_name="__main__")
+"""
+
+
+@needs_proc
+def test_a_failed_start_is_forgotten_when_its_session_ends(pytester: pytest.Pytester) -> None:
+    """Two sessions in one process (``pytest.main`` in a loop; here pytester's in-process runs,
+    with the adapter's module kept loaded between them, as a script's would be): the first
+    session's failed start must not fail the second's questions once the server can start."""
+    import pytest_memeval.systems.mcp  # noqa: F401  # loaded before either run: it stays loaded
+
+    state = pytester.path / "state"
+    state.mkdir()
+    server = pytester.path / "fake_mcp.py"
+    server.write_text(FAKE_SERVER, encoding="utf-8")
+    launcher = pytester.path / "launcher.py"
+    launcher.write_text(LAUNCHER, encoding="utf-8")
+    flag = pytester.path / "healthy"
+    spec = f"mcp:{sys.executable} {launcher} {flag} {server} {state}#timeout=20&name=fake"
+    args = ("--memeval=demo", f"--memsys={spec}", "-p", "no:xdist", "-p", "no:cacheprovider")
+    try:
+        first = pytester.runpytest(*args, f"--memeval-json={pytester.path / 'r1.json'}")
+        assert first.parseoutcomes().get("errors") == 15, first.stdout.str()
+        flag.touch()
+        second = pytester.runpytest(*args, f"--memeval-json={pytester.path / 'r2.json'}")
+        statuses = {
+            q["status"]
+            for run in read_json(pytester.path / "r2.json")["runs"]
+            for q in run["questions"]
+        }
+        assert "ERROR" not in statuses, second.stdout.str()
+        assert len(_lines(state / "starts")) == 2  # once per session
+    finally:
+        assert not _survivors(state)
+
+
 def test_max_bytes_default_is_the_http_adapters() -> None:
     from pytest_memeval.systems.http import HttpSettings
     from pytest_memeval.systems.mcp import McpSettings, parse_mcp_spec
