@@ -278,7 +278,9 @@ def _build_reply_models(module: str) -> int:
     where = _REPLY_MODELS.get(module)
     if where is None:
         return 0
-    root = getattr(importlib.import_module(where[0]), where[1])
+    root = getattr(importlib.import_module(where[0]), where[1], None)
+    if root is None or not hasattr(root, "model_rebuild"):  # pydantic 1 builds at definition
+        return 0
     seen: set[type] = set()
     todo = [root]
     while todo:
@@ -286,7 +288,8 @@ def _build_reply_models(module: str) -> int:
         if cls in seen:
             continue
         seen.add(cls)
-        cls.model_rebuild()  # a no-op once built
+        # a no-op once built; a model this SDK version cannot build yet stays lazy, as before
+        cls.model_rebuild(raise_errors=False)
         for field in cls.model_fields.values():
             todo.extend(_model_classes(field.annotation))
     return len(seen)
