@@ -159,6 +159,8 @@ def test_top_k_is_enforced_in_rank_order(pytester: pytest.Pytester, mode: list[s
 
 SLOW_GENERATOR_CONFTEST = """
 import threading
+
+import bm25s  # imported here, not by the first ingest: the timeout bounds milliseconds of work
 import pytest
 from pytest_memeval.systems.builtin import BM25System
 
@@ -185,20 +187,21 @@ def test_timeout_covers_a_lazy_search_result(pytester: pytest.Pytester, mode: li
     result = pytester.runpytest(
         "--memeval=demo",
         "--memsys=lazy",
-        # bounds ingest and the healthy searches too: 10 s is hundreds of times a bm25 ingest of
-        # the demo, even at load 10
-        "--memeval-timeout=10",
+        # bounds ingest and the healthy searches too: with bm25s imported by the conftest, a demo
+        # conversation's ingest takes 7 ms and a search 0.3 ms, so 3 s is hundreds of times them
+        # even at load 10; the hang is certain (an event nothing sets)
+        "--memeval-timeout=3",
         "--memeval-limit=2",
         f"--memeval-cache-dir={pytester.path / 'cache'}",
         f"--memeval-json={out}",
         *mode,
     )
-    # the hung search is abandoned after 10 s (were it not, the run would never end); the bound
+    # the hung search is abandoned after 3 s (were it not, the run would never end); the bound
     # leaves room for a pytester -n 2 start at high load
     assert time.monotonic() - start < 300
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     assert result.parseoutcomes().get("errors") == 1, result.stdout.str()
-    result.stdout.fnmatch_lines(["*search() did not return within --memeval-timeout=10s*"])
+    result.stdout.fnmatch_lines(["*search() did not return within --memeval-timeout=3s*"])
     questions = {q["id"]: q for q in read_json(out)["runs"][0]["questions"]}
     assert questions["demo-1-q1"]["status"] == "ERROR"
     assert all(q["status"] != "ERROR" for i, q in questions.items() if i != "demo-1-q1")
