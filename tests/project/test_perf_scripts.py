@@ -179,3 +179,48 @@ def test_pyspy_phases_charges_stacks_to_the_outermost_hook() -> None:
     assert top["Controller.pytest_sessionfinish (pytest_memeval/controller.py)"] == pytest.approx(
         0.05
     )
+
+
+CPUPROF_TESTS = """
+import subprocess
+import sys
+
+
+def test_busy():
+    sum(i * i for i in range(3_000_000))
+
+
+def test_child():  # the CPU of a child process the test waited for is the test's
+    subprocess.run([sys.executable, "-c", "sum(i * i for i in range(3_000_000))"], check=True)
+
+
+def test_idle():
+    pass
+"""
+
+
+def test_cpuprof_charges_each_test_its_cpu_and_its_childrens(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """perf/cpuprof.py, the plugin docs/ci.md's figures were measured with: one row per test,
+    a child process's CPU charged to the test that waited for it, and the summary command."""
+    path = [str(REPO / "perf"), *filter(None, [os.environ.get("PYTHONPATH")])]
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(path))
+    monkeypatch.setenv("CPUPROF_OUT", str(pytester.path / "prof"))
+    pytester.makepyfile(test_cpu=CPUPROF_TESTS)
+    result = pytester.runpytest_subprocess("-p", "cpuprof", "-p", "no:xdist")
+    assert result.ret == 0, result.stdout.str()
+    rows = {
+        r[0].split("::")[1]: r[1:]
+        for r in json.loads((pytester.path / "prof.main.json").read_text())
+    }
+    assert sorted(rows) == ["test_busy", "test_child", "test_idle"]
+    assert rows["test_busy"][0] > 0.05 and rows["test_child"][0] > 0.05
+    assert rows["test_idle"][0] < min(rows["test_busy"][0], rows["test_child"][0])
+    summary = subprocess.run(
+        [sys.executable, str(REPO / "perf" / "cpuprof.py"), str(pytester.path / "prof")],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    assert "all: 3 tests" in summary and "test_cpu.py::test_busy" in summary
