@@ -45,10 +45,13 @@ def _package_modules() -> list[str]:
     """Every module of pytest_memeval (none imports an optional dependency at import time).
 
     Imported once per test process as well: otherwise each in-process inner run imports again the
-    ~40 modules a demo run uses (0.60 -> 0.38 CPU-s per demo run, 5 runs each). It also means the
-    inner runs of a test process share the package's module objects, as plugin code that keeps its
-    state on ``config.stash`` allows (a module-level cache keyed on what it caches, never on run
-    state: a leak between runs shows up here as a failing test)."""
+    ~40 modules a demo run uses, and pytest rewrites their asserts again at each import (run from
+    the repository root, the editable install's ``pytest_memeval.egg-info`` marks the package for
+    rewriting, and with PYTHONDONTWRITEBYTECODE=1 nothing is cached): 0.60 -> 0.38 CPU-s per
+    in-process demo run (5 runs each; docs/ci.md). It also means the inner runs of a test process
+    share the package's module objects, as plugin code that keeps its state on ``config.stash``
+    allows (a module-level cache keyed on what it caches, never on run state: a leak between runs
+    shows up here as a failing test)."""
     import pkgutil
 
     import pytest_memeval
