@@ -30,6 +30,8 @@ __all__ = [
     "load_parts",
     "named_categories",
     "parse_json",
+    "parse_json_line",
+    "parse_jsonl",
     "read_bytes",
     "read_data",
 ]
@@ -114,6 +116,31 @@ def parse_json(text: str, path: str, fix: str) -> object:
         ) from None
     except ValueError as exc:  # e.g. an integer literal over Python's digit limit
         raise DatasetError(f"invalid JSON ({json_value_error(exc)}); {fix}", path=path) from None
+
+
+def parse_json_line(line: str, n: int, path: str, fix: str) -> object:
+    """Line ``n`` of a JSON Lines file, with every way it fails (nesting too deep included) as one
+    DatasetError naming ``path`` and the line and ending in ``fix``."""
+    try:
+        return json.loads(line)
+    except RecursionError:
+        raise DatasetError(
+            f"line {n} is not valid JSON (arrays or objects nested too deeply); {fix}", path=path
+        ) from None
+    except ValueError as exc:
+        raise DatasetError(
+            f"line {n} is not valid JSON ({str(exc)[:120]}); {fix}", path=path
+        ) from None
+
+
+def parse_jsonl(text: str, path: str, fix: str) -> list[tuple[int, object]]:
+    """``(line number, value)`` of every non-blank line of a JSON Lines text
+    (:func:`parse_json_line` on each)."""
+    return [
+        (n, parse_json_line(line, n, path, fix))
+        for n, line in enumerate(text.splitlines(), 1)
+        if line.strip()
+    ]
 
 
 def find_lone_surrogate(value: object) -> tuple[str, str] | None:

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -39,6 +38,7 @@ from .base import (
     decode_text,
     load_parts,
     named_categories,
+    parse_jsonl,
     read_bytes,
 )
 
@@ -371,17 +371,7 @@ def _need(value: Mapping[str, Any], name: str, kind: type, source: str, where: s
 
 
 def _rows(raw: bytes, source: str) -> list[object]:
-    text = decode_text(raw, source, _HINT)
-    rows: list[object] = []
-    for n, line in enumerate(text.splitlines(), 1):
-        if line.strip():
-            try:
-                rows.append(json.loads(line))
-            except ValueError as exc:
-                raise DatasetError(
-                    f"line {n} is not valid JSON ({str(exc)[:120]}); {_HINT}", path=source
-                ) from None
-    return rows
+    return [row for _, row in parse_jsonl(decode_text(raw, source, _HINT), source, _HINT)]
 
 
 def parse_users(raw: bytes, source: str) -> list[Mapping[str, Any]]:

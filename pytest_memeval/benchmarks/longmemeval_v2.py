@@ -43,6 +43,8 @@ from .base import (
     load_parts,
     named_categories,
     parse_json,
+    parse_json_line,
+    parse_jsonl,
     read_bytes,
 )
 
@@ -331,15 +333,7 @@ def score_longmemeval_v2(question: Question, prediction: Prediction) -> dict[str
 
 
 def _jsonl(raw: bytes, source: str) -> list[tuple[int, object]]:
-    rows: list[tuple[int, object]] = []
-    for n, line in enumerate(decode_text(raw, source, _HINT).splitlines(), 1):
-        if line.strip():
-            try:
-                rows.append((n, json.loads(line)))
-            except ValueError as exc:
-                raise DatasetError(
-                    f"line {n} is not valid JSON ({str(exc)[:120]}); {_HINT}", path=source
-                ) from None
+    rows = parse_jsonl(decode_text(raw, source, _HINT), source, _HINT)
     check_surrogates([row for _, row in rows], source)
     return rows
 
@@ -496,12 +490,7 @@ def stream_jsonl(path: Path, digest: Any) -> Iterator[tuple[int, object]]:
                 ) from None
             if not text.strip():
                 continue
-            try:
-                rec = json.loads(text)
-            except ValueError as exc:
-                raise DatasetError(
-                    f"line {n} is not valid JSON ({str(exc)[:120]}); {_HINT}", path=source
-                ) from None
+            rec = parse_json_line(text, n, source, _HINT)
             check_surrogates(rec, source, record=f"line {n}")
             yield n, rec
 

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import json
 import math
 import re
 import string
@@ -43,6 +42,7 @@ from .base import (
     load_parts,
     named_categories,
     parse_json,
+    parse_jsonl,
     read_bytes,
 )
 
@@ -571,16 +571,7 @@ def _rows_from_json(raw: bytes, source: str) -> list[object]:
     fix = _HINT
     text = decode_text(raw, source, fix)
     if source.endswith(".jsonl"):
-        rows: list[object] = []
-        for n, line in enumerate(text.splitlines(), 1):
-            if line.strip():
-                try:
-                    rows.append(json.loads(line))
-                except ValueError as exc:
-                    raise DatasetError(
-                        f"line {n} is not valid JSON ({str(exc)[:120]}); {fix}", path=source
-                    ) from None
-        return rows
+        return [row for _, row in parse_jsonl(text, source, fix)]
     top = parse_json(text, source, fix)
     if not isinstance(top, list):
         raise DatasetError(f"the top level must be a list of records; {fix}", path=source)
