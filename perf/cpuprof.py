@@ -44,7 +44,10 @@ def pytest_runtest_protocol(item: pytest.Item) -> Generator[None, object, object
 def pytest_sessionfinish(session: pytest.Session) -> None:
     out = os.environ.get("CPUPROF_OUT")
     if out:
-        worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
+        # the xdist worker's id from its config: PYTEST_XDIST_WORKER is also inherited by the
+        # pytest processes a test starts
+        workerinput = getattr(session.config, "workerinput", {})
+        worker = str(workerinput.get("workerid", "main"))
         with open(f"{out}.{worker}.json", "w", encoding="utf-8") as f:
             json.dump(_ROWS, f)
 
