@@ -274,6 +274,24 @@ def read_json(path: Path) -> dict[str, Any]:
     return data
 
 
+def marked_ids(pytester: pytest.Pytester, benchmark: str, data: Path, marker: str) -> list[str]:
+    """The node ids ``-m MARKER`` selects from ``benchmark``'s questions (bm25, collected only,
+    without xdist)."""
+    result = pytester.runpytest(
+        f"--memeval={benchmark}",
+        f"--memeval-data={data}",
+        "--memsys=bm25",
+        "--collect-only",
+        "-q",
+        "-m",
+        marker,
+        "-p",
+        "no:xdist",
+    )
+    assert result.ret == 0, result.stdout.str()
+    return [line for line in result.outlines if "::" in line]
+
+
 #: the two xdist modes of the suites' end-to-end tests: xdist off, and two workers
 XDIST_MODES = {"no-xdist": ["-p", "no:xdist"], "n2": ["-n", "2"]}
 

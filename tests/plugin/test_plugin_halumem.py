@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import XDIST_MODES, read_json
+from conftest import XDIST_MODES, marked_ids, read_json
 from halumem_upstream import load_judging, pooled_figures, upstream_user
 from llm_server import OPENAI_PATH, LLMServer
 
@@ -99,20 +99,8 @@ def test_same_numbers_without_and_with_xdist(pytester: pytest.Pytester) -> None:
 
 @pytest.mark.parametrize(("marker", "count"), [("basic_fact_recall", 1), ("dynamic_update", 1)])
 def test_question_types_are_markers(pytester: pytest.Pytester, marker: str, count: int) -> None:
-    result = pytester.runpytest(
-        "--memeval=halumem",
-        f"--memeval-data={DATA}",
-        "--memsys=bm25",
-        "--collect-only",
-        "-q",
-        "-m",
-        marker,
-        "-p",
-        "no:xdist",
-    )
-    assert result.ret == 0, result.stdout.str()
-    ids = [line for line in result.outlines if "::" in line]
-    assert len(ids) == count, result.stdout.str()
+    ids = marked_ids(pytester, "halumem", DATA, marker)
+    assert len(ids) == count, ids
 
 
 # --------------------------------------------------------------------------- official QA judge

@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from conftest import XDIST_MODES, read_json, status_scores
+from conftest import XDIST_MODES, marked_ids, read_json, status_scores
 from llm_server import OPENAI_PATH, LLMServer
 
 DATA = Path(__file__).resolve().parent.parent / "fixtures" / "longmemeval_v2" / "data"
@@ -45,20 +45,8 @@ def test_bm25_same_numbers_without_and_with_xdist(pytester: pytest.Pytester) -> 
     [("static-environment", 2), ("errors-gotchas", 1), ("static-environment-abs", 1)],
 )
 def test_question_types_are_markers(pytester: pytest.Pytester, marker: str, count: int) -> None:
-    result = pytester.runpytest(
-        "--memeval=longmemeval-v2",
-        f"--memeval-data={DATA}",
-        "--memsys=bm25",
-        "--collect-only",
-        "-q",
-        "-m",
-        marker,
-        "-p",
-        "no:xdist",
-    )
-    assert result.ret == 0, result.stdout.str()
-    ids = [line for line in result.outlines if "::" in line]
-    assert len(ids) == count, result.stdout.str()
+    ids = marked_ids(pytester, "longmemeval-v2", DATA, marker)
+    assert len(ids) == count, ids
 
 
 # --------------------------------------------------------------------------- the LLM checks

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import XDIST_MODES, read_json, status_scores
+from conftest import XDIST_MODES, marked_ids, read_json, status_scores
 from llm_server import OPENAI_PATH, LLMServer
 
 DATA = Path(__file__).resolve().parent.parent / "fixtures" / "memoryagentbench" / "data"
@@ -103,20 +103,8 @@ def test_without_rouge_score_rouge_is_unscored_and_the_extra_named(
     [("Accurate_Retrieval", 3), ("Conflict_Resolution", 2), ("Test_Time_Learning", 3)],
 )
 def test_splits_are_markers(pytester: pytest.Pytester, marker: str, count: int) -> None:
-    result = pytester.runpytest(
-        "--memeval=memoryagentbench",
-        f"--memeval-data={DATA}",
-        "--memsys=bm25",
-        "--collect-only",
-        "-q",
-        "-m",
-        marker,
-        "-p",
-        "no:xdist",
-    )
-    assert result.ret == 0, result.stdout.str()
-    ids = [line for line in result.outlines if "::" in line]
-    assert len(ids) == count, result.stdout.str()
+    ids = marked_ids(pytester, "memoryagentbench", DATA, marker)
+    assert len(ids) == count, ids
 
 
 # --------------------------------------------------------------------------- official judge
