@@ -1,5 +1,5 @@
-"""The run's checks, pytest-free: ``--memeval-fail-under`` gates and the regression comparison
-with a saved baseline, recorded on the :class:`~pytest_memeval.report.model.Summary` as typed
+"""The run's checks, pytest-free: ``--memeval-fail-under`` gates, the regression comparison
+with a saved baseline and the health gate beside it, recorded on the :class:`~pytest_memeval.report.model.Summary` as typed
 outcomes. :func:`check_summary` says whether any check failed (the exit status is the glue's)."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 from ..errors import MemevalError, terminal_safe
 from ..report.model import GateOutcome, RegressionOutcome, Summary
 from .gates import check_gates
-from .regression import compare, load_baseline
+from .regression import compare, compare_health, load_baseline
 
 if TYPE_CHECKING:
     from ..run.settings import Settings
@@ -51,12 +51,19 @@ def check_summary(summary: Summary, settings: Settings) -> bool:
                 )
                 return True
             for c in comparisons:
+                message = c.message
+                if not settings.checks.max_drops:  # the default comparison decides nothing
+                    message = message.replace(
+                        "regression FAILED:",
+                        "regression would fail (not gated: no --memeval-max-drop):",
+                        1,
+                    )
                 summary.regression.append(
                     RegressionOutcome(
                         label=c.label,
                         metric=c.metric,
                         failed=c.failed,
-                        message=c.message,
+                        message=message,
                         details=list(c.details),
                         delta=c.delta,
                         ci=list(c.ci) if c.ci else None,
@@ -71,4 +78,27 @@ def check_summary(summary: Summary, settings: Settings) -> bool:
                 )
         if settings.checks.max_drops:
             failed |= any(c.failed for c in summary.regression)
+        if settings.checks.health_max_rise is not None:
+            # the health gate: on whenever a baseline is given, whatever the scores did
+            try:
+                health = compare_health(summary, base, settings.checks.health_max_rise)
+            except Exception as exc:  # a failing comparison never costs the reports
+                summary.regression_error = (
+                    f"--memeval-baseline {settings.checks.baseline}: the health gate failed "
+                    f"({type(exc).__name__}: {terminal_safe(str(exc), 200)}); the reports are "
+                    "written without it"
+                )
+                return True
+            for h in health:
+                summary.regression.append(
+                    RegressionOutcome(
+                        label=h.label,
+                        metric="health",
+                        failed=h.failed,
+                        message=h.message,
+                        details=list(h.details),
+                        delta=h.rise,
+                    )
+                )
+                failed |= h.failed
     return failed

@@ -9,7 +9,8 @@ from typing import Any
 from ..benchmarks.base import Dataset
 from ..benchmarks.errata import Errata
 from ..records import Question
-from ..report.model import RunSummary, Summary, pass_metric
+from ..report.headline import headline_metric as run_headline_metric
+from ..report.model import RunSummary, Summary
 from .context import ConversationSize, context_figures, pareto_front, top_k_warnings
 from .errata import errata_rows, question_errata
 
@@ -17,16 +18,9 @@ __all__ = ["annotate_summary", "conversation_sizes", "headline_metric"]
 
 
 def headline_metric(summary: Summary, run: RunSummary) -> str | None:
-    """The metric that decided CORRECT/WRONG in most of the run's questions (the first judge's
-    metric, e.g. ``judge_mem0``, when a judge ran), else the benchmark's pass metric."""
-    counts: dict[str, int] = {}
-    for r in run.results:
-        metric = r.details.get("pass_metric")
-        if isinstance(metric, str):
-            counts[metric] = counts.get(metric, 0) + 1
-    if counts:
-        return max(counts, key=lambda m: counts[m])
-    return pass_metric(summary, run)
+    """The run's headline metric (``report.headline``: the metric that decided CORRECT/WRONG in
+    most questions, else the benchmark's pass metric)."""
+    return run_headline_metric(run, summary.provenance)
 
 
 def conversation_sizes(dataset: Dataset, questions: Sequence[Question]) -> list[ConversationSize]:

@@ -30,8 +30,16 @@ from ..errors import MemevalError, terminal_safe
 from ..files import FileTooLarge, NotAFile, read_bounded
 from ..judges import resolve_judge_alias
 from ..protocols.judges import metric_of_style
-from ..records import STATUS_CORRECT, STATUS_ERROR, STATUS_WRONG, QuestionResult, finite_float
-from ..report.model import REPORT_SCHEMA, Summary, judge_metric, unit_count
+from ..records import (
+    STATUS_CORRECT,
+    STATUS_ERROR,
+    STATUS_UNSCORED,
+    STATUS_WRONG,
+    QuestionResult,
+    finite_float,
+)
+from ..report.headline import HEADLINE_ROW, headline_metric, row_categories, row_selection
+from ..report.model import REPORT_SCHEMA, RunSummary, Summary, judge_metric, unit_count
 from .clusters import (
     TEST_SIGN_FLIP,
     ClusterTest,
@@ -44,15 +52,21 @@ from .stats import mcnemar_exact, paired_bootstrap
 __all__ = [
     "BASELINE_SCHEMA",
     "CORRECT_METRIC",
+    "HEALTH_MAX_RISE",
+    "HEALTH_STATES",
     "MAX_BASELINE_BYTES",
     "Comparison",
+    "HealthComparison",
     "compare",
+    "compare_health",
     "compare_questions",
     "legacy_score_key",
     "load_baseline",
     "parse_max_drop",
+    "question_health",
     "questions_from_report",
     "save_baseline",
+    "split_drop_metric",
 ]
 
 BASELINE_SCHEMA = "pytest-memeval-baseline/1"
@@ -65,6 +79,12 @@ CORRECT_METRIC = "correct"
 _LIST_LIMIT = 20  # ids shown per detail line
 _DROP_TOLERANCE = 1e-9  # a drop equal to the margin up to float rounding is not "more than"
 _METRIC_RE = re.compile(r"[\w@][\w@-]*")
+_ROW_RE = re.compile(r"[\w][\w-]*")
+#: the health gate's default: a run fails when the share of its questions that got no memories,
+#: raised or went unscored rose by more than this (0.10 = 10 percentage points) over the baseline's
+HEALTH_MAX_RISE = 0.10
+#: a question's health (``question_health``), the worst first
+HEALTH_STATES = ("error", "unscored", "empty", "ok")
 #: the power line: the smallest drop detected with this probability at the gate's alpha
 POWER = 0.8
 
@@ -77,7 +97,8 @@ RunKey = tuple[str, str, str]
 
 def save_baseline(summary: Summary) -> dict[str, Any]:
     """A JSON-compatible baseline: schema, provenance and, per run, ``questions`` as
-    ``{id: {"status", "category", "scores"}}`` and the run's ``summary`` (as in the JSON report).
+    ``{id: {"status", "category", "cluster", "scores", "health"}}`` and the run's ``summary`` (as
+    in the JSON report).
     A question id that occurs twice in one run keeps its first result."""
     runs: list[dict[str, Any]] = []
     for run in summary.runs:
@@ -90,6 +111,9 @@ def save_baseline(summary: Summary) -> dict[str, Any]:
                 "category": r.category,
                 "cluster": r.cluster_id,
                 "scores": {str(k): finite_float(v) for k, v in r.scores.items()},
+                "health": question_health(
+                    r.status, r.details.get("memories_returned"), "search" in r.latency
+                ),
             }
         runs.append(
             {
@@ -109,6 +133,27 @@ def safe(value: object) -> str:
     """A name read from a baseline file (a system, a question id, a metric), as text that cannot
     drive the terminal it is printed to (errors.terminal_safe)."""
     return terminal_safe(str(value))
+
+
+def question_health(status: str, memories_returned: object, searched: bool) -> str:
+    """What the health gate counts of one question: ``error`` (the system raised), ``unscored``
+    (no deciding score), ``empty`` (``search`` ran and returned no memory), else ``ok``. A system
+    that answers itself (no search) is never ``empty``."""
+    if status == STATUS_ERROR:
+        return "error"
+    if status == STATUS_UNSCORED:
+        return "unscored"
+    if searched and memories_returned == 0:
+        return "empty"
+    return "ok"
+
+
+def _health_of_report_question(q: Mapping[str, Any]) -> str:
+    details = q.get("details")
+    latency = q.get("latency")
+    returned = details.get("memories_returned") if isinstance(details, Mapping) else None
+    searched = isinstance(latency, Mapping) and "search" in latency
+    return question_health(str(q.get("status", "")), returned, searched)
 
 
 def _reject_constant(name: str) -> None:
@@ -138,6 +183,7 @@ def _questions_from_report(
                 "category": q.get("category", ""),
                 "cluster": q.get("cluster") or q.get("conversation") or "",
                 "scores": q.get("scores") or {},
+                "health": _health_of_report_question(q),
             },
         )
     return out
@@ -303,6 +349,8 @@ def _validate(path: str | os.PathLike[str], data: object) -> dict[str, Any]:
                 "category": safe(q.get("category", "")),
                 "cluster": safe(q.get("cluster") or q.get("conversation") or ""),
                 "scores": clean_scores,
+                # None: a file written before the health gate (its empty searches are unknown)
+                "health": q["health"] if q.get("health") in HEALTH_STATES else None,
             }
         summary = run.get("summary", {})
         clean_runs.append(
@@ -349,17 +397,28 @@ def load_baseline(path: str | os.PathLike[str]) -> dict[str, Any]:
     return _validate(path, data)
 
 
+def split_drop_metric(spec: str) -> tuple[str, str]:
+    """``"f1"`` -> ``("overall", "f1")`` (the scoreboard's headline selection);
+    ``"temporal.f1"`` -> ``("temporal", "f1")``; ``"overall_all.f1"`` -> every category."""
+    row, _, metric = spec.rpartition(".")
+    return (row or HEADLINE_ROW), metric
+
+
 def parse_max_drop(text: str) -> tuple[str, float]:
-    """``"f1:2"`` -> ``("f1", 2.0)``: the metric and the allowed drop in percentage points of the
-    0-1 metric (2 points = 0.02). Raises ``MemevalError`` with the expected form."""
+    """``"f1:2"`` -> ``("f1", 2.0)``: the metric (``ROW.METRIC`` gates one category, or
+    ``overall_all``; plain ``METRIC`` the scoreboard's headline selection) and the allowed drop in
+    percentage points of the 0-1 metric (2 points = 0.02). Raises ``MemevalError`` with the
+    expected form."""
     form = (
-        "expected METRIC:POINTS, e.g. f1:2 (fail when f1 drops by more than 2 points, i.e. 0.02, "
-        f"and the drop is significant); METRIC is a score key or {CORRECT_METRIC!r}"
+        "expected [CATEGORY.]METRIC:POINTS, e.g. f1:2 (fail when f1 over the scoreboard's "
+        "headline categories drops by more than 2 points, i.e. 0.02, and the drop is "
+        f"significant) or temporal.f1:5; METRIC is a score key or {CORRECT_METRIC!r}"
     )
     raw = text.strip()
     if ":" not in raw:
         raise MemevalError(f"--memeval-max-drop {text!r}: no ':' between metric and points; {form}")
-    metric, points_text = (part.strip() for part in raw.rsplit(":", 1))
+    spec, points_text = (part.strip() for part in raw.rsplit(":", 1))
+    row, metric = split_drop_metric(spec)
     if not metric:
         raise MemevalError(f"--memeval-max-drop {text!r}: the metric is missing; {form}")
     if not _METRIC_RE.fullmatch(metric):
@@ -367,6 +426,12 @@ def parse_max_drop(text: str) -> tuple[str, float]:
             f"--memeval-max-drop {text!r}: metric {metric!r} is not valid "
             f"(letters, digits, '_', '@' and '-'); {form}"
         )
+    if not _ROW_RE.fullmatch(row):
+        raise MemevalError(
+            f"--memeval-max-drop {text!r}: category {row!r} is not valid "
+            f"(letters, digits, '_' and '-'); {form}"
+        )
+    metric = spec
     if not points_text:
         raise MemevalError(f"--memeval-max-drop {text!r}: the points are missing; {form}")
     try:
@@ -430,6 +495,16 @@ class Comparison:
     detectable: float | None = None
     message: str = ""
     details: tuple[str, ...] = field(default=())
+    #: the questions gated: ``overall`` (the scoreboard's headline categories), ``overall_all``
+    #: or a category key; ``selection`` says it in words
+    row: str = HEADLINE_ROW
+    selection: str = ""
+    #: the scoreboard's figures of ``metric`` over ``row``, the baseline's and this run's
+    scoreboard_before: float | None = None
+    scoreboard_after: float | None = None
+    #: per category over the paired questions: (category, baseline mean, current mean, n,
+    #: inside the gated selection)
+    by_category: tuple[tuple[str, float, float, int, bool], ...] = ()
 
     @property
     def label(self) -> str:
@@ -483,27 +558,52 @@ def _compare_run(
     seed: int,
     resamples: int,
     unit: str = "conversation",
+    *,
+    selected: frozenset[str] | None = None,
+    row: str = HEADLINE_ROW,
+    selection: str = "",
+    scoreboard: tuple[float | None, float | None] = (None, None),
+    category_order: tuple[str, ...] = (),
 ) -> Comparison:
+    """One run against its baseline; ``selected``: the category keys gated (None: every
+    question), ``scoreboard``: the (baseline, current) figures the scoreboard shows for them."""
     benchmark, system, flow = key
-    base = Comparison(benchmark, system, flow, metric, max_drop, alpha, cluster_unit=unit)
+    base = Comparison(
+        benchmark,
+        system,
+        flow,
+        metric,
+        max_drop,
+        alpha,
+        cluster_unit=unit,
+        row=row,
+        selection=selection,
+        scoreboard_before=scoreboard[0],
+        scoreboard_after=scoreboard[1],
+    )
     if baseline is None:
         return _replace(
             base,
             only_current=tuple(dict.fromkeys(r.question_id for r in current or ())),
-            message=f"memeval regression: {base.label} has no run in the baseline; not compared.",
+            message=f"regression: {base.label} has no run in the baseline; not compared.",
         )
     if current is None:
         return _replace(
             base,
             only_baseline=tuple(baseline),
             message=(
-                f"memeval regression: {base.label} is in the baseline but did not run in this "
+                f"regression: {base.label} is in the baseline but did not run in this "
                 "session; not compared."
             ),
         )
+    baseline_all = baseline
+    by_category = _category_deltas(current, baseline_all, metric, selected, category_order, round3)
     cur: dict[str, QuestionResult] = {}
     for r in current:
-        cur.setdefault(r.question_id, r)
+        if selected is None or r.category in selected:
+            cur.setdefault(r.question_id, r)
+    if selected is not None:
+        baseline = {q: b for q, b in baseline.items() if str(b.get("category", "")) in selected}
     only_current = tuple(q for q in cur if q not in baseline)
     only_baseline = tuple(q for q in baseline if q not in cur)
     ids: list[str] = []
@@ -527,14 +627,18 @@ def _compare_run(
         before.append(b)
         after.append(a)
     base = _replace(
-        base, only_current=only_current, only_baseline=only_baseline, no_value=tuple(no_value)
+        base,
+        only_current=only_current,
+        only_baseline=only_baseline,
+        no_value=tuple(no_value),
+        by_category=by_category,
     )
     if not ids:
         return _replace(
             base,
             message=(
-                f"memeval regression: {base.label} {metric}: no question has a {metric} value "
-                "in both the baseline and this run; not compared."
+                f"regression: {base.label} {metric}{_over(selection)}: no question has a "
+                f"{metric} value in both the baseline and this run; not compared."
             ),
             details=_details(base, metric),
         )
@@ -610,8 +714,16 @@ def _compare_run(
         detectable=detectable,
     )
     ci_text = f"95% CI [{ci[0]:+.3f}, {ci[1]:+.3f}]" if ci else "no CI"
+    before_shown, after_shown = scoreboard
+    if before_shown is None or after_shown is None:
+        before_shown, after_shown = baseline_mean, current_mean
+        shown = f"{before_shown:.3f} -> {after_shown:.3f}"
+    else:
+        shown = f"{before_shown:.3f} -> {after_shown:.3f} on the scoreboard"
+        if f"{before_shown:.3f} {after_shown:.3f}" != f"{baseline_mean:.3f} {current_mean:.3f}":
+            shown += f"; paired means {baseline_mean:.3f} -> {current_mean:.3f}"
     figures = (
-        f"({baseline_mean:.3f} -> {current_mean:.3f}, delta {delta:+.3f}, {ci_text}, "
+        f"({shown}, delta {delta:+.3f}, {ci_text}, "
         f"{test_name} {_p_text(p, floor)}, {n} paired questions)"
     )
     margin = f"{_pts(max_drop)} points"
@@ -651,8 +763,52 @@ def _compare_run(
         )
     if not failed and not significant:
         extra.append(_power_line(detectable, alpha, grouped.k, unit, cluster_test))
-    message = f"memeval regression {outcome}: {result.label} {metric} {verdict}."
+    message = f"regression {outcome}: {result.label} {metric}{_over(selection)} {verdict}."
     return _replace(result, message=message, details=tuple(extra) + _details(result, metric))
+
+
+def _over(selection: str) -> str:
+    return f" over {selection}" if selection else ""
+
+
+def _category_deltas(
+    current: list[QuestionResult],
+    baseline: Mapping[str, Mapping[str, Any]],
+    metric: str,
+    selected: frozenset[str] | None,
+    order: tuple[str, ...],
+    round3: bool,
+) -> tuple[tuple[str, float, float, int, bool], ...]:
+    """Per category, the paired means of ``metric`` (baseline, current), the pairs and whether
+    the category is inside the gated selection; categories in ``order``, then as met."""
+    sums: dict[str, list[float]] = {}
+    seen: set[str] = set()
+    for r in current:
+        if r.question_id in seen or r.question_id not in baseline:
+            continue
+        seen.add(r.question_id)
+        b_entry = baseline[r.question_id]
+        b = _metric_value(str(b_entry.get("status", "")), b_entry.get("scores") or {}, metric)
+        a = _metric_value(r.status, r.scores, metric)
+        if a is None or b is None:
+            continue
+        if round3:
+            a, b = round(a, 3), round(b, 3)
+        acc = sums.setdefault(r.category, [0.0, 0.0, 0.0])
+        acc[0] += b
+        acc[1] += a
+        acc[2] += 1
+    keys = [k for k in order if k in sums] + [k for k in sums if k not in order]
+    return tuple(
+        (
+            k,
+            sums[k][0] / sums[k][2],
+            sums[k][1] / sums[k][2],
+            int(sums[k][2]),
+            selected is None or k in selected,
+        )
+        for k in keys
+    )
 
 
 def _power_line(
@@ -690,7 +846,13 @@ def _details(c: Comparison, metric: str) -> tuple[str, ...]:
         )
     elif c.largest_drops:
         worst = ", ".join(f"{q} ({d:+.3f})" for q, d in c.largest_drops)
-        lines.append(f"largest drops ({len(c.largest_drops)} shown): {worst}")
+        if c.delta is not None and c.delta >= 0:
+            lines.append(
+                f"questions that fell although the mean did not ({len(c.largest_drops)} "
+                f"shown): {worst}"
+            )
+        else:
+            lines.append(f"largest drops ({len(c.largest_drops)} shown): {worst}")
     if c.only_current:
         lines.append(
             f"only in this run, not in the baseline ({len(c.only_current)}): {_ids(c.only_current)}"
@@ -703,6 +865,16 @@ def _details(c: Comparison, metric: str) -> tuple[str, ...]:
     if c.no_value:
         lines.append(
             f"no {metric} value on one side, not paired ({len(c.no_value)}): {_ids(c.no_value)}"
+        )
+    if c.by_category:
+        outside = any(not inside for *_, inside in c.by_category)
+        parts = [
+            f"{cat}{'' if inside else '*'} {b:.3f} -> {a:.3f} ({a - b:+.3f}, n={n})"
+            for cat, b, a, n, inside in c.by_category
+        ]
+        note = " (* not gated: outside " + (c.selection or "the selection") + ")"
+        lines.append(
+            f"{metric} by category, paired questions{note if outside else ''}: " + "; ".join(parts)
         )
     return tuple(lines)
 
@@ -749,38 +921,268 @@ def compare(
 ) -> list[Comparison]:
     """Compare every run of ``current`` with the baseline run of the same (benchmark, system, flow)
     on ``metric`` (or the pseudo metric ``correct``; ``judge`` is the first judge's headline metric
-    on each run's benchmark). Runs on one side only give a ``Comparison``
-    that is not failed and says so. ``max_drop_points`` is in points (2 = 0.02)."""
+    on each run's benchmark) over the questions the scoreboard's headline covers (its ``overall``
+    row: LoCoMo leaves out category 5), or over ``CATEGORY.METRIC``'s category or
+    ``overall_all.METRIC``'s every category; the message quotes the scoreboard's figures. Runs on
+    one side only give a ``Comparison`` that is not failed and says so. ``max_drop_points`` is in
+    points (2 = 0.02)."""
     if not 0.0 < alpha < 1.0:
         raise MemevalError(f"--memeval-alpha must lie strictly between 0 and 1, got {alpha!r}")
     if not math.isfinite(max_drop_points) or max_drop_points < 0:
         raise MemevalError(f"--memeval-max-drop points must be >= 0, got {max_drop_points!r}")
     max_drop = max_drop_points / 100.0
-    rounding = metric in set(round3)
+    rounding = split_drop_metric(metric)[1] in set(round3)
     base_runs: dict[RunKey, Mapping[str, Mapping[str, Any]]] = {}
+    base_summaries: dict[RunKey, Mapping[str, Any]] = {}
     for run in baseline.get("runs", []):
         key = (str(run["benchmark"]), str(run["system"]), str(run.get("flow", "")))
         base_runs.setdefault(key, run.get("questions") or {})
+        base_summaries.setdefault(key, run.get("summary") or {})
     cur_runs: dict[RunKey, list[QuestionResult]] = {}
     units: dict[RunKey, str] = {}
+    summaries: dict[RunKey, RunSummary] = {}
     for summary_run in current.runs:
         key = (summary_run.benchmark, summary_run.system, summary_run.flow)
         cur_runs.setdefault(key, []).extend(summary_run.results)
         units.setdefault(key, summary_run.cluster_unit)
+        summaries.setdefault(key, summary_run)
     keys = list(cur_runs) + [k for k in base_runs if k not in cur_runs]
-    return [
-        _compare_run(
-            key,
-            cur_runs.get(key),
-            base_runs.get(key),
-            # `judge`: the first judge's headline metric on this run's benchmark
-            resolve_judge_alias(metric, judge_metric(current, key[0])) or metric,
-            max_drop,
-            alpha,
-            rounding,
-            seed,
-            resamples,
-            units.get(key, "conversation"),
+    gated_row, gated_metric = split_drop_metric(metric)
+    out: list[Comparison] = []
+    for key in keys:
+        run = summaries.get(key)
+        # `judge`: the first judge's headline metric on this run's benchmark
+        resolved = resolve_judge_alias(gated_metric, judge_metric(current, key[0])) or gated_metric
+        row = _resolve_row(run, gated_row) if run is not None else gated_row
+        selected = row_categories(run, row) if run is not None else None
+        if run is not None and selected is None:
+            out.append(
+                Comparison(
+                    key[0],
+                    key[1],
+                    key[2],
+                    resolved,
+                    max_drop,
+                    alpha,
+                    row=gated_row,
+                    message=(
+                        f"regression: {key[0]} ({key[1]}) has no category {gated_row!r} "
+                        f"(categories: {', '.join(c.key for c in run.categories) or 'none'}); "
+                        "not compared."
+                    ),
+                )
+            )
+            continue
+        out.append(
+            _compare_run(
+                key,
+                cur_runs.get(key),
+                base_runs.get(key),
+                resolved,
+                max_drop,
+                alpha,
+                rounding,
+                seed,
+                resamples,
+                units.get(key, "conversation"),
+                selected=selected,
+                row=row,
+                selection=row_selection(run, row) if run is not None else "",
+                scoreboard=(
+                    _baseline_figure(base_summaries.get(key), row, resolved),
+                    _current_figure(run, row, resolved),
+                ),
+                category_order=tuple(c.key for c in run.categories) if run is not None else (),
+            )
         )
-        for key in keys
-    ]
+    return out
+
+
+def _resolve_row(run: RunSummary, row: str) -> str:
+    """A category named by key or by id (``5``) -> its key; ``overall`` / ``overall_all`` as
+    they are."""
+    if row in ("overall", "overall_all") or run.row(row) is not None:
+        return row
+    for c in run.categories:
+        if c.category_id is not None and str(c.category_id) == row:
+            return c.key
+    return row
+
+
+def _current_figure(run: RunSummary | None, row: str, metric: str) -> float | None:
+    found = run.row(row) if run is not None else None
+    value = found.metrics.get(metric) if found is not None else None
+    return finite_float(value) if isinstance(value, int | float) else None
+
+
+def _baseline_figure(summary: Mapping[str, Any] | None, row: str, metric: str) -> float | None:
+    """The baseline scoreboard's figure of ``metric`` over ``row`` (its saved ``summary``)."""
+    if not isinstance(summary, Mapping):
+        return None
+    part = summary.get(row) if row in ("overall", "overall_all") else None
+    if part is None:
+        by_category = summary.get("by_category")
+        part = by_category.get(row) if isinstance(by_category, Mapping) else None
+    value = part.get(metric) if isinstance(part, Mapping) else None
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return finite_float(value)
+
+
+# ---------------------------------------------------------------------------------------------
+# the health gate
+
+
+@dataclass(frozen=True)
+class HealthComparison:
+    """One run's health against its baseline's: how many questions got no memories
+    (``empty``), raised (``error``) or went ``unscored``, on each side (``before`` / ``after``:
+    state -> count, ``None`` for ``empty`` when the baseline predates the health gate), and
+    whether the unhealthy share rose by more than ``max_rise`` (0-1)."""
+
+    benchmark: str
+    system: str
+    flow: str
+    max_rise: float
+    questions_before: int = 0
+    questions_after: int = 0
+    before: Mapping[str, int | None] = field(default_factory=dict)
+    after: Mapping[str, int] = field(default_factory=dict)
+    share_before: float | None = None
+    share_after: float | None = None
+    failed: bool = False
+    message: str = ""
+    details: tuple[str, ...] = ()
+
+    @property
+    def label(self) -> str:
+        who = f"{self.system} / {self.flow}" if self.flow else self.system
+        return f"{self.benchmark} ({who})"
+
+    @property
+    def rise(self) -> float | None:
+        if self.share_before is None or self.share_after is None:
+            return None
+        return self.share_after - self.share_before
+
+
+def _pct(n: int, total: int) -> str:
+    share = f" ({100.0 * n / total:.1f}%)" if total else ""
+    return f"{n:,} of {total:,} questions{share}"
+
+
+def _health_counts(states: Iterable[str | None]) -> dict[str, int | None]:
+    counts: dict[str, int | None] = {"error": 0, "unscored": 0, "empty": 0}
+    for state in states:
+        if state is None:
+            counts["empty"] = None
+        elif state in counts and counts[state] is not None:
+            counts[state] = (counts[state] or 0) + 1
+    return counts
+
+
+def compare_health(
+    current: Summary,
+    baseline: Mapping[str, Any],
+    max_rise: float = HEALTH_MAX_RISE,
+) -> list[HealthComparison]:
+    """The health gate: for every run of ``current`` with a baseline run of the same (benchmark,
+    system, flow), the share of its questions that got no memories from ``search``, raised or
+    went unscored, against the baseline's share; a run fails when its share rose by more than
+    ``max_rise`` (0.10 = 10 points), whatever its scores did. Baselines written before the gate
+    record no empty searches: only errors and unscored questions are compared then, and the
+    message says so. The message quotes the scoreboard's headline figure on both sides."""
+    base_runs: dict[RunKey, Mapping[str, Any]] = {}
+    for run in baseline.get("runs", []):
+        key = (str(run["benchmark"]), str(run["system"]), str(run.get("flow", "")))
+        base_runs.setdefault(key, run)
+    out: list[HealthComparison] = []
+    seen: set[RunKey] = set()
+    for summary_run in current.runs:
+        key = (summary_run.benchmark, summary_run.system, summary_run.flow)
+        if key in seen or key not in base_runs:
+            continue
+        seen.add(key)
+        base_run = base_runs[key]
+        questions = base_run.get("questions") or {}
+        before = _health_counts(q.get("health") for q in questions.values())
+        results = {r.question_id: r for r in summary_run.results}
+        after_states = [
+            question_health(r.status, r.details.get("memories_returned"), "search" in r.latency)
+            for r in results.values()
+        ]
+        after = {k: v or 0 for k, v in _health_counts(after_states).items()}
+        known = [k for k in ("empty", "error", "unscored") if before[k] is not None]
+        n_before, n_after = len(questions), len(results)
+        bad_before = sum(before[k] or 0 for k in known)
+        bad_after = sum(after[k] for k in known)
+        share_before = bad_before / n_before if n_before else None
+        share_after = bad_after / n_after if n_after else None
+        result = HealthComparison(
+            key[0],
+            key[1],
+            key[2],
+            max_rise,
+            n_before,
+            n_after,
+            before,
+            after,
+            share_before,
+            share_after,
+        )
+        said = [
+            {"empty": "got no memories", "error": "raised", "unscored": "went unscored"}[k]
+            for k in ("empty", "error", "unscored")
+            if k in known
+        ]
+        what = ", ".join(said[:-1]) + " or " + said[-1] if len(said) > 1 else "".join(said)
+        rise = result.rise
+        failed = rise is not None and rise > max_rise + _DROP_TOLERANCE
+        head = summary_run.overall
+        metric = headline_metric(summary_run, current.provenance)
+        now = head.metrics.get(metric) if metric else None
+        was = _baseline_figure(base_run.get("summary"), HEADLINE_ROW, metric) if metric else None
+        quoted = ""
+        if metric is not None and now is not None:
+            quoted = (
+                f"; the scoreboard's {metric} over {row_selection(summary_run, HEADLINE_ROW)} "
+                + (f"is {was:.3f} -> {now:.3f}" if was is not None else f"is {now:.3f}")
+            )
+        figures = (
+            f"{_pct(bad_after, n_after)} {what}, against {_pct(bad_before, n_before)} in the "
+            "baseline"
+        )
+        limit = f"the limit is +{_pts(max_rise)} points, --memeval-health-max-rise"
+        if rise is None:
+            verdict = f"health: {result.label}: not compared (no questions on one side)"
+        elif failed:
+            verdict = (
+                f"health FAILED: {result.label}: {figures} (+{_pts(rise)} points; {limit}){quoted}"
+            )
+        else:
+            verdict = (
+                f"health passed: {result.label}: {figures} ({'+' if rise >= 0 else '-'}"
+                f"{_pts(rise)} points; {limit})"
+            )
+        details = [
+            "unhealthy questions, baseline -> this run: "
+            + ", ".join(
+                f"{label} {before[k] if before[k] is not None else 'not recorded'} -> {after[k]}"
+                for k, label in (
+                    ("empty", "no memories"),
+                    ("error", "raised"),
+                    ("unscored", "unscored"),
+                )
+            )
+        ]
+        if before["empty"] is None:
+            details.append(
+                "the baseline was written before the health gate and records no empty searches: "
+                "only errors and unscored questions are compared; save it again to compare them"
+            )
+        out.append(_replace_health(result, failed=failed, message=verdict + ".", details=details))
+    return out
+
+
+def _replace_health(h: HealthComparison, **changes: Any) -> HealthComparison:
+    return dataclasses.replace(h, **changes)

@@ -25,6 +25,7 @@ from ..benchmarks.base import Benchmark
 from ..errors import MemevalError
 from ..files import FileTooLarge, NotAFile, read_bounded
 from ..records import QuestionResult
+from ..report.headline import decided_metric
 from ..report.model import REPORT_SCHEMA, RunSummary
 from ..run.store import CONFIG_FILE, RESULTS_FILE, read_config, read_results
 
@@ -171,13 +172,9 @@ class Benchmarks(dict[str, "Benchmark | None"]):
 
 
 def headline_of(results: Sequence[QuestionResult], fallback: str | None) -> str | None:
-    """The metric that decided CORRECT/WRONG in most questions (``details.pass_metric``)."""
-    counts: dict[str, int] = {}
-    for r in results:
-        metric = r.details.get("pass_metric")
-        if isinstance(metric, str):
-            counts[metric] = counts.get(metric, 0) + 1
-    return max(counts, key=lambda m: counts[m]) if counts else fallback
+    """The metric that decided CORRECT/WRONG in most questions (``report.headline``)."""
+    found = decided_metric(results)
+    return found if found is not None else fallback
 
 
 def summarize(

@@ -134,7 +134,11 @@ class Controller:
         named: list[tuple[str, str, str | None, str]] = [
             ("--memeval-fail-under", g.text, g.benchmark, g.metric) for g in checks.gates
         ]
-        named += [("--memeval-max-drop", f"{m}:{p:g}", None, m) for m, p in checks.max_drops]
+        named += [
+            # ROW.METRIC gates one category (or overall_all): the name checked is the metric
+            ("--memeval-max-drop", f"{m}:{p:g}", None, m.rpartition(".")[2])
+            for m, p in checks.max_drops
+        ]
         if not named or state.settings.selection.explicit_paths:
             return
         # imported here: without gates (every xdist worker's common case) a worker never needs

@@ -284,6 +284,14 @@ OPTIONS: tuple[_Opt, ...] = (
         multiple=True,
     ),
     _Opt(
+        "memeval-health-max-rise",
+        "health gate, on whenever --memeval-baseline is given: fail when the share of questions "
+        "whose search returned nothing, that raised or went unscored rose by more than POINTS "
+        "over the baseline's (default 10; off to disable)",
+        default="10",
+        metavar="POINTS",
+    ),
+    _Opt(
         "memeval-alpha",
         "significance level of the regression test (default 0.05)",
         default="0.05",

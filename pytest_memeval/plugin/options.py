@@ -8,6 +8,7 @@ command line > environment (where one is documented) > ini > default. Validation
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -208,9 +209,22 @@ def read_settings(config: pytest.Config) -> Settings:
     if not judges:
         _check_judge_alias(
             [("--memeval-fail-under", g.text, g.metric) for g in gates]
-            + [("--memeval-max-drop", f"{m}:{p:g}", m) for m, p in max_drops]
+            + [("--memeval-max-drop", f"{m}:{p:g}", m.rpartition(".")[2]) for m, p in max_drops]
             + [("--memeval-metrics", m, m) for m in metrics or ()]
         )
+    health_text = str(val("memeval_health_max_rise") or "10").strip()
+    health_max_rise: float | None = None
+    if health_text.lower() != "off":
+        try:
+            health_points = float(health_text.removesuffix("%"))
+        except ValueError:
+            health_points = -1.0
+        if not (math.isfinite(health_points) and 0.0 <= health_points <= 100.0):
+            raise pytest.UsageError(
+                f"{src('memeval_health_max_rise')}={health_text!r}: expected points between 0 "
+                "and 100 (10 = the share of unhealthy questions may rise by 10 points) or off"
+            )
+        health_max_rise = health_points / 100.0
     try:
         alpha = float(val("memeval_alpha"))
     except ValueError:
@@ -352,6 +366,7 @@ def read_settings(config: pytest.Config) -> Settings:
             baseline=path("memeval_baseline"),
             max_drops=tuple(max_drops),
             alpha=alpha,
+            health_max_rise=health_max_rise,
             calibration=calibration,
         ),
         cache_dir=cache_dir,

@@ -201,11 +201,11 @@ def write_terminal_summary(
         for line in terminal_lines(summary.judge_calibration):
             tr.write_line(line)
     for reg in summary.regression:
-        tr.write_line(("memeval regression FAILED: " if reg.failed else "memeval: ") + reg.message)
+        tr.write_line("memeval: " + reg.message, red=reg.failed)
         for line in reg.details:
             tr.write_line("    " + line)
     if summary.regression_error is not None:
-        tr.write_line(f"memeval regression FAILED: {summary.regression_error}")
+        tr.write_line(f"memeval: regression FAILED: {summary.regression_error}", red=True)
     if src.lost:
         crashed = sum(1 for x in src.lost if x["crashed"])
         tr.write_line(

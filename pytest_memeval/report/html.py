@@ -398,8 +398,8 @@ def _chart(
     metric: str,
 ) -> str:
     """Horizontal grouped bars: one group per category (and overall rows), one bar per series;
-    this run's bars solid, published bars (``(note number, baseline)``) hatched and outlined in
-    their colour, whatever their metric or label (the legend says both)."""
+    this run's bars solid, published bars (``(note number, baseline)``, all of ``metric``) hatched
+    and outlined in their colour, labelled comparable or reference (the legend says which)."""
     first = runs[0]
     scopes = overall_scopes(first)
     groups = [*first.categories, first.overall, first.overall_all]
@@ -488,11 +488,17 @@ def _chart(
         )
         for i, (label, color, _) in enumerate(series)
     )
+    ran = any(metric in r.metrics for r in runs)
+    solid = (
+        f"Solid bars: this run ({esc(metric)}). "
+        if ran
+        else f"This run has no {esc(metric)} figure: only the published ones are drawn. "
+    )
     return (
         f"<h3>Chart: {esc(metric)} by category</h3>"
-        f'<p class="note">Solid bars: this run ({esc(metric)}). Hatched bars: published figures, '
+        f'<p class="note">{solid}Hatched bars: published {esc(metric)} figures, '
         "each labelled comparable (measured as this run) or reference (measured another way, "
-        "the reasons in the legend).</p>"
+        "the reasons in the legend); one metric per chart.</p>"
         f'<ul class="legend">{legend}</ul><div class="scroll">{"".join(parts)}</div>'
     )
 
@@ -753,20 +759,16 @@ def render_html(
             body.append("<h3>Comparison across systems</h3>")
             body.append(render_table(comparison_table(summary, runs)))
         body.append(_baselines_section(runs, list(baselines.get(bench, ()))))
-        # every published figure goes in a chart, hatched and labelled: in its own metric's
-        # chart where the run has the metric, else beside the headline metric
+        # every published figure goes in a chart, hatched and labelled, in its own metric's
+        # chart: a chart never puts two metrics on one axis (a published judge accuracy gets a
+        # chart of its own when this run has no such metric)
         numbered = list(enumerate(baselines.get(bench, ()), 1))
         chart_metrics = [m for m in [pass_metric(summary, runs[0])] if m]
         for _, b in numbered:
-            if b.metric not in chart_metrics and any(b.metric in r.metrics for r in runs):
+            if b.metric not in chart_metrics:
                 chart_metrics.append(b.metric)
         for metric in chart_metrics:
-            own = [
-                (n, b)
-                for n, b in numbered
-                if b.metric == metric
-                or (metric == chart_metrics[0] and b.metric not in chart_metrics)
-            ]
+            own = [(n, b) for n, b in numbered if b.metric == metric]
             body.append(_chart(summary, runs, own, metric))
         from .overlays import html_overlays
 

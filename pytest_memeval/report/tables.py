@@ -17,6 +17,7 @@ from typing import Any
 
 from ..analysis.aggregate import percentile
 from ..analysis.baselines import Baseline
+from .headline import HEADLINE_ROW, headline_metric
 from .model import (
     STATUS_COLUMNS,
     CategoryRow,
@@ -47,8 +48,10 @@ __all__ = [
     "official_table",
     "plain",
     "provenance_items",
+    "published_cell",
     "row_label",
     "run_table",
+    "same_selection",
     "scoreboard_table",
     "tokens_note",
     "tokens_table",
@@ -503,22 +506,48 @@ CONTROL_SYSTEMS: frozenset[str] = frozenset({"no-memory", "full-context", "oracl
 
 
 def nearest_published(
-    value: float | None, metric: str | None, baselines: Sequence[Baseline]
+    value: float | None,
+    metric: str | None,
+    baselines: Sequence[Baseline],
+    *,
+    value_all: float | None = None,
 ) -> Baseline | None:
-    """The published figure to read a run's headline beside: a comparable baseline of the same
-    metric first, then any of the same metric, then any reference; among equals the one whose
-    overall is closest to ``value``. None without a published overall."""
+    """The published figure to read a run's headline beside: of the same metric first, then over
+    the same selection as the headline (``overall``, not ``overall_all``: LoCoMo's paper counts
+    category 5 in), then a comparable one; among equals the one whose overall is closest to the
+    run's figure over the baseline's own selection (``value`` for ``overall``, ``value_all`` for
+    ``overall_all``). None without a published overall."""
     usable = [b for b in baselines if b.overall is not None]
     if not usable:
         return None
 
-    def rank(b: Baseline) -> tuple[int, float]:
-        tier = 0 if (b.metric == metric and not b.reasons) else 1 if b.metric == metric else 2
+    def rank(b: Baseline) -> tuple[bool, bool, bool, float]:
+        same = same_selection(b)
+        own = value if same else value_all
         assert b.overall is not None
-        gap = abs(b.overall - value) if value is not None else 0.0
-        return tier, gap
+        gap = abs(b.overall - own) if own is not None else 0.0
+        return b.metric != metric, not same, bool(b.reasons), gap
 
     return min(usable, key=rank)
+
+
+def same_selection(baseline: Baseline) -> bool:
+    """Whether ``baseline``'s overall covers the headline's questions (``overall``)."""
+    return baseline.overall_scope == HEADLINE_ROW
+
+
+def published_cell(near: Baseline | None, metric: str | None) -> str:
+    """The scoreboard's ``nearest published`` cell: system, value, the metric and the selection
+    when they differ from the headline's (named, never implied), and the label (``comparable``
+    only when metric and selection match too)."""
+    if near is None or near.overall is None:
+        return "-"
+    what = [near.metric] if near.metric != metric else []
+    same = same_selection(near)
+    if not same:
+        what.append("over all categories")
+    label = near.label if same and not what else "reference"
+    return f"{near.system} {fmt_num(near.overall)}" + "".join(f" {w}" for w in what) + f" ({label})"
 
 
 def scoreboard_table(
@@ -532,8 +561,6 @@ def scoreboard_table(
     (benchmark, label) to the metric (default: the benchmark's pass metric)."""
     if not summary.runs:
         return None
-    from .model import pass_metric
-
     header = (
         Cell("benchmark"),
         Cell("system"),
@@ -547,29 +574,21 @@ def scoreboard_table(
         Cell("role"),
     )
     if headline is None:
-        # the metric that decided CORRECT/WRONG (the first judge's, when one ran), as the
-        # context overlay recorded it
-        headline = {
-            (str(e.get("benchmark")), str(e.get("label"))): e.get("metric")
-            for e in (summary.context or {}).get("runs", ())
-            if isinstance(e, Mapping)
-        }
+        headline = {}
     rows = []
     for run in summary.runs:
-        metric = headline.get((run.benchmark, run.label)) or pass_metric(summary, run)
+        metric = headline.get((run.benchmark, run.label)) or headline_metric(
+            run, summary.provenance
+        )
         value = run.overall.metrics.get(metric) if metric else None
         ci = _row_ci(run.overall, metric) if metric else None
-        near = nearest_published(value, metric, baselines.get(run.benchmark, ()))
-        published = "-"
-        if near is not None and near.overall is not None:
-            what = [near.metric] if near.metric != metric else []
-            if near.overall_scope != "overall":
-                what.append(near.overall_scope)
-            published = (
-                f"{near.system} {fmt_num(near.overall)}"
-                + "".join(f" {w}" for w in what)
-                + f" ({near.label})"
-            )
+        near = nearest_published(
+            value,
+            metric,
+            baselines.get(run.benchmark, ()),
+            value_all=run.overall_all.metrics.get(metric) if metric else None,
+        )
+        published = published_cell(near, metric)
         statuses = run.overall_all.statuses
         rows.append(
             Row(

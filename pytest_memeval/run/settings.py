@@ -136,6 +136,9 @@ class CheckSettings:
     baseline: Path | None = None
     max_drops: tuple[tuple[str, float], ...] = ()
     alpha: float = 0.05
+    #: the health gate (on whenever a baseline is given): the largest rise allowed in the share
+    #: of questions that got no memories, raised or went unscored (0.10 = 10 points; None: off)
+    health_max_rise: float | None = 0.10
     #: --memeval-judge-calibration (None: off); its figures are gate metrics too
     calibration: CalibrationSettings | None = None
 

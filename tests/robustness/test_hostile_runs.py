@@ -35,7 +35,7 @@ def test_a_hostile_baseline_costs_no_report(pytester: pytest.Pytester, mode: lis
     text = result.stdout.str() + result.stderr.str()
     assert "INTERNALERROR" not in text and "OverflowError" not in text
     assert result.ret == pytest.ExitCode.TESTS_FAILED
-    result.stdout.fnmatch_lines(["memeval regression FAILED: --memeval-baseline *outside*"])
+    result.stdout.fnmatch_lines(["memeval: regression FAILED: --memeval-baseline *outside*"])
     assert read_json(out)["runs"]
 
     named = pytester.path / "named.json"

@@ -109,7 +109,7 @@ def test_baseline_from_a_fifo_fails_the_comparison_not_the_session(
     os.mkfifo(pipe)
     result = _subprocess(pytester, f"--memeval-baseline={pipe}")
     assert result.ret == pytest.ExitCode.TESTS_FAILED
-    result.stdout.fnmatch_lines(["memeval regression FAILED: *base.json*is a FIFO*"])
+    result.stdout.fnmatch_lines(["memeval: regression FAILED: *base.json*is a FIFO*"])
 
 
 @needs_fifo

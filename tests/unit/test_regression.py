@@ -96,8 +96,10 @@ def test_ten_flipped_is_significant_and_fails(metric: str) -> None:
     assert c.flipped_to_wrong == tuple(_ids(10))
     assert c.flipped_to_correct == ()
     assert c.message.startswith(
-        f"memeval regression FAILED: locomo (bm25) {metric} dropped 10.0 points "
-        "(0.800 -> 0.700, delta -0.100, 95% CI ["
+        f"regression FAILED: locomo (bm25) {metric} over all categories dropped 10.0 points "
+        # the scoreboard shows the judge's figure; `correct` is no scoreboard metric
+        f"(0.800 -> 0.700{'' if metric == 'correct' else ' on the scoreboard'}, delta -0.100, "
+        "95% CI ["
     )
     assert (
         "exact McNemar p = 0.00195, 100 paired questions): more than the allowed 2.0 points "
@@ -278,12 +280,12 @@ def test_runs_on_one_side_are_reported_not_failed() -> None:
     results = compare(Summary(runs=[*current.runs, other]), baseline, "correct", 2.0)
     assert [(c.system, c.failed) for c in results] == [("bm25", True), ("mem0", False)]
     assert results[1].message == (
-        "memeval regression: locomo (mem0) has no run in the baseline; not compared."
+        "regression: locomo (mem0) has no run in the baseline; not compared."
     )
     assert results[1].only_current == ("q001",)
     missing = compare(Summary(runs=[other]), baseline, "correct", 2.0)
     assert missing[1].message == (
-        "memeval regression: locomo (bm25) is in the baseline but did not run in this session; "
+        "regression: locomo (bm25) is in the baseline but did not run in this session; "
         "not compared."
     )
     assert len(missing[1].only_baseline) == 100 and not missing[1].compared
@@ -294,7 +296,7 @@ def test_metric_missing_on_both_sides_is_not_compared() -> None:
     [c] = compare(current, baseline, "bleu1", 2.0)
     assert not c.failed and c.paired == 0 and c.test == ""
     assert c.message == (
-        "memeval regression: locomo (bm25) bleu1: no question has a bleu1 value in both the "
+        "regression: locomo (bm25) bleu1 over all categories: no question has a bleu1 value in both the "
         "baseline and this run; not compared."
     )
     assert c.details == (
@@ -325,6 +327,7 @@ def test_save_and_load_roundtrip(tmp_path: Path) -> None:
         "category": "single-hop",
         "cluster": "q000",
         "scores": {"judge": 1.0, "f1": None},
+        "health": "ok",
     }
     assert run["summary"]["overall"]["count"] == 100
     path = tmp_path / "baseline.json"
@@ -445,4 +448,4 @@ def test_parse_max_drop_bad(text: str, problem: str) -> None:
     message = str(info.value)
     assert message.startswith(f"--memeval-max-drop {text!r}: ")
     assert problem in message
-    assert "expected METRIC:POINTS, e.g. f1:2" in message
+    assert "expected [CATEGORY.]METRIC:POINTS, e.g. f1:2" in message

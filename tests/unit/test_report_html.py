@@ -168,15 +168,18 @@ def test_structure_and_values() -> None:
     for i, b in enumerate(baselines_for("locomo"), 1):
         assert f"<td>[{i}] published</td><td>{esc(b.system)}</td>" in page
         assert esc(b.protocol) in page
-    # one chart for f1 (pass metric) and one for judge (a Mem0 J baseline matches)
-    assert tags.count("svg") == 2
+    # one chart per metric, never two metrics on one axis: f1 (the pass metric), judge (a Mem0 J
+    # baseline matches) and set_f1 (a published metric this run lacks: its bars alone)
+    assert tags.count("svg") == 3
     assert "Chart: f1 by category" in page and "Chart: judge_mem0_official by category" in page
+    assert "Chart: set_f1 by category" in page
+    assert "This run has no set_f1 figure: only the published ones are drawn." in page
     # bars: f1 chart: 2 runs x 5 groups + 2 f1 baselines with values (locomo-gpt-3.5-16k and
-    # rag: categories 4, 1, 5 + overall_all = 4 each) + the set_f1 baseline, a metric this run
-    # lacks, beside the headline (categories 4, 1 + overall = 3); judge chart: 2 x 5 (unscored
-    # m2 still leaves m1) + Mem0 J: categories 4 and 1 (it has no 5) + overall = 3; plus one
-    # hatch pattern <rect> per published series (3 + 1)
-    assert tags.count("rect") == (10 + 4 + 4 + 3) + (10 + 3) + 4
+    # rag: categories 4, 1, 5 + overall_all = 4 each); judge chart: 2 x 5 (unscored m2 still
+    # leaves m1) + Mem0 J: categories 4 and 1 (it has no 5) + overall = 3; set_f1 chart: the
+    # set_f1 baseline alone (categories 4, 1 + overall = 3); plus one hatch pattern <rect> per
+    # published series (2 + 1 + 1)
+    assert tags.count("rect") == (10 + 4 + 4) + (10 + 3) + 3 + 4
     assert page.count('class="published"><title>') == 4 + 4 + 3 + 3
     # worst and best: single-hop has 12 scored -> 5 best (CORRECT only) and 5 worst
     assert page.count("<td>worst 1</td>") == 4
