@@ -449,3 +449,79 @@ def test_parse_max_drop_bad(text: str, problem: str) -> None:
     assert message.startswith(f"--memeval-max-drop {text!r}: ")
     assert problem in message
     assert "expected [CATEGORY.]METRIC:POINTS, e.g. f1:2" in message
+
+
+# --- the headline selection and the health gate (issue 34) -----------------------------------
+
+ADVERSARIAL = [
+    CategoryMeta("single-hop", 4, "fact-recall"),
+    CategoryMeta("adversarial", 5, "abstention", in_overall=False),
+]
+
+
+def _searched(qid: str, f1: float, category: str, returned: int) -> QuestionResult:
+    r = make_result(qid, scores={"f1": f1}, category=category)
+    r.latency = {"search": 0.001}
+    r.details["memories_returned"] = returned
+    return r
+
+
+def _abstaining(empty: bool) -> Summary:
+    """40 single-hop questions and 20 adversarial ones; an empty system scores 0 on the first
+    and 1.0 on the second (its answerer abstains)."""
+    results = [
+        _searched(f"q{i:03d}", 0.0 if empty else 0.6, "single-hop", 0 if empty else 5)
+        for i in range(40)
+    ] + [
+        _searched(f"q{i:03d}", 1.0 if empty else 0.0, "adversarial", 0 if empty else 5)
+        for i in range(40, 60)
+    ]
+    return Summary(runs=[aggregate_run("locomo", "mem", "", results, ADVERSARIAL, ["f1"])])
+
+
+def test_the_gate_pairs_the_scoreboard_headline_not_every_category() -> None:
+    base = save_baseline(_abstaining(False))
+    [c] = compare(_abstaining(True), base, "f1", 2.0)
+    # over all 60 questions the mean falls only 0.400 -> 0.333 (the abstentions on category 5
+    # score 1.0): the gate reads the headline (single-hop) and quotes the scoreboard's figures
+    assert c.row == "overall" and c.selection == "categories excl. adversarial [5]"
+    assert c.paired == 40 and c.failed
+    assert (c.scoreboard_before, c.scoreboard_after) == (pytest.approx(0.6), 0.0)
+    assert "(0.600 -> 0.000 on the scoreboard, delta -0.600" in c.message
+    [by_cat] = [d for d in c.details if d.startswith("f1 by category")]
+    assert "single-hop 0.600 -> 0.000 (-0.600, n=40)" in by_cat
+    assert "adversarial* 0.000 -> 1.000 (+1.000, n=20)" in by_cat
+    # every category, and one category by name or id
+    [all_cats] = compare(_abstaining(True), base, "overall_all.f1", 2.0)
+    assert all_cats.paired == 60 and all_cats.selection == "all categories"
+    [five] = compare(_abstaining(True), base, "5.f1", 2.0)
+    assert five.row == "adversarial" and five.paired == 20 and not five.failed
+    assert "did not drop (0.000 -> 1.000 on the scoreboard" in five.message
+
+
+def test_health_gate_counts_empty_searches_errors_and_unscored() -> None:
+    base = save_baseline(_abstaining(False))
+    [h] = regression.compare_health(_abstaining(True), base)
+    assert h.failed and h.rise == pytest.approx(1.0)
+    assert h.after == {"error": 0, "unscored": 0, "empty": 60}
+    assert h.message.startswith(
+        "health FAILED: locomo (mem): 60 of 60 questions (100.0%) got no memories, raised or "
+        "went unscored, against 0 of 60 questions (0.0%) in the baseline (+100.0 points"
+    )
+    [same] = regression.compare_health(_abstaining(False), base)
+    assert not same.failed and same.rise == 0.0
+    # a baseline written before the gate: empty searches unknown, errors still compared
+    for q in base["runs"][0]["questions"].values():  # type: ignore[index]
+        del q["health"]
+    path_free = regression._validate("old.json", json.loads(json.dumps(base)))
+    [old] = regression.compare_health(_abstaining(True), path_free)
+    assert not old.failed and old.before["empty"] is None
+    assert any("written before the health gate" in d for d in old.details)
+
+
+def test_question_health() -> None:
+    assert regression.question_health(STATUS_ERROR, None, False) == "error"
+    assert regression.question_health(STATUS_UNSCORED, 3, True) == "unscored"
+    assert regression.question_health(STATUS_CORRECT, 0, True) == "empty"
+    # a system that answers itself has no search: never "empty"
+    assert regression.question_health(STATUS_CORRECT, 0, False) == "ok"
