@@ -312,7 +312,7 @@ def test_a_drop_in_every_conversation_fails_both_ways() -> None:
     assert c.failed and c.question_failed
     assert c.p_value == 2 / 1024
     assert c.message.startswith(
-        "regression FAILED: locomo (mem) correct over all categories dropped 10.0"
+        "regression FAILED: locomo (mem) correct over category single-hop [4] dropped 10.0"
     )
     assert c.details[0].endswith("would fail (same verdict)")
     assert not any(line.startswith("power:") for line in c.details)
