@@ -32,9 +32,10 @@ __all__ = [
 ]
 
 _PALETTE = ("#2f6db5", "#d9822b", "#3c9a5f", "#8e5cb5", "#c94f4f", "#4aa3a3", "#7a7a2e")
-#: the width of one character of the charts' 11px labels, generously (no font metrics here)
-_CHAR_W = 6.6
-_LABEL_H = 13.0
+#: the width of a character of the charts' 12px sans-serif labels, generously (no font metrics
+#: here): wide letters, narrow ones, the rest
+_WIDE, _NARROW = frozenset("mwMW@%"), frozenset("ijlrtf.,:;!|' -()[]1")
+_LABEL_H = 16.0
 _LABEL_CHARS = 28
 
 Box = tuple[float, float, float, float]  # x0, y0, x1, y1
@@ -62,9 +63,9 @@ def nice_ticks(low: float, high: float, count: int = 5) -> list[float]:
         return [0.0, 1.0]
     if high < low:
         low, high = high, low
-    if high == low:
+    if high == low:  # one value: a small range around it (never below 0 for a value >= 0)
         pad = max(abs(high) * 0.05, 0.005)
-        low, high = low - pad, high + pad
+        low, high = (low - pad if low - pad >= 0 or low < 0 else 0.0), high + pad
     raw = (high - low) / max(1, count - 1)
     power = 10.0 ** math.floor(math.log10(raw))
     step = next((m * power for m in (1.0, 2.0, 2.5, 5.0) if m * power >= raw), 10.0 * power)
@@ -151,6 +152,13 @@ def time_ticks(start: datetime, end: datetime, count: int = 5) -> tuple[list[dat
     return ticks, fmt
 
 
+def label_width(text: str) -> float:
+    """The width a label takes, in pixels, generously."""
+    return 4.0 + sum(
+        11.0 if c in _WIDE else 4.5 if c in _NARROW else 8.5 if c.isupper() else 7.2 for c in text
+    )
+
+
 def _overlaps(a: Box, b: Box) -> bool:
     return a[0] < b[2] and b[0] < a[2] and a[1] < b[3] and b[1] < a[3]
 
@@ -165,8 +173,8 @@ def place_labels(
     placed: list[Box] = []
     out: list[Box | None] = []
     for i, (x, y, text) in enumerate(points):
-        w, h = _CHAR_W * len(text) + 2, _LABEL_H
-        gap = radius + 2
+        w, h = label_width(text), _LABEL_H
+        gap = radius + 3
         candidates: list[Box] = [
             (x + gap, y - h / 2, x + gap + w, y + h / 2),  # right
             (x - gap - w, y - h / 2, x - gap, y + h / 2),  # left
@@ -199,6 +207,11 @@ def _short(text: str) -> str:
     return text if len(text) <= _LABEL_CHARS else text[: _LABEL_CHARS - 1] + "…"
 
 
+def _padded(low: float, high: float) -> tuple[float, float]:
+    """The range with room above its highest point (a point is never drawn on the frame)."""
+    return low, high + 0.04 * (high - low)
+
+
 def scatter_chart(
     title: str,
     points: Sequence[ScatterPoint],
@@ -216,8 +229,8 @@ def scatter_chart(
     front = pareto_front(xy)
     width, height, left, bottom, top, right = 640, 320, 64, 42, 16, 24
     plot_w, plot_h = width - left - right, height - top - bottom
-    x_ticks = nice_ticks(min(0.0, *(x for x, _ in xy)), max(x for x, _ in xy))
-    y_ticks = nice_ticks(min(y for _, y in xy), max(y for _, y in xy))
+    x_ticks = nice_ticks(*_padded(min(0.0, *(x for x, _ in xy)), max(x for x, _ in xy)))
+    y_ticks = nice_ticks(*_padded(min(y for _, y in xy), max(y for _, y in xy)))
     x0, x1, y0, y1 = x_ticks[0], x_ticks[-1], y_ticks[0], y_ticks[-1]
 
     def px(x: float) -> float:
@@ -276,8 +289,8 @@ def scatter_chart(
             )
         else:
             parts.append(
-                f'<text class="pt-label" x="{box[0] + 1:.1f}" y="{box[3] - 3:.1f}">'
-                f"<title>{tip}</title>{esc(_short(names[i]))}</text>"
+                f'<text class="pt-label" x="{box[0] + 1:.1f}" y="{box[3] - 4:.1f}">'
+                f"{esc(_short(names[i]))}</text>"
             )
     parts.append("</svg>")
     note = (

@@ -160,19 +160,33 @@ def _short(value: str, limit: int = 40) -> str:
     return f"{value[: limit - 14]}… #{hashlib.sha256(value.encode()).hexdigest()[:8]}"
 
 
+#: the field names a heading uses (the table's labels are longer)
+_SHORT_LABELS = {
+    "answer_prompt": "answer prompt",
+    "judge_prompt": "judge prompt",
+    "top_k": "top-k",
+    "context_budget": "context budget",
+    "plugin_version": "plugin",
+}
+
+
 def headings(keys: Sequence[Key]) -> dict[Key, str]:
     """A short heading per key, distinct between the keys: the benchmark, the question selection
-    and the judge always, then every other field whose value differs between ``keys`` (``top-k
-    2``). Two keys never share a heading (a field that tells them apart is in both)."""
-    varying = {label for label, _ in differences(keys)}
+    and the judge always, then every other field whose value differs between the keys of the
+    same benchmark (``top-k 2``). Two keys never share a heading: keys of two benchmarks differ in
+    the first word, keys of one in a field named in both (a key id is added should two short
+    values still read the same)."""
     labels = dict(KEY_FIELDS)
     always = {"benchmark", "selection", "decided_by", "judge"}
     out: dict[Key, str] = {}
     for key in keys:
         d = dict(key)
+        # what differs between the keys of this benchmark (the benchmark tells the others apart)
+        same = [k for k in keys if dict(k)["benchmark"] == d["benchmark"]]
+        varying = {label for label, _ in differences(same)}
         parts = [d["benchmark"], _selection(d["selection"]), _judge(d)]
         parts.extend(
-            f"{labels[name]} {_short(d[name])}"
+            f"{_SHORT_LABELS.get(name, name)} {_short(d[name])}"
             for name, _ in KEY_FIELDS
             if name not in always and labels[name] in varying
         )

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import replace
+from html import unescape
 from pathlib import Path
 
 import pytest
@@ -466,3 +467,95 @@ def test_diff_on_demand(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> N
     assert board_main([*runs, "--diff", a, "nope", "-o", str(out)]) == 2
     err = capsys.readouterr().err.strip()
     assert err.count("\n") == 0 and "'nope' names no result" in err and "RUN_ID:SYSTEM" in err
+
+
+def test_browser_reads_the_board(tmp_path: Path) -> None:
+    """The board in Chromium, measured on the rendered page: one row per system in each key
+    (bm25's three runs and a crowd of twelve look-alike systems), the history chart's points
+    spread over its height (y scaled to the data), no chart label overlapping another label or a
+    point, no SVG without a point; and a screenshot of the index."""
+    binary = chromium()
+    if binary is None:
+        pytest.skip(NO_CHROMIUM)
+    crowd = [
+        r
+        for i in range(12)
+        for r in _demo_results(f"look-alike-{i:02d}", tmp_path, 5 + i % 3, k=10)
+    ]
+    runs = [*_morning(tmp_path), _folder(tmp_path, "20261206T055500Z-ffffff", crowd)]
+    site = tmp_path / "site"
+    build_board(runs, site)
+    probe = """<script>(function () {
+      function hit(a, b) {
+        return a.left < b.right - 0.5 && b.left < a.right - 0.5 &&
+          a.top < b.bottom - 0.5 && b.top < a.bottom - 0.5;
+      }
+      var out = {rows: [], overlaps: [], labels: 0, legend: 0};
+      document.querySelectorAll("section.key").forEach(function (sec) {
+        out.rows.push(Array.from(sec.querySelectorAll("table.systems tr[data-system]"))
+          .map(function (tr) { return tr.getAttribute("data-system"); }));
+      });
+      var h = document.querySelector("svg.chart.history");
+      var box = h.getBoundingClientRect();
+      var ys = Array.from(h.querySelectorAll("circle")).map(function (c) {
+        var r = c.getBoundingClientRect(); return r.top + r.height / 2; });
+      out.spread = (Math.max.apply(null, ys) - Math.min.apply(null, ys)) / box.height;
+      out.yticks = Array.from(h.querySelectorAll("text.y-tick")).map(function (t) {
+        return t.textContent; });
+      out.tips = Array.from(h.querySelectorAll("circle title")).map(function (t) {
+        return t.textContent; });
+      document.querySelectorAll("svg.chart.pareto").forEach(function (svg) {
+        var labels = Array.from(svg.querySelectorAll("text.pt-label"));
+        var dots = Array.from(svg.querySelectorAll("circle"));
+        out.labels += labels.length;
+        labels.forEach(function (a, i) {
+          var ra = a.getBoundingClientRect();
+          labels.slice(i + 1).forEach(function (b) {
+            if (hit(ra, b.getBoundingClientRect())) { out.overlaps.push(a.textContent + "/" + b.textContent); }
+          });
+          dots.forEach(function (d) {
+            if (hit(ra, d.getBoundingClientRect())) { out.overlaps.push(a.textContent + "/dot"); }
+          });
+        });
+      });
+      out.legend = document.querySelectorAll("ul.chart-legend li").length;
+      out.empty = Array.from(document.querySelectorAll("svg")).filter(function (s) {
+        return !s.querySelector("circle"); }).length;
+      document.body.setAttribute("data-probe", JSON.stringify(out));
+    })();</script></body>"""
+    html = (site / "index.html").read_text(encoding="utf-8")
+    html = re.sub(r'<meta http-equiv="Content-Security-Policy"[^>]*>', "", html)
+    page = site / "probe.html"
+    page.write_text(html.replace("</body>", probe), encoding="utf-8")
+    proc = run_chromium(binary, tmp_path, page, "--window-size=1400,1000", "--dump-dom")
+    match = re.search(r'data-probe="([^"]*)"', proc.stdout)
+    assert match is not None, proc.stderr[-2000:]
+    got = json.loads(unescape(match.group(1)))
+    full = got["rows"][0]  # the first key: every question, top-k 10
+    assert sorted(full) == sorted(
+        ["bm25", "no-memory"] + [f"look-alike-{i:02d}" for i in range(12)]
+    )
+    assert all(len(rows) == len(set(rows)) for rows in got["rows"])  # one row per system
+    # bm25 at 5, 9 and 7 right answers: three heights, on a y axis scaled to the values and
+    # their intervals (as the hover text states them), not 0-1
+    assert got["spread"] > 0.05, got
+    shown = [
+        float(x)
+        for tip in got["tips"]
+        for x in re.findall(r"\b0\.[0-9]+|\b1\.0+", tip.split(": f1 ")[1])
+    ]
+    ticks = [float(t) for t in got["yticks"]]
+    assert len(got["tips"]) == 3 and ticks[0] <= min(shown) and ticks[-1] >= max(shown)
+    assert ticks[-1] - ticks[0] < 1.5 * (max(shown) - min(shown)), (ticks, shown)
+    assert got["overlaps"] == [] and got["labels"] >= 4
+    assert got["legend"] > 0  # the look-alikes' labels that found no free slot
+    assert got["empty"] == 0
+    shot = tmp_path / "index.png"
+    proc = run_chromium(
+        binary, tmp_path, site / "index.html", "--hide-scrollbars",
+        "--window-size=1400,2400", f"--screenshot={shot}",
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    data = shot.read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n" and int.from_bytes(data[16:20]) == 1400
+    assert len(data) > 50_000
