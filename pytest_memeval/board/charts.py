@@ -251,7 +251,7 @@ def scatter_chart(
         parts.append(
             f'<line class="grid" x1="{px(tx):.1f}" y1="{top}" x2="{px(tx):.1f}" '
             f'y2="{top + plot_h}"/><text class="tick x-tick" x="{px(tx):.1f}" '
-            f'y="{top + plot_h + 14}" text-anchor="middle">{esc(x_fmt(tx))}</text>'
+            f'y="{top + plot_h + 17}" text-anchor="middle">{esc(x_fmt(tx))}</text>'
         )
     for ty in y_ticks:
         parts.append(
@@ -344,7 +344,7 @@ def history_chart(label: str, runs: Sequence[HistoryPoint], metric: str) -> str:
             tx = left + plot_w * ((tick - t0) / (t1 - t0))
             parts.append(
                 f'<line class="grid" x1="{tx:.1f}" y1="{top}" x2="{tx:.1f}" y2="{top + plot_h}"/>'
-                f'<text class="tick x-tick" x="{tx:.1f}" y="{top + plot_h + 14}" '
+                f'<text class="tick x-tick" x="{tx:.1f}" y="{top + plot_h + 17}" '
                 f'text-anchor="middle">{esc(tick.strftime(fmt))}</text>'
             )
         day = f" on {ticks[0]:%Y-%m-%d}" if fmt.startswith("%H") else ""
@@ -354,7 +354,7 @@ def history_chart(label: str, runs: Sequence[HistoryPoint], metric: str) -> str:
         xs = [left + (i * step if len(runs) > 1 else plot_w / 2) for i in range(len(runs))]
         for x, r in zip(xs, runs, strict=True):
             parts.append(
-                f'<text class="tick x-tick" x="{x:.1f}" y="{top + plot_h + 14}" '
+                f'<text class="tick x-tick" x="{x:.1f}" y="{top + plot_h + 17}" '
                 f'text-anchor="middle">{esc(r.run_id[-8:])}</text>'
             )
         caption = "run (no recorded time: in run order)"
