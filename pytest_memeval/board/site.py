@@ -75,6 +75,8 @@ tr.control td:first-child::before{content:"\\25C6 ";color:#b07a00}
 .tier-re-run{background:#dff3e4;color:#1e6b34}
 .keybox{border:1px solid var(--line);border-radius:6px;padding:4px 12px;margin:14px 0}
 .flip-down td{background:#fbe3e3}.flip-up td{background:#dff3e4}
+table.history tr.shown td{font-weight:600}
+.chart-legend{font-size:12px;columns:3;margin:2px 0 10px}
 [hidden]{display:none!important}
 """
 
