@@ -17,7 +17,16 @@ from typing import Any
 
 from .load import Entry
 
-__all__ = ["KEY_FIELDS", "Key", "describe", "differences", "entry_key", "group_by_key", "key_id"]
+__all__ = [
+    "KEY_FIELDS",
+    "Key",
+    "describe",
+    "differences",
+    "entry_key",
+    "group_by_key",
+    "headings",
+    "key_id",
+]
 
 #: (field, label) in display order
 KEY_FIELDS: tuple[tuple[str, str], ...] = (
@@ -130,6 +139,62 @@ def describe(key: Key) -> str:
     if d["protocol"] != "none":
         parts.append(f"protocol {d['protocol']}")
     return " · ".join(parts)
+
+
+def _selection(value: str) -> str:
+    """``limit none, sample none`` -> ``all questions``; ``limit 3, sample none`` -> ``limit 3``."""
+    parts = [p for p in value.split(", ") if not p.endswith(" none")]
+    return ", ".join(parts) if parts else "all questions"
+
+
+def _judge(d: Mapping[str, str]) -> str:
+    """The metric that decided CORRECT/WRONG, and the judge model(s) when one judged."""
+    decided = "scored by " + d["decided_by"]
+    return decided if d["judge"] == "none" else f"{decided} (judge {d['judge']})"
+
+
+def _short(value: str, limit: int = 40) -> str:
+    """A long value (a prompt hash map, a model list) shortened, still telling values apart."""
+    if len(value) <= limit:
+        return value
+    return f"{value[: limit - 14]}… #{hashlib.sha256(value.encode()).hexdigest()[:8]}"
+
+
+#: the field names a heading uses (the table's labels are longer)
+_SHORT_LABELS = {
+    "answer_prompt": "answer prompt",
+    "judge_prompt": "judge prompt",
+    "top_k": "top-k",
+    "context_budget": "context budget",
+    "plugin_version": "plugin",
+}
+
+
+def headings(keys: Sequence[Key]) -> dict[Key, str]:
+    """A short heading per key, distinct between the keys: the benchmark, the question selection
+    and the judge always, then every other field whose value differs between the keys of the
+    same benchmark (``top-k 2``). Two keys never share a heading: keys of two benchmarks differ in
+    the first word, keys of one in a field named in both (a key id is added should two short
+    values still read the same)."""
+    labels = dict(KEY_FIELDS)
+    always = {"benchmark", "selection", "decided_by", "judge"}
+    out: dict[Key, str] = {}
+    for key in keys:
+        d = dict(key)
+        # what differs between the keys of this benchmark (the benchmark tells the others apart)
+        same = [k for k in keys if dict(k)["benchmark"] == d["benchmark"]]
+        varying = {label for label, _ in differences(same)}
+        parts = [d["benchmark"], _selection(d["selection"]), _judge(d)]
+        parts.extend(
+            f"{_SHORT_LABELS.get(name, name)} {_short(d[name])}"
+            for name, _ in KEY_FIELDS
+            if name not in always and labels[name] in varying
+        )
+        out[key] = " · ".join(parts)
+    seen: dict[str, int] = {}
+    for heading in out.values():
+        seen[heading] = seen.get(heading, 0) + 1
+    return {k: h if seen[h] == 1 else f"{h} · {key_id(k)}" for k, h in out.items()}
 
 
 def group_by_key(entries: Sequence[Entry]) -> dict[Key, list[Entry]]:

@@ -11,6 +11,7 @@ by hash), and no page links to anything outside the board's folder.
 
 from __future__ import annotations
 
+import hashlib
 import itertools
 import json
 import math
@@ -20,17 +21,34 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..analysis.baselines import RunProtocol, baselines_for, mark_comparability
-from ..analysis.context import pareto_front
 from ..analysis.regression import Comparison, compare_questions, questions_from_report
+from ..errors import MemevalError
 from ..records import STATUS_CORRECT, STATUS_WRONG, STATUSES, QuestionResult
 from ..report.html import PAGE_CSS, content_security_policy, esc, json_for_script, render_table
 from ..report.json_report import write_text_atomic
 from ..report.tables import baselines_table, fmt_num, run_table
-from .keys import KEY_FIELDS, Key, describe, differences, group_by_key, key_id
+from .charts import (
+    HistoryPoint,
+    ScatterPoint,
+    fmt_seconds,
+    fmt_tokens,
+    history_chart,
+    scatter_chart,
+)
+from .keys import KEY_FIELDS, Key, differences, entry_key, group_by_key, headings, key_id
 from .load import Entry, load_inputs, query_latency
 from .verify import TIER_RERUN, TIER_RESCORED, Verification, verify_entries
 
-__all__ = ["CONTROL_SYSTEMS", "BoardOutput", "add_to_board", "build_board", "write_board"]
+__all__ = [
+    "CONTROL_SYSTEMS",
+    "PICKS",
+    "BoardOutput",
+    "add_to_board",
+    "build_board",
+    "headline_value",
+    "write_board",
+    "write_diff",
+]
 
 #: the built-in controls: every claim is read against them
 CONTROL_SYSTEMS: Mapping[str, str] = {
@@ -38,7 +56,13 @@ CONTROL_SYSTEMS: Mapping[str, str] = {
     "full-context": "control: the whole history (no retrieval)",
     "oracle": "control: the evidence turns (retrieval ceiling)",
 }
-_PALETTE = ("#2f6db5", "#d9822b", "#3c9a5f", "#8e5cb5", "#c94f4f", "#4aa3a3", "#7a7a2e")
+#: which run of a system its row shows: ``latest`` (provenance ``created``) or ``best``
+PICK_LATEST, PICK_BEST = "latest", "best"
+PICKS = (PICK_LATEST, PICK_BEST)
+_PICK_TEXT = {
+    PICK_LATEST: "latest run (by recorded time)",
+    PICK_BEST: "best run (highest headline metric)",
+}
 _QUESTION_TEXT = 600
 
 _BOARD_CSS = """
@@ -51,6 +75,8 @@ tr.control td:first-child::before{content:"\\25C6 ";color:#b07a00}
 .tier-re-run{background:#dff3e4;color:#1e6b34}
 .keybox{border:1px solid var(--line);border-radius:6px;padding:4px 12px;margin:14px 0}
 .flip-down td{background:#fbe3e3}.flip-up td{background:#dff3e4}
+table.history tr.shown td{font-weight:600}
+.chart-legend{font-size:12px;columns:3;margin:2px 0 10px}
 [hidden]{display:none!important}
 """
 
@@ -88,7 +114,8 @@ _JS = """
       else {
         link.hidden = true;
         msg.textContent = a.value === b.value ? "pick two different runs" :
-          "no diff page for this pair (same system across runs, or systems of one run)";
+          "no diff page for this pair: write it with memeval-board INPUTS --diff " +
+          a.value + " " + b.value + " -o DIR";
       }
     }
     form.hidden = false;
@@ -163,15 +190,52 @@ def _order(entries: Sequence[Entry]) -> list[Entry]:
     return sorted(entries, key=lambda e: (e.created(), e.run_id))
 
 
+def headline_value(entry: Entry, metric: str | None) -> float | None:
+    """The headline figure of a result: ``metric`` over its ``overall`` row (the categories the
+    benchmark's overall counts: LoCoMo leaves out category 5), the report's own figure. The index,
+    the charts and the diff pages all quote this one."""
+    return entry.value("overall", metric) if metric else None
+
+
+def _by_label(entries: Sequence[Entry]) -> dict[str, list[Entry]]:
+    """Each system's results, oldest first."""
+    out: dict[str, list[Entry]] = {}
+    for e in _order(entries):
+        out.setdefault(e.label, []).append(e)
+    return out
+
+
 @dataclass
 class _Key:
     key: Key
     entries: list[Entry]
     metric: str | None
     categories: list[str]
+    pick: str = PICK_LATEST
+    #: the run each system's row shows (by label)
+    shown: dict[str, Entry] = field(default_factory=dict)
+    #: one row per system, ranked by the headline metric, best first
+    rows: list[Entry] = field(default_factory=list)
+
+    @property
+    def kid(self) -> str:
+        return key_id(self.key)
 
 
-def _key_view(key: Key, entries: list[Entry]) -> _Key:
+def _pick(runs: Sequence[Entry], pick: str, metric: str | None) -> Entry:
+    """The run a system's row shows: its latest, or its best (ties and no value: the latest)."""
+    if pick != PICK_BEST:
+        return runs[-1]
+    order = list(enumerate(runs))
+    best = max(order, key=lambda ie: (_sort_value(headline_value(ie[1], metric)), ie[0]))
+    return best[1]
+
+
+def _sort_value(value: float | None) -> float:
+    return value if value is not None else -math.inf
+
+
+def _key_view(key: Key, entries: list[Entry], pick: str = PICK_LATEST) -> _Key:
     heads = [e.headline() for e in entries]
     metric = max(set(h for h in heads if h), key=heads.count, default=None)
     categories: list[str] = []
@@ -179,17 +243,17 @@ def _key_view(key: Key, entries: list[Entry]) -> _Key:
         for row in e.computed.categories:
             if row.key not in categories:
                 categories.append(row.key)
-    return _Key(key, entries, metric, categories)
+    view = _Key(key, entries, metric, categories, pick)
+    view.shown = {label: _pick(runs, pick, metric) for label, runs in _by_label(entries).items()}
+    view.rows = sorted(
+        view.shown.values(),
+        key=lambda e: (-_sort_value(headline_value(e, metric)), e.label, e.created()),
+    )
+    return view
 
 
-def _ranked(view: _Key) -> list[Entry]:
-    metric = view.metric
-
-    def score(e: Entry) -> float:
-        v = e.value("overall", metric) if metric else None
-        return -v if v is not None else math.inf
-
-    return sorted(view.entries, key=lambda e: (score(e), e.label, e.created()))
+def _history_anchor(view: _Key, label: str) -> str:
+    return f"{view.kid}-h{hashlib.sha256(label.encode()).hexdigest()[:10]}"
 
 
 def _systems_table(view: _Key, tiers: Mapping[str, Verification]) -> str:
@@ -217,7 +281,8 @@ def _systems_table(view: _Key, tiers: Mapping[str, Verification]) -> str:
         for i, h in enumerate(head)
     )
     out.append("</tr></thead><tbody>")
-    for rank, e in enumerate(_ranked(view), 1):
+    runs_of = _by_label(view.entries)
+    for rank, e in enumerate(view.rows, 1):
         v = tiers[e.ident]
         control = e.system in CONTROL_SYSTEMS
         statuses = e.statuses()
@@ -238,10 +303,17 @@ def _systems_table(view: _Key, tiers: Mapping[str, Verification]) -> str:
             f'data-entry="{esc(e.ident)}"' + (' class="control">' if control else ">")
         )
         out.append(_num_cell(str(rank)))
-        out.append(f'<td><a href="{esc(page)}">{label}</a></td>')
+        others = len(runs_of[e.label]) - 1
+        more = (
+            f' <a class="runs" href="#{esc(_history_anchor(view, e.label))}">'
+            f"+{others} run{'s' if others > 1 else ''}</a>"
+            if others
+            else ""
+        )
+        out.append(f'<td><a href="{esc(page)}">{label}</a>{more}</td>')
         out.append(f"<td>{esc(e.run_id)}</td><td>{esc(e.created()[:19])}</td>")
         out.append(f"<td>{esc(e.commit()[:12] or '-')}</td><td>{_tier_badge(v, page)}</td>")
-        value = e.value("overall", view.metric) if view.metric else None
+        value = headline_value(e, view.metric)
         ci = e.ci("overall", view.metric) if view.metric else None
         out.append(_value_cell(value, ci, ' data-metric="headline"'))
         out.append(_num_cell(str(overall.count if overall else 0)))
@@ -276,10 +348,7 @@ def _run_protocol(entry: Entry) -> RunProtocol:
 
 
 def _baselines(view: _Key) -> str:
-    latest: dict[str, Entry] = {}
-    for e in _order(view.entries):
-        latest[e.label] = e
-    runs = [e.computed for e in latest.values()]
+    runs = [e.computed for e in view.rows]
     first = view.entries[0]
     variant = None
     datasets = first.provenance.get("datasets")
@@ -293,93 +362,39 @@ def _baselines(view: _Key) -> str:
         return '<p class="note">No published baseline of this benchmark.</p>'
     return (
         "<h4>Published baselines</h4>"
-        '<p class="note">The latest run of each system beside the published figures measured '
-        "the way this key measures (one column each, its protocol and source in the notes); "
+        f'<p class="note">The {_PICK_TEXT[view.pick]} of each system beside the published '
+        "figures measured the way this key measures (one column each, its protocol and source in the notes); "
         "published figures measured otherwise are listed apart with the reason.</p>"
         + render_table(table)
     )
 
 
-def _scatter(
-    title: str, points: Sequence[tuple[str, float | None, float | None]], x_label: str, y_label: str
-) -> str:
-    """An SVG scatter (lower x and higher y are better), the Pareto front joined by a line."""
-    shown = [(n, x, y) for n, x, y in points if x is not None and y is not None]
-    if not shown:
-        return f'<p class="note">{esc(title)}: no point has both figures.</p>'
-    front = pareto_front([(x, y) for _, x, y in shown])
-    width, height, left, bottom, top, right = 560, 300, 60, 40, 16, 170
-    xs = [float(x) for _, x, _ in shown if x is not None]
-    x_max = max(xs) * 1.05 or 1.0
-    y_max = max(1e-9, *(float(y) for _, _, y in shown if y is not None)) * 1.05
-    plot_w, plot_h = width - left - right, height - top - bottom
-
-    def px(x: float) -> float:
-        return left + plot_w * x / x_max
-
-    def py(y: float) -> float:
-        return top + plot_h * (1 - y / y_max)
-
-    parts = [
-        f'<svg width="{width}" height="{height}" viewBox="0 0 {width} {height}" role="img" '
-        f'aria-label="{esc(title)}">',
-        f'<line class="grid" x1="{left}" y1="{top + plot_h}" x2="{left + plot_w}" '
-        f'y2="{top + plot_h}"/>',
-        f'<line class="grid" x1="{left}" y1="{top}" x2="{left}" y2="{top + plot_h}"/>',
-        f'<text x="{left + plot_w / 2:.0f}" y="{height - 6}" text-anchor="middle">'
-        f"{esc(x_label)}</text>",
-        f'<text x="12" y="{top + plot_h / 2:.0f}" transform="rotate(-90 12 {top + plot_h / 2:.0f})"'
-        f' text-anchor="middle">{esc(y_label)}</text>',
-    ]
-    for tick in range(5):
-        tx, ty = x_max * tick / 4, y_max * tick / 4
-        parts.append(
-            f'<text x="{px(tx):.1f}" y="{top + plot_h + 14}" text-anchor="middle">{tx:.3g}</text>'
-        )
-        parts.append(f'<text x="{left - 4}" y="{py(ty) + 4:.1f}" text-anchor="end">{ty:.2f}</text>')
-    line = sorted(
-        (float(x), float(y))
-        for (_, x, y), on in zip(shown, front, strict=True)
-        if on and x is not None and y is not None
-    )
-    if len(line) > 1:
-        path = " ".join(f"{px(x):.1f},{py(y):.1f}" for x, y in line)
-        parts.append(f'<polyline points="{path}" fill="none" stroke="#3c9a5f" stroke-width="1.5"/>')
-    for i, ((name, x, y), on) in enumerate(zip(shown, front, strict=True)):
-        assert x is not None and y is not None
-        color = _PALETTE[i % len(_PALETTE)]
-        tip = esc(
-            f"{name}: {x_label} {x:.4g}, {y_label} {y:.3f}" + (" (Pareto front)" if on else "")
-        )
-        r = 6 if on else 4
-        parts.append(
-            f'<circle cx="{px(x):.1f}" cy="{py(y):.1f}" r="{r}" fill="{color}"'
-            f' data-front="{int(on)}"><title>{tip}</title></circle>'
-        )
-        parts.append(f'<text x="{px(x) + 8:.1f}" y="{py(y) + 4:.1f}">{esc(name[:28])}</text>')
-    parts.append("</svg>")
-    return f'<h4>{esc(title)}</h4><div class="scroll">{"".join(parts)}</div>'
-
-
 def _paretos(view: _Key) -> str:
     if view.metric is None:
         return ""
-    latest: dict[str, Entry] = {}
-    for e in _order(view.entries):
-        latest[e.label] = e
-    entries = list(latest.values())
-    tokens = [(e.label, e.context_tokens(), e.value("overall", view.metric)) for e in entries]
+    tokens = [
+        ScatterPoint(e.label, e.context_tokens(), headline_value(e, view.metric)) for e in view.rows
+    ]
     latency = [
-        (e.label, query_latency(e.results)["p50"], e.value("overall", view.metric)) for e in entries
+        ScatterPoint(e.label, query_latency(e.results)["p50"], headline_value(e, view.metric))
+        for e in view.rows
     ]
     return (
-        '<p class="note">Latest run of each system; larger dots: the Pareto front (no other '
-        "system is at least as accurate for fewer tokens / less time).</p>"
-        + _scatter(
-            f"{view.metric} vs mean context tokens", tokens, "mean context tokens", view.metric
+        f'<p class="note">The {_PICK_TEXT[view.pick]} of each system; larger dots: the Pareto '
+        "front (no other system is at least as accurate for fewer tokens / less time).</p>"
+        + scatter_chart(
+            f"{view.metric} vs mean context tokens",
+            tokens,
+            "mean context tokens",
+            view.metric,
+            fmt_tokens,
         )
-        + _scatter(
-            f"{view.metric} vs p50 latency (s)", latency, "p50 search+answer seconds", view.metric
+        + scatter_chart(
+            f"{view.metric} vs p50 latency",
+            latency,
+            "p50 search+answer latency",
+            view.metric,
+            fmt_seconds,
         )
     )
 
@@ -387,16 +402,14 @@ def _paretos(view: _Key) -> str:
 def _history(view: _Key) -> str:
     """Per system with two or more runs in the key: the runs oldest first (all overall
     metrics, with CIs) and a line of the headline metric with its intervals."""
-    by_label: dict[str, list[Entry]] = {}
-    for e in _order(view.entries):
-        by_label.setdefault(e.label, []).append(e)
     out = []
-    for label, runs in by_label.items():
+    for label, runs in _by_label(view.entries).items():
         if len(runs) < 2:
             continue
         metrics = list(dict.fromkeys(m for e in runs for m in e.metrics))
+        shown = view.shown[label]
         rows = [
-            "<tr>"
+            ('<tr class="shown">' if e is shown else "<tr>")
             + f"<td>{esc(e.created()[:19])}</td><td>{esc(e.commit()[:12] or '-')}</td>"
             + f'<td><a href="{esc(run_page_name(e))}">{esc(e.run_id)}</a></td>'
             + "".join(_value_cell(e.value("overall", m), e.ci("overall", m)) for m in metrics)
@@ -405,72 +418,39 @@ def _history(view: _Key) -> str:
         ]
         head = "".join(f'<th class="num">{esc(m)}</th>' for m in metrics)
         out.append(
-            f"<h4>History: {esc(label)}</h4>"
+            f'<h4 id="{esc(_history_anchor(view, label))}">History: {esc(label)}</h4>'
             f'<div class="scroll"><table class="history"><thead><tr><th>date</th><th>commit</th>'
             f"<th>run</th>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table></div>"
         )
         if view.metric:
-            out.append(_history_chart(label, runs, view.metric))
+            points = [
+                HistoryPoint(
+                    e.run_id,
+                    e.created(),
+                    e.commit(),
+                    e.value("overall", view.metric),
+                    e.ci("overall", view.metric),
+                )
+                for e in runs
+            ]
+            out.append(history_chart(label, points, view.metric))
     return "".join(out)
 
 
-def _history_chart(label: str, runs: Sequence[Entry], metric: str) -> str:
-    width, height, left, top, plot_h = 520, 180, 50, 12, 130
-    step = (width - left - 30) / max(1, len(runs) - 1)
-    points = []
-    parts = [
-        f'<svg width="{width}" height="{height}" viewBox="0 0 {width} {height}" role="img" '
-        f'aria-label="{esc(f"{label}: {metric} across runs")}">'
-    ]
-
-    def py(y: float) -> float:
-        return top + plot_h * (1 - y)
-
-    for tick in (0.0, 0.5, 1.0):
-        parts.append(
-            f'<line class="grid" x1="{left}" y1="{py(tick):.1f}" x2="{width - 20}" y2="{py(tick):.1f}"/>'
-            f'<text x="{left - 4}" y="{py(tick) + 4:.1f}" text-anchor="end">{tick:.1f}</text>'
-        )
-    for i, e in enumerate(runs):
-        x = left + i * step
-        v = e.value("overall", metric)
-        ci = e.ci("overall", metric)
-        if ci:
-            parts.append(
-                f'<line x1="{x:.1f}" y1="{py(ci[0]):.1f}" x2="{x:.1f}" y2="{py(ci[1]):.1f}" '
-                'stroke="#8a8a8a" stroke-width="2"/>'
-            )
-        if v is not None:
-            points.append(f"{x:.1f},{py(v):.1f}")
-            tip = esc(f"{e.created()[:19]} {e.commit()[:12]}: {metric} {v:.3f} {_ci_text(ci)}")
-            parts.append(
-                f'<circle cx="{x:.1f}" cy="{py(v):.1f}" r="4" fill="#2f6db5"><title>{tip}</title></circle>'
-            )
-        parts.append(
-            f'<text x="{x:.1f}" y="{height - 22}" text-anchor="middle">{esc((e.commit() or e.run_id)[:8])}</text>'
-        )
-    if len(points) > 1:
-        parts.insert(1, f'<polyline points="{" ".join(points)}" fill="none" stroke="#2f6db5"/>')
-    parts.append("</svg>")
-    return f'<div class="scroll">{"".join(parts)}</div>'
-
-
 def _diff_pairs(view: _Key) -> list[tuple[Entry, Entry]]:
-    """Consecutive runs of one system, and every two systems of one run."""
+    """Linear in the results: each run against its system's previous run (history order), and
+    each system's row against the key's best row (from the best to it). Any other pair on demand:
+    ``memeval-board ... --diff A B``."""
     pairs: list[tuple[Entry, Entry]] = []
-    by_label: dict[str, list[Entry]] = {}
-    by_run: dict[str, list[Entry]] = {}
-    for e in _order(view.entries):
-        by_label.setdefault(e.label, []).append(e)
-        by_run.setdefault(e.run_id, []).append(e)
-    for runs in by_label.values():
+    for runs in _by_label(view.entries).values():
         pairs.extend(itertools.pairwise(runs))
-    for runs in by_run.values():
-        pairs.extend((a, b) for i, a in enumerate(runs) for b in runs[i + 1 :])
+    best = view.rows[0] if view.rows else None
+    if best is not None and headline_value(best, view.metric) is not None:
+        pairs.extend((best, e) for e in view.rows[1:])
     return pairs
 
 
-def _diff_section(view: _Key, pairs: Sequence[tuple[Entry, Entry]], kid: str) -> str:
+def _diff_section(view: _Key, pairs: Sequence[tuple[Entry, Entry]]) -> str:
     if not pairs:
         return ""
     links = "".join(
@@ -484,8 +464,11 @@ def _diff_section(view: _Key, pairs: Sequence[tuple[Entry, Entry]], kid: str) ->
     )
     return (
         "<h4>Diffs</h4>"
-        f'<form class="diff-pick" hidden id="pick-{esc(kid)}"><label>from <select name="a">{options}'
-        f'</select></label> <label>to <select name="b">{options}</select></label> '
+        '<p class="note">Each run against its system\'s previous run, and each system against '
+        "the key's best (from the best to it). Any other pair: <code>memeval-board INPUTS --diff "
+        "A B -o DIR</code> with A and B the ids below (the run pages' names).</p>"
+        f'<form class="diff-pick" hidden id="pick-{esc(view.kid)}"><label>from <select name="a">'
+        f'{options}</select></label> <label>to <select name="b">{options}</select></label> '
         '<a class="diff-go" hidden href="#">open the diff</a> <span class="diff-msg muted"></span>'
         f"</form><ul>{links}</ul>"
     )
@@ -502,11 +485,11 @@ def _key_fields(key: Key) -> str:
     )
 
 
-def _differences(keys: Sequence[Key]) -> str:
+def _differences(keys: Sequence[Key], titles: Mapping[Key, str]) -> str:
     diffs = differences(keys)
     if len(keys) < 2:
         return '<p class="note">One comparability key: every result below is ranked together.</p>'
-    head = "".join(f"<th>{esc(key_id(k))}: {esc(describe(k))}</th>" for k in keys)
+    head = "".join(f'<th><a href="#{esc(key_id(k))}">{esc(titles[k])}</a></th>' for k in keys)
     rows = "".join(
         f"<tr><td>{esc(label)}</td>{''.join(f'<td>{esc(v)}</td>' for v in values)}</tr>"
         for label, values in diffs
@@ -530,13 +513,45 @@ def _flips(a: Entry, b: Entry) -> list[tuple[QuestionResult, QuestionResult]]:
     return out
 
 
-def _diff_page(a: Entry, b: Entry, metric: str | None) -> str:
+def _overall_categories(entry: Entry) -> set[str]:
+    """The categories the result's ``overall`` row counts (LoCoMo: 1-4, not the adversarial 5)."""
+    return {row.key for row in entry.computed.categories if row.in_overall}
+
+
+def _headline_table(a: Entry, b: Entry, metric: str) -> str:
+    """The two results' headline figures exactly as the index shows them (:func:`headline_value`
+    over ``overall``, its cluster CI, its n)."""
+    cells = []
+    for side, e in (("from", a), ("to", b)):
+        value = headline_value(e, metric)
+        overall = e.computed.row("overall")
+        cells.append(
+            f'<tr data-side="{side}"><td>{side}</td><td>{esc(e.label)} ({esc(e.run_id)})</td>'
+            f'<td class="num" id="headline-{side}">{esc(fmt_num(value))}</td>'
+            f'<td class="num">{esc(_ci_text(e.ci("overall", metric)))}</td>'
+            f'<td class="num">{overall.count if overall else 0}</td></tr>'
+        )
+    va, vb = headline_value(a, metric), headline_value(b, metric)
+    change = "-" if va is None or vb is None else fmt_num(vb - va, 4)
+    return (
+        f"<h2>Headline: {esc(metric)} (overall), as on the board's index</h2>"
+        '<table id="headline"><thead><tr><th></th><th>result</th>'
+        f'<th class="num">{esc(metric)}</th><th class="num">95% cluster CI</th>'
+        f'<th class="num">n</th></tr></thead><tbody>{"".join(cells)}'
+        f'<tr><td>change</td><td></td><td class="num" id="headline-change">{esc(change)}</td>'
+        "<td></td><td></td></tr></tbody></table>"
+    )
+
+
+def _diff_page(a: Entry, b: Entry, metric: str | None, note: str = "") -> str:
     comparison: Comparison | None = None
+    counted = _overall_categories(b)
     if metric is not None and b.results:
         bench_round3 = tuple(getattr(b.bench, "round3_metrics", ()))
+        # the paired test over the headline's questions: the categories overall counts
         comparison = compare_questions(
-            b.results,
-            questions_from_report(a.questions),
+            [r for r in b.results if r.category in counted],
+            questions_from_report([q for q in a.questions if q.get("category") in counted]),
             metric,
             unit=b.computed.cluster_unit,
             round3=metric in bench_round3,
@@ -547,10 +562,18 @@ def _diff_page(a: Entry, b: Entry, metric: str | None) -> str:
         f'{esc(a.label)} ({esc(a.run_id)})</a> to <a href="{esc(run_page_name(b))}">'
         f"{esc(b.label)} ({esc(b.run_id)})</a></p>"
     ]
+    if note:
+        body.append(f'<p class="note" id="diff-note">{esc(note)}</p>')
+    if metric is not None:
+        body.append(_headline_table(a, b, metric))
     if comparison is not None:
         ci = comparison.ci
         body.append(
-            '<h2>Paired test (the regression gate\'s)</h2><table id="paired"><tbody>'
+            '<h2>Paired test (the regression gate\'s)</h2><p class="note">Over the questions '
+            "both results hold in the categories the headline counts "
+            f"({esc(', '.join(sorted(counted)) or '-')}); when both hold the same questions, "
+            "its means are the headline's (rounded per question as the benchmark scores).</p>"
+            '<table id="paired"><tbody>'
             f"<tr><td>metric</td><td>{esc(metric)}</td></tr>"
             f'<tr><td>paired questions</td><td class="num">{comparison.paired}</td></tr>'
             f'<tr><td>from mean</td><td class="num">{esc(fmt_num(comparison.baseline_mean))}</td></tr>'
@@ -669,13 +692,20 @@ def _run_page(entry: Entry, v: Verification, key: Key) -> str:
 
 
 def write_board(
-    entries: Sequence[Entry], out_dir: Path, data_dir: Path | None = None
+    entries: Sequence[Entry],
+    out_dir: Path,
+    data_dir: Path | None = None,
+    pick: str = PICK_LATEST,
 ) -> BoardOutput:
-    """Write the site for ``entries`` into ``out_dir`` (created; pages replaced atomically)."""
+    """Write the site for ``entries`` into ``out_dir`` (created; pages replaced atomically);
+    ``pick``: which run of a system its row shows (:data:`PICKS`)."""
+    if pick not in PICKS:
+        raise MemevalError(f"memeval-board: --pick must be one of {', '.join(PICKS)}, got {pick!r}")
     out_dir.mkdir(parents=True, exist_ok=True)
     tiers = verify_entries(entries, data_dir)
     groups = group_by_key(entries)
     keys = list(groups)
+    titles = headings(keys)
     output = BoardOutput(out_dir, entries=len(entries), keys=len(keys))
     diffs: dict[str, str] = {}
     body = [
@@ -696,11 +726,11 @@ def write_board(
             f'<option value="{t}">{t}</option>' for t in ("re-run", "re-scored", "self-reported")
         )
         + '</select></label><label>system <input id="f-text" type="search"></label></div>',
-        _differences(keys),
+        _differences(keys, titles),
     ]
     for key in keys:
-        view = _key_view(key, groups[key])
-        kid = key_id(key)
+        view = _key_view(key, groups[key], pick)
+        kid = view.kid
         pairs = _diff_pairs(view)
         for a, b in pairs:
             name = diff_page_name(a, b)
@@ -712,14 +742,22 @@ def write_board(
             )
         body.append(
             f'<section class="key" id="{esc(kid)}" data-bench="{esc(view.entries[0].benchmark)}">'
-            f'<div class="keybox"><h2>{esc(describe(key))} <span class="muted">({esc(kid)})</span></h2>'
+            f'<div class="keybox"><h2>{esc(titles[key])} <span class="muted">({esc(kid)})</span></h2>'
             + _key_fields(key)
-            + f"<h3>Systems ranked by {esc(view.metric or '-')}</h3>"
+            + f"<h3>Systems ranked by {esc(view.metric or '-')} (overall)</h3>"
+            + f'<p class="note pick" data-pick="{esc(pick)}">One row per system: its '
+            + f"{_PICK_TEXT[pick]}"
+            + (
+                " (<code>--pick best</code> shows each system's best run instead)"
+                if pick == PICK_LATEST
+                else " (<code>--pick latest</code> shows each system's latest run instead)"
+            )
+            + "; its other runs are in its history below.</p>"
             + _systems_table(view, tiers)
             + _baselines(view)
             + _paretos(view)
             + _history(view)
-            + _diff_section(view, pairs, kid)
+            + _diff_section(view, pairs)
             + "</div></section>"
         )
     index = _page("memeval board", "".join(body), _JS, {"diffs": diffs})
@@ -729,10 +767,63 @@ def write_board(
 
 
 def build_board(
-    inputs: Sequence[str | os.PathLike[str]], out_dir: Path, data_dir: Path | None = None
+    inputs: Sequence[str | os.PathLike[str]],
+    out_dir: Path,
+    data_dir: Path | None = None,
+    pick: str = PICK_LATEST,
 ) -> BoardOutput:
     """Read the reports and run folders, then write the site."""
-    return write_board(load_inputs([Path(p) for p in inputs]), out_dir, data_dir)
+    return write_board(load_inputs([Path(p) for p in inputs]), out_dir, data_dir, pick)
+
+
+def _find(entries: Sequence[Entry], ref: str) -> Entry:
+    """The result ``ref`` names: its id (a run page's name, with or without ``run-``/``.html``),
+    ``RUN_ID:SYSTEM``, or a run id holding one result."""
+    name = ref.removeprefix("run-").removesuffix(".html")
+    run_id, _, system = name.rpartition(":")
+    found = [e for e in entries if e.ident == name] or [
+        e
+        for e in entries
+        if (system and e.run_id == run_id and system in (e.system, e.label))
+        or (not system and e.run_id == name)
+    ]
+    if len(found) == 1:
+        return found[0]
+    some = ", ".join(e.ident for e in (found or list(entries))[:4])
+    problem = "names several results" if found else "names no result of the inputs"
+    raise MemevalError(
+        f"--diff: {ref!r} {problem}; give a result's id (the index's diff picker, "
+        f"a run page's name: run-ID.html) or RUN_ID:SYSTEM, e.g. {some}"
+    )
+
+
+def write_diff(
+    entries: Sequence[Entry], a_ref: str, b_ref: str, out_dir: Path, data_dir: Path | None = None
+) -> BoardOutput:
+    """``memeval-board INPUTS --diff A B -o DIR``: the diff page of any two results (and the two
+    run pages it links to), on demand; the index is left as it is."""
+    a, b = _find(entries, a_ref), _find(entries, b_ref)
+    if a is b:
+        raise MemevalError(f"--diff: {a_ref!r} and {b_ref!r} are the same result")
+    out_dir.mkdir(parents=True, exist_ok=True)
+    ka, kb = entry_key(a), entry_key(b)
+    view = _key_view(kb, [a, b])
+    note = ""
+    if ka != kb:
+        fields = ", ".join(label for label, _ in differences([ka, kb]))
+        note = (
+            f"These two results are not measured the same way (their keys differ in {fields}): "
+            "read the difference with that in mind."
+        )
+    output = BoardOutput(out_dir, entries=2, keys=len({ka, kb}))
+    page = out_dir / diff_page_name(a, b)
+    output.pages.append(write_text_atomic(page, _diff_page(a, b, view.metric, note)))
+    tiers = verify_entries([a, b], data_dir)
+    for e, key in ((a, ka), (b, kb)):
+        output.pages.append(
+            write_text_atomic(out_dir / run_page_name(e), _run_page(e, tiers[e.ident], key))
+        )
+    return output
 
 
 #: in a board folder: the JSON reports of the runs added by ``--memeval-board`` ...
