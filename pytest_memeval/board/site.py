@@ -24,6 +24,7 @@ from ..analysis.baselines import RunProtocol, baselines_for, mark_comparability
 from ..analysis.regression import Comparison, compare_questions, questions_from_report
 from ..errors import MemevalError
 from ..records import STATUS_CORRECT, STATUS_WRONG, STATUSES, QuestionResult
+from ..report.headline import HEADLINE_ROW
 from ..report.html import PAGE_CSS, content_security_policy, esc, json_for_script, render_table
 from ..report.json_report import write_text_atomic
 from ..report.tables import baselines_table, fmt_num, run_table
@@ -193,8 +194,9 @@ def _order(entries: Sequence[Entry]) -> list[Entry]:
 def headline_value(entry: Entry, metric: str | None) -> float | None:
     """The headline figure of a result: ``metric`` over its ``overall`` row (the categories the
     benchmark's overall counts: LoCoMo leaves out category 5), the report's own figure. The index,
-    the charts and the diff pages all quote this one."""
-    return entry.value("overall", metric) if metric else None
+    the charts and the diff pages all quote this one (``report.headline``, as the scoreboard and
+    the gates)."""
+    return entry.value(HEADLINE_ROW, metric) if metric else None
 
 
 def _by_label(entries: Sequence[Entry]) -> dict[str, list[Entry]]:
