@@ -28,7 +28,7 @@ from ..report.json_report import write_text_atomic
 from ..report.tables import baselines_table, fmt_num, run_table
 from .keys import KEY_FIELDS, Key, describe, differences, group_by_key, key_id
 from .load import Entry, load_inputs, query_latency
-from .verify import TIER_RERUN, TIER_RESCORED, Verification, verify_entries
+from .verify import TIERS, Verification, verify_entries
 
 __all__ = ["CONTROL_SYSTEMS", "BoardOutput", "add_to_board", "build_board", "write_board"]
 
@@ -49,6 +49,10 @@ tr.control td:first-child::before{content:"\\25C6 ";color:#b07a00}
 .tier{display:inline-block;padding:0 6px;border-radius:8px;font-size:11px;font-weight:600}
 .tier-self-reported{background:#eee;color:#555}.tier-re-scored{background:#e3eefb;color:#1f4f8f}
 .tier-re-run{background:#dff3e4;color:#1e6b34}
+.tier-incomplete,.tier-unverified{background:#fff1d6;color:#8a5a00}
+.tier-invalid{background:#fbe3e3;color:#9b1c1c}
+.partial{font-size:11px;color:#8a5a00;border:1px solid #e0c27a;border-radius:6px;padding:0 4px}
+table.apart td{color:#555}
 .keybox{border:1px solid var(--line);border-radius:6px;padding:4px 12px;margin:14px 0}
 .flip-down td{background:#fbe3e3}.flip-up td{background:#dff3e4}
 [hidden]{display:none!important}
@@ -232,6 +236,8 @@ def _systems_table(view: _Key, tiers: Mapping[str, Verification]) -> str:
             if control
             else ""
         )
+        if v.partial:
+            label += f' <span class="partial" title="{esc("; ".join(v.partial))}">partial</span>'
         overall = e.computed.row("overall")
         out.append(
             f'<tr data-system="{esc(e.label)}" data-tier="{esc(v.tier)}" '
@@ -612,6 +618,60 @@ def _short(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
+def _apart_reasons(v: Verification) -> list[str]:
+    return [*v.set_problems, *(f"partial run: {reason}" for reason in v.partial)]
+
+
+def _set_lines(v: Verification) -> str:
+    """The run page's question-set check and partial-run reasons (why it is shown apart)."""
+    check = v.question_set
+    if check is not None and check.complete:
+        head = (
+            f"Question set: the {check.expected} selected question(s), each held once "
+            "(checked against the dataset)."
+        )
+    elif check is not None:
+        head = f"Question set: {check.held} record(s) held against {check.expected} selected."
+    else:
+        head = "Question set: not verified."
+    lines = "".join(f"<li>{esc(line)}</li>" for line in _apart_reasons(v))
+    return f'<p class="note" id="question-set">{esc(head)}</p>' + (
+        f'<ul class="apart-reasons">{lines}</ul>' if lines else ""
+    )
+
+
+def _apart_table(entries: Sequence[Entry], tiers: Mapping[str, Verification]) -> str:
+    """The results of a key shown apart: not ranked, each with its tier and why."""
+    if not entries:
+        return ""
+    rows = []
+    for e in _order(entries):
+        v = tiers[e.ident]
+        page = run_page_name(e)
+        metric = e.headline()
+        value = e.value("overall", metric) if metric else None
+        rows.append(
+            f'<tr class="apart" data-system="{esc(e.label)}" data-tier="{esc(v.tier)}" '
+            f'data-entry="{esc(e.ident)}"><td><a href="{esc(page)}">{esc(e.label)}</a></td>'
+            f"<td>{esc(e.run_id)}</td><td>{esc(e.created()[:19])}</td>"
+            f"<td>{_tier_badge(v, page)}</td>"
+            f"<td>{esc('; '.join(_apart_reasons(v)) or '-')}</td>"
+            f'<td class="num">{esc(fmt_num(value))}</td>'
+            f'<td class="num">{len(e.results)}</td></tr>'
+        )
+    return (
+        f'<h3 class="apart">Shown apart, not ranked ({len(entries)})</h3>'
+        '<p class="note">Results whose question set is not the complete, duplicate-free '
+        "selection of this key (or could not be checked), and partial runs (stopped early, "
+        "narrowed by -k / -m / --deselect / a shard, more than half ERROR; "
+        "<code>--show-partial</code> ranks these, marked). Their figures are not comparable "
+        'with the ranked ones.</p><div class="scroll"><table class="apart"><thead><tr>'
+        "<th>system</th><th>run</th><th>date</th><th>tier</th><th>why shown apart</th>"
+        '<th class="num">headline (overall, unranked)</th><th class="num">records</th></tr>'
+        f"</thead><tbody>{''.join(rows)}</tbody></table></div>"
+    )
+
+
 def _run_page(entry: Entry, v: Verification, key: Key) -> str:
     body = [
         f'<p><a href="index.html#{esc(key_id(key))}">board</a> · {esc(entry.kind)} '
@@ -625,6 +685,7 @@ def _run_page(entry: Entry, v: Verification, key: Key) -> str:
         + (f"; reproduced by run folder {esc(v.folder)}" if v.folder else "")
         + ".</p>",
     ]
+    body.append(_set_lines(v))
     if v.mismatches:
         body.append(
             '<ul class="mismatches">'
@@ -669,11 +730,16 @@ def _run_page(entry: Entry, v: Verification, key: Key) -> str:
 
 
 def write_board(
-    entries: Sequence[Entry], out_dir: Path, data_dir: Path | None = None
+    entries: Sequence[Entry],
+    out_dir: Path,
+    data_dir: Path | None = None,
+    show_partial: bool = False,
 ) -> BoardOutput:
-    """Write the site for ``entries`` into ``out_dir`` (created; pages replaced atomically)."""
+    """Write the site for ``entries`` into ``out_dir`` (created; pages replaced atomically).
+    Results whose question set is not verified, and partial runs unless ``show_partial``, are
+    shown apart in their key's section, never ranked."""
     out_dir.mkdir(parents=True, exist_ok=True)
-    tiers = verify_entries(entries, data_dir)
+    tiers = verify_entries(entries, data_dir, out_dir)
     groups = group_by_key(entries)
     keys = list(groups)
     output = BoardOutput(out_dir, entries=len(entries), keys=len(keys))
@@ -681,9 +747,8 @@ def write_board(
     body = [
         f'<p class="note">{len(entries)} results from '
         f"{len({e.source for e in entries})} sources in {len(keys)} comparability key(s). Tiers: "
-        f"{sum(t.tier == TIER_RERUN for t in tiers.values())} re-run, "
-        f"{sum(t.tier == TIER_RESCORED for t in tiers.values())} re-scored, "
-        f"{sum(t.tier not in (TIER_RERUN, TIER_RESCORED) for t in tiers.values())} self-reported. "
+        + ", ".join(f"{sum(t.tier == tier for t in tiers.values())} {tier}" for tier in TIERS)
+        + f"; {sum(not t.ranked(show_partial) for t in tiers.values())} shown apart, not ranked. "
         "Rows marked ◆ are controls.</p>",
         '<div class="controls" id="filters" hidden><label>benchmark <select id="f-bench">'
         '<option value="">all</option>'
@@ -692,34 +757,40 @@ def write_board(
             for b in dict.fromkeys(e.benchmark for e in entries)
         )
         + '</select></label><label>tier <select id="f-tier"><option value="">all</option>'
-        + "".join(
-            f'<option value="{t}">{t}</option>' for t in ("re-run", "re-scored", "self-reported")
-        )
+        + "".join(f'<option value="{t}">{t}</option>' for t in TIERS)
         + '</select></label><label>system <input id="f-text" type="search"></label></div>',
         _differences(keys),
     ]
     for key in keys:
-        view = _key_view(key, groups[key])
+        every = _key_view(key, groups[key])  # diffs and run pages: every result of the key
+        ranked = [e for e in groups[key] if tiers[e.ident].ranked(show_partial)]
+        apart = [e for e in groups[key] if not tiers[e.ident].ranked(show_partial)]
+        view = _key_view(key, ranked)
         kid = key_id(key)
-        pairs = _diff_pairs(view)
+        pairs = _diff_pairs(every)
         for a, b in pairs:
             name = diff_page_name(a, b)
             diffs[f"{a.ident}--{b.ident}"] = name
-            output.pages.append(write_text_atomic(out_dir / name, _diff_page(a, b, view.metric)))
-        for e in view.entries:
+            output.pages.append(write_text_atomic(out_dir / name, _diff_page(a, b, every.metric)))
+        for e in every.entries:
             output.pages.append(
                 write_text_atomic(out_dir / run_page_name(e), _run_page(e, tiers[e.ident], key))
             )
         body.append(
-            f'<section class="key" id="{esc(kid)}" data-bench="{esc(view.entries[0].benchmark)}">'
+            f'<section class="key" id="{esc(kid)}" data-bench="{esc(every.entries[0].benchmark)}">'
             f'<div class="keybox"><h2>{esc(describe(key))} <span class="muted">({esc(kid)})</span></h2>'
             + _key_fields(key)
-            + f"<h3>Systems ranked by {esc(view.metric or '-')}</h3>"
-            + _systems_table(view, tiers)
-            + _baselines(view)
-            + _paretos(view)
-            + _history(view)
-            + _diff_section(view, pairs, kid)
+            + (
+                f"<h3>Systems ranked by {esc(view.metric or '-')}</h3>"
+                + _systems_table(view, tiers)
+                + _baselines(view)
+                + _paretos(view)
+                + _history(view)
+                if ranked
+                else '<p class="note">No result of this key is ranked.</p>'
+            )
+            + _apart_table(apart, tiers)
+            + _diff_section(every, pairs, kid)
             + "</div></section>"
         )
     index = _page("memeval board", "".join(body), _JS, {"diffs": diffs})
@@ -729,10 +800,13 @@ def write_board(
 
 
 def build_board(
-    inputs: Sequence[str | os.PathLike[str]], out_dir: Path, data_dir: Path | None = None
+    inputs: Sequence[str | os.PathLike[str]],
+    out_dir: Path,
+    data_dir: Path | None = None,
+    show_partial: bool = False,
 ) -> BoardOutput:
     """Read the reports and run folders, then write the site."""
-    return write_board(load_inputs([Path(p) for p in inputs]), out_dir, data_dir)
+    return write_board(load_inputs([Path(p) for p in inputs]), out_dir, data_dir, show_partial)
 
 
 #: in a board folder: the JSON reports of the runs added by ``--memeval-board`` ...
