@@ -78,7 +78,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             show_partial=args.show_partial,
         )
     except MemevalError as exc:
-        print(f"memeval-board: {exc}", file=sys.stderr)
+        message = str(exc)  # the loader's own errors already start with the command's name
+        prefix = "" if message.startswith("memeval-board: ") else "memeval-board: "
+        print(prefix + message, file=sys.stderr)
         return 2
     except OSError as exc:
         where = exc.filename if exc.filename is not None else out

@@ -236,7 +236,11 @@ def _read_report(path: Path) -> dict[str, Any]:
     try:
         raw = read_bounded(path, MAX_REPORT_BYTES)
         data = json.loads(raw)
-    except (FileTooLarge, NotAFile) as exc:
+    except FileTooLarge:
+        raise _fail(
+            path, f"larger than {MAX_REPORT_BYTES:,} bytes, the board's bound on a report"
+        ) from None
+    except NotAFile as exc:
         raise _fail(path, str(exc)) from None
     except OSError as exc:
         raise _fail(path, f"cannot read it ({exc.strerror or exc})") from None
