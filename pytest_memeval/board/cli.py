@@ -82,6 +82,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         prefix = "" if message.startswith("memeval-board: ") else "memeval-board: "
         print(prefix + message, file=sys.stderr)
         return 2
+    except RecursionError:  # a bound above should have caught it: still one line, never a trace
+        print(
+            "memeval-board: an input nests arrays or objects too deeply to be read; "
+            "check the reports and run folders given",
+            file=sys.stderr,
+        )
+        return 2
     except OSError as exc:
         where = exc.filename if exc.filename is not None else out
         print(
