@@ -814,3 +814,33 @@ def test_board_writes_nothing_outside_its_folder(tmp_path: Path, demo_report: Pa
     (site / "index.html").unlink()
     (site / "index.html").mkdir()
     _one_board_line(*_board(str(demo_report), "-o", str(site)), "cannot write the site")
+
+
+@pytest.mark.parametrize("case", ["locomo-without-data", "hand-written-flow"])
+def test_board_unverifiable_question_set_is_apart(
+    tmp_path: Path, demo_report: Path, case: str
+) -> None:
+    """A real benchmark's report without its dataset here (no --data, no MEMEVAL_DATA_DIR: the
+    memeval_env fixture clears it), and a hand-written test's questions, cannot have their
+    question set checked: unverified, shown apart, the reason on the run page."""
+    data = json.loads(demo_report.read_text())
+    run = data["runs"][0]
+    if case == "locomo-without-data":
+        run["benchmark"] = "locomo"
+        for q in run["questions"]:
+            q["benchmark"] = "locomo"
+        reason = "question set not verified: dataset not loaded (FileNotFoundError: no --data"
+        page = "run-r-locomo-bm25-.html"
+    else:
+        run["flow"] = "test_mine"
+        for q in run["questions"]:
+            q["flow"] = "test_mine"
+        reason = "question set not verified: a hand-written test (test_mine) chooses its own"
+        page = "run-r-demo-bm25-test_mine.html"
+    demo_report.write_text(json.dumps(data), encoding="utf-8")
+    site = tmp_path / "site"
+    status, _, err = _board(str(demo_report), "-o", str(site))
+    assert status == 0, err
+    (row,) = _board_rows(site / "index.html").values()
+    assert (row["tier"], row["where"]) == ("unverified", "apart")
+    assert reason in (site / page).read_text(encoding="utf-8")
