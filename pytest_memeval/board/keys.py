@@ -32,7 +32,7 @@ __all__ = [
 KEY_FIELDS: tuple[tuple[str, str], ...] = (
     ("benchmark", "benchmark"),
     ("dataset", "dataset (variant, sha256)"),
-    ("selection", "questions (limit, sample, seed)"),
+    ("selection", "questions (limit, sample, seed, -k, -m)"),
     ("errata", "errata"),
     ("protocol", "protocol"),
     ("answerer", "answerer"),
@@ -107,6 +107,11 @@ def entry_key(entry: Entry) -> Key:
     selection = f"limit {_plain(p.get('limit'))}, sample {_plain(sample)}" + (
         f", seed {_plain(p.get('seed'))}" if sample is not None else ""
     )
+    session = p.get("session") if isinstance(p.get("session"), Mapping) else {}
+    assert isinstance(session, Mapping)
+    for flag, name in (("-k", "keyword"), ("-m", "markexpr")):
+        if session.get(name):
+            selection += f", {flag} {_plain(session.get(name))}"
     values = {
         "benchmark": entry.benchmark,
         "dataset": _dataset(p, entry.benchmark),

@@ -30,6 +30,7 @@ from ..report.model import REPORT_SCHEMA, RunSummary
 from ..run.store import CONFIG_FILE, RESULTS_FILE, read_config, read_results
 
 __all__ = [
+    "MAX_JSON_DEPTH",
     "MAX_REPORT_BYTES",
     "Benchmarks",
     "Entry",
@@ -41,7 +42,11 @@ __all__ = [
     "summarize",
 ]
 
+#: a report larger than this is refused (docs/board.md#limits)
 MAX_REPORT_BYTES = 512 * 1024 * 1024
+#: arrays and objects nested deeper than this are refused: a report's own records nest about 6
+#: deep; the board's recursive readers (repr, json.dumps) must never meet Python's recursion limit
+MAX_JSON_DEPTH = 64
 #: the summary keys of a report run that are not metrics
 _NOT_METRICS = frozenset({"count", "statuses", "category_id", "shared_category", "scored", "ci"})
 
@@ -203,16 +208,49 @@ def _fail(path: Path, problem: str) -> MemevalError:
     )
 
 
+def json_depth(value: Any, limit: int) -> int:
+    """How deep ``value``'s arrays and objects nest (a scalar: 0), counted without recursion and
+    only up to ``limit + 1``: whether it passes ``limit`` is all a caller needs."""
+    deepest = 0
+    stack: list[tuple[Any, int]] = [(value, 0)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict):
+            children: Any = item.values()
+        elif isinstance(item, list):
+            children = item
+        else:
+            continue
+        depth += 1
+        deepest = max(deepest, depth)
+        if depth > limit:
+            return deepest
+        stack.extend((child, depth) for child in children if isinstance(child, (dict, list)))
+    return deepest
+
+
 def _read_report(path: Path) -> dict[str, Any]:
     try:
         raw = read_bounded(path, MAX_REPORT_BYTES)
         data = json.loads(raw)
-    except (FileTooLarge, NotAFile) as exc:
+    except FileTooLarge:
+        raise _fail(
+            path, f"larger than {MAX_REPORT_BYTES:,} bytes, the board's bound on a report"
+        ) from None
+    except NotAFile as exc:
         raise _fail(path, str(exc)) from None
     except OSError as exc:
         raise _fail(path, f"cannot read it ({exc.strerror or exc})") from None
+    except RecursionError:
+        raise _fail(
+            path, f"not a report: arrays or objects nested too deeply (at most {MAX_JSON_DEPTH})"
+        ) from None
+    except MemoryError:
+        raise _fail(path, "too large to read into memory") from None
     except ValueError as exc:
-        raise _fail(path, f"not JSON ({exc})") from None
+        raise _fail(path, f"not JSON ({str(exc)[:200]})") from None
+    if json_depth(data, MAX_JSON_DEPTH) > MAX_JSON_DEPTH:
+        raise _fail(path, f"not a report: arrays or objects nested more than {MAX_JSON_DEPTH} deep")
     if not isinstance(data, dict) or data.get("schema") != REPORT_SCHEMA:
         schema = data.get("schema") if isinstance(data, dict) else None
         raise _fail(path, f"schema {schema!r} is not {REPORT_SCHEMA!r}")
@@ -278,7 +316,16 @@ def read_folder(path: Path) -> RunFolder:
     config = read_config(path)
     if config is None:
         raise _fail(path, f"no readable {CONFIG_FILE} (its settings make the comparability key)")
+    if json_depth(config, MAX_JSON_DEPTH) > MAX_JSON_DEPTH:
+        raise _fail(path, f"{CONFIG_FILE} nests arrays or objects more than {MAX_JSON_DEPTH} deep")
     latest = {r.key: r for r in read_results(path)}  # a later line for a question wins
+    for r in latest.values():
+        if json_depth([r.gold, r.details], MAX_JSON_DEPTH) > MAX_JSON_DEPTH:
+            raise _fail(
+                path,
+                f"{RESULTS_FILE}: question {r.question_id[:80]!r} nests arrays or objects more "
+                f"than {MAX_JSON_DEPTH} deep",
+            )
     return RunFolder(path, config, list(latest.values()))
 
 

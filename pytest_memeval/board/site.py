@@ -38,7 +38,7 @@ from .charts import (
 )
 from .keys import KEY_FIELDS, Key, differences, entry_key, group_by_key, headings, key_id
 from .load import Entry, load_inputs, query_latency
-from .verify import TIER_RERUN, TIER_RESCORED, Verification, verify_entries
+from .verify import TIERS, Verification, verify_entries
 
 __all__ = [
     "CONTROL_SYSTEMS",
@@ -74,6 +74,10 @@ tr.control td:first-child::before{content:"\\25C6 ";color:#b07a00}
 .tier{display:inline-block;padding:0 6px;border-radius:8px;font-size:11px;font-weight:600}
 .tier-self-reported{background:#eee;color:#555}.tier-re-scored{background:#e3eefb;color:#1f4f8f}
 .tier-re-run{background:#dff3e4;color:#1e6b34}
+.tier-incomplete,.tier-unverified{background:#fff1d6;color:#8a5a00}
+.tier-invalid{background:#fbe3e3;color:#9b1c1c}
+.partial{font-size:11px;color:#8a5a00;border:1px solid #e0c27a;border-radius:6px;padding:0 4px}
+table.apart td{color:#555}
 .keybox{border:1px solid var(--line);border-radius:6px;padding:4px 12px;margin:14px 0}
 .flip-down td{background:#fbe3e3}.flip-up td{background:#dff3e4}
 table.history tr.shown td{font-weight:600}
@@ -299,6 +303,8 @@ def _systems_table(view: _Key, tiers: Mapping[str, Verification]) -> str:
             if control
             else ""
         )
+        if v.partial:
+            label += f' <span class="partial" title="{esc("; ".join(v.partial))}">partial</span>'
         overall = e.computed.row("overall")
         out.append(
             f'<tr data-system="{esc(e.label)}" data-tier="{esc(v.tier)}" '
@@ -439,16 +445,17 @@ def _history(view: _Key) -> str:
     return "".join(out)
 
 
-def _diff_pairs(view: _Key) -> list[tuple[Entry, Entry]]:
-    """Linear in the results: each run against its system's previous run (history order), and
-    each system's row against the key's best row (from the best to it). Any other pair on demand:
+def _diff_pairs(every: _Key, ranked: _Key) -> list[tuple[Entry, Entry]]:
+    """Linear in the results: each run against its system's previous run (history order, every
+    result of the key), and each ranked system's row against the key's best ranked row (from the
+    best to it; a result shown apart is never the best). Any other pair on demand:
     ``memeval-board ... --diff A B``."""
     pairs: list[tuple[Entry, Entry]] = []
-    for runs in _by_label(view.entries).values():
+    for runs in _by_label(every.entries).values():
         pairs.extend(itertools.pairwise(runs))
-    best = view.rows[0] if view.rows else None
-    if best is not None and headline_value(best, view.metric) is not None:
-        pairs.extend((best, e) for e in view.rows[1:])
+    best = ranked.rows[0] if ranked.rows else None
+    if best is not None and headline_value(best, ranked.metric) is not None:
+        pairs.extend((best, e) for e in ranked.rows[1:])
     return pairs
 
 
@@ -637,6 +644,60 @@ def _short(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
+def _apart_reasons(v: Verification) -> list[str]:
+    return [*v.set_problems, *(f"partial run: {reason}" for reason in v.partial)]
+
+
+def _set_lines(v: Verification) -> str:
+    """The run page's question-set check and partial-run reasons (why it is shown apart)."""
+    check = v.question_set
+    if check is not None and check.complete:
+        head = (
+            f"Question set: the {check.expected} selected question(s), each held once "
+            "(checked against the dataset)."
+        )
+    elif check is not None:
+        head = f"Question set: {check.held} record(s) held against {check.expected} selected."
+    else:
+        head = "Question set: not verified."
+    lines = "".join(f"<li>{esc(line)}</li>" for line in _apart_reasons(v))
+    return f'<p class="note" id="question-set">{esc(head)}</p>' + (
+        f'<ul class="apart-reasons">{lines}</ul>' if lines else ""
+    )
+
+
+def _apart_table(entries: Sequence[Entry], tiers: Mapping[str, Verification]) -> str:
+    """The results of a key shown apart: not ranked, each with its tier and why."""
+    if not entries:
+        return ""
+    rows = []
+    for e in _order(entries):
+        v = tiers[e.ident]
+        page = run_page_name(e)
+        metric = e.headline()
+        value = e.value("overall", metric) if metric else None
+        rows.append(
+            f'<tr class="apart" data-system="{esc(e.label)}" data-tier="{esc(v.tier)}" '
+            f'data-entry="{esc(e.ident)}"><td><a href="{esc(page)}">{esc(e.label)}</a></td>'
+            f"<td>{esc(e.run_id)}</td><td>{esc(e.created()[:19])}</td>"
+            f"<td>{_tier_badge(v, page)}</td>"
+            f"<td>{esc('; '.join(_apart_reasons(v)) or '-')}</td>"
+            f'<td class="num">{esc(fmt_num(value))}</td>'
+            f'<td class="num">{len(e.results)}</td></tr>'
+        )
+    return (
+        f'<h3 class="apart">Shown apart, not ranked ({len(entries)})</h3>'
+        '<p class="note">Results whose question set is not the complete, duplicate-free '
+        "selection of this key (or could not be checked), and partial runs (stopped early, "
+        "narrowed by -k / -m / --deselect / a shard, more than half ERROR; "
+        "<code>--show-partial</code> ranks these, marked). Their figures are not comparable "
+        'with the ranked ones.</p><div class="scroll"><table class="apart"><thead><tr>'
+        "<th>system</th><th>run</th><th>date</th><th>tier</th><th>why shown apart</th>"
+        '<th class="num">headline (overall, unranked)</th><th class="num">records</th></tr>'
+        f"</thead><tbody>{''.join(rows)}</tbody></table></div>"
+    )
+
+
 def _run_page(entry: Entry, v: Verification, key: Key) -> str:
     body = [
         f'<p><a href="index.html#{esc(key_id(key))}">board</a> · {esc(entry.kind)} '
@@ -650,6 +711,7 @@ def _run_page(entry: Entry, v: Verification, key: Key) -> str:
         + (f"; reproduced by run folder {esc(v.folder)}" if v.folder else "")
         + ".</p>",
     ]
+    body.append(_set_lines(v))
     if v.mismatches:
         body.append(
             '<ul class="mismatches">'
@@ -698,13 +760,16 @@ def write_board(
     out_dir: Path,
     data_dir: Path | None = None,
     pick: str = PICK_LATEST,
+    show_partial: bool = False,
 ) -> BoardOutput:
     """Write the site for ``entries`` into ``out_dir`` (created; pages replaced atomically);
-    ``pick``: which run of a system its row shows (:data:`PICKS`)."""
+    ``pick``: which run of a system its row shows (:data:`PICKS`). Results whose question set is
+    not verified, and partial runs unless ``show_partial``, are shown apart in their key's
+    section, never ranked."""
     if pick not in PICKS:
         raise MemevalError(f"memeval-board: --pick must be one of {', '.join(PICKS)}, got {pick!r}")
     out_dir.mkdir(parents=True, exist_ok=True)
-    tiers = verify_entries(entries, data_dir)
+    tiers = verify_entries(entries, data_dir, out_dir)
     groups = group_by_key(entries)
     keys = list(groups)
     titles = headings(keys)
@@ -713,9 +778,8 @@ def write_board(
     body = [
         f'<p class="note">{len(entries)} results from '
         f"{len({e.source for e in entries})} sources in {len(keys)} comparability key(s). Tiers: "
-        f"{sum(t.tier == TIER_RERUN for t in tiers.values())} re-run, "
-        f"{sum(t.tier == TIER_RESCORED for t in tiers.values())} re-scored, "
-        f"{sum(t.tier not in (TIER_RERUN, TIER_RESCORED) for t in tiers.values())} self-reported. "
+        + ", ".join(f"{sum(t.tier == tier for t in tiers.values())} {tier}" for tier in TIERS)
+        + f"; {sum(not t.ranked(show_partial) for t in tiers.values())} shown apart, not ranked. "
         "Rows marked ◆ are controls.</p>",
         '<div class="controls" id="filters" hidden><label>benchmark <select id="f-bench">'
         '<option value="">all</option>'
@@ -724,42 +788,48 @@ def write_board(
             for b in dict.fromkeys(e.benchmark for e in entries)
         )
         + '</select></label><label>tier <select id="f-tier"><option value="">all</option>'
-        + "".join(
-            f'<option value="{t}">{t}</option>' for t in ("re-run", "re-scored", "self-reported")
-        )
+        + "".join(f'<option value="{t}">{t}</option>' for t in TIERS)
         + '</select></label><label>system <input id="f-text" type="search"></label></div>',
         _differences(keys, titles),
     ]
     for key in keys:
-        view = _key_view(key, groups[key], pick)
-        kid = view.kid
-        pairs = _diff_pairs(view)
+        every = _key_view(key, groups[key], pick)  # diffs and run pages: every result
+        ranked = [e for e in groups[key] if tiers[e.ident].ranked(show_partial)]
+        apart = [e for e in groups[key] if not tiers[e.ident].ranked(show_partial)]
+        view = _key_view(key, ranked, pick)
+        kid = every.kid
+        pairs = _diff_pairs(every, view)
         for a, b in pairs:
             name = diff_page_name(a, b)
             diffs[f"{a.ident}--{b.ident}"] = name
-            output.pages.append(write_text_atomic(out_dir / name, _diff_page(a, b, view.metric)))
-        for e in view.entries:
+            output.pages.append(write_text_atomic(out_dir / name, _diff_page(a, b, every.metric)))
+        for e in every.entries:
             output.pages.append(
                 write_text_atomic(out_dir / run_page_name(e), _run_page(e, tiers[e.ident], key))
             )
         body.append(
-            f'<section class="key" id="{esc(kid)}" data-bench="{esc(view.entries[0].benchmark)}">'
+            f'<section class="key" id="{esc(kid)}" data-bench="{esc(every.entries[0].benchmark)}">'
             f'<div class="keybox"><h2>{esc(titles[key])} <span class="muted">({esc(kid)})</span></h2>'
             + _key_fields(key)
-            + f"<h3>Systems ranked by {esc(view.metric or '-')} (overall)</h3>"
-            + f'<p class="note pick" data-pick="{esc(pick)}">One row per system: its '
-            + f"{_PICK_TEXT[pick]}"
             + (
-                " (<code>--pick best</code> shows each system's best run instead)"
-                if pick == PICK_LATEST
-                else " (<code>--pick latest</code> shows each system's latest run instead)"
+                f"<h3>Systems ranked by {esc(view.metric or '-')} (overall)</h3>"
+                + f'<p class="note pick" data-pick="{esc(pick)}">One row per system: its '
+                + f"{_PICK_TEXT[pick]}"
+                + (
+                    " (<code>--pick best</code> shows each system's best run instead)"
+                    if pick == PICK_LATEST
+                    else " (<code>--pick latest</code> shows each system's latest run instead)"
+                )
+                + "; its other runs are in its history below.</p>"
+                + _systems_table(view, tiers)
+                + _baselines(view)
+                + _paretos(view)
+                + _history(view)
+                if ranked
+                else '<p class="note">No result of this key is ranked.</p>'
             )
-            + "; its other runs are in its history below.</p>"
-            + _systems_table(view, tiers)
-            + _baselines(view)
-            + _paretos(view)
-            + _history(view)
-            + _diff_section(view, pairs)
+            + _apart_table(apart, tiers)
+            + _diff_section(every, pairs)
             + "</div></section>"
         )
     index = _page("memeval board", "".join(body), _JS, {"diffs": diffs})
@@ -773,9 +843,12 @@ def build_board(
     out_dir: Path,
     data_dir: Path | None = None,
     pick: str = PICK_LATEST,
+    show_partial: bool = False,
 ) -> BoardOutput:
     """Read the reports and run folders, then write the site."""
-    return write_board(load_inputs([Path(p) for p in inputs]), out_dir, data_dir, pick)
+    return write_board(
+        load_inputs([Path(p) for p in inputs]), out_dir, data_dir, pick, show_partial
+    )
 
 
 def _find(entries: Sequence[Entry], ref: str) -> Entry:
@@ -820,7 +893,7 @@ def write_diff(
     output = BoardOutput(out_dir, entries=2, keys=len({ka, kb}))
     page = out_dir / diff_page_name(a, b)
     output.pages.append(write_text_atomic(page, _diff_page(a, b, view.metric, note)))
-    tiers = verify_entries([a, b], data_dir)
+    tiers = verify_entries([a, b], data_dir, out_dir)
     for e, key in ((a, ka), (b, kb)):
         output.pages.append(
             write_text_atomic(out_dir / run_page_name(e), _run_page(e, tiers[e.ident], key))

@@ -9,6 +9,15 @@
   key holds the same questions with the same statuses and scores (the run's raw store reproduces
   the report).
 
+Only a complete, duplicate-free question set can be re-scored or re-run: the ids a result holds
+are checked against the selection its key names (the dataset's questions for its limit, sample and
+seed: :func:`run.question.check_question_set`). A result that fails the check is **incomplete**
+(selected questions missing) or **invalid** (ids the selection does not name, or one id twice); one
+whose set cannot be checked (the dataset not loaded here, a hand-written test's own questions) is
+**unverified**. These three are shown apart, never ranked. A run stopped early, narrowed by ``-k``
+/ ``-m`` / ``--deselect`` / a shard, or with more than half its questions in ERROR is *partial*
+(:func:`partial_reasons`): shown apart too unless the board is asked to rank partial runs.
+
 Questions are read from the benchmark's dataset when it is available (``data_dir``) and its
 sha256 is the one the report names, so the gold and the evidence are the dataset's, not the
 report's; otherwise from the stored records (metrics that need what a report does not keep, such
@@ -27,14 +36,21 @@ from typing import Any
 from ..benchmarks.base import Benchmark, LoadRequest
 from ..records import STATUS_ERROR, Prediction, Question, QuestionResult
 from ..report.model import REPORT_MEMORIES
+from ..run.question import QuestionSetCheck, check_question_set, select_questions
 from .keys import entry_key, same_key
 from .load import Entry, folder_provenance
 
 __all__ = [
+    "RANKED_TIERS",
+    "TIERS",
+    "TIER_INCOMPLETE",
+    "TIER_INVALID",
     "TIER_RERUN",
     "TIER_RESCORED",
     "TIER_SELF",
+    "TIER_UNVERIFIED",
     "Verification",
+    "partial_reasons",
     "rescore",
     "verify_entries",
 ]
@@ -42,6 +58,18 @@ __all__ = [
 TIER_SELF = "self-reported"
 TIER_RESCORED = "re-scored"
 TIER_RERUN = "re-run"
+#: the question set was checked and selected questions are missing
+TIER_INCOMPLETE = "incomplete"
+#: the question set holds ids the selection does not name, or an id twice
+TIER_INVALID = "invalid"
+#: the question set could not be checked
+TIER_UNVERIFIED = "unverified"
+#: the tiers ranked in a key's table (a partial run only with ``--show-partial``)
+RANKED_TIERS = (TIER_RERUN, TIER_RESCORED, TIER_SELF)
+#: every tier, in the order the board lists them
+TIERS = (*RANKED_TIERS, TIER_INCOMPLETE, TIER_UNVERIFIED, TIER_INVALID)
+#: more than this share of a result's questions in ERROR makes it partial
+ERROR_SHARE = 0.5
 _TOLERANCE = 1e-9
 _MISMATCHES_KEPT = 50
 
@@ -59,6 +87,21 @@ class Verification:
     notes: list[str] = field(default_factory=list)
     #: the run folder that reproduced the report (re-run tier)
     folder: str | None = None
+    #: the held question ids against the selection (None: could not be checked)
+    question_set: QuestionSetCheck | None = None
+    #: why the question set is not verified (missing / invented / duplicated ids, or why it
+    #: could not be checked); empty when it is complete
+    set_problems: list[str] = field(default_factory=list)
+    #: why the run is partial (stopped early, narrowed, mostly ERROR); empty: a full run
+    partial: list[str] = field(default_factory=list)
+
+    def ranked(self, show_partial: bool = False) -> bool:
+        """Whether the result is ranked in its key's table: a verified question set (or a
+        failed re-score: self-reported) of a full run; a partial run only with
+        ``show_partial`` and never with invented or duplicated ids or an unchecked set."""
+        if self.partial:
+            return show_partial and self.tier in (*RANKED_TIERS, TIER_INCOMPLETE)
+        return self.tier in RANKED_TIERS
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -69,6 +112,9 @@ class Verification:
             "mismatches": list(self.mismatches),
             "notes": list(self.notes),
             "folder": self.folder,
+            "question_set": self.question_set.to_dict() if self.question_set else None,
+            "set_problems": list(self.set_problems),
+            "partial": list(self.partial),
         }
 
     def mismatch(self, text: str) -> None:
@@ -86,10 +132,14 @@ def _differs(a: float | None, b: float | None) -> bool:
 
 
 def _dataset_questions(
-    entry: Entry, data_dir: Path | None, cache: dict[tuple[str, str], dict[str, Question] | str]
-) -> dict[str, Question] | str:
-    """The benchmark's questions by id, or why they cannot be had (cached per benchmark and
-    dataset hash)."""
+    entry: Entry,
+    data_dir: Path | None,
+    cache: dict[tuple[str, str], list[Question] | str],
+    scratch: Path | None = None,
+) -> list[Question] | str:
+    """The benchmark's questions in file order, or why they cannot be had (cached per benchmark
+    and dataset hash). A loader's cache folder is a temporary one inside ``scratch`` (the
+    board's output folder: nothing is written outside it), removed after the load."""
     datasets = entry.provenance.get("datasets")
     info = datasets.get(entry.benchmark) if isinstance(datasets, Mapping) else None
     shas = info.get("sha256") if isinstance(info, Mapping) else None
@@ -98,24 +148,77 @@ def _dataset_questions(
     slot = (entry.benchmark, " ".join(wanted))
     if slot in cache:
         return cache[slot]
-    result: dict[str, Question] | str
+    result: list[Question] | str
     try:
         bench = entry.bench
         if bench is None:
             raise LookupError(f"benchmark {entry.benchmark!r} is not installed here")
-        with tempfile.TemporaryDirectory(prefix="memeval-board-") as tmp:
+        with tempfile.TemporaryDirectory(prefix=".memeval-board-", dir=scratch) as tmp:
             if data_dir is None and entry.benchmark != "demo":
                 raise FileNotFoundError("no --data folder given (or $MEMEVAL_DATA_DIR)")
-            dataset = bench.load(LoadRequest(data_dir, Path(tmp), variant))
+            dataset = bench.load(
+                LoadRequest(data_dir, Path(tmp), variant if isinstance(variant, str) else None)
+            )
         have = sorted(dataset.sha256.values())
         if wanted and have != wanted:
             result = f"the dataset file's sha256 ({' '.join(have)[:24]}…) is not the run's"
         else:
-            result = {q.id: q for q in dataset.questions}
+            result = list(dataset.questions)
     except Exception as exc:  # any failure only lowers the evidence: the stored gold is used
         result = f"dataset not loaded ({type(exc).__name__}: {str(exc)[:200]})"
     cache[slot] = result
     return result
+
+
+def _selected_ids(entry: Entry, questions: Sequence[Question]) -> list[str] | str:
+    """The question ids the entry's key selects (limit, sample, seed as its provenance records
+    them, the plugin's own ``select_questions``), or why they cannot be named."""
+    if entry.flow:
+        return f"a hand-written test ({entry.flow}) chooses its own questions"
+    p = entry.provenance
+    limit, sample, seed = p.get("limit"), p.get("sample"), p.get("seed", 0)
+    for name, value in (("limit", limit), ("sample", sample), ("seed", seed)):
+        if value is not None and (not isinstance(value, int) or isinstance(value, bool)):
+            return f"provenance {name} {value!r} is not a whole number"
+    assert limit is None or isinstance(limit, int)
+    assert sample is None or isinstance(sample, int)
+    chosen = select_questions(list(questions), limit=limit, sample=sample, seed=int(seed or 0))
+    return [q.id for q in chosen]
+
+
+def partial_reasons(
+    provenance: Mapping[str, Any], benchmark: str, statuses: Sequence[str]
+) -> list[str]:
+    """Why a run is partial, from its provenance (``session``: exit status, stop reason, -k, -m,
+    --deselect, shard; ``datasets``: questions run against selected) and its questions'
+    statuses (more than :data:`ERROR_SHARE` in ERROR); empty for a full run."""
+    out: list[str] = []
+    session = provenance.get("session")
+    if isinstance(session, Mapping):
+        status = session.get("exit_status")
+        if session.get("stopped"):
+            out.append(f"stopped early ({session['stopped']})")
+        elif isinstance(status, int) and status not in (0, 1):
+            name = session.get("exit_name") or "?"
+            out.append(f"the session ended with exit status {status} ({name})")
+        for flag, name in (("-k", "keyword"), ("-m", "markexpr")):
+            if session.get(name):
+                out.append(f"questions selected by {flag} {session[name]!r}")
+        deselect = session.get("deselect")
+        if isinstance(deselect, list) and deselect:
+            out.append(f"{len(deselect)} item(s) deselected by --deselect")
+        if session.get("shard"):
+            out.append(f"one shard ({session['shard']}) of the selection")
+    datasets = provenance.get("datasets")
+    info = datasets.get(benchmark) if isinstance(datasets, Mapping) else None
+    if isinstance(info, Mapping):
+        ran, selected = info.get("questions_run"), info.get("questions_selected")
+        if isinstance(ran, int) and isinstance(selected, int) and ran < selected:
+            out.append(f"{ran} of the {selected} selected questions ran")
+    errors = sum(s == STATUS_ERROR for s in statuses)
+    if statuses and errors > ERROR_SHARE * len(statuses):
+        out.append(f"{errors} of its {len(statuses)} questions are ERROR (more than half)")
+    return out
 
 
 def _stored_question(r: QuestionResult) -> Question:
@@ -263,24 +366,64 @@ def _reproduces(entry: Entry, out: Verification) -> bool:
     return True
 
 
-def verify_entries(entries: Sequence[Entry], data_dir: Path | None) -> dict[str, Verification]:
-    """Each entry's tier, by ``Entry.ident``."""
-    cache: dict[tuple[str, str], dict[str, Question] | str] = {}
+def _check_set(
+    entry: Entry, found: list[Question] | str, v: Verification
+) -> dict[str, Question] | None:
+    """The question-set check into ``v``; the dataset's questions by id for re-scoring (None:
+    the dataset is not loaded here, the stored gold is used)."""
+    if isinstance(found, str):
+        v.notes.append(f"gold from the stored records: {found}")
+        v.set_problems.append(f"question set not verified: {found}")
+        return None
+    by_id = {q.id: q for q in found}
+    expected = _selected_ids(entry, found)
+    if isinstance(expected, str):
+        v.set_problems.append(f"question set not verified: {expected}")
+        return by_id
+    v.question_set = check_question_set(expected, [r.question_id for r in entry.results])
+    v.set_problems.extend(v.question_set.problems())
+    return by_id
+
+
+def _set_tier(v: Verification) -> str | None:
+    """The tier the question set imposes (None: the set is complete)."""
+    check = v.question_set
+    if check is None:
+        return TIER_UNVERIFIED if v.set_problems else None
+    if check.invented or check.duplicated:
+        return TIER_INVALID
+    return TIER_INCOMPLETE if check.missing else None
+
+
+def verify_entries(
+    entries: Sequence[Entry], data_dir: Path | None, scratch: Path | None = None
+) -> dict[str, Verification]:
+    """Each entry's tier, by ``Entry.ident`` (``scratch``: where a loader may write, see
+    :func:`_dataset_questions`)."""
+    cache: dict[tuple[str, str], list[Question] | str] = {}
     memo: dict[tuple[Any, ...], dict[str, float]] = {}
     out: dict[str, Verification] = {}
     for entry in entries:
         v = Verification()
+        v.partial = partial_reasons(
+            entry.provenance, entry.benchmark, [r.status for r in entry.results]
+        )
         bench = entry.bench
         if bench is None:
             v.notes.append(f"not re-scored: benchmark {entry.benchmark!r} is not installed here")
+            v.set_problems.append(
+                f"question set not verified: benchmark {entry.benchmark!r} is not installed here"
+            )
+            v.tier = TIER_UNVERIFIED
             out[entry.ident] = v
             continue
-        found = _dataset_questions(entry, data_dir, cache)
-        if isinstance(found, str):
-            v.notes.append(f"gold from the stored records: {found}")
-        rescore(entry, bench, None if isinstance(found, str) else found, v, memo)
+        questions = _check_set(entry, _dataset_questions(entry, data_dir, cache, scratch), v)
+        rescore(entry, bench, questions, v, memo)
         _check_tables(entry, v)
-        if v.mismatch_count == 0 and v.questions > 0:
+        set_tier = _set_tier(v)
+        if set_tier is not None:
+            v.tier = set_tier  # only a complete, duplicate-free set is re-scored or re-run
+        elif v.mismatch_count == 0 and v.questions > 0:
             v.tier = TIER_RESCORED
             if _reproduces(entry, v):
                 v.tier = TIER_RERUN

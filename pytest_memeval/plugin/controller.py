@@ -25,7 +25,7 @@ if TYPE_CHECKING:  # imported where used: a pytest run without --memeval never l
 
 from .outputs import PROPERTY_NAME, flat_properties, merge_outputs, worker_output
 from .reports import resumed_exit_status, write_reports
-from .summary import baselines, build_summary, questions_run
+from .summary import baselines, build_summary, questions_run, session_record
 from .terminal import write_terminal_summary
 
 __all__ = ["PROPERTY_NAME", "Controller", "flat_properties", "merge_outputs", "worker_output"]
@@ -61,6 +61,8 @@ class Controller:
         self.pruned: list[Path] = []
         #: --memeval-estimate: what the run would send (set at session end)
         self.estimate: Estimate | None = None
+        #: how the session ended (``summary.session_record``), for provenance ``session``
+        self.session_end: dict[str, Any] | None = None
 
     @pytest.hookimpl
     def pytest_sessionstart(self, session: pytest.Session) -> None:
@@ -268,6 +270,7 @@ class Controller:
         from ..analysis.checks import check_summary
 
         settings = self.state.settings
+        self.session_end = session_record(session, settings.selection.shard)
         summary = build_summary(self)
         from ..report.model import published_entries, unscored_metric_notes, unscored_notes
 

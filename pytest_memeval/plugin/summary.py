@@ -32,6 +32,7 @@ __all__ = [
     "mem0_filing",
     "provenance",
     "questions_run",
+    "session_record",
 ]
 
 
@@ -72,6 +73,35 @@ class SummarySource(SessionView, Protocol):
 
     @property
     def calibration(self) -> dict[str, Any] | None: ...
+
+    @property
+    def session_end(self) -> dict[str, Any] | None:
+        """How the session ended (:func:`session_record`; None: not ended yet)."""
+        ...
+
+
+def session_record(session: pytest.Session, shard: object = None) -> dict[str, Any]:
+    """How the session ended and what narrowed its items, for provenance ``session``: the
+    board tells a run stopped early (``-x``, ``--maxfail``, interrupted) or narrowed (``-k``,
+    ``-m``, ``--deselect``, one shard) from a full one by it."""
+    option = session.config.option
+    status = session.exitstatus
+    try:
+        name: str | None = pytest.ExitCode(status).name
+    except ValueError:
+        name = None
+    stopped = session.shouldfail or session.shouldstop
+    return {
+        "exit_status": int(status),
+        "exit_name": name,
+        # pytest's own reason ("stopping after 1 failures"); xdist's stop is an interruption
+        "stopped": str(stopped) if stopped else None,
+        "keyword": getattr(option, "keyword", "") or None,
+        "markexpr": getattr(option, "markexpr", "") or None,
+        "deselect": [str(d) for d in getattr(option, "deselect", None) or ()],
+        "maxfail": getattr(option, "maxfail", 0) or None,
+        "shard": str(shard) if shard is not None else None,
+    }
 
 
 def provenance(src: SummarySource) -> dict[str, Any]:
@@ -134,6 +164,8 @@ def provenance(src: SummarySource) -> dict[str, Any]:
         # LLM-cache hits served from --memeval-cache-import files: file -> role -> count
         "cache_imports": merged.get("imported") or {},
         "cache_import_verify": src.import_verify,
+        # exit status, stop reason, -k / -m / --deselect, shard: what makes a run partial
+        "session": src.session_end,
         **_calibration_provenance(src.calibration),
     }
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import random
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -57,6 +57,7 @@ __all__ = [
     "MemorySystemTimeout",
     "Prepared",
     "QuestionRun",
+    "QuestionSetCheck",
     "Retrieval",
     "Scorer",
     "Staged",
@@ -65,6 +66,7 @@ __all__ = [
     "answer_pending",
     "answer_question",
     "call_with_timeout",
+    "check_question_set",
     "clean_scores",
     "clean_text",
     "decide",
@@ -157,6 +159,76 @@ def select_questions(
                 keep_idx.update(random.Random(f"{seed}:{category}").sample(idx, sample))
         chosen = [q for i, q in enumerate(chosen) if i in keep_idx]
     return list(chosen)
+
+
+@dataclass(frozen=True)
+class QuestionSetCheck:
+    """The question ids a result holds against the ids its selection names
+    (:func:`check_question_set`): each list in first-seen order."""
+
+    expected: int
+    held: int
+    #: selected ids the result does not hold
+    missing: tuple[str, ...] = ()
+    #: ids the result holds that the selection does not name
+    invented: tuple[str, ...] = ()
+    #: (id, times held) for each id held more than once
+    duplicated: tuple[tuple[str, int], ...] = ()
+
+    @property
+    def complete(self) -> bool:
+        """Every selected id held exactly once and nothing else."""
+        return not (self.missing or self.invented or self.duplicated)
+
+    def problems(self, named: int = 5) -> list[str]:
+        """One line per kind of problem, with its count and the first ``named`` ids."""
+
+        def ids(values: tuple[str, ...]) -> str:
+            shown = ", ".join(values[:named])
+            return shown + (f", ... ({len(values) - named} more)" if len(values) > named else "")
+
+        out = []
+        if self.missing:
+            out.append(f"{len(self.missing)} selected question(s) missing: {ids(self.missing)}")
+        if self.invented:
+            out.append(
+                f"{len(self.invented)} question id(s) not in the selection: {ids(self.invented)}"
+            )
+        if self.duplicated:
+            extra = sum(n - 1 for _, n in self.duplicated)
+            named_ids = tuple(f"{q} x{n}" for q, n in self.duplicated)
+            out.append(
+                f"{extra} duplicate record(s) of {len(self.duplicated)} question(s): "
+                f"{ids(named_ids)}"
+            )
+        return out
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "expected": self.expected,
+            "held": self.held,
+            "complete": self.complete,
+            "missing": list(self.missing),
+            "invented": list(self.invented),
+            "duplicated": [list(d) for d in self.duplicated],
+        }
+
+
+def check_question_set(expected: Sequence[str], held: Sequence[str]) -> QuestionSetCheck:
+    """The ids ``held`` (one per stored record, in order) against the ``expected`` selection:
+    which selected ids are missing, which held ids the selection does not name (invented), which
+    are held more than once. Pure: the board checks a report with it, a merge can check shards."""
+    wanted = set(expected)
+    counts: dict[str, int] = {}
+    for qid in held:
+        counts[qid] = counts.get(qid, 0) + 1
+    return QuestionSetCheck(
+        expected=len(wanted),
+        held=len(held),
+        missing=tuple(dict.fromkeys(q for q in expected if q not in counts)),
+        invented=tuple(q for q in counts if q not in wanted),
+        duplicated=tuple((q, n) for q, n in counts.items() if n > 1),
+    )
 
 
 @dataclass

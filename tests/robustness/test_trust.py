@@ -462,3 +462,385 @@ def test_cache_export_replaces_a_regular_file_atomically(tmp_path: Path) -> None
     assert json.loads(lines[0]) == {"format": FORMAT} and len(lines) == 4
     assert os.stat(target).st_ino != before  # a new file moved into place, never written over
     assert sorted(p.name for p in tmp_path.iterdir()) == ["llm", "out.jsonl"]
+
+
+# ---- issue 35, items 1, 2 and 6: a board you can trust ----------------------------------------
+
+
+def _board(*args: str) -> tuple[int, str, str]:
+    """``memeval-board ARGS`` in this process: (exit status, stdout, stderr)."""
+    import contextlib
+    import io
+
+    from pytest_memeval.board.cli import main
+
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        status = main(list(args))
+    return status, out.getvalue(), err.getvalue()
+
+
+def _board_rows(index: Path) -> dict[str, dict[str, str]]:
+    """run id -> {"tier", "where": "ranked" | "apart", "partial": "1" if marked, "rank"} of
+    every result row on a board's index page."""
+    import re
+
+    text = index.read_text(encoding="utf-8")
+    rows: dict[str, dict[str, str]] = {}
+    for m in re.finditer(
+        r'<tr (class="apart" )?data-system="[^"]*" data-tier="([^"]*)" data-entry="([^"]*)"[^>]*>'
+        r"(.*?)</tr>",
+        text,
+        re.S,
+    ):
+        apart, tier, entry, cells = m.groups()
+        rank = re.match(r'<td class="num">(\d+)</td>', cells)
+        rows[entry.split("-demo-")[0]] = {
+            "tier": tier,
+            "where": "apart" if apart else "ranked",
+            "partial": "1" if 'class="partial"' in cells else "",
+            "rank": rank.group(1) if rank and not apart else "",
+        }
+    return rows
+
+
+def _demo_report(pytester: pytest.Pytester, name: str, *args: str) -> dict[str, Any]:
+    out = pytester.path / f"{name}.json"
+    r = _run(pytester, "--memeval=demo", f"--memeval-json={out}", *args)
+    assert out.is_file(), r.stdout[-3000:] + r.stderr[-2000:]
+    report = read_json(out)
+    report["provenance"]["run_id"] = name
+    out.write_text(json.dumps(report), encoding="utf-8")
+    return report
+
+
+def _forge(pytester: pytest.Pytester, honest: dict[str, Any], name: str, edit: Any) -> Path:
+    """``honest`` with each run's questions edited, its tables rebuilt from them with the board's
+    own aggregation (so they add up), its provenance made to agree (questions run = selected =
+    held) and its ``session`` dropped, as a careful forger would."""
+    import copy
+
+    from pytest_memeval.benchmarks import get_benchmark
+    from pytest_memeval.board.load import summarize
+    from pytest_memeval.records import QuestionResult
+
+    data = copy.deepcopy(honest)
+    data["provenance"]["run_id"] = name
+    data["provenance"].pop("session", None)
+    for run in data["runs"]:
+        run["questions"] = edit(run["questions"])
+        results = [QuestionResult.from_dict(q) for q in run["questions"]]
+        names = (run["benchmark"], run["system"], run["flow"])
+        metrics = ["f1", "set_f1", "bleu1", "evidence_recall"]
+        run["summary"] = summarize(get_benchmark("demo"), names, results, metrics).summary_dict()
+        held = len({q["id"] for q in run["questions"]})
+        data["provenance"]["datasets"]["demo"] |= {
+            "questions_run": held,
+            "questions_selected": held,
+        }
+    path = pytester.path / f"{name}.json"
+    path.write_text(json.dumps(data), encoding="utf-8")
+    return path
+
+
+def _without_wrong(questions: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [q for q in questions if q["status"] != "WRONG"]
+
+
+def _invented(questions: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    from pytest_memeval.benchmarks import get_benchmark
+    from pytest_memeval.records import Prediction, Question
+
+    base = next(q for q in questions if q["status"] == "WRONG" and q["category_id"] != 5)
+    extra = []
+    for i in range(20):
+        q = json.loads(json.dumps(base)) | {"id": f"{base['conversation']}-q9{i:02d}"}
+        q["gold"], q["status"] = q["prediction"], "CORRECT"
+        asked = Question(
+            id=q["id"],
+            conversation_id=q["conversation"],
+            category=q["category"],
+            question=q["question"],
+            gold=q["gold"],
+            category_id=q["category_id"],
+        )
+        q["scores"] = dict(get_benchmark("demo").score(asked, Prediction(q["prediction"], ())))
+        extra.append(q)
+    return questions + extra
+
+
+def _duplicated(questions: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    good = next(q for q in questions if q["status"] == "CORRECT" and q["category_id"] != 5)
+    return questions + [dict(good) for _ in range(30)]
+
+
+@pytest.mark.parametrize("mode", [[], ["-n", "2"]], ids=["n0", "n2"])
+def test_board_shows_forged_question_sets_apart(pytester: pytest.Pytester, mode: list[str]) -> None:
+    """Issue 35's three forged reports, made from a real demo run: every WRONG question deleted,
+    20 invented ids with gold = prediction, one CORRECT question held 30 times. Each re-scores
+    clean and its tables add up, so the board ranked them re-scored above the honest run (f1
+    1.000, 0.742, 0.802 against 0.344); their question sets are not the selection's."""
+    honest = _demo_report(pytester, "honest", "--memsys=bm25", *mode)
+    forged = [
+        _forge(pytester, honest, "nowrong", _without_wrong),
+        _forge(pytester, honest, "invented", _invented),
+        _forge(pytester, honest, "duplicated", _duplicated),
+    ]
+    site = pytester.path / "site"
+    status, _, err = _board(str(pytester.path / "honest.json"), *map(str, forged), "-o", str(site))
+    assert status == 0, err
+    rows = _board_rows(site / "index.html")
+    assert rows["honest"] == {"tier": "re-scored", "where": "ranked", "partial": "", "rank": "1"}
+    assert {
+        name: (rows[name]["tier"], rows[name]["where"]) for name in rows if name != "honest"
+    } == {
+        "nowrong": ("incomplete", "apart"),
+        "invented": ("invalid", "apart"),
+        "duplicated": ("invalid", "apart"),
+    }
+    wrong = [q["id"] for q in honest["runs"][0]["questions"] if q["status"] == "WRONG"]
+    page = (site / "run-nowrong-demo-bm25-.html").read_text(encoding="utf-8")
+    assert f"{len(wrong)} selected question(s) missing: {', '.join(wrong[:5])}" in page
+    page = (site / "run-invented-demo-bm25-.html").read_text(encoding="utf-8")
+    assert "20 question id(s) not in the selection: demo-1-q900" in page
+    page = (site / "run-duplicated-demo-bm25-.html").read_text(encoding="utf-8")
+    assert "30 duplicate record(s) of 1 question(s)" in page
+    # --show-partial ranks partial runs, never a forged question set
+    status, _, err = _board(
+        str(pytester.path / "honest.json"), *map(str, forged), "-o", str(site), "--show-partial"
+    )
+    assert status == 0, err
+    assert [
+        n for n, row in _board_rows(site / "index.html").items() if row["where"] == "ranked"
+    ] == ["honest"]
+
+
+ERRORING_CONFTEST = """
+import pytest
+from pytest_memeval.systems import BM25System
+
+class Erroring(BM25System):
+    def search(self, question, k):
+        if not question.id.endswith(("q1", "q2")):
+            raise RuntimeError("index lost for " + question.id)
+        return super().search(question, k)
+
+@pytest.fixture
+def erroring():
+    return Erroring()
+"""
+
+
+@pytest.mark.parametrize("mode", [[], ["-n", "2"]], ids=["n0", "n2"])
+def test_board_shows_partial_runs_apart(pytester: pytest.Pytester, mode: list[str]) -> None:
+    """A run stopped by -x (--memeval-strict fails a WRONG answer), one narrowed by -k and one
+    whose system errors on most questions are partial: shown apart, not ranked beside the full
+    run; --show-partial ranks them, marked. The report records how its session ended."""
+    pytester.makeconftest(ERRORING_CONFTEST)
+    _demo_report(pytester, "full", "--memsys=bm25", *mode)
+    stopped = _demo_report(pytester, "stopped", "--memsys=bm25", "-x", "--memeval-strict", *mode)
+    narrowed = _demo_report(pytester, "narrowed", "--memsys=bm25", "-k", "demo-1", *mode)
+    _demo_report(pytester, "erroring", "--memsys=erroring", *mode)
+    session = stopped["provenance"]["session"]
+    assert session["stopped"] == f"stopping after {session['stopped'].split()[2]} failures"
+    assert session["maxfail"] == 1 and session["exit_status"] in (1, 2)
+    assert narrowed["provenance"]["session"]["keyword"] == "demo-1"
+    reports = [
+        str(pytester.path / f"{n}.json") for n in ("full", "stopped", "narrowed", "erroring")
+    ]
+    site = pytester.path / "site"
+    status, _, err = _board(*reports, "-o", str(site))
+    assert status == 0, err
+    rows = _board_rows(site / "index.html")
+    assert rows["full"]["where"] == "ranked" and rows["full"]["tier"] == "re-scored"
+    assert {n: rows[n]["where"] for n in ("stopped", "narrowed", "erroring")} == dict.fromkeys(
+        ("stopped", "narrowed", "erroring"), "apart"
+    )
+    page = (site / "run-stopped-demo-bm25-.html").read_text(encoding="utf-8")
+    assert "partial run: stopped early (stopping after" in page
+    page = (site / "run-narrowed-demo-bm25-.html").read_text(encoding="utf-8")
+    assert "partial run: questions selected by -k &#x27;demo-1&#x27;" in page
+    page = (site / "run-erroring-demo-erroring-.html").read_text(encoding="utf-8")
+    assert "partial run: 11 of its 15 questions are ERROR (more than half)" in page
+    # the -k run is in a key of its own (its selection); the others rank beside the full run
+    status, _, err = _board(*reports, "-o", str(site), "--show-partial")
+    assert status == 0, err
+    rows = _board_rows(site / "index.html")
+    assert all(rows[n]["where"] == "ranked" and rows[n]["partial"] for n in rows if n != "full")
+    assert not rows["full"]["partial"] and rows["narrowed"]["rank"] == "1"
+
+
+def test_question_set_check_names_missing_invented_duplicated() -> None:
+    from pytest_memeval.run.question import check_question_set
+
+    check = check_question_set(["a", "b", "c", "d"], ["a", "x", "c", "c", "y", "c"])
+    assert (check.missing, check.invented, check.duplicated) == (
+        ("b", "d"),
+        ("x", "y"),
+        (("c", 3),),
+    )
+    assert not check.complete and (check.expected, check.held) == (4, 6)
+    assert check.problems(named=1) == [
+        "2 selected question(s) missing: b, ... (1 more)",
+        "2 question id(s) not in the selection: x, ... (1 more)",
+        "2 duplicate record(s) of 1 question(s): c x3",
+    ]
+    assert check_question_set(["a", "b"], ["b", "a"]).complete
+
+
+def test_partial_reasons_from_provenance_and_statuses() -> None:
+    from pytest_memeval.board.verify import partial_reasons
+
+    full = {
+        "session": {"exit_status": 0},
+        "datasets": {"demo": {"questions_run": 15, "questions_selected": 15}},
+    }
+    assert partial_reasons(full, "demo", ["CORRECT"] * 8 + ["ERROR"] * 7) == []
+    assert partial_reasons(full, "demo", ["CORRECT"] * 7 + ["ERROR"] * 8) == [
+        "8 of its 15 questions are ERROR (more than half)"
+    ]
+    interrupted = {"session": {"exit_status": 2, "exit_name": "INTERRUPTED", "markexpr": "slow"}}
+    assert partial_reasons(interrupted, "demo", ["WRONG"]) == [
+        "the session ended with exit status 2 (INTERRUPTED)",
+        "questions selected by -m 'slow'",
+    ]
+    old = {"datasets": {"demo": {"questions_run": 1, "questions_selected": 15}}}
+    assert partial_reasons(old, "demo", ["WRONG"]) == ["1 of the 15 selected questions ran"]
+
+
+@pytest.fixture
+def demo_report(tmp_path: Path) -> Path:
+    """A small valid report (the demo's questions, scored by its own scorer)."""
+    from pytest_memeval.benchmarks import get_benchmark
+    from pytest_memeval.benchmarks.base import LoadRequest
+    from pytest_memeval.records import Prediction, QuestionResult
+
+    bench = get_benchmark("demo")
+    questions = bench.load(LoadRequest(None, tmp_path)).questions
+    rows = []
+    for q in questions:
+        scores = bench.score(q, Prediction("no idea", ()))
+        rows.append(
+            QuestionResult(
+                benchmark="demo", system="bm25", question_id=q.id, conversation_id=q.conversation_id,
+                category=q.category, category_id=q.category_id, question=q.question, gold=q.gold,
+                prediction="no idea", status="WRONG", scores=dict(scores), cluster=q.conversation_id,
+                details={"pass_metric": "f1"},
+            ).to_dict()
+        )  # fmt: skip
+    path = tmp_path / "r.json"
+    report = {"schema": "pytest-memeval/1", "provenance": {"run_id": "r"}, "runs": [
+        {"benchmark": "demo", "system": "bm25", "flow": "", "summary": {}, "questions": rows}
+    ]}  # fmt: skip
+    path.write_text(json.dumps(report), encoding="utf-8")
+    return path
+
+
+def _one_board_line(status: int, out: str, err: str, *needles: str) -> None:
+    assert status == 2, out + err
+    assert "Traceback" not in err and err.count("\n") == 1, err
+    for needle in needles:
+        assert needle in err, err
+
+
+@pytest.mark.parametrize("depth", [100_000, 500], ids=["past-the-decoder", "past-the-bound"])
+def test_board_deep_report_is_one_line(tmp_path: Path, depth: int) -> None:
+    deep = tmp_path / "deep.json"
+    deep.write_text('{"schema": "pytest-memeval/1", "runs": ' + "[" * depth + "]" * depth + "}")
+    _one_board_line(*_board(str(deep), "-o", str(tmp_path / "site")), str(deep), "nested")
+    assert not (tmp_path / "site").exists()
+
+
+def test_board_deep_gold_in_a_report_is_one_line(tmp_path: Path, demo_report: Path) -> None:
+    """A gold nested 900 deep passes the decoder; the board's readers must never meet it."""
+    data = json.loads(demo_report.read_text())
+    data["runs"][0]["questions"][0]["gold"] = json.loads("[" * 900 + "]" * 900)
+    demo_report.write_text(json.dumps(data), encoding="utf-8")
+    _one_board_line(*_board(str(demo_report), "-o", str(tmp_path / "s")), str(demo_report), "64")
+
+
+def test_board_huge_report_is_one_line(
+    tmp_path: Path, demo_report: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from pytest_memeval.board import load
+
+    bound = demo_report.stat().st_size - 1
+    monkeypatch.setattr(load, "MAX_REPORT_BYTES", bound)
+    status, out, err = _board(str(demo_report), "-o", str(tmp_path / "s"))
+    # the file named once, the bound with it, the command's name once
+    _one_board_line(status, out, err, f"larger than {bound:,} bytes, the board's bound")
+    assert (
+        err.startswith(f"memeval-board: {demo_report}: larger") and err.count("memeval-board") == 1
+    )
+
+
+@pytest.mark.parametrize("kind", ["file", "symlink-to-folder", "symlink-to-file"])
+def test_board_output_file_or_symlink_is_refused(
+    tmp_path: Path, demo_report: Path, kind: str
+) -> None:
+    target = tmp_path / "target"
+    out = tmp_path / "out"
+    if kind == "file":
+        out.write_text("keep me")
+    else:
+        target.mkdir() if kind == "symlink-to-folder" else target.write_text("keep me")
+        out.symlink_to(target)
+    status, stdout, err = _board(str(demo_report), "-o", str(out))
+    needle = "exists and is not a folder" if kind == "file" else "--follow-symlinks"
+    _one_board_line(status, stdout, err, f"-o {out}", needle)
+    assert kind != "file" or out.read_text() == "keep me"
+    assert kind != "symlink-to-folder" or list(target.iterdir()) == []
+    assert kind != "symlink-to-file" or target.read_text() == "keep me"
+    if kind == "symlink-to-folder":  # followed only when asked
+        status, _, err = _board(str(demo_report), "-o", str(out), "--follow-symlinks")
+        assert status == 0, err
+        assert (target / "index.html").is_file() and out.is_symlink()
+
+
+def test_board_writes_nothing_outside_its_folder(tmp_path: Path, demo_report: Path) -> None:
+    """Every page, and the demo loader's temporary folder, inside -o; a page name taken by a
+    folder is one line."""
+    import tempfile
+
+    before = set(Path(tempfile.gettempdir()).iterdir())
+    site = tmp_path / "site"
+    status, _, err = _board(str(demo_report), "-o", str(site))
+    assert status == 0, err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["r.json", "site"]
+    assert {p.name for p in site.iterdir()} == {"index.html", "run-r-demo-bm25-.html"}
+    assert {
+        p for p in Path(tempfile.gettempdir()).iterdir() if p.name.startswith("memeval-board-")
+    } <= before
+    (site / "index.html").unlink()
+    (site / "index.html").mkdir()
+    _one_board_line(*_board(str(demo_report), "-o", str(site)), "cannot write the site")
+
+
+@pytest.mark.parametrize("case", ["locomo-without-data", "hand-written-flow"])
+def test_board_unverifiable_question_set_is_apart(
+    tmp_path: Path, demo_report: Path, case: str
+) -> None:
+    """A real benchmark's report without its dataset here (no --data, no MEMEVAL_DATA_DIR: the
+    memeval_env fixture clears it), and a hand-written test's questions, cannot have their
+    question set checked: unverified, shown apart, the reason on the run page."""
+    data = json.loads(demo_report.read_text())
+    run = data["runs"][0]
+    if case == "locomo-without-data":
+        run["benchmark"] = "locomo"
+        for q in run["questions"]:
+            q["benchmark"] = "locomo"
+        reason = "question set not verified: dataset not loaded (FileNotFoundError: no --data"
+        page = "run-r-locomo-bm25-.html"
+    else:
+        run["flow"] = "test_mine"
+        for q in run["questions"]:
+            q["flow"] = "test_mine"
+        reason = "question set not verified: a hand-written test (test_mine) chooses its own"
+        page = "run-r-demo-bm25-test_mine.html"
+    demo_report.write_text(json.dumps(data), encoding="utf-8")
+    site = tmp_path / "site"
+    status, _, err = _board(str(demo_report), "-o", str(site))
+    assert status == 0, err
+    (row,) = _board_rows(site / "index.html").values()
+    assert (row["tier"], row["where"]) == ("unverified", "apart")
+    assert reason in (site / page).read_text(encoding="utf-8")
