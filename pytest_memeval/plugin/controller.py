@@ -331,10 +331,12 @@ class Controller:
             outputs.append(worker_output(self.state) | {"ingests": {}})
         tokenizers: dict[str, str] = {}
         approximate: list[str] = []
+        repeats = 0
         for out in outputs:
             info = out.get("estimate") or {}
             tokenizers.update({str(k): str(v) for k, v in (info.get("tokenizers") or {}).items()})
             approximate += [str(x) for x in info.get("approximate") or ()]
+            repeats += int(info.get("repeats") or 0)
         from ..run.estimate import Estimate
         from .batch import batch_roles
 
@@ -349,6 +351,7 @@ class Controller:
             tokenizers=tokenizers,
             approximate=approximate,
             batch_roles=batch_roles(self.state),
+            repeats=repeats,
         )
         if self.store is not None:
             self.store.close()

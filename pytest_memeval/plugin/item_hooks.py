@@ -34,6 +34,9 @@ _STATUS_WORDS = {
     STATUS_WRONG: ("wrong", "W", "WRONG"),
     STATUS_UNSCORED: ("unscored", "U", "UNSCORED"),
 }
+#: --memeval-estimate: nothing was judged (the verdicts are of placeholder replies), so no item is
+#: CORRECT or WRONG; pytest's outcome line then reads "N estimated"
+ESTIMATED_WORDS = ("estimated", ".", "ESTIMATED")
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
@@ -231,6 +234,8 @@ def pytest_report_teststatus(
         return None
     from .controller import PROPERTY_NAME
 
+    estimate = config.stash[STATE_KEY].settings.llm.estimate
+
     for name, value in report.user_properties:
         status = None
         if name == PROPERTY_NAME and isinstance(value, dict):
@@ -239,5 +244,5 @@ def pytest_report_teststatus(
             status = value
         words = _STATUS_WORDS.get(str(status)) if status is not None else None
         if words is not None:
-            return words
+            return ESTIMATED_WORDS if estimate else words
     return None
