@@ -15,11 +15,13 @@ import pytest
 
 from ..errors import MemevalError
 from ..records import STATUS_ERROR, QuestionResult, ResultKey
+from .item_hooks import STOPPED_PROPERTY
 from .keys import STATE_KEY
 
 if TYPE_CHECKING:  # imported where used: a pytest run without --memeval never loads them
     from ..report.model import Summary
     from ..run.estimate import Estimate
+    from ..run.repeats import Stop
     from ..run.state import RunState
     from ..run.store import RunStore
 
@@ -61,6 +63,9 @@ class Controller:
         self.pruned: list[Path] = []
         #: --memeval-estimate: what the run would send (set at session end)
         self.estimate: Estimate | None = None
+        #: systems stopped after repeated identical errors (one per process that stopped it)
+        #: -> how many of their questions were not run
+        self.stops: dict[Stop, int] = {}
 
     @pytest.hookimpl
     def pytest_sessionstart(self, session: pytest.Session) -> None:
@@ -164,6 +169,12 @@ class Controller:
                 carried = True
                 self._add(QuestionResult.from_dict(value))
                 props.extend(flat_properties(value))
+            elif name == STOPPED_PROPERTY and isinstance(value, dict):
+                from ..run.repeats import Stop
+
+                stop = Stop.from_dict(value)
+                self.stops[stop] = self.stops.get(stop, 0) + 1
+                props.append((name, stop.first))  # what JUnit shows: the first failure
             else:
                 props.append((name, value))
         report.user_properties = props
