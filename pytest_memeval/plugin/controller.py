@@ -15,7 +15,6 @@ import pytest
 
 from ..errors import MemevalError
 from ..records import STATUS_ERROR, QuestionResult, ResultKey
-from .item_hooks import STOPPED_PROPERTY
 from .keys import STATE_KEY
 
 if TYPE_CHECKING:  # imported where used: a pytest run without --memeval never loads them
@@ -25,7 +24,13 @@ if TYPE_CHECKING:  # imported where used: a pytest run without --memeval never l
     from ..run.state import RunState
     from ..run.store import RunStore
 
-from .outputs import PROPERTY_NAME, flat_properties, merge_outputs, worker_output
+from .outputs import (
+    PROPERTY_NAME,
+    STOPPED_PROPERTY,
+    flat_properties,
+    merge_outputs,
+    worker_output,
+)
 from .reports import resumed_exit_status, write_reports
 from .summary import baselines, build_summary, questions_run
 from .terminal import write_terminal_summary

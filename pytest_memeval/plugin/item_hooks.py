@@ -12,6 +12,7 @@ import pytest
 from ..errors import MemevalError
 from ..records import STATUS_CORRECT, STATUS_UNSCORED, STATUS_WRONG
 from .keys import RECORDER_KEY, RESULT_KEY, STATE_KEY
+from .outputs import STOPPED_PROPERTY
 
 if TYPE_CHECKING:
     from ..records import QuestionResult
@@ -40,9 +41,6 @@ _STATUS_WORDS = {
 #: pytest's ERRORS section and short summary do not repeat it once per question; the controller
 #: prints one line per stopped system instead
 STOPPED_WORDS = ("not run (repeated error)", "E", "ERROR")
-#: the report property naming the stop (a dict on the wire; the first failing node id after the
-#: controller read it)
-STOPPED_PROPERTY = "memeval.stopped"
 #: --memeval-estimate: nothing was judged (the verdicts are of placeholder replies), so no item is
 #: CORRECT or WRONG; pytest's outcome line then reads "N estimated"
 ESTIMATED_WORDS = ("estimated", ".", "ESTIMATED")
