@@ -255,3 +255,22 @@ def test_an_estimate_reads_as_an_estimate(pytester: pytest.Pytester, mode: list[
     if not mode:
         assert (calls, repeats) == (15 + 13, 15 + 13)
     assert not list(cache.glob("runs/*"))
+
+
+@MODES
+def test_repeated_requests_are_counted_as_the_real_run_pays_them(
+    pytester: pytest.Pytester, server: LLMServer, mode: list[str]
+) -> None:
+    """Two systems with the same retrievals: the real run pays each answer and verdict once (the
+    repeat is served from the cache it just wrote); so does the estimate, whose repeated answer
+    is the first one's placeholder (the judge request built from it repeats too)."""
+    pytester.makeconftest(TWINS)
+    cache = pytester.path / "cache"
+    args = [
+        "--memeval=demo",
+        "--memsys=twin_a,twin_b",
+        f"--memeval-answerer={MODEL}",
+        f"--memeval-judge={MODEL}",
+        f"--memeval-cache-dir={cache}",
+    ]
+    _compare(pytester, server, args, mode, mode, warm=False)
