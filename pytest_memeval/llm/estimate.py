@@ -4,8 +4,10 @@ The run goes through the real client (:class:`~.client.ProviderClient`: the same
 the same cache keys, the same cache lookups); only the provider is swapped for an
 :class:`EstimatingProvider` that counts the request's input tokens and answers a placeholder, and
 the cache for an :class:`EstimateCache` that reads the real cache but keeps what the run would have
-written in memory (a later identical request of the same process is a hit, as in the real run;
-nothing is written to disk). Calls and tokens land in the ordinary token accounting, which travels
+written in memory (a later identical request of the same process is served from there, as the
+real run serves it from the cache it just wrote; nothing is written to disk). Such a repeat is
+counted apart, never as a cache hit: only requests the on-disk cache held before the run are.
+Calls and tokens land in the ordinary token accounting, which travels
 from xdist workers to the controller like any run's.
 
 Tokenizers: the model's own encoding when it is known offline: ``cl100k_base`` from the file
@@ -179,19 +181,34 @@ class EstimatingProvider:
 
 
 class EstimateCache(LLMCache):
-    """The real cache, read-only: what the run would write is kept in memory for this process."""
+    """The real cache, read-only: what the run would write is kept in memory for this process.
+
+    A request found in memory is a repeat of one this process already counted (the real run
+    sends it once and then serves it from the cache it just wrote): ``repeats`` counts those, so
+    the estimate does not call them cache hits; ``hits`` (the real cache's counter) counts only
+    the requests the on-disk cache held before the run."""
 
     def __init__(self, cache_dir: str | os.PathLike[str]) -> None:
         super().__init__(cache_dir)
         self._pending: dict[str, Completion] = {}
         self._pending_lock = threading.Lock()
+        self._local = threading.local()
+        self.repeats = 0
 
     def get(self, key: str) -> Completion | None:
         with self._pending_lock:
             pending = self._pending.get(key)
+            if pending is not None:
+                self.repeats += 1
         if pending is not None:
+            self._local.repeats = self.repeats_here() + 1
             return pending
         return super().get(key)
+
+    def repeats_here(self) -> int:
+        """The repeats served to the calling thread (the estimating answerer uses it to tell a
+        repeat, whose reply is a placeholder too, from a real cached answer)."""
+        return int(getattr(self._local, "repeats", 0))
 
     def put(self, key: str, completion: Completion) -> None:
         with self._pending_lock:

@@ -20,10 +20,17 @@ from .keys import STATE_KEY
 if TYPE_CHECKING:  # imported where used: a pytest run without --memeval never loads them
     from ..report.model import Summary
     from ..run.estimate import Estimate
+    from ..run.repeats import Stop
     from ..run.state import RunState
     from ..run.store import RunStore
 
-from .outputs import PROPERTY_NAME, flat_properties, merge_outputs, worker_output
+from .outputs import (
+    PROPERTY_NAME,
+    STOPPED_PROPERTY,
+    flat_properties,
+    merge_outputs,
+    worker_output,
+)
 from .reports import resumed_exit_status, write_reports
 from .summary import baselines, build_summary, questions_run, session_record
 from .terminal import write_terminal_summary
@@ -63,6 +70,9 @@ class Controller:
         self.estimate: Estimate | None = None
         #: how the session ended (``summary.session_record``), for provenance ``session``
         self.session_end: dict[str, Any] | None = None
+        #: systems stopped after repeated identical errors (one per process that stopped it)
+        #: -> how many of their questions were not run
+        self.stops: dict[Stop, int] = {}
 
     @pytest.hookimpl
     def pytest_sessionstart(self, session: pytest.Session) -> None:
@@ -170,6 +180,12 @@ class Controller:
                 carried = True
                 self._add(QuestionResult.from_dict(value))
                 props.extend(flat_properties(value))
+            elif name == STOPPED_PROPERTY and isinstance(value, dict):
+                from ..run.repeats import Stop
+
+                stop = Stop.from_dict(value)
+                self.stops[stop] = self.stops.get(stop, 0) + 1
+                props.append((name, stop.first))  # what JUnit shows: the first failure
             else:
                 props.append((name, value))
         report.user_properties = props
@@ -338,10 +354,12 @@ class Controller:
             outputs.append(worker_output(self.state) | {"ingests": {}})
         tokenizers: dict[str, str] = {}
         approximate: list[str] = []
+        repeats = 0
         for out in outputs:
             info = out.get("estimate") or {}
             tokenizers.update({str(k): str(v) for k, v in (info.get("tokenizers") or {}).items()})
             approximate += [str(x) for x in info.get("approximate") or ()]
+            repeats += int(info.get("repeats") or 0)
         from ..run.estimate import Estimate
         from .batch import batch_roles
 
@@ -356,6 +374,7 @@ class Controller:
             tokenizers=tokenizers,
             approximate=approximate,
             batch_roles=batch_roles(self.state),
+            repeats=repeats,
         )
         if self.store is not None:
             self.store.close()

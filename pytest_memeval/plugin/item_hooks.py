@@ -12,10 +12,12 @@ import pytest
 from ..errors import MemevalError
 from ..records import STATUS_CORRECT, STATUS_UNSCORED, STATUS_WRONG
 from .keys import RECORDER_KEY, RESULT_KEY, STATE_KEY
+from .outputs import STOPPED_PROPERTY
 
 if TYPE_CHECKING:
     from ..records import QuestionResult
     from .cases import MemevalCase
+    from .items import MemevalItem
 
 __all__ = [
     "Recorder",
@@ -34,6 +36,14 @@ _STATUS_WORDS = {
     STATUS_WRONG: ("wrong", "W", "WRONG"),
     STATUS_UNSCORED: ("unscored", "U", "UNSCORED"),
 }
+#: a question not run because its system failed the same way too often in a row (issue 34.5):
+#: an error (letter, word, exit status, JUnit), counted apart in pytest's outcome line so that
+#: pytest's ERRORS section and short summary do not repeat it once per question; the controller
+#: prints one line per stopped system instead
+STOPPED_WORDS = ("not run (repeated error)", "E", "ERROR")
+#: --memeval-estimate: nothing was judged (the verdicts are of placeholder replies), so no item is
+#: CORRECT or WRONG; pytest's outcome line then reads "N estimated"
+ESTIMATED_WORDS = ("estimated", ".", "ESTIMATED")
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
@@ -140,7 +150,14 @@ def pytest_runtest_makereport(
         entry = (PROPERTY_NAME, result.to_dict())
         item.user_properties.append(entry)
     report = yield
-    if call.excinfo is not None and isinstance(call.excinfo.value, MemevalError):
+    tracked = False
+    if call.when == "setup" and STATE_KEY in item.config.stash:
+        from .items import MemevalItem
+
+        if isinstance(item, MemevalItem):
+            _track_repeats(item, call, report)
+            tracked = True
+    if not tracked and call.excinfo is not None and isinstance(call.excinfo.value, MemevalError):
         from .cases import case_of
         from .items import MemevalItem
 
@@ -157,6 +174,42 @@ def pytest_runtest_makereport(
         at = next(i for i, p in enumerate(item.user_properties) if p is entry)
         item.user_properties[at : at + 1] = flat_properties(entry[1])
     return report
+
+
+def _track_repeats(
+    item: MemevalItem, call: pytest.CallInfo[None], report: pytest.TestReport
+) -> None:
+    """Errors that repeat are said once (issue 34.5), on the process that ran the item (an xdist
+    worker: the report travels to the controller already short). The first failure of a system
+    keeps its traceback; a later one with the same type and message is one line naming the first;
+    a question whose system stopped (``run.repeats``) is one line and carries the stop."""
+    from ..run.repeats import SystemStopped, error_line, signature
+
+    tracker = item.state.repeated_errors()
+    system = item.system.label
+    excinfo = call.excinfo
+    if excinfo is None:
+        tracker.answered(system)
+        return
+    value = excinfo.value
+    if isinstance(value, SystemStopped):
+        report.longrepr = str(value)
+        report.user_properties.append((STOPPED_PROPERTY, value.stop.to_dict()))
+        return
+    if excinfo.errisinstance(pytest.skip.Exception) or not isinstance(value, Exception):
+        return
+    type_name = type(value).__name__
+    message = str(value)
+    line = error_line(type_name, message)
+    first = tracker.failed(
+        system, item.nodeid, signature(type_name, message, item.question.id), line
+    )
+    if first is not None:
+        report.longrepr = f"{line} (same error as {first})"
+    elif isinstance(value, MemevalError):
+        # the plugin's own errors (judge, dataset, adapter contract, timeout) say what to fix in
+        # one line; their tracebacks would only show plugin internals
+        report.longrepr = f"{type_name}: {value}"
 
 
 def _result_for(item: pytest.Item, call: pytest.CallInfo[None]) -> QuestionResult | None:
@@ -187,8 +240,11 @@ def _result_for(item: pytest.Item, call: pytest.CallInfo[None]) -> QuestionResul
             return result
         return None
     if call.when == "setup" and call.excinfo is not None:
+        from ..run.repeats import SystemStopped
+
         result = result_skeleton(bench, ref, question, item.nodeid, flow=flow)
-        result.error = _error_line(call.excinfo)
+        stopped = isinstance(call.excinfo.value, SystemStopped)
+        result.error = str(call.excinfo.value) if stopped else _error_line(call.excinfo)
         return result
     if call.when != "call":
         return None
@@ -227,9 +283,15 @@ def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> 
 def pytest_report_teststatus(
     report: pytest.TestReport, config: pytest.Config
 ) -> tuple[str, str, str] | None:
+    if report.when == "setup" and report.failed and STATE_KEY in config.stash:
+        if any(name == STOPPED_PROPERTY for name, _ in report.user_properties):
+            return STOPPED_WORDS
+        return None
     if report.when != "call" or not report.passed or STATE_KEY not in config.stash:
         return None
     from .controller import PROPERTY_NAME
+
+    estimate = config.stash[STATE_KEY].settings.llm.estimate
 
     for name, value in report.user_properties:
         status = None
@@ -239,5 +301,5 @@ def pytest_report_teststatus(
             status = value
         words = _STATUS_WORDS.get(str(status)) if status is not None else None
         if words is not None:
-            return words
+            return ESTIMATED_WORDS if estimate else words
     return None

@@ -40,6 +40,7 @@ from ..run.question import (
     llm_stage,
     prepare_question,
 )
+from ..run.repeats import SystemStopped
 from ..run.state import RunState, SystemRef  # moved to run/ (issue 26); importable here too
 from ..systems.builtin import MissingReplayAnswer
 from .cases import case_conversation, case_flow, case_of
@@ -125,6 +126,11 @@ class MemevalItem(pytest.Function):
         if self.system.base in state.missing_systems:
             _skip_not_run(self.system.base)
         pipeline = state.llm_pipeline()
+        stop = state.repeated_errors().stopped(self.system.label)
+        if stop is not None:  # failed the same way too often in a row: not run (issue 34.5)
+            if pipeline is not None:
+                pipeline.take(self.nodeid)  # staged before the stop: its slot is freed
+            raise SystemStopped(stop)
         try:
             if pipeline is None:
                 prepared = self._prepare(run, None)
@@ -304,7 +310,10 @@ class MemevalItem(pytest.Function):
 
     def runtest(self) -> None:
         result = self.stash.get(RESULT_KEY, None)
-        if result is not None and result.status == STATUS_WRONG and self.state.settings.run.strict:
+        settings = self.state.settings
+        if settings.llm.estimate:
+            return  # placeholder verdicts: nothing was judged, so nothing is WRONG
+        if result is not None and result.status == STATUS_WRONG and settings.run.strict:
             raise WrongAnswer(result)
 
     def repr_failure(  # type: ignore[override]  # same signature as pytest.Function

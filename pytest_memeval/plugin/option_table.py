@@ -100,6 +100,13 @@ OPTIONS: tuple[_Opt, ...] = (
         metavar="S",
     ),
     _Opt(
+        "memeval-max-repeated-errors",
+        "after N identical errors in a row, a memory system's remaining questions are reported "
+        "as errors without running (per process; default 20; 0: never stop)",
+        default="20",
+        metavar="N",
+    ),
+    _Opt(
         "memeval-resume",
         "continue an earlier run (default: the latest under the cache "
         "folder): questions already stored are skipped, their results reused",

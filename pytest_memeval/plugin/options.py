@@ -312,6 +312,9 @@ def read_settings(config: pytest.Config) -> Settings:
             show_wrong=_int(val("memeval_show_wrong"), src("memeval_show_wrong"), minimum=0),
             keep_runs=_int(val("memeval_keep_runs"), src("memeval_keep_runs"), minimum=0),
             timeout=item_timeout,
+            max_repeated_errors=_int(
+                val("memeval_max_repeated_errors"), src("memeval_max_repeated_errors"), minimum=0
+            ),
             resume=str(val("memeval_resume")) if val("memeval_resume") else None,
             rejudge=str(val("memeval_rejudge")) if val("memeval_rejudge") else None,
             reanswer=scale.reanswer,

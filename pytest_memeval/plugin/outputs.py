@@ -12,6 +12,10 @@ if TYPE_CHECKING:
 
 
 PROPERTY_NAME = "memeval"
+#: the report property of a question not run because its system stopped after repeated identical
+#: errors (``run.repeats``): the stop as a dict on the wire, its first failing node id once the
+#: controller read it (what JUnit shows)
+STOPPED_PROPERTY = "memeval.stopped"
 
 
 def flat_properties(result: Mapping[str, Any]) -> list[tuple[str, object]]:

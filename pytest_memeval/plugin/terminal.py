@@ -4,7 +4,7 @@ gathered and built), passed in explicitly; moved out of ``controller.py`` (issue
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -16,6 +16,7 @@ from .summary import SessionView, baselines, mem0_filing, questions_run
 if TYPE_CHECKING:
     from ..report.model import Summary
     from ..run.estimate import Estimate
+    from ..run.repeats import Stop
 
 __all__ = ["TerminalSource", "config_lines", "run_lines", "write_terminal_summary"]
 
@@ -37,6 +38,9 @@ class TerminalSource(SessionView, Protocol):
 
     @property
     def estimate(self) -> Estimate | None: ...
+
+    @property
+    def stops(self) -> Mapping[Stop, int]: ...
 
 
 def run_lines(src: TerminalSource) -> list[str]:
@@ -164,6 +168,18 @@ def config_lines(src: TerminalSource) -> list[str]:
     return lines
 
 
+def stop_lines(src: TerminalSource) -> list[str]:
+    """One line per memory system stopped after repeated identical errors (per process that
+    stopped it: under xdist each worker counts its own), instead of one per question."""
+    limit = src.state.settings.run.max_repeated_errors
+    return [
+        f"memeval: {stop.system} failed with the same error {stop.after} times in a row "
+        f"({stop.error}), the first at {stop.first}: its {n} other question(s) there were not "
+        f"run and are reported as ERROR (--memeval-max-repeated-errors={limit}; 0 never stops)"
+        for stop, n in src.stops.items()
+    ]
+
+
 def write_terminal_summary(
     terminalreporter: Any, config: pytest.Config, src: TerminalSource
 ) -> None:
@@ -174,6 +190,8 @@ def write_terminal_summary(
         priced = state.settings.llm.prices is not None
         for line in src.estimate.lines(priced=priced):
             terminalreporter.write_line(line)
+        for line in stop_lines(src):
+            terminalreporter.write_line(line, red=True)
         return
 
     from ..report.terminal import render_summary, render_wrong
@@ -215,6 +233,8 @@ def write_terminal_summary(
             + (" ..." if len(src.lost) > 5 else ""),
             red=True,
         )
+    for line in stop_lines(src):
+        tr.write_line(line, red=True)
     if src.rescored:
         tr.write_line(
             f"memeval: {len(src.rescored)} stored result(s) did not match their re-computed "

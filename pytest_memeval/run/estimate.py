@@ -17,7 +17,7 @@ from typing import Any
 
 from ..judges.base import gold_text
 from ..llm.accounting import BATCH_DISCOUNT, PriceTable, TokenAccounting
-from ..llm.estimate import EstimatingProvider
+from ..llm.estimate import EstimateCache, EstimatingProvider
 from ..records import Memory, Prediction, Question
 
 __all__ = [
@@ -38,20 +38,29 @@ def placeholder_answer(gold: object) -> str:
 
 
 class PlaceholderAnswerer:
-    """The configured LLM answerer, whose paid answers become :func:`placeholder_answer`."""
+    """The configured LLM answerer, whose paid answers become :func:`placeholder_answer`; so do
+    the repeats of a paid answer (``cache``: the estimate's, which serves them), as the real run
+    serves a repeat the answer it just paid for: the judges then see the same answer twice."""
 
-    def __init__(self, inner: Any, provider: EstimatingProvider) -> None:
+    def __init__(
+        self, inner: Any, provider: EstimatingProvider, cache: EstimateCache | None = None
+    ) -> None:
         self.inner = inner
         self.provider = provider
+        self.cache = cache
 
     @property
     def label(self) -> str:
         return str(self.inner.label)
 
+    def _placeholders(self) -> tuple[int, int]:
+        repeats = self.cache.repeats_here() if self.cache is not None else 0
+        return self.provider.sent_here(), repeats
+
     def answer(self, question: Question, memories: Sequence[Memory]) -> Prediction:
-        before = self.provider.sent_here()
+        before = self._placeholders()
         prediction: Prediction = self.inner.answer(question, memories)
-        if self.provider.sent_here() == before:  # served from the cache: the real answer
+        if self._placeholders() == before:  # served from the on-disk cache: the real answer
             return prediction
         return replace(prediction, text=placeholder_answer(question.gold))
 
@@ -72,6 +81,9 @@ class Estimate:
     approximate: tuple[str, ...]
     #: roles priced at the batch discount (--memeval-llm-batch)
     batch_roles: tuple[str, ...] = ()
+    #: requests that repeated one the same process already counted (the real run sends it once
+    #: and serves the repeat from the cache it wrote): neither a call nor a cache hit
+    repeats: int = 0
 
     @classmethod
     def from_accounting(
@@ -87,9 +99,13 @@ class Estimate:
         approximate: Sequence[str] = (),
         latency: float = DEFAULT_LATENCY,
         batch_roles: Collection[str] = (),
+        repeats: int = 0,
     ) -> Estimate:
         """``batch_roles``: the roles whose calls ``--memeval-llm-batch`` sends through the
-        providers' batch APIs, priced at the batch discount."""
+        providers' batch APIs, priced at the batch discount. ``repeats``: the requests the
+        estimate's cache served from what the run itself would have written
+        (``EstimateCache.repeats``, summed over the processes); the accounting counts them as
+        cache hits, but only requests found in the on-disk cache before the run are."""
         acc = TokenAccounting.from_dict(tokens)
         total = acc.total()
         by_role = {role: usage.calls for role, usage in acc.by_role().items() if usage.calls}
@@ -106,7 +122,7 @@ class Estimate:
             calls=total.calls,
             input_tokens=total.input_tokens,
             output_tokens=total.output_tokens,
-            cache_hits=total.cache_hits,
+            cache_hits=max(0, total.cache_hits - repeats),
             by_role=by_role,
             cost=acc.cost(prices, batch_roles=batch_roles) if prices is not None else None,
             wall_seconds=wall,
@@ -114,6 +130,7 @@ class Estimate:
             tokenizers=tuple(f"{label}: {name}" for label, name in sorted(tokenizers.items())),
             approximate=tuple(sorted(set(approximate))),
             batch_roles=tuple(sorted(r for r in batch_roles if r in by_role)),
+            repeats=repeats,
         )
 
     def lines(self, *, priced: bool) -> list[str]:
@@ -134,9 +151,14 @@ class Estimate:
         )
         out = [head]
         roles = ", ".join(f"{role} {n}" for role, n in sorted(self.by_role.items()))
+        repeated = (
+            f"; {self.repeats} repeats of a request of this run (not counted again)"
+            if self.repeats
+            else ""
+        )
         out.append(
             f"  calls by role: {roles or 'none'}; {self.cache_hits} served from the LLM cache "
-            "(not counted)"
+            f"(not counted){repeated}"
         )
         out.append(f"  wall time bound by {self.wall_bound}")
         for line in self.tokenizers:

@@ -351,16 +351,18 @@ class LLMRuntime:
 
     def estimate_answerer(self) -> Any:
         """--memeval-estimate: the answerer whose paid answers are gold-length placeholders."""
-        from ..llm.estimate import EstimatingProvider
+        from ..llm.estimate import EstimateCache, EstimatingProvider
         from .estimate import PlaceholderAnswerer
 
         assert self.answerer is not None and self.answerer_client is not None
         provider = self.answerer_client.provider
         assert isinstance(provider, EstimatingProvider)
-        return PlaceholderAnswerer(self.answerer, provider)
+        cache = self.cache if isinstance(self.cache, EstimateCache) else None
+        return PlaceholderAnswerer(self.answerer, provider, cache)
 
     def tokenizers(self) -> dict[str, Any]:
-        """--memeval-estimate: the token counter of each model, and which are approximations."""
+        """--memeval-estimate: the token counter of each model, which are approximations, and
+        how many requests repeated one this process already counted (not cache hits)."""
         from ..llm.estimate import EstimatingProvider
 
         names: dict[str, str] = {}
@@ -373,7 +375,10 @@ class LLMRuntime:
                 names[client.label] = client.provider.counter.name
                 if client.provider.counter.approximate is not None:
                     approximate.append(client.provider.counter.approximate)
-        return {"tokenizers": names, "approximate": approximate}
+        from ..llm.estimate import EstimateCache
+
+        repeats = self.cache.repeats if isinstance(self.cache, EstimateCache) else 0
+        return {"tokenizers": names, "approximate": approximate, "repeats": repeats}
 
     def output(self) -> dict[str, Any]:
         cache = self.cache.stats() if self.cache is not None else {}

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .repeats import DEFAULT_MAX_REPEATED
 from .store import JUDGE_NAMES, JUDGE_NAMES_KEY
 
 if TYPE_CHECKING:
@@ -69,6 +70,9 @@ class RunSettings:
     keep_runs: int = 20
     #: seconds a memory-system call may take (None: no limit)
     timeout: float | None = None
+    #: identical failures in a row after which a system's remaining questions are reported as
+    #: errors without running (per process; 0: never stop); ``run.repeats``
+    max_repeated_errors: int = DEFAULT_MAX_REPEATED
     resume: str | None = None
     rejudge: str | None = None
     reanswer: str | None = None

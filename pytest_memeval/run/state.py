@@ -17,6 +17,7 @@ from .question import SystemPool
 if TYPE_CHECKING:
     from ..answerers.extractive import Answerer
     from .pipeline import Pipeline
+    from .repeats import RepeatedErrors
     from .runtime import LLMRuntime
     from .settings import Settings
 
@@ -72,6 +73,16 @@ class RunState:
     item_index: dict[str, int] | None = None
     #: the run folder's ``batch/`` (--memeval-llm-batch queues and batch ids; plugin.batch)
     batch_dir: Path | None = None
+    #: this process's memory-system failures: which repeat, which systems stopped
+    _repeated: RepeatedErrors | None = None
+
+    def repeated_errors(self) -> RepeatedErrors:
+        """This process's :class:`~.repeats.RepeatedErrors` (--memeval-max-repeated-errors)."""
+        if self._repeated is None:
+            from .repeats import RepeatedErrors
+
+            self._repeated = RepeatedErrors(self.settings.run.max_repeated_errors)
+        return self._repeated
 
     def llm_pipeline(self) -> Pipeline | None:
         """The process's LLM window: None without LLM calls or at ``--memeval-llm-concurrency=1``

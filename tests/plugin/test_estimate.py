@@ -188,3 +188,89 @@ def test_a_partly_warm_cache_is_subtracted_request_by_request(
     full = pytester.runpytest(*args)
     assert full.ret in (0, 1), full.stdout.str()
     assert calls == server.count(OPENAI_PATH) == 15 + 13 - cached
+
+
+#: two memory systems that retrieve the same memories: every answer request of one repeats the
+#: other's (the same prompt), and so does every judge request (the same placeholder answer)
+TWINS = """
+import pytest
+from pytest_memeval import Memory
+
+class Same:
+    def ingest(self, conversation):
+        self.turns = [t for s in conversation.sessions_by_date() for t in s.turns]
+    def search(self, question, k):
+        return [Memory(text=t.text, id=t.id) for t in self.turns[:k]]
+
+@pytest.fixture(scope="session")
+def twin_a():
+    return Same()
+
+@pytest.fixture(scope="session")
+def twin_b():
+    return Same()
+"""
+
+
+@MODES
+def test_an_estimate_reads_as_an_estimate(pytester: pytest.Pytester, mode: list[str]) -> None:
+    """Issue 34.4: nothing was judged, so no item is CORRECT or WRONG (a neutral progress letter,
+    pytest's outcome line counts "estimated", --memeval-strict fails nothing), and on an empty
+    cache nothing was served from it: a request repeated within the run is a repeat, not a hit.
+    The estimate's first line is unchanged."""
+    pytester.makeconftest(TWINS)
+    cache = pytester.path / "cache"
+    args = [
+        "--memeval=demo",
+        "--memsys=twin_a,twin_b",
+        f"--memeval-answerer={MODEL}",
+        f"--memeval-judge={MODEL}",
+        f"--memeval-cache-dir={cache}",
+        "--memeval-estimate",
+        "-p",
+        "no:cacheprovider",
+    ]
+    with pytest.MonkeyPatch.context() as mp:
+        mp.delenv(KEY_ENV, raising=False)
+        result = pytester.runpytest(*args, "--memeval-strict", *mode)
+    out = result.stdout.str()
+    assert result.ret == 0, out
+    assert result.parseoutcomes() == {"estimated": 30}, out
+    progress = [line for line in out.splitlines() if line.startswith(("memeval/", "."))]
+    assert progress and not any(c in line for line in progress for c in "CWU"), progress
+    assert not re.search(r"\b(correct|wrong)\b", out, re.IGNORECASE), out
+    block = _block(out)
+    assert FIRST.match(block[0]), block[0]
+    by_role = re.search(
+        r"calls by role: answerer (\d+), judge (\d+); 0 served from the LLM cache \(not counted\)"
+        r"(?:; (\d+) repeats of a request of this run \(not counted again\))?$",
+        block[1],
+    )
+    assert by_role is not None, block[1]
+    calls, repeats = int(by_role[1]) + int(by_role[2]), int(by_role[3] or 0)
+    assert calls == int(FIRST.match(block[0])[1])  # type: ignore[index]
+    # 2 systems x (15 answers + 13 verdicts): each request is sent by one twin and repeated by the
+    # other in one process; under -n 2 a pair split over the workers is counted by each
+    assert calls + repeats == 2 * (15 + 13)
+    if not mode:
+        assert (calls, repeats) == (15 + 13, 15 + 13)
+    assert not list(cache.glob("runs/*"))
+
+
+@MODES
+def test_repeated_requests_are_counted_as_the_real_run_pays_them(
+    pytester: pytest.Pytester, server: LLMServer, mode: list[str]
+) -> None:
+    """Two systems with the same retrievals: the real run pays each answer and verdict once (the
+    repeat is served from the cache it just wrote); so does the estimate, whose repeated answer
+    is the first one's placeholder (the judge request built from it repeats too)."""
+    pytester.makeconftest(TWINS)
+    cache = pytester.path / "cache"
+    args = [
+        "--memeval=demo",
+        "--memsys=twin_a,twin_b",
+        f"--memeval-answerer={MODEL}",
+        f"--memeval-judge={MODEL}",
+        f"--memeval-cache-dir={cache}",
+    ]
+    _compare(pytester, server, args, mode, mode, warm=False)

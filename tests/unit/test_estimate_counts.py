@@ -63,9 +63,74 @@ def test_the_estimate_cache_reads_the_real_cache_and_writes_nothing(tmp_path: Pa
     assert hit is not None and hit.text == "stored reply"
     assert cache.get("new") is None
     cache.put("new", Completion("placeholder"))
-    again = cache.get("new")  # a repeat of the same request in this process is a hit
+    again = cache.get("new")  # a repeat of the same request in this process is served
     assert again is not None and again.text == "placeholder"
     assert LLMCache(tmp_path).get("new") is None and LLMCache(tmp_path).count() == 1
+    # ... as a repeat, not a hit: only "known" was in the on-disk cache before
+    assert (cache.stats()["hits"], cache.repeats, cache.repeats_here()) == (1, 1, 1)
+
+
+def test_repeats_are_not_cache_hits() -> None:
+    """Issue 34.4: the accounting counts every request the cache served; the estimate subtracts
+    the repeats of the run's own requests, so only hits of the on-disk cache are reported."""
+    acc = TokenAccounting()
+    acc.record("answerer", "openai:gpt-4", calls=10, input_tokens=100, output_tokens=10)
+    acc.record("answerer", "openai:gpt-4", cache_hits=12)
+    common: dict[str, Any] = {
+        "prices": None,
+        "concurrency": 8,
+        "processes": 1,
+        "rpm": None,
+        "tpm": None,
+        "tokenizers": {},
+    }
+    est = Estimate.from_accounting(acc.to_dict(), repeats=12, **common)
+    assert (est.calls, est.cache_hits, est.repeats) == (10, 0, 12)
+    line = est.lines(priced=False)[1]
+    assert line.endswith(
+        "0 served from the LLM cache (not counted); 12 repeats of a request of this run "
+        "(not counted again)"
+    )
+    warm = Estimate.from_accounting(acc.to_dict(), repeats=2, **common)
+    assert warm.cache_hits == 10 and warm.lines(priced=False)[1].endswith(
+        "10 served from the LLM cache (not counted); 2 repeats of a request of this run "
+        "(not counted again)"
+    )
+    none = Estimate.from_accounting(acc.to_dict(), **common).lines(priced=False)[1]
+    assert none.endswith("12 served from the LLM cache (not counted)")
+
+
+class _Answerer:
+    label = "openai:gpt-4"
+
+    def __init__(self, client: Any) -> None:
+        self.client = client
+
+    def answer(self, question: Any, memories: Any) -> Any:
+        from pytest_memeval.records import Prediction
+
+        reply = self.client.complete([ChatMessage("user", question.question)], role="answerer")
+        return Prediction(text=reply.text)
+
+
+def test_a_repeated_answer_is_the_placeholder_again(tmp_path: Path) -> None:
+    """The real run answers a repeated request with the answer it just paid for; the estimate
+    with that answer's placeholder (not the provider's placeholder reply), so the judge requests
+    built from both answers are the same, as in the real run."""
+    from pytest_memeval.llm.estimate import estimating_client
+    from pytest_memeval.records import Question
+    from pytest_memeval.run.estimate import PlaceholderAnswerer
+
+    cache = EstimateCache(tmp_path)
+    client = estimating_client("openai:gpt-4", cache=cache)
+    provider = client.provider
+    assert isinstance(provider, EstimatingProvider)
+    answerer = PlaceholderAnswerer(_Answerer(client), provider, cache)
+    question = Question("q1", "c1", "single-hop", "When?", "7 May 2023", ())
+    first = answerer.answer(question, [])
+    again = answerer.answer(question, [])
+    assert first.text == again.text == "answer answer answer"
+    assert (provider.sent_here(), cache.repeats) == (1, 1)
 
 
 def test_placeholder_answer_has_the_gold_word_count() -> None:
