@@ -106,23 +106,66 @@ def run_mode(request: pytest.FixtureRequest) -> list[str]:
     return list(RUN_MODES[request.param])
 
 
+#: MEMEVAL_DATA_DIR, the folder of the real benchmark files, as given when pytest started (the
+#: README's test command gives ``../shared/data``, which a fresh clone may not have beside it)
+DATA_DIR_GIVEN = os.environ.get("MEMEVAL_DATA_DIR")
 #: read once at import (cwd = where pytest started, e.g. the repository root in CI) and made
-#: absolute: pytester tests change directory, and end-to-end tests clear the variable for their
-#: inner runs
+#: absolute: pytester tests change directory. Tests read it only through :func:`real_data`; each
+#: test runs with the variable removed (:func:`_light_inner_runs`), so that no inner run picks it
+#: up unless the test passes it
 _DATA_DIR_ENV = os.environ.get("MEMEVAL_DATA_DIR")
 if _DATA_DIR_ENV:
     _DATA_DIR_ENV = str(Path(_DATA_DIR_ENV).resolve())
     os.environ["MEMEVAL_DATA_DIR"] = _DATA_DIR_ENV
 
+#: the marker :func:`pytest_collection_modifyitems` puts on every test that reads real benchmark
+#: files (through the ``real_data`` or ``data_dir`` fixture): ``-m realdata`` selects them
+#: (tests/project/test_fresh_clone.py runs them without the files and expects skips)
+REAL_DATA_MARK = "realdata"
+
+
+def real_data_path(*parts: str) -> Path:
+    """``$MEMEVAL_DATA_DIR/<parts>`` (the folder itself without ``parts``), which must exist; the
+    calling test or fixture skips when the variable is unset or the path is missing, with a reason
+    naming MEMEVAL_DATA_DIR and the missing path. Tests call it through the ``real_data`` fixture,
+    which marks them :data:`REAL_DATA_MARK`."""
+    rel = "/".join(parts) or "."
+    if not _DATA_DIR_ENV:
+        pytest.skip(
+            f"MEMEVAL_DATA_DIR is not set: this test reads the real benchmark files "
+            f"($MEMEVAL_DATA_DIR/{rel}); CI sets it"
+        )
+    path = Path(_DATA_DIR_ENV, *parts)
+    if not path.exists():
+        pytest.skip(
+            f"MEMEVAL_DATA_DIR={DATA_DIR_GIVEN}: {path} is missing (this test reads the real "
+            "benchmark files; CI has them)"
+        )
+    return path
+
+
+@pytest.fixture(scope="session")
+def real_data() -> Callable[..., Path]:
+    """:func:`real_data_path`: ``real_data("locomo", "locomo10.json")`` is that real file, or the
+    test skips with the reason (MEMEVAL_DATA_DIR unset, or the path missing)."""
+    return real_data_path
+
 
 def pytest_configure(config: pytest.Config) -> None:
-    """Compile the package's bytecode once, before any inner pytest process starts.
+    """Register the :data:`REAL_DATA_MARK` marker; compile the package's bytecode once, before any
+    inner pytest process starts.
 
     An editable install (the README's `pip install -e`) has no `.pyc` files, and with
     `PYTHONDONTWRITEBYTECODE=1` in the environment (as on the CI machines) every inner pytest
     process compiled the whole package from source: 0.2-0.4 CPU-s each, ~0.85 of the ~3.8 CPU-s a
     `-n 2` demo run costs. `compileall` writes them as `pip install` does for a regular install (it
     writes whatever that variable says; processes still read them); up to date, it only stats."""
+    config.addinivalue_line(
+        "markers",
+        f"{REAL_DATA_MARK}: reads the real benchmark files under $MEMEVAL_DATA_DIR (set by "
+        "conftest.py on the tests that use the real_data or data_dir fixture; they skip without "
+        "the files)",
+    )
     if hasattr(config, "workerinput"):  # the xdist controller did it before starting us
         return
     import compileall
@@ -157,6 +200,10 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     shard-and-merge runs: a sixth of the suite's CPU) skip with their reason unless selected;
     CI runs them (`.ci/run`, docs/ci.md). The longest tests go first, so that a worker never
     starts one when the other is nearly done."""
+    real = getattr(pytest.mark, REAL_DATA_MARK)
+    for item in items:
+        if "real_data" in getattr(item, "fixturenames", ()):
+            item.add_marker(real)
     if not _slow_selected(config):
         skip = pytest.mark.skip(
             reason="slow (whole-benchmark sweeps, perf smoke, CI recipes): opt in with "
@@ -181,14 +228,10 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
 
 
 @pytest.fixture
-def data_dir() -> Path:
-    value = _DATA_DIR_ENV
-    if not value:
-        pytest.skip("MEMEVAL_DATA_DIR is not set: real benchmark files are not available")
-    path = Path(value).resolve()
-    if not (path / "locomo" / "locomo10.json").is_file():
-        pytest.skip(f"MEMEVAL_DATA_DIR={value} has no locomo/locomo10.json")
-    return path
+def data_dir(real_data: Callable[..., Path]) -> Path:
+    """The real data folder, holding at least ``locomo/locomo10.json`` (else the test skips: see
+    :func:`real_data_path`)."""
+    return real_data("locomo", "locomo10.json").parents[1]
 
 
 #: ``PYTEST_ADDOPTS`` of every inner pytest run (pytester, subprocess, the xdist workers they
@@ -214,8 +257,13 @@ INNER_ADDOPTS = (
 
 @pytest.fixture(autouse=True)
 def _light_inner_runs(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Every test's inner pytest runs get :data:`INNER_ADDOPTS` (a test may set its own)."""
+    """Every test's inner pytest runs get :data:`INNER_ADDOPTS` (a test may set its own), and none
+    inherits MEMEVAL_DATA_DIR: with the variable pointing at a missing folder (the README's
+    ``../shared/data`` in a fresh clone) every ``--memeval=demo`` inner run stopped with a usage
+    error; a test that wants the real files gets them from ``real_data`` / ``data_dir`` and
+    passes them on."""
     monkeypatch.setenv("PYTEST_ADDOPTS", INNER_ADDOPTS)
+    monkeypatch.delenv("MEMEVAL_DATA_DIR", raising=False)
 
 
 @pytest.fixture
@@ -264,7 +312,8 @@ def shared_pytester(
 @pytest.fixture
 def memeval_env(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
     """Pytester runs must not pick up the developer's MEMEVAL_DATA_DIR unless a test says so;
-    their options are :data:`INNER_ADDOPTS`."""
+    their options are :data:`INNER_ADDOPTS` (what the autouse :func:`_light_inner_runs` now does
+    for every test; kept for the modules that name it)."""
     monkeypatch.delenv("MEMEVAL_DATA_DIR", raising=False)
     monkeypatch.setenv("PYTEST_ADDOPTS", INNER_ADDOPTS)
 

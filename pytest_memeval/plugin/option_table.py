@@ -364,7 +364,7 @@ OPTIONS: tuple[_Opt, ...] = (
     _Opt(
         "memeval-baselines",
         "published baselines to show next to the run (names from "
-        "pytest_memeval.baselines, 'all', or 'none'; default: a representative few)",
+        "pytest_memeval.analysis.baselines, 'all', or 'none'; default: a representative few)",
         metavar="NAME[,NAME]",
     ),
 )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -11,9 +12,10 @@ pytestmark = pytest.mark.usefixtures("memeval_env")
 
 
 def test_usermem_replay_reproduces_published_comparison(
-    pytester: pytest.Pytester, data_dir: Path, run_mode: list[str]
+    pytester: pytest.Pytester, real_data: Callable[..., Path], run_mode: list[str]
 ) -> None:
-    replay = data_dir / "usermem" / "fixtures" / "system_responses.example.json"
+    replay = real_data("usermem", "fixtures", "system_responses.example.json")
+    data_dir = replay.parents[2]
     out = pytester.path / "r.json"
     result = pytester.runpytest(
         "--memeval=usermem",
@@ -39,8 +41,9 @@ def test_usermem_replay_reproduces_published_comparison(
     assert result.parseoutcomes()["skipped"] == 4 * 52
 
 
-def test_longmemeval_item_file(pytester: pytest.Pytester, data_dir: Path) -> None:
-    path = data_dir / "longmemeval" / "longmemeval_s_items.json"
+def test_longmemeval_item_file(pytester: pytest.Pytester, real_data: Callable[..., Path]) -> None:
+    path = real_data("longmemeval", "longmemeval_s_items.json")
+    data_dir = path.parents[1]
     out = pytester.path / "r.json"
     result = pytester.runpytest(
         "--memeval=longmemeval",
@@ -59,9 +62,10 @@ def test_longmemeval_item_file(pytester: pytest.Pytester, data_dir: Path) -> Non
         assert "recall_all@5" in q["scores"] and "ndcg_any@10" in q["scores"]
 
 
-def test_beam_100k_subset(pytester: pytest.Pytester, data_dir: Path, run_mode: list[str]) -> None:
-    if not (data_dir / "beam" / "100K").is_dir():
-        pytest.skip("no BEAM data")
+def test_beam_100k_subset(
+    pytester: pytest.Pytester, real_data: Callable[..., Path], run_mode: list[str]
+) -> None:
+    data_dir = real_data("beam", "100K").parents[1]
     out = pytester.path / "r.json"
     result = pytester.runpytest(
         "--memeval=beam",

@@ -63,3 +63,54 @@ def test_documented_command_runs(page: str, command: str, tmp_path: Path) -> Non
     proc = run_command(command, tmp_path)
     assert proc.returncode == 0, f"{page}: " + proc.stdout[-3000:] + proc.stderr[-3000:]
     assert "memeval summary" in proc.stdout
+
+
+OPTIONS_PAGE = REPO / "docs" / "options.md"
+
+
+def _documented_options() -> set[str]:
+    """The option names docs/options.md's table names (``--memeval-limit=N`` -> ``memeval-limit``)."""
+    rows = [
+        ln for ln in OPTIONS_PAGE.read_text(encoding="utf-8").splitlines() if ln.startswith("|")
+    ]
+    return {m for row in rows for m in re.findall(r"`--((?:memeval|memsys)[\w-]*)", row)}
+
+
+def test_options_page_lists_every_option_of_the_table() -> None:
+    """docs/options.md names every option of the option table, and none that is not in it."""
+    from pytest_memeval.plugin.option_table import OPTIONS
+
+    declared = {o.name for o in OPTIONS}
+    documented = _documented_options()
+    assert not declared - documented, f"docs/options.md lacks {sorted(declared - documented)}"
+    assert not documented - declared, f"docs/options.md names unknown {documented - declared}"
+
+
+def test_options_page_lists_every_benchmark() -> None:
+    """The ``--memeval=`` row names every registered benchmark."""
+    from pytest_memeval.benchmarks import available_benchmarks
+
+    text = OPTIONS_PAGE.read_text(encoding="utf-8")
+    row = next(ln for ln in text.splitlines() if ln.startswith("| `--memeval=BENCH"))
+    named = set(re.findall(r"`([\w-]+)`", row.split(" | ", 1)[1]))
+    missing = [b for b in available_benchmarks() if b not in named]
+    assert not missing, f"docs/options.md's --memeval row lacks {missing}"
+
+
+def test_options_page_and_readme_say_what_limit_and_baselines_do() -> None:
+    """``--memeval-limit`` counts per conversation (``select_questions``), and the published
+    baselines beyond the default few (Zep, LangMem, A-Mem on LoCoMo) need
+    ``--memeval-baselines=all``: both pages say so."""
+    from pytest_memeval.analysis.baselines import DEFAULT_BASELINES, baselines_for
+
+    only_all = {b.system for b in baselines_for("locomo", ("all",))} - {
+        b.system for b in baselines_for("locomo")
+    }
+    assert {"Zep", "LangMem", "A-Mem"} <= only_all
+    assert not {n for n in DEFAULT_BASELINES if "zep" in n or "langmem" in n or "amem" in n}
+    for page in (README, OPTIONS_PAGE):
+        text = " ".join(page.read_text(encoding="utf-8").split())
+        assert "--memeval-baselines=all" in text, page.name
+        assert all(name in text for name in ("Zep", "LangMem", "A-Mem")), page.name
+        pattern = r"--memeval-limit=N` [|(] ?the first N questions \**of \**each conversation"
+        assert re.search(pattern, text), page.name

@@ -15,17 +15,6 @@ RUN = REPO / "perf" / "run.py"
 HEADER = ("what", "ours", "reference", "ratio", "target", "ok?")
 
 
-@pytest.fixture
-def perf_data_dir() -> Path:
-    value = os.environ.get("MEMEVAL_DATA_DIR")
-    if not value:
-        pytest.skip("MEMEVAL_DATA_DIR is not set: perf/run.py needs locomo/locomo10.json")
-    path = Path(value).resolve()
-    if not (path / "locomo" / "locomo10.json").is_file():
-        pytest.skip(f"MEMEVAL_DATA_DIR={value} has no locomo/locomo10.json")
-    return path
-
-
 def _row(lines: list[str], startswith: str) -> list[str]:
     hits = [ln for ln in lines if ln.startswith(startswith)]
     assert len(hits) == 1, (startswith, lines)
@@ -33,10 +22,11 @@ def _row(lines: list[str], startswith: str) -> list[str]:
 
 
 @pytest.mark.slow
-def test_run_quick_prints_the_table(perf_data_dir: Path, tmp_path: Path) -> None:
+def test_run_quick_prints_the_table(data_dir: Path, tmp_path: Path) -> None:
+    """perf/run.py needs locomo/locomo10.json (the ``data_dir`` fixture)."""
     out_json = tmp_path / "perf.json"
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
-    env["MEMEVAL_DATA_DIR"] = str(perf_data_dir)
+    env["MEMEVAL_DATA_DIR"] = str(data_dir)
     proc = subprocess.run(
         [sys.executable, str(RUN), "--quick", "--json", str(out_json)],
         cwd=tmp_path,
@@ -130,9 +120,10 @@ def test_run_quick_prints_the_table(perf_data_dir: Path, tmp_path: Path) -> None
     assert warmjudge["warm_extra"]["llm_cache"] == {"hits": 20, "misses": 0, "writes": 0}
 
 
-def test_only_rejects_unknown_section(perf_data_dir: Path) -> None:
+def test_only_rejects_unknown_section(data_dir: Path) -> None:
     proc = subprocess.run(
         [sys.executable, str(RUN), "--only", "f1,nope"],
+        env={**os.environ, "MEMEVAL_DATA_DIR": str(data_dir)},
         capture_output=True,
         text=True,
         timeout=60,

@@ -5,9 +5,8 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import pytest
@@ -462,11 +461,9 @@ def test_beam_official_score_vectors(case: str, n: int, reply: str, expected: fl
     assert official_rubric_score([parsed["score"]] * n) == expected
 
 
-def test_beam_vectors_file_agrees() -> None:
-    data_dir = os.environ.get("MEMEVAL_DATA_DIR")
-    if not data_dir:
-        pytest.skip("MEMEVAL_DATA_DIR is not set; the shared vectors file sits beside it")
-    path = Path(data_dir).parent / "vectors" / "retrieval_and_beam_vectors.json"
+def test_beam_vectors_file_agrees(real_data: Callable[..., Path]) -> None:
+    """The shared vectors file sits beside $MEMEVAL_DATA_DIR."""
+    path = real_data().parent / "vectors" / "retrieval_and_beam_vectors.json"
     if not path.is_file():
         pytest.skip(f"{path} not found")
     beam = json.loads(path.read_text(encoding="utf-8"))["beam"]

@@ -6,8 +6,8 @@ import builtins
 import io
 import json
 import math
-import os
 from collections import Counter
+from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -19,11 +19,6 @@ from pytest_memeval.benchmarks.base import Benchmark, LoadRequest
 from pytest_memeval.benchmarks.beam import ABILITIES, BENCHMARK, GOLD_FIELDS
 from pytest_memeval.errors import DatasetError
 from pytest_memeval.records import Prediction
-
-DATA = os.environ.get("MEMEVAL_DATA_DIR")
-needs_data = pytest.mark.skipif(
-    not DATA, reason="MEMEVAL_DATA_DIR is not set (the BEAM 100K chats live there)"
-)
 
 
 def _msg(mid: int, role: str, text: str, **extra: Any) -> dict[str, Any]:
@@ -373,10 +368,8 @@ def test_f1_against_gold(tmp_path: Path) -> None:
 # --------------------------------------------------------------------------- real data
 
 
-@needs_data
-def test_real_100k() -> None:
-    assert DATA is not None
-    ds = BENCHMARK.load(_req(Path(DATA), "100K"))
+def test_real_100k(real_data: Callable[..., Path]) -> None:
+    ds = BENCHMARK.load(_req(real_data("beam", "100K").parents[1], "100K"))
     assert len(ds.questions) == 400
     ids = ds.conversation_ids()
     assert ids == [f"beam-100K-{n}" for n in range(1, 21)]

@@ -9,7 +9,7 @@ import json
 import os
 import time
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -30,11 +30,6 @@ from pytest_memeval.benchmarks.locomo import (
 )
 from pytest_memeval.errors import DatasetError
 from pytest_memeval.records import Memory, Prediction, Question
-
-DATA_DIR = os.environ.get("MEMEVAL_DATA_DIR")
-needs_data = pytest.mark.skipif(
-    not DATA_DIR, reason="MEMEVAL_DATA_DIR is not set (folder holding locomo/locomo10.json)"
-)
 
 
 def _request(data_dir: Path | None, tmp_path: Path) -> LoadRequest:
@@ -454,12 +449,11 @@ def test_score_adds_evidence_recall_when_memories_name_sources() -> None:
 
 
 @pytest.fixture(scope="module")
-def real() -> Any:
-    assert DATA_DIR
-    return LOCOMO.load(LoadRequest(data_dir=Path(DATA_DIR), cache_dir=Path("/nonexistent")))
+def real(real_data: Callable[..., Path]) -> Any:
+    root = real_data("locomo", "locomo10.json").parents[1]
+    return LOCOMO.load(LoadRequest(data_dir=root, cache_dir=Path("/nonexistent")))
 
 
-@needs_data
 def test_real_file_counts(real: Any) -> None:
     qs: list[Question] = real.questions
     assert len(qs) == 1986
@@ -477,7 +471,6 @@ def test_real_file_counts(real: Any) -> None:
     assert "sha256_mismatch" not in real.meta
 
 
-@needs_data
 def test_real_file_details(real: Any) -> None:
     qs: list[Question] = real.questions
     assert qs[0].id == "conv-26-q1" and qs[0].index == 1
@@ -502,10 +495,10 @@ def test_real_file_details(real: Any) -> None:
     assert sum(1 for t in image_turns if "img_url" in t.meta) == 709 + 179 + 22
 
 
-@needs_data
-def test_real_local_fork_with_other_sha256_is_allowed(tmp_path: Path) -> None:
-    assert DATA_DIR
-    obj = json.loads((Path(DATA_DIR) / "locomo" / "locomo10.json").read_bytes())
+def test_real_local_fork_with_other_sha256_is_allowed(
+    tmp_path: Path, real_data: Callable[..., Path]
+) -> None:
+    obj = json.loads(real_data("locomo", "locomo10.json").read_bytes())
     obj[0]["qa"][0]["answer"] = "8 May 2023"
     root = _data_dir(tmp_path, obj)
     ds = LOCOMO.load(_request(root, tmp_path))

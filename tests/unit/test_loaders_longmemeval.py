@@ -5,8 +5,8 @@ from __future__ import annotations
 import importlib.util
 import json
 import math
-import os
 import tracemalloc
+from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
 from types import ModuleType
@@ -26,10 +26,6 @@ from pytest_memeval.benchmarks.longmemeval import (
 from pytest_memeval.errors import DatasetError
 from pytest_memeval.records import Memory, Prediction
 
-DATA = os.environ.get("MEMEVAL_DATA_DIR")
-needs_data = pytest.mark.skipif(
-    not DATA, reason="MEMEVAL_DATA_DIR is not set (real LongMemEval items live there)"
-)
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -382,10 +378,8 @@ def test_score_without_source_ids_or_for_abstention(tmp_path: Path) -> None:
 # --------------------------------------------------------------------------- real data
 
 
-@needs_data
-def test_real_oracle_items() -> None:
-    assert DATA is not None
-    data = Path(DATA)
+def test_real_oracle_items(real_data: Callable[..., Path]) -> None:
+    data = real_data("longmemeval", "longmemeval_oracle_items.json").parents[1]
     ds = BENCHMARK.load(
         LoadRequest(
             data_dir=data,
@@ -407,10 +401,8 @@ def test_real_oracle_items() -> None:
     assert any(t.meta["has_answer"] for s in conv.sessions for t in s.turns)
 
 
-@needs_data
-def test_real_s_item() -> None:
-    assert DATA is not None
-    data = Path(DATA)
+def test_real_s_item(real_data: Callable[..., Path]) -> None:
+    data = real_data("longmemeval", "longmemeval_s_items.json").parents[1]
     req = LoadRequest(data_dir=data, cache_dir=data, variant="longmemeval_s_items.json")
     ds = BENCHMARK.load(req)
     (q,) = ds.questions

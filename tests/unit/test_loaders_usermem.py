@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import json
-import os
 from collections import defaultdict
+from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -16,11 +16,6 @@ from pytest_memeval.benchmarks.base import Benchmark, LoadRequest
 from pytest_memeval.benchmarks.usermem import BENCHMARK, parse_gold_facts
 from pytest_memeval.errors import DatasetError
 from pytest_memeval.records import Prediction
-
-DATA = os.environ.get("MEMEVAL_DATA_DIR")
-needs_data = pytest.mark.skipif(
-    not DATA, reason="MEMEVAL_DATA_DIR is not set (the user-memory YAML cases live there)"
-)
 
 
 def _case(test_id: str = "layer1_01_bank", layer: str = "layer1", **over: Any) -> dict[str, Any]:
@@ -260,10 +255,8 @@ def test_score(tmp_path: Path) -> None:
 # --------------------------------------------------------------------------- real data
 
 
-@needs_data
-def test_real_cases() -> None:
-    assert DATA is not None
-    ds = BENCHMARK.load(_req(Path(DATA)))
+def test_real_cases(real_data: Callable[..., Path]) -> None:
+    ds = BENCHMARK.load(_req(real_data("usermem", "test_cases").parents[1]))
     assert len(ds.questions) == 60
     per_layer: dict[str, int] = defaultdict(int)
     for q in ds.questions:
@@ -287,10 +280,8 @@ def test_real_cases() -> None:
     assert conv.sessions[0].meta["metadata"]["business"] == "State Farm Insurance"
 
 
-@needs_data
-def test_replay_reproduces_published_keyword_recall() -> None:
-    assert DATA is not None
-    data = Path(DATA)
+def test_replay_reproduces_published_keyword_recall(real_data: Callable[..., Path]) -> None:
+    data = real_data("usermem", "fixtures", "system_responses.example.json").parents[2]
     ds = BENCHMARK.load(_req(data))
     by_id = {q.id: q for q in ds.questions}
     responses = json.loads(

@@ -1,15 +1,15 @@
 """Golden-vector and example tests for ``pytest_memeval.metrics`` (rules: docs/scoring.md).
 Vectors (computed by running the upstream scorers; not in the repository) come from a
-``shared/vectors`` folder beside the checkout; real-data checks read ``$MEMEVAL_DATA_DIR`` and are
-skipped when it is unset."""
+``shared/vectors`` folder beside the checkout; real-data checks read ``$MEMEVAL_DATA_DIR`` (the ``real_data``
+fixture) and skip without it."""
 
 from __future__ import annotations
 
 import importlib.util
 import json
 import math
-import os
 import re
+from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -43,10 +43,6 @@ from pytest_memeval.metrics.word_tokenize import word_tokenize
 
 REPO = Path(__file__).resolve().parents[2]
 VECTORS = REPO.parent / "shared" / "vectors"
-DATA_DIR = os.environ.get("MEMEVAL_DATA_DIR")
-needs_data = pytest.mark.skipif(
-    not DATA_DIR, reason="MEMEVAL_DATA_DIR is not set (folder holding locomo/, usermem/, ...)"
-)
 
 
 def _load(name: str) -> Any:
@@ -280,9 +276,8 @@ def test_keyword_recall_rules() -> None:
     assert keyword_recall("cat", ["ca"]) == 1.0  # plain substring, no word boundaries
 
 
-@needs_data
-def test_keyword_recall_reproduces_usermem_example_scores() -> None:
-    base = Path(str(DATA_DIR)) / "usermem" / "fixtures"
+def test_keyword_recall_reproduces_usermem_example_scores(real_data: Callable[..., Path]) -> None:
+    base = real_data("usermem", "fixtures")
     with open(base / "gold_facts.json", encoding="utf-8") as fh:
         gold = json.load(fh)
     with open(base / "system_responses.example.json", encoding="utf-8") as fh:
@@ -442,10 +437,9 @@ def test_nugget_score_keeps_half_points() -> None:
 # --- real LoCoMo data ---
 
 
-@needs_data
-def test_locomo_real_data_matches_plain_reference() -> None:
+def test_locomo_real_data_matches_plain_reference(real_data: Callable[..., Path]) -> None:
     bench = _bench()
-    pairs = bench.load_pairs(Path(str(DATA_DIR)) / "locomo" / "locomo10.json")
+    pairs = bench.load_pairs(real_data("locomo", "locomo10.json"))
     assert len(pairs) == 2 * 1986
     for prediction, gold, category in pairs:
         assert locomo_f1(prediction, gold, category) == bench.plain_locomo_f1(

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import json
-import os
 import sys
+from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -237,13 +237,8 @@ def test_bm25_on_a_locomo_sized_conversation() -> None:
     assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
 
 
-def test_bm25_on_locomo() -> None:
-    data_dir = os.environ.get("MEMEVAL_DATA_DIR")
-    if not data_dir:
-        pytest.skip("MEMEVAL_DATA_DIR is not set: the real LoCoMo file is needed")
-    path = Path(data_dir) / "locomo" / "locomo10.json"
-    if not path.exists():
-        pytest.skip(f"{path} does not exist")
+def test_bm25_on_locomo(real_data: Callable[..., Path]) -> None:
+    path = real_data("locomo", "locomo10.json")
     with path.open(encoding="utf-8") as fh:
         sample = json.load(fh)[0]
     raw = sample["conversation"]
