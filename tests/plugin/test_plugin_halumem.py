@@ -372,3 +372,30 @@ def test_failing_dump_storage_figures_unscored_with_the_reason(
     assert set(official["figures"]) == {"question_answering"}
     assert server.count(OPENAI_PATH) == 2  # the two questions' QA calls only
     assert "UNSCORED: raising: dump(" in result.stdout.str()
+
+
+# --------------------------------------------------------------------------- repeated users
+
+
+@pytest.mark.parametrize("mode", list(XDIST_MODES), ids=list(XDIST_MODES))
+def test_repeated_uuids_are_refused(pytester: pytest.Pytester, mode: str) -> None:
+    """A file whose users repeat (duplicate uuids) loaded with 8 items collected and 4 counted:
+    it is a usage error naming the file, the record and the field, as LongMemEval-V2's
+    duplicate ids are."""
+    folder = pytester.path / "data" / "halumem"
+    folder.mkdir(parents=True)
+    lines = (DATA / "halumem" / "HaluMem-Medium.jsonl").read_text("utf-8").splitlines()
+    path = folder / "HaluMem-Medium.jsonl"
+    path.write_text("\n".join([*lines, *lines]) + "\n", "utf-8")
+    result = pytester.runpytest(
+        "--memeval=halumem",
+        f"--memeval-data={folder.parent}",
+        "--memsys=bm25",
+        *XDIST_MODES[mode],
+    )
+    out = result.stdout.str() + result.stderr.str()
+    assert result.ret == pytest.ExitCode.USAGE_ERROR, out[-3000:]
+    assert "INTERNALERROR" not in out and "Traceback" not in out, out[-3000:]
+    (line,) = [ln for ln in result.stderr.str().splitlines() if ln.startswith("ERROR:")]
+    assert f"{path}, record user[{len(lines)}], field 'uuid': duplicate uuid 'u-alpha'" in line
+    assert "(first used by user[0])" in line, line
