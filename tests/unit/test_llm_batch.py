@@ -15,6 +15,7 @@ from pytest_memeval.errors import JudgeError
 from pytest_memeval.llm import ChatMessage, Completion, LLMCache, Request
 from pytest_memeval.llm.batch import (
     BatchDeferred,
+    BatchResults,
     BatchQueue,
     Polled,
     PollPolicy,
@@ -46,6 +47,7 @@ class FakeBatchAPI:
         self.created: list[list[str]] = []
         self.polled: dict[str, int] = {}
         self.state_seen_at_first_poll: bool | None = None
+        self.cancelled: list[str] = []
 
     def submit(self, requests: list[QueuedRequest]) -> str:
         self.created.append([q.key for q in requests])
@@ -58,9 +60,13 @@ class FakeBatchAPI:
         ended = self.polled[batch_id] >= self.polls
         return Polled(ended, "ended" if ended else "in_progress")
 
-    def results(self, batch_id: str) -> dict[str, Completion | str]:
+    def results(self, batch_id: str) -> BatchResults:
         keys = self.created[int(batch_id.split("_")[1]) - 1] if self.created else []
-        return {k: ("errored: boom" if k in self.fail else _reply(k)) for k in keys}
+        replies = {k: ("errored: boom" if k in self.fail else _reply(k)) for k in keys}
+        return BatchResults(replies=dict(replies))
+
+    def cancel(self, batch_id: str) -> None:
+        self.cancelled.append(batch_id)
 
 
 def _queue(folder: Path, n: int) -> list[QueuedRequest]:
