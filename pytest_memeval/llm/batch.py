@@ -39,7 +39,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from ..errors import JudgeError
+from ..errors import JudgeError, terminal_safe
 from .base import ChatMessage, Completion, Request
 from .cache import LLMCache
 from .providers import ProviderConfig, anthropic_body, openai_body
@@ -282,7 +282,7 @@ class BatchResults:
 
     def problem(self, line: str) -> None:
         if len(self.problems) < MAX_PROBLEM_LINES:
-            self.problems.append(_one_line(line, 300))
+            self.problems.append(terminal_safe(_one_line(line, 300)))  # ids came from outside
         else:
             self._more += 1
 
