@@ -12,6 +12,10 @@ request of a batch. Every request is recorded under a route name: ``POST /v1/bat
 ``POST /v1/messages/batches`` (creations), ``POST /v1/files``, ``GET /v1/batches/{id}``,
 ``GET /v1/files/{id}/content``, ``GET /v1/messages/batches/{id}`` and
 ``GET /v1/messages/batches/{id}/results``; ``srv.count("POST /v1/batches")`` counts creations.
+``srv.rewrite(api, lines)`` (when set) turns the result lines of a batch (dicts) into the raw
+lines served (bytes): a malformed line, a reply without choices, a repeated ``custom_id``.
+``POST /v1/batches/{id}/cancel`` and ``POST /v1/messages/batches/{id}/cancel`` mark a batch
+cancelled (recorded under those route names).
 """
 
 from __future__ import annotations
@@ -27,11 +31,14 @@ from typing import Any
 
 from llm_server import LLMServer, RecordedRequest, _Handler, chat_payload
 
-__all__ = ["ANTHROPIC_CREATE", "OPENAI_CREATE", "BatchServer"]
+__all__ = ["ANTHROPIC_CANCEL", "ANTHROPIC_CREATE", "OPENAI_CANCEL", "OPENAI_CREATE", "BatchServer"]
 
 OPENAI_CREATE = "POST /v1/batches"
 ANTHROPIC_CREATE = "POST /v1/messages/batches"
 Fault = Callable[[int, str], str | None]
+Rewrite = Callable[[str, list[dict[str, Any]]], list[bytes]]
+OPENAI_CANCEL = "POST /v1/batches/{id}/cancel"
+ANTHROPIC_CANCEL = "POST /v1/messages/batches/{id}/cancel"
 
 
 @dataclass
@@ -42,6 +49,7 @@ class _Batch:
     created: float
     input_file_id: str = ""
     lines: list[dict[str, Any]] | None = None  # the results, once ended
+    cancelled: bool = False
 
 
 def _iso(t: float) -> str:
@@ -90,7 +98,7 @@ class _BatchHandler(_Handler):
             if batch is None or batch.lines is None:
                 self._respond_json(404, {"type": "error", "error": {"message": "not ended"}})
                 return
-            data = "".join(json.dumps(line) + "\n" for line in batch.lines).encode()
+            data = owner._raw("anthropic", batch.lines)
             self._respond(200, data, "application/x-jsonl")
             return
         super().do_GET()
@@ -98,6 +106,23 @@ class _BatchHandler(_Handler):
     def do_POST(self) -> None:
         owner: BatchServer = self.server.owner
         path = self.path.split("?", 1)[0]
+        parts = path.strip("/").split("/")
+        if parts[-1:] == ["cancel"] and parts[:-2] in (
+            ["v1", "batches"],
+            ["v1", "messages", "batches"],
+        ):
+            anthropic = parts[1] == "messages"
+            self._log(ANTHROPIC_CANCEL if anthropic else OPENAI_CANCEL)
+            batch = owner.batches.get(parts[-2])
+            if batch is None:
+                self._respond_json(404, {"error": {"message": "no such batch"}})
+                return
+            batch.cancelled = True
+            if anthropic:
+                self._respond_json(200, owner._anthropic_batch(batch, self.server))
+            else:
+                self._respond_json(200, owner._openai_batch(batch))
+            return
         if path not in ("/v1/files", "/v1/batches", "/v1/messages/batches"):
             super().do_POST()
             return
@@ -159,6 +184,7 @@ class BatchServer(LLMServer):
         self.hold = threading.Event()  # set: batches stay in_progress
         self.hold_after = 0  # ... all but the first hold_after batches created
         self.fault = fault
+        self.rewrite: Rewrite | None = None
         self.batches: dict[str, _Batch] = {}
         self.files: dict[str, bytes] = {}
         self._ids = 0
@@ -182,12 +208,18 @@ class BatchServer(LLMServer):
                 lines.append(self._line(batch.api, custom_id, body, fault, index))
             batch.lines = lines
             if batch.api == "openai":
-                self.files[f"{batch.id}-out"] = "".join(
-                    json.dumps(x) + "\n" for x in lines if x["error"] is None
-                ).encode()
+                self.files[f"{batch.id}-out"] = self._raw(
+                    "openai", [x for x in lines if x["error"] is None]
+                )
                 self.files[f"{batch.id}-err"] = "".join(
                     json.dumps(x) + "\n" for x in lines if x["error"] is not None
                 ).encode()
+
+    def _raw(self, api: str, lines: list[dict[str, Any]]) -> bytes:
+        """The served bytes of result lines: JSON Lines, or what ``rewrite`` makes of them."""
+        if self.rewrite is None:
+            return "".join(json.dumps(x) + "\n" for x in lines).encode()
+        return b"".join(line + b"\n" for line in self.rewrite(api, lines))
 
     def _line(
         self, api: str, custom_id: str, body: dict[str, Any], fault: str | None, index: int
@@ -236,7 +268,7 @@ class BatchServer(LLMServer):
             "errors": None,
             "input_file_id": batch.input_file_id,
             "completion_window": "24h",
-            "status": "completed" if ended else "in_progress",
+            "status": "completed" if ended else "cancelling" if batch.cancelled else "in_progress",
             "output_file_id": f"{batch.id}-out" if ended else None,
             "error_file_id": f"{batch.id}-err" if ended and failed else None,
             "created_at": int(batch.created),
@@ -254,7 +286,11 @@ class BatchServer(LLMServer):
         return {
             "id": batch.id,
             "type": "message_batch",
-            "processing_status": "ended" if ended else "in_progress",
+            "processing_status": "ended"
+            if ended
+            else "canceling"
+            if batch.cancelled
+            else "in_progress",
             "request_counts": {
                 "processing": 0 if ended else len(batch.requests),
                 "succeeded": kinds.count("succeeded"),

@@ -6,7 +6,8 @@ The extraction and update records of a conversation ride on the first question o
 conversation the run asked of the system (``details.storage_carrier``; the judge's details
 ``storage``); the QA records are every judged question's label. A conversation carried twice (a
 resumed run that asked again) counts once: its question with the lowest index. A system without
-``dump`` has its storage figures UNSCORED with the reason, never zero.
+``dump``, or whose ``dump`` failed (raised, returned the wrong type, timed out), has its storage
+figures UNSCORED with the reason (the first question's ``details.stored_unscored``), never zero.
 """
 
 from __future__ import annotations
@@ -17,7 +18,6 @@ from typing import Any
 
 from ..benchmarks.halumem import aggregate
 from ..records import QuestionResult
-from ..systems.base import NO_DUMP_REASON
 
 __all__ = ["HaluMemOfficial", "halumem_official"]
 
@@ -66,10 +66,11 @@ def halumem_official(results: Sequence[QuestionResult], metric: str) -> HaluMemO
     headline key)."""
     storage: dict[str, tuple[int, Mapping[str, Any]]] = {}
     qa: list[dict[str, Any]] = []
-    no_dump = False
+    no_dump: str | None = None
     for r in results:
-        if r.details.get("stored_unscored"):
-            no_dump = True
+        reason = r.details.get("stored_unscored")
+        if reason and no_dump is None:
+            no_dump = str(reason)
         judged = _judged(r, metric)
         if judged is None:
             continue
@@ -86,8 +87,8 @@ def halumem_official(results: Sequence[QuestionResult], metric: str) -> HaluMemO
     update = [rec for c in conversations for rec in c.get("update", [])]
     figures: dict[str, Any] = dict(aggregate(integrity, accuracy, update, qa))
     unscored = None
-    if no_dump:
-        unscored = NO_DUMP_REASON
+    if no_dump is not None:
+        unscored = no_dump
     elif not conversations:
         unscored = "no conversation's storage was judged (none of its questions was asked)"
     if unscored is not None:

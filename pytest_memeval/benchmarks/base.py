@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
-from ..errors import DatasetError
+from ..errors import DatasetError, terminal_safe
 from ..files import MAX_DATA_BYTES, FileTooLarge, NotAFile, read_bounded
 from ..records import Conversation, Prediction, Question
 from .categories import shared_category
@@ -23,6 +23,7 @@ __all__ = [
     "LoadRequest",
     "Parsed",
     "check_surrogates",
+    "check_unique_ids",
     "decode_text",
     "file_sha256",
     "find_lone_surrogate",
@@ -267,6 +268,24 @@ class Dataset:
         return iter(self.questions)
 
 
+def check_unique_ids(dataset: Dataset) -> None:
+    """Every question id of ``dataset`` once: a repeated id is a DatasetError naming the files and
+    the record (two items would share one result: collected twice, counted once). Each loader
+    refuses its own duplicates with the record's place in the file; this holds for every
+    benchmark, an entry point's too (the plugin calls it after ``load``)."""
+    seen: dict[str, int] = {}
+    for n, question in enumerate(dataset.questions):
+        first = seen.setdefault(question.id, n)
+        if first != n:
+            qid = terminal_safe(question.id, 80)
+            raise DatasetError(
+                f"duplicate question id {qid!r} (questions #{first + 1} and #{n + 1}); every "
+                "question id must be unique: fix the file or remove the repeated record",
+                path=", ".join(str(f) for f in dataset.files) or dataset.benchmark,
+                record=qid,
+            )
+
+
 @dataclass(frozen=True)
 class Parsed:
     """One part of a suite (a split, a variant, a tier) as its cached parser returns it:
@@ -322,8 +341,16 @@ def load_parts(
             absent = absent or gone
             continue
         built = parse(tuple(str(p.resolve()) for p in paths), key, file_stats(paths))
+        for conv in built.conversations:
+            if conv.id in conversations:
+                raise DatasetError(
+                    f"duplicate conversation id {terminal_safe(conv.id, 80)!r} (also in an "
+                    "earlier file of the suite); every conversation id must be unique",
+                    path=str(paths[0]),
+                    record=terminal_safe(conv.id, 80),
+                )
+            conversations[conv.id] = conv
         questions.extend(built.questions)
-        conversations.update((c.id, c) for c in built.conversations)
         files.extend(paths)
         sha.update(
             (str(p.relative_to(request.data_dir)), digest)

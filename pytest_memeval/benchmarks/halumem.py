@@ -26,7 +26,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-from ..errors import DatasetError
+from ..errors import DatasetError, terminal_safe
 from ..metrics.lexical import token_f1
 from ..records import Conversation, Memory, Prediction, Question, Session, Turn
 from .base import (
@@ -380,11 +380,21 @@ def parse_users(raw: bytes, source: str) -> list[Mapping[str, Any]]:
     rows = _rows(raw, source)
     check_surrogates(rows, source)
     users: list[Mapping[str, Any]] = []
+    seen: dict[str, int] = {}
     for u, row in enumerate(rows):
         where = f"user[{u}]"
         if not isinstance(row, dict):
             raise DatasetError(f"must be a JSON object; {_HINT}", path=source, record=where)
-        _need(row, "uuid", str, source, where)
+        uuid = _need(row, "uuid", str, source, where)
+        if uuid in seen:
+            raise DatasetError(
+                f"duplicate uuid {terminal_safe(uuid, 80)!r} (first used by user[{seen[uuid]}]);"
+                " every user's uuid must be unique in the file (its questions would share ids)",
+                path=source,
+                record=where,
+                field="uuid",
+            )
+        seen[uuid] = u
         sessions = _need(row, "sessions", list, source, where)
         for s, session in enumerate(sessions):
             sw = f"{where}.sessions[{s}]"

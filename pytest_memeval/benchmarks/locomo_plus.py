@@ -248,8 +248,26 @@ def stitch(item: PlusItem, base: Conversation, source: str) -> tuple[Conversatio
                 record=f"{base.id} {session.id}",
             )
     assert last.date is not None
-    query_time = last.date + timedelta(days=7)
-    cue_time = query_time - timedelta(days=parse_time_gap(item.time_gap))
+    try:
+        query_time = last.date + timedelta(days=7)
+    except OverflowError:
+        raise DatasetError(
+            f"the last session's date {last.date_raw!r} is too late to put the query a week "
+            "after it (past the year 9999); fix the session date",
+            path=source,
+            record=f"{base.id} {last.id}",
+        ) from None
+    gap = parse_time_gap(item.time_gap)
+    try:
+        cue_time = query_time - timedelta(days=gap)
+    except OverflowError:
+        raise DatasetError(
+            f"{item.time_gap[:80]!r} ({gap:,} days) puts the cue before the year 1 (the query "
+            f"is on {_date_raw(query_time)}); a gap is a few weeks, months or years",
+            path=source,
+            record=f"[{item.index}]",
+            field="time_gap",
+        ) from None
     speakers = (
         base.speakers[0] if base.speakers else "A",
         base.speakers[1] if len(base.speakers) > 1 else "B",

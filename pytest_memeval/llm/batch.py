@@ -16,7 +16,13 @@ Flow, all state in the run folder's ``batch/`` directory:
    base URL; the state file (batch id and custom ids) is written atomically before the first poll,
    so ``--memeval-resume`` after a kill polls that batch instead of paying for it again.
 3. Errored and expired requests are retried once synchronously (through the normal client: cache,
-   retries); what still fails is returned per cache key with a one-line reason.
+   retries); what still fails is returned per cache key with a one-line reason. The results are
+   read as a stream, line by line, within :data:`MAX_RESULT_LINE` a line and
+   :data:`MAX_RESULT_BYTES` a batch: a line that cannot be read is named, counted and skipped
+   (its request, when its ``custom_id`` is readable, is sent again), a ``custom_id`` that comes
+   back twice is refused (sent again), and every good reply is stored. A batch still not ended
+   ``PollPolicy.deadline`` seconds after it was submitted (``--memeval-llm-batch-wait``) is
+   cancelled and its requests are sent synchronously, with a line.
 4. The controller then judges the stored predictions again from the cache (as
    ``--memeval-rejudge`` does): every verdict is a cache hit, so no judge request is sent twice.
 """
@@ -28,28 +34,27 @@ import os
 import random
 import threading
 import time
-from collections.abc import Callable, Collection, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from ..errors import JudgeError
+from ..errors import JudgeError, terminal_safe
 from .base import ChatMessage, Completion, Request
 from .cache import LLMCache
-from .providers import (
-    ProviderConfig,
-    anthropic_body,
-    anthropic_completion,
-    openai_body,
-)
+from .providers import ProviderConfig, anthropic_body, openai_body
 from .redact import redact
 
 __all__ = [
     "BATCH_DIR",
+    "BATCH_WAIT",
+    "MAX_RESULT_BYTES",
+    "MAX_RESULT_LINE",
     "BatchBackend",
     "BatchDeferred",
     "BatchOutcome",
     "BatchQueue",
+    "BatchResults",
     "PollPolicy",
     "Polled",
     "QueuedRequest",
@@ -61,6 +66,13 @@ __all__ = [
 BATCH_DIR = "batch"
 #: requests per batch (OpenAI allows 50,000 a file, Anthropic 100,000 a batch; both cap the size)
 MAX_BATCH = 10_000
+#: one line of a batch's results at most (a reply is a few KB: a longer line is named and skipped)
+MAX_RESULT_LINE = 4 << 20
+#: a batch's results read at most (output and error files together): past it the rest is not
+#: read, and the requests without a reply are sent synchronously
+MAX_RESULT_BYTES = 1 << 30
+#: problem lines printed per batch (the rest are counted)
+MAX_PROBLEM_LINES = 10
 #: the roles whose cache misses a client with a queue sends to the batch: the judges' always,
 #: the answerer's only under ``--memeval-reanswer`` (its client gets a queue only then: a first
 #: run's answers are sent at once)
@@ -225,9 +237,149 @@ class BatchBackend(Protocol):
 
     def poll(self, batch_id: str) -> Polled: ...
 
-    def results(self, batch_id: str) -> dict[str, Completion | str]:
-        """custom_id -> the reply, or a one-line reason it failed (errored, expired, ...)."""
+    def results(self, batch_id: str) -> BatchResults:
+        """custom_id -> the reply, or a one-line reason it failed (errored, expired, ...), and
+        the lines of the results that could not be read."""
         ...
+
+    def cancel(self, batch_id: str) -> None:
+        """Ask the provider to stop the batch (it waited past ``--memeval-llm-batch-wait``)."""
+        ...
+
+
+class _BadLine(ValueError):
+    """A line of a batch's results that cannot be read; ``custom_id`` when it names one."""
+
+    def __init__(self, reason: str, custom_id: str | None = None) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.custom_id = custom_id
+
+
+class _TooLarge(Exception):
+    """A batch's results ran past :data:`MAX_RESULT_BYTES`."""
+
+
+#: one parsed line of a batch's results: (custom_id, the reply or why the request failed)
+LineParser = Callable[[object], tuple[str, "Completion | str"]]
+
+
+@dataclass
+class BatchResults:
+    """What a batch returned, each line read on its own: ``replies`` by custom_id (a reply, or a
+    one-line reason the request failed: it is then sent again synchronously), ``problems`` (the
+    first :data:`MAX_PROBLEM_LINES` lines that could not be read, named by file and line),
+    ``bad_lines`` (all of them, counted), ``duplicates`` (custom_ids that came back more than once:
+    refused) and ``whole`` (why the whole batch ended without results, or None)."""
+
+    replies: dict[str, Completion | str] = field(default_factory=dict)
+    problems: list[str] = field(default_factory=list)
+    bad_lines: int = 0
+    duplicates: int = 0
+    whole: str | None = None
+    _seen: dict[str, int] = field(default_factory=dict, repr=False)
+    _more: int = field(default=0, repr=False)
+
+    def problem(self, line: str) -> None:
+        if len(self.problems) < MAX_PROBLEM_LINES:
+            self.problems.append(terminal_safe(_one_line(line, 300)))  # ids came from outside
+        else:
+            self._more += 1
+
+    def closing_problems(self) -> list[str]:
+        """``problems``, and how many more there were."""
+        more = [f"... and {self._more} more"] if self._more else []
+        return [*self.problems, *more]
+
+    def read(self, where: str, number: int, line: bytes | None, parse: LineParser) -> None:
+        """Line ``number`` of ``where`` (None: longer than :data:`MAX_RESULT_LINE`): its reply
+        kept under its custom_id, or the line named, counted and skipped."""
+        try:
+            if line is None:
+                raise _BadLine(f"longer than {MAX_RESULT_LINE} bytes")
+            try:
+                row = json.loads(line)
+            except (ValueError, RecursionError):
+                raise _BadLine("not JSON") from None
+            custom_id, got = parse(row)
+        except _BadLine as bad:
+            self.bad_lines += 1
+            again = f"; request {bad.custom_id[:12]} is sent again" if bad.custom_id else ""
+            self.problem(f"{where} line {number}: {bad.reason}; skipped{again}")
+            if bad.custom_id is not None:
+                self._put(bad.custom_id, f"unreadable reply in the batch ({bad.reason})", where)
+            return
+        self._put(custom_id, got, where)
+
+    def _put(self, custom_id: str, got: Completion | str, where: str) -> None:
+        count = self._seen.get(custom_id, 0) + 1
+        self._seen[custom_id] = count
+        if count == 1:
+            self.replies[custom_id] = got
+            return
+        if count == 2:
+            self.duplicates += 1
+            self.problem(
+                f"{where}: custom_id {custom_id[:12]} comes back more than once; its replies are "
+                "refused and the request is sent again"
+            )
+        self.replies[custom_id] = (
+            f"its custom_id came back {count} times in the batch's results; refused"
+        )
+
+
+def _result_lines(chunks: Iterable[bytes], budget: list[int]) -> Iterator[tuple[int, bytes | None]]:
+    """The non-blank lines of a streamed file, numbered from 1: a line longer than
+    :data:`MAX_RESULT_LINE` comes as None (never held whole); ``budget[0]`` bytes may be read in
+    all (shared by a batch's files), then :class:`_TooLarge`."""
+    limit = MAX_RESULT_LINE
+    buf = bytearray()
+    over = False
+    number = 0
+    for chunk in chunks:
+        budget[0] -= len(chunk)
+        if budget[0] < 0:
+            raise _TooLarge
+        start = 0
+        while True:
+            end = chunk.find(b"\n", start)
+            piece = chunk[start:] if end < 0 else chunk[start:end]
+            if not over:
+                buf += piece
+                if len(buf) > limit:
+                    over = True
+                    buf.clear()
+            if end < 0:
+                break
+            number += 1
+            if over:
+                yield number, None
+            elif buf.strip():
+                yield number, bytes(buf)
+            buf.clear()
+            over = False
+            start = end + 1
+    if over:
+        yield number + 1, None
+    elif buf.strip():
+        yield number + 1, bytes(buf)
+
+
+def _stream(
+    out: BatchResults,
+    where: str,
+    chunks: Iterable[bytes],
+    budget: list[int],
+    parse: LineParser,
+) -> None:
+    try:
+        for number, line in _result_lines(chunks, budget):
+            out.read(where, number, line, parse)
+    except _TooLarge:
+        out.problem(
+            f"{where}: the batch's results are larger than {MAX_RESULT_BYTES} bytes; the rest is "
+            "not read (the requests without a reply are sent again)"
+        )
 
 
 @dataclass
@@ -264,33 +416,53 @@ class OpenAIBatch:
         ended = batch.status in ("completed", "failed", "expired", "cancelled")
         return Polled(ended, f"{batch.status}{done}")
 
-    def results(self, batch_id: str) -> dict[str, Completion | str]:
+    def results(self, batch_id: str) -> BatchResults:
         batch = self.sdk.batches.retrieve(batch_id)
-        out: dict[str, Completion | str] = {}
-        for file_id in (batch.output_file_id, batch.error_file_id):
+        out = BatchResults()
+        budget = [MAX_RESULT_BYTES]
+        for kind, file_id in (("output", batch.output_file_id), ("error", batch.error_file_id)):
             if not file_id:
                 continue
-            text = self.sdk.files.content(file_id).text
-            for line in text.splitlines():
-                if not line.strip():
-                    continue
-                row = json.loads(line)
-                custom_id = str(row.get("custom_id"))
-                response = row.get("response") or {}
-                error = row.get("error")
-                status = response.get("status_code")
-                if error is None and status == 200:
-                    out[custom_id] = _openai_dict_completion(
-                        response.get("body") or {}, self.config
-                    )
-                else:
-                    message = (error or {}).get("message") if isinstance(error, dict) else None
-                    out[custom_id] = _one_line(
-                        f"errored ({status or (error or {}).get('code', '?')}): {message or ''}"
-                    )
+            with self.sdk.files.with_streaming_response.content(file_id) as response:
+                where = f"{kind} file {file_id}"
+                _stream(out, where, response.iter_bytes(1 << 16), budget, self._line)
         if batch.status in ("expired", "cancelled", "failed"):
-            out.setdefault("*", f"batch {batch.status}")
+            out.whole = f"batch {batch.status}"
         return out
+
+    def cancel(self, batch_id: str) -> None:
+        self.sdk.batches.cancel(batch_id)
+
+    def _line(self, row: object) -> tuple[str, Completion | str]:
+        """One line of the output or error file: ``{custom_id, response, error}``."""
+        custom_id = _custom_id(row)
+        assert isinstance(row, dict)
+        response, error = row.get("response"), row.get("error")
+        if not isinstance(response, dict | None) or not isinstance(error, dict | None):
+            raise _BadLine("'response' or 'error' is not an object", custom_id)
+        status = (response or {}).get("status_code")
+        if error is None and status == 200:
+            assert response is not None
+            body = response.get("body")
+            if not isinstance(body, dict):
+                raise _BadLine("'response.body' is not an object", custom_id)
+            try:
+                return custom_id, _openai_dict_completion(body, self.config)
+            except ValueError as exc:
+                raise _BadLine(str(exc), custom_id) from None
+        message = (error or {}).get("message")
+        code = status or (error or {}).get("code", "?")
+        return custom_id, _one_line(f"errored ({code}): {message or ''}")
+
+
+def _custom_id(row: object) -> str:
+    """The ``custom_id`` of a results line (a _BadLine without one)."""
+    if not isinstance(row, dict):
+        raise _BadLine(f"a JSON {type(row).__name__}, not an object")
+    custom_id = row.get("custom_id")
+    if not isinstance(custom_id, str) or not custom_id:
+        raise _BadLine("no custom_id")
+    return custom_id
 
 
 @dataclass
@@ -315,19 +487,40 @@ class AnthropicBatch:
         counts = f" succeeded {c.succeeded}, errored {c.errored}, expired {c.expired}"
         return Polled(batch.processing_status == "ended", f"{batch.processing_status}{counts}")
 
-    def results(self, batch_id: str) -> dict[str, Completion | str]:
-        out: dict[str, Completion | str] = {}
-        for entry in self.sdk.messages.batches.results(batch_id):
-            result = entry.result
-            if result.type == "succeeded":
-                out[entry.custom_id] = anthropic_completion(result.message, self.config)
-            elif result.type == "errored":
-                inner = getattr(getattr(result, "error", None), "error", None)
-                message = getattr(inner, "message", "") or ""
-                out[entry.custom_id] = _one_line(f"errored: {message}")
-            else:
-                out[entry.custom_id] = str(result.type)  # expired, canceled
+    def results(self, batch_id: str) -> BatchResults:
+        out = BatchResults()
+        with self.sdk.messages.batches.with_streaming_response.results(batch_id) as response:
+            where = f"results of {batch_id}"
+            _stream(out, where, response.iter_bytes(1 << 16), [MAX_RESULT_BYTES], self._line)
         return out
+
+    def cancel(self, batch_id: str) -> None:
+        self.sdk.messages.batches.cancel(batch_id)
+
+    def _line(self, row: object) -> tuple[str, Completion | str]:
+        """One line of the results: ``{custom_id, result: {type, message | error}}``."""
+        custom_id = _custom_id(row)
+        assert isinstance(row, dict)
+        result = row.get("result")
+        if not isinstance(result, dict):
+            raise _BadLine("'result' is not an object", custom_id)
+        kind = result.get("type")
+        if kind == "succeeded":
+            message = result.get("message")
+            if not isinstance(message, dict):
+                raise _BadLine("'result.message' is not an object", custom_id)
+            try:
+                return custom_id, _anthropic_dict_completion(message, self.config)
+            except ValueError as exc:
+                raise _BadLine(str(exc), custom_id) from None
+        if kind == "errored":
+            outer = result.get("error")
+            inner = outer.get("error") if isinstance(outer, dict) else None
+            text = inner.get("message") if isinstance(inner, dict) else None
+            return custom_id, _one_line(f"errored: {text if isinstance(text, str) else ''}")
+        if kind in ("expired", "canceled"):
+            return custom_id, str(kind)
+        raise _BadLine(f"unknown result type {str(kind)[:40]!r}", custom_id)
 
 
 def _one_line(text: str, limit: int = 200) -> str:
@@ -335,23 +528,55 @@ def _one_line(text: str, limit: int = 200) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
+def _count(usage: object, name: str) -> int:
+    value = usage.get(name, 0) if isinstance(usage, dict) else 0
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 0
+
+
 def _openai_dict_completion(body: Mapping[str, Any], config: ProviderConfig) -> Completion:
-    choices = body.get("choices") or []
-    if not choices:
+    """A chat completion of a batch's output file (a dict) as a :class:`Completion`; ValueError
+    naming what is missing for a reply that is not one."""
+    choices = body.get("choices")
+    if not isinstance(choices, list) or not choices:
         raise ValueError("reply without choices")
-    text = (choices[0].get("message") or {}).get("content") or ""
-    usage = body.get("usage") or {}
-
-    def count(name: str) -> int:
-        value = usage.get(name, 0)
-        return value if isinstance(value, int) and value >= 0 else 0
-
+    first = choices[0]
+    message = first.get("message") if isinstance(first, dict) else None
+    if not isinstance(message, dict):
+        raise ValueError("reply without a message")
+    text = message.get("content")
+    if not isinstance(text, str | None):
+        raise ValueError("reply whose content is not text")
+    model = body.get("model")
     return Completion(
-        text=str(text),
-        input_tokens=count("prompt_tokens"),
-        output_tokens=count("completion_tokens"),
+        text=text or "",
+        input_tokens=_count(body.get("usage"), "prompt_tokens"),
+        output_tokens=_count(body.get("usage"), "completion_tokens"),
         cached=False,
-        model=str(body.get("model") or config.model),
+        model=model if isinstance(model, str) and model else config.model,
+    )
+
+
+def _anthropic_dict_completion(message: Mapping[str, Any], config: ProviderConfig) -> Completion:
+    """A message of a batch's results (a dict) as a :class:`Completion`, as
+    :func:`~.providers.anthropic_completion` reads the SDK's object; ValueError for a reply
+    that is not one."""
+    content = message.get("content")
+    if not isinstance(content, list):
+        raise ValueError("reply without content")
+    parts: list[str] = []
+    for block in content:
+        if isinstance(block, dict) and block.get("type") == "text":
+            text = block.get("text")
+            if not isinstance(text, str):
+                raise ValueError("a text block whose text is not text")
+            parts.append(text)
+    model = message.get("model")
+    return Completion(
+        text="".join(parts),
+        input_tokens=_count(message.get("usage"), "input_tokens"),
+        output_tokens=_count(message.get("usage"), "output_tokens"),
+        cached=False,
+        model=model if isinstance(model, str) and model else config.model,
     )
 
 
@@ -365,14 +590,21 @@ def backend_for(config: ProviderConfig, sdk: Any) -> BatchBackend:
 # -- settle: poll, submit, store ---------------------------------------------------------------
 
 
+#: how long a batch may take, from its submission, before its requests go synchronously
+#: (``--memeval-llm-batch-wait``): the providers' completion window, 24 h
+BATCH_WAIT = 24 * 3600.0
+
+
 @dataclass(frozen=True)
 class PollPolicy:
-    """Poll with exponential backoff (jittered), ``first`` seconds doubling up to ``cap``; give
-    up after ``deadline`` seconds (the batch stays recorded: ``--memeval-resume`` picks it up)."""
+    """Poll with exponential backoff (jittered), ``first`` seconds doubling up to ``cap``; a
+    batch not ended ``deadline`` seconds after it was submitted (``--memeval-llm-batch-wait``;
+    a picked-up batch counts from its recorded submission) is cancelled and its requests are
+    sent synchronously."""
 
     first: float = 2.0
     cap: float = 60.0
-    deadline: float = 24 * 3600.0
+    deadline: float = BATCH_WAIT
 
 
 @dataclass
@@ -386,6 +618,26 @@ class BatchOutcome:
     retried: int = 0
     failed: dict[str, str] = field(default_factory=dict)
     lines: list[str] = field(default_factory=list)
+    #: lines of the batches' results that could not be read (named in ``lines``)
+    bad_lines: int = 0
+    #: custom_ids that came back more than once (refused, sent again)
+    duplicates: int = 0
+    #: batches past ``PollPolicy.deadline``, whose requests were sent synchronously
+    abandoned: list[str] = field(default_factory=list)
+
+    def counts(self) -> str:
+        """The one-line account of a round (docs/batch.md)."""
+        line = (
+            f"{len(self.submitted)} submitted, {len(self.resumed)} picked up, {self.stored} "
+            f"replies stored, {self.retried} retried, {len(self.failed)} failed"
+        )
+        if self.bad_lines:
+            line += f", {self.bad_lines} unreadable result line{'s' * (self.bad_lines != 1)}"
+        if self.duplicates:
+            line += f", {self.duplicates} repeated custom_id{'s' * (self.duplicates != 1)}"
+        if self.abandoned:
+            line += f", {len(self.abandoned)} past --memeval-llm-batch-wait"
+        return line
 
 
 def _state_path(folder: Path, batch_id: str) -> Path:
@@ -443,24 +695,33 @@ def settle(
 
     def collect(backend: BatchBackend, batch_id: str, path: Path, state: dict[str, Any]) -> None:
         delay = policy.first
-        started = time.monotonic()
+        submitted = state.get("submitted_at")
+        now = time.time()
+        started = now  # a state file without a usable submission time: from now
+        if isinstance(submitted, int | float) and not isinstance(submitted, bool):
+            started = float(submitted) if 0 < submitted <= now else now
+        custom_ids = [str(c) for c in state.get("custom_ids", ())]
         while True:
             polled = backend.poll(batch_id)
             log(f"batch {batch_id}: {polled.status}")
             if polled.ended:
                 break
-            if time.monotonic() - started > policy.deadline:
-                raise JudgeError(
-                    f"batch {batch_id} has not ended after {policy.deadline:g}s; rerun with "
-                    "--memeval-resume to pick it up again"
-                )
+            if time.time() - started > policy.deadline:
+                abandon(backend, batch_id, path, state, polled, custom_ids)
+                return
             sleep(delay * (0.8 + 0.4 * random.random()))
             delay = min(policy.cap, delay * 2)
         results = backend.results(batch_id)
-        whole_batch = results.pop("*", None)
-        whole = whole_batch if isinstance(whole_batch, str) else None
-        for custom_id in state.get("custom_ids", ()):
-            got = results.get(custom_id)
+        outcome.bad_lines += results.bad_lines
+        outcome.duplicates += results.duplicates
+        outcome.lines += [f"batch {batch_id}: {p}" for p in results.closing_problems()]
+        stray = len(set(results.replies) - set(custom_ids))
+        if stray:
+            outcome.lines.append(
+                f"batch {batch_id}: {stray} result line(s) for requests it was not sent; ignored"
+            )
+        for custom_id in custom_ids:
+            got = results.replies.get(custom_id)
             if isinstance(got, Completion):
                 cache.put(custom_id, got)
                 outcome.stored += 1
@@ -468,12 +729,42 @@ def settle(
                     paid(queued[custom_id], got)
                 missing.pop(custom_id, None)
             else:
-                errors[custom_id] = (got if isinstance(got, str) else "") or whole or "no result"
+                errors[custom_id] = (got if isinstance(got, str) else "") or (
+                    results.whole or "no result"
+                )
         _write_state(path, state | {"status": "ended"})
+
+    def abandon(
+        backend: BatchBackend,
+        batch_id: str,
+        path: Path,
+        state: dict[str, Any],
+        polled: Polled,
+        custom_ids: list[str],
+    ) -> None:
+        """Past the wait: cancel the batch (so it is not paid for as well) and send its
+        requests synchronously (step 3)."""
+        reason = f"batch {batch_id} still {polled.status} after {policy.deadline:g}s"
+        try:
+            backend.cancel(batch_id)
+            cancelled = "cancelled"
+        except Exception as exc:  # an SDK error: the requests go synchronously all the same
+            cancelled = _one_line(f"cancelling it failed ({type(exc).__name__}: {exc})")
+        outcome.abandoned.append(batch_id)
+        outcome.lines.append(
+            redact(
+                f"{reason} (--memeval-llm-batch-wait): {cancelled}; its {len(custom_ids)} "
+                "requests are sent synchronously"
+            )
+        )
+        for custom_id in custom_ids:
+            if cache.get(custom_id) is None:
+                errors[custom_id] = reason
+        _write_state(path, state | {"status": "abandoned"})
 
     # 1. batches of an earlier (killed) session of this run: poll them, never submit again
     for path, state in _read_states(folder):
-        if state.get("status") == "ended":
+        if state.get("status") in ("ended", "abandoned"):
             continue
         group = (str(state.get("provider")), str(state.get("model")), str(state.get("base_url")))
         routed = route(group)

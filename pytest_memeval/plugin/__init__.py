@@ -147,6 +147,7 @@ def pytest_configure(config: pytest.Config) -> None:
 
 def _load(config: pytest.Config, state: RunState) -> None:
     from ..benchmarks import LoadRequest
+    from ..benchmarks.base import check_unique_ids
     from ..records import ResultKey
     from ..run.question import select_questions
 
@@ -164,6 +165,7 @@ def _load(config: pytest.Config, state: RunState) -> None:
                     settings.selection.data_dir, settings.cache_dir, settings.selection.variant
                 )
             )
+            check_unique_ids(dataset)
         except MemevalError as exc:
             raise pytest.UsageError(f"--memeval={name}: {exc}") from None
         state.load_seconds[name] = time.perf_counter() - start

@@ -203,7 +203,7 @@ def settle_run(config: pytest.Config) -> list[str]:
                     folder,
                     llm.cache,
                     _route(llm),
-                    policy=PollPolicy(),
+                    policy=PollPolicy(deadline=state.settings.llm.batch_wait),
                     log=log,
                     paid=_account(llm),
                     exclude=failed,
@@ -219,11 +219,7 @@ def settle_run(config: pytest.Config) -> list[str]:
             failed.update(outcome.failed)
             lines += outcome.lines
             if round_number == 1 or outcome.submitted or outcome.resumed or outcome.failed:
-                lines.append(
-                    f"batch: {len(outcome.submitted)} submitted, {len(outcome.resumed)} picked "
-                    f"up, {outcome.stored} replies stored, {outcome.retried} retried, "
-                    f"{len(outcome.failed)} failed"
-                )
+                lines.append(f"batch: {outcome.counts()}")
             still = _finish_waiting(controller, state, waiting, questions, runs, failed, lines)
             if not still:
                 break

@@ -244,6 +244,13 @@ OPTIONS: tuple[_Opt, ...] = (
         flag=True,
     ),
     _Opt(
+        "memeval-llm-batch-wait",
+        "seconds a batch may take from its submission before it is cancelled and its requests "
+        "are sent synchronously (default 86400, the providers' 24 h window)",
+        default="86400",
+        metavar="S",
+    ),
+    _Opt(
         "memeval-prices",
         "JSON price table {model: {input: $/Mtok, output: $/Mtok}} for the cost in the summary",
         metavar="PATH",

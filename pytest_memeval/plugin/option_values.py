@@ -97,6 +97,16 @@ def _seconds(value: Any, source: str, *, zero: bool = False, example: str = "0.5
     return number
 
 
+def _price(value: int | float) -> float | None:
+    """A price as a float: None for NaN, an infinity (JSON's NaN / Infinity, or an integer too
+    large for a float) or a negative number."""
+    try:
+        price = float(value)
+    except OverflowError:
+        return None
+    return price if math.isfinite(price) and price >= 0 else None
+
+
 def _prices(value: Any, source: str) -> dict[str, dict[str, float]] | None:
     """Read a price table: JSON only, small, numbers only."""
     if not value:
@@ -119,6 +129,10 @@ def _prices(value: Any, source: str) -> dict[str, dict[str, float]] | None:
         raise pytest.UsageError(f"{source}={value}: cannot read it ({exc.strerror})") from None
     except ValueError as exc:
         raise pytest.UsageError(f"{source}={value}: not valid JSON ({exc}); {fix}") from None
+    except RecursionError:
+        raise pytest.UsageError(
+            f"{source}={value}: nested too deep to be a price table; {fix}"
+        ) from None
     table: dict[str, dict[str, float]] = {}
     if not isinstance(data, dict):
         raise pytest.UsageError(f"{source}={value}: expected a JSON object; {fix}")
@@ -131,5 +145,14 @@ def _prices(value: Any, source: str) -> dict[str, dict[str, float]] | None:
                 f"{source}={value}: model {model!r} needs numeric 'input' and 'output' "
                 f"(dollars per million tokens); {fix}"
             )
-        table[str(model)] = {"input": float(entry["input"]), "output": float(entry["output"])}
+        prices: dict[str, float] = {}
+        for k in ("input", "output"):
+            price = _price(entry[k])
+            if price is None:
+                raise pytest.UsageError(
+                    f"{source}={value}: model {model!r} {k!r} is {repr(entry[k])[:40]}; a price is a "
+                    f"finite number >= 0 (dollars per million tokens); {fix}"
+                )
+            prices[k] = price
+        table[str(model)] = prices
     return table

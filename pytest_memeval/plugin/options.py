@@ -347,6 +347,9 @@ def read_settings(config: pytest.Config) -> Settings:
             no_cache=flag("memeval_no_cache"),
             estimate=flag("memeval_estimate"),
             batch=flag("memeval_llm_batch"),
+            batch_wait=_seconds(
+                val("memeval_llm_batch_wait"), src("memeval_llm_batch_wait"), example="3600"
+            ),
             prices=_prices(val("memeval_prices"), src("memeval_prices")),
             rpm=_int(val("memeval_llm_rpm"), src("memeval_llm_rpm"), minimum=1)
             if val("memeval_llm_rpm") not in (None, "")

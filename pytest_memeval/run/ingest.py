@@ -11,7 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import AdapterError
+from ..errors import AdapterError, terminal_safe
 from ..records import Conversation, Memory
 from ..systems.base import NO_DUMP_REASON, MemorySystem, stored_memories
 from ..systems.resolve import ensure_memory_system
@@ -23,6 +23,7 @@ __all__ = [
     "MemorySystemTimeout",
     "SystemPool",
     "call_with_timeout",
+    "dump_failure",
     "is_factory",
     "is_thread_safe",
     "record_stored",
@@ -73,6 +74,9 @@ class IngestedSystem:
     #: question that wants it (a suite scoring storage marks its questions ``meta["dump"]``)
     stored: tuple[Memory, ...] | None = None
     dumped: bool = False
+    #: why the storage metrics are UNSCORED when ``dump`` raised, returned the wrong type or ran
+    #: past --memeval-timeout (None: it worked, or the system has no ``dump``)
+    dump_failed: str | None = None
     #: the conversation ingested (what the storage judgments compare the stored memories with)
     conversation: Conversation | None = None
     #: ``dump`` is asked once even when a thread-safe system's searches run on several threads
@@ -84,25 +88,42 @@ def record_stored(
 ) -> bool:
     """Ask the system once what it stored for this conversation (the optional ``dump``) and put
     the count in ``details["stored_memories"]``, or ``details["stored_unscored"]`` with the reason
-    when the system has no ``dump`` (storage metrics are then UNSCORED, never zero). True for the
-    question that made the one ``dump`` call of a system that has it: that question carries the
-    conversation's storage judgments (``details["storage_carrier"]``). ``dump`` is asked once
+    when the system has no ``dump`` (storage metrics are then UNSCORED, never zero). A ``dump``
+    that raises, returns the wrong type or runs past ``timeout`` only feeds the storage metrics:
+    they become UNSCORED with what went wrong, and the question (its QA result) goes on. True for
+    the question that made the one ``dump`` call of a system that has it: that question carries
+    the conversation's storage judgments (``details["storage_carrier"]``). ``dump`` is asked once
     even when a thread-safe system's searches run on several threads."""
     with ingested.lock:
         first = not ingested.dumped
         if first:
             system = ingested.system
-            ingested.stored = call_with_timeout(
-                lambda: stored_memories(system, conversation_id), timeout, "dump()"
-            )
+            try:
+                ingested.stored = call_with_timeout(
+                    lambda: stored_memories(system, conversation_id), timeout, "dump()"
+                )
+            except Exception as exc:  # dump feeds only the storage metrics: never the QA
+                ingested.stored = None
+                ingested.dump_failed = dump_failure(ingested, conversation_id, exc)
             ingested.dumped = True
     if ingested.stored is None:
-        details["stored_unscored"] = NO_DUMP_REASON
+        details["stored_unscored"] = ingested.dump_failed or NO_DUMP_REASON
         return False
     details["stored_memories"] = len(ingested.stored)
     if first:
         details["storage_carrier"] = True
     return first
+
+
+def dump_failure(ingested: IngestedSystem, conversation_id: str, exc: Exception) -> str:
+    """The one-line UNSCORED reason of a ``dump`` that failed (names system and conversation)."""
+    name = ingested.name or type(ingested.system).__name__
+    if isinstance(exc, MemorySystemTimeout):
+        what = f"dump({conversation_id!r}) did not return within {str(exc).split()[-1]}"
+    else:
+        what = f"dump({conversation_id!r}) raised {type(exc).__name__}: {exc}"
+    what = terminal_safe(" ".join(what.split()), 300)
+    return f"{name}: {what}; what it stored cannot be scored (the QA results stand)"
 
 
 #: how long ``wait_ready`` may take without --memeval-timeout (a bound, never a hang)

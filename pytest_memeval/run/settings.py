@@ -112,6 +112,9 @@ class LLMSettings:
     estimate: bool = False
     #: --memeval-llm-batch: judge calls queued and sent through the batch APIs at the run's end
     batch: bool = False
+    #: --memeval-llm-batch-wait: seconds a batch may take from its submission; then it is
+    #: cancelled and its requests are sent synchronously (default 24 h, the providers' window)
+    batch_wait: float = 24 * 3600.0
 
     @property
     def uses_llm(self) -> bool:

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from batch_server import ANTHROPIC_CREATE, OPENAI_CREATE, BatchServer
+from batch_server import ANTHROPIC_CREATE, OPENAI_CANCEL, OPENAI_CREATE, BatchServer
 from conftest import INNER_ADDOPTS, read_json
 from llm_server import ANTHROPIC_PATH, OPENAI_PATH, judge_reply
 
@@ -599,3 +599,186 @@ def test_a_reanswer_batch_needs_an_answerer_with_a_batch_api(
             "'openai-compatible:local-model' has no batch API*"
         ]
     )
+
+
+# -- results read line by line: a bad line, a reply without choices, a repeated custom_id ------
+
+
+def _lines(lines: list[dict[str, Any]]) -> list[bytes]:
+    return [json.dumps(line).encode() for line in lines]
+
+
+def _list_line(api: str, lines: list[dict[str, Any]]) -> list[bytes]:
+    """``[1, 2, 3]`` among the good lines."""
+    raw = _lines(lines)
+    return [*raw[:6], b"[1, 2, 3]", *raw[6:]]
+
+
+def _no_choices(api: str, lines: list[dict[str, Any]]) -> list[bytes]:
+    """The first reply with ``choices: []``."""
+    lines[0]["response"]["body"]["choices"] = []
+    return _lines(lines)
+
+
+BAD_OUTPUT = pytest.mark.parametrize(
+    ("case", "rewrite", "stored", "retried", "named"),
+    [
+        ("list-line", _list_line, 13, 0, "line 7: a JSON list, not an object; skipped"),
+        ("no-choices", _no_choices, 12, 1, "line 1: reply without choices; skipped; request "),
+    ],
+    ids=["list-line", "no-choices"],
+)
+
+
+@BAD_OUTPUT
+@MODES
+def test_one_bad_result_line_costs_only_its_request(
+    pytester: pytest.Pytester,
+    server: BatchServer,
+    mode: list[str],
+    case: str,
+    rewrite: Any,
+    stored: int,
+    retried: int,
+    named: str,
+) -> None:
+    """A line ``[1, 2, 3]`` (or a reply with ``choices: []``) among the batch's 13 replies threw
+    the whole batch away (13 questions UNSCORED, nothing stored): each line stands alone, the
+    good replies are stored, the bad line is named and counted, and a readable request of a bad
+    line is sent again synchronously."""
+    server.rewrite = rewrite
+    result = pytester.runpytest(
+        *_args("openai:gpt-4o-mini", pytester.path / "cache"),
+        "--memeval-llm-batch",
+        "--memeval-json=r.json",
+        *mode,
+    )
+    out = result.stdout.str()
+    assert result.ret == 0, out
+    result.stdout.fnmatch_lines(
+        [
+            f"*batch: 1 submitted, 0 picked up, {stored} replies stored, {retried} retried, "
+            "0 failed, 1 unreadable result line",
+        ]
+    )
+    assert f"output file batch_000002-out {named}" in out, out
+    assert "AttributeError" not in out and "rerun with --memeval-resume" not in out
+    rows = _rows(read_json(pytester.path / "r.json"))
+    judged = [s for _, _, s in rows.values() if s.get("judge_mem0") is not None]
+    assert len(judged) == JUDGED
+    assert all(status != "UNSCORED" for status, _, _ in rows.values())
+    assert server.count(OPENAI_PATH) == 15 + retried  # the answers, and the bad line's request
+
+
+def _flipped_twins(api: str, lines: list[dict[str, Any]]) -> list[bytes]:
+    """Every line, then each again with the opposite verdict (the same custom_id)."""
+    twins = []
+    for line in lines:
+        twin = json.loads(json.dumps(line))
+        message = twin["response"]["body"]["choices"][0]["message"]
+        label = json.loads(message["content"])
+        label["label"] = "WRONG" if label["label"] == "CORRECT" else "CORRECT"
+        message["content"] = json.dumps(label)
+        twins.append(twin)
+    return _lines(lines) + _lines(twins)
+
+
+@MODES
+def test_a_repeated_custom_id_is_refused_and_sent_again(
+    pytester: pytest.Pytester, server: BatchServer, mode: list[str]
+) -> None:
+    """Each custom_id comes back twice with opposite verdicts: the last line used to win (13
+    verdicts flipped). Each repeated custom_id is refused and its request sent synchronously:
+    the synchronous run's verdicts."""
+    model = "openai:gpt-4o-mini"
+    sync = pytester.runpytest(*_args(model, pytester.path / "sync"), "--memeval-json=sync.json")
+    assert sync.ret == 0, sync.stdout.str()
+    server.reset()
+    server.rewrite = _flipped_twins
+    result = pytester.runpytest(
+        *_args(model, pytester.path / "cache"),
+        "--memeval-llm-batch",
+        "--memeval-json=r.json",
+        *mode,
+    )
+    assert result.ret == 0, result.stdout.str()
+    result.stdout.fnmatch_lines(
+        [
+            "*custom_id * comes back more than once; its replies are refused and the request "
+            "is sent again",
+            "*batch: 1 submitted, 0 picked up, 0 replies stored, 13 retried, 0 failed, "
+            "13 repeated custom_ids",
+        ]
+    )
+    expected = _rows(read_json(pytester.path / "sync.json"))
+    assert _rows(read_json(pytester.path / "r.json")) == expected
+    assert server.count(OPENAI_PATH) == 15 + JUDGED
+
+
+def _anthropic_garbage(api: str, lines: list[dict[str, Any]]) -> list[bytes]:
+    """A line that is not JSON and one whose result is a list, among Anthropic's results."""
+    raw = _lines(lines)
+    broken = {"custom_id": lines[0]["custom_id"], "result": [1, 2, 3]}
+    return [b"{not json", *_lines([broken]), *raw[1:]]
+
+
+@MODES
+def test_anthropic_results_are_read_line_by_line(
+    pytester: pytest.Pytester, server: BatchServer, mode: list[str]
+) -> None:
+    """Message Batches' results (a JSONL stream) as well: a line that is not JSON is named and
+    skipped, a line whose ``result`` is not an object is named and its request sent again."""
+    server.rewrite = _anthropic_garbage
+    result = pytester.runpytest(
+        *_args("anthropic:claude-haiku-4-5", pytester.path / "cache"),
+        "--memeval-llm-batch",
+        "--memeval-json=r.json",
+        *mode,
+    )
+    out = result.stdout.str()
+    assert result.ret == 0, out
+    result.stdout.fnmatch_lines(
+        [
+            "*batch msgbatch_*: results of msgbatch_* line 1: not JSON; skipped",
+            "*batch msgbatch_*: results of msgbatch_* line 2: 'result' is not an object; "
+            "skipped; request * is sent again",
+            "*batch: 1 submitted, 0 picked up, 12 replies stored, 1 retried, 0 failed, "
+            "2 unreadable result lines",
+        ]
+    )
+    rows = _rows(read_json(pytester.path / "r.json"))
+    assert all(status != "UNSCORED" for status, _, _ in rows.values())
+    assert server.count(ANTHROPIC_PATH) == 15 + 1
+
+
+@MODES
+def test_a_batch_stuck_in_progress_goes_synchronous_after_the_wait(
+    pytester: pytest.Pytester, server: BatchServer, mode: list[str]
+) -> None:
+    """A batch still ``in_progress`` past ``--memeval-llm-batch-wait`` is cancelled and its
+    requests are sent synchronously, with a line (it used to be polled for 24 h); the state file
+    says so, so a resume does not pick it up again."""
+    server.hold.set()
+    cache = pytester.path / "cache"
+    result = pytester.runpytest(
+        *_args("openai:gpt-4o-mini", cache),
+        "--memeval-llm-batch",
+        "--memeval-llm-batch-wait=1",
+        "--memeval-json=r.json",
+        *mode,
+    )
+    assert result.ret == 0, result.stdout.str()
+    result.stdout.fnmatch_lines(
+        [
+            "*batch batch_* still in_progress 0/13 after 1s (--memeval-llm-batch-wait): "
+            "cancelled; its 13 requests are sent synchronously",
+            "*batch: 1 submitted, 0 picked up, 0 replies stored, 13 retried, 0 failed, "
+            "1 past --memeval-llm-batch-wait",
+        ]
+    )
+    assert server.count(OPENAI_CANCEL) == 1
+    assert server.count(OPENAI_PATH) == 15 + JUDGED
+    rows = _rows(read_json(pytester.path / "r.json"))
+    assert all(status != "UNSCORED" for status, _, _ in rows.values())
+    (state,) = cache.glob("runs/*/batch/batch-*.json")
+    assert json.loads(state.read_text(encoding="utf-8"))["status"] == "abandoned"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from pathlib import Path
 
@@ -137,3 +138,35 @@ def test_benchmark_from_entry_point(
     result.stdout.fnmatch_lines(["tiny · full-context — 1 questions"])
     listed = pytester.runpytest("--memeval=nope", "--memsys=bm25")
     listed.stderr.fnmatch_lines(["*unknown benchmark 'nope'*tiny*"])
+
+
+def test_entry_point_benchmark_with_repeated_question_ids_is_refused(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, run_mode: list[str]
+) -> None:
+    """Every benchmark, an entry point's too, gets its question ids checked after ``load``: two
+    questions with one id (two items, one result) are a usage error naming the record."""
+    site = pytester.path / "site"
+    site.mkdir()
+    source = ENTRY_POINT_BENCH.replace(
+        'return Dataset("tiny", [q], [],', 'return Dataset("tiny", [q, q], [Path("tiny.json")],'
+    ).replace(
+        "from datetime import datetime", "from datetime import datetime\nfrom pathlib import Path"
+    )
+    assert source.count("[q, q]") == 1
+    (site / "tinybench.py").write_text(source)
+    dist = site / "tinybench-0.1.dist-info"
+    dist.mkdir()
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: tinybench\nVersion: 0.1\n")
+    (dist / "entry_points.txt").write_text(
+        "[pytest_memeval.benchmarks]\ntiny = tinybench:BENCHMARK\n"
+    )
+    monkeypatch.syspath_prepend(str(site))
+    # the xdist workers' sys.path too
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(site), os.environ.get("PYTHONPATH", "")]))
+    result = pytester.runpytest("--memeval=tiny", "--memsys=full-context", *run_mode)
+    out = result.stdout.str() + result.stderr.str()
+    assert result.ret == pytest.ExitCode.USAGE_ERROR, out[-3000:]
+    assert "Traceback" not in out and "INTERNALERROR" not in out, out[-3000:]
+    (line,) = [ln for ln in result.stderr.str().splitlines() if ln.startswith("ERROR:")]
+    assert "--memeval=tiny: tiny.json, record t1-q1: duplicate question id 't1-q1'" in line, line
+    assert "(questions #1 and #2)" in line, line

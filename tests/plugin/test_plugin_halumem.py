@@ -275,3 +275,127 @@ def test_system_without_dump_has_storage_unscored(
     assert server.count(OPENAI_PATH) == 2  # the two questions' QA calls only
     out = result.stdout.str()
     assert "extraction recall" in out and "UNSCORED" in out
+
+
+# --------------------------------------------------------------------------- a failing dump
+
+BROKEN_DUMPS = (
+    CONFTEST
+    + """
+import time
+
+class DictDump(Keeper):
+    def dump(self, conversation_id):
+        return {"memories": list(self.stored)}
+
+class NoneDump(Keeper):
+    def dump(self, conversation_id):
+        return None
+
+class RaisingDump(Keeper):
+    def dump(self, conversation_id):
+        raise RuntimeError("storage backend\\nunreachable")
+
+class SlowDump(Keeper):
+    def dump(self, conversation_id):
+        time.sleep(30)
+        return list(self.stored)
+
+@pytest.fixture
+def dictdump():
+    return DictDump
+
+@pytest.fixture
+def nonedump():
+    return NoneDump
+
+@pytest.fixture
+def raising():
+    return RaisingDump
+
+@pytest.fixture
+def slowdump():
+    return SlowDump
+"""
+)
+
+#: what each broken system's UNSCORED reason says
+DUMP_FAILURES = {
+    "dictdump": "returned dict",
+    "nonedump": "returned NoneType",
+    "raising": "raised RuntimeError: storage backend unreachable",
+    "slowdump": "did not return within --memeval-timeout=2s",
+}
+
+
+@pytest.mark.parametrize("mode", list(XDIST_MODES), ids=list(XDIST_MODES))
+def test_failing_dump_leaves_qa_results_standing(pytester: pytest.Pytester, mode: str) -> None:
+    """``dump`` feeds only the storage metrics: one returning a dict or None, raising, or running
+    past --memeval-timeout leaves every question scored as with a working ``dump`` (keeper, the
+    same search), the storage metrics UNSCORED with what went wrong, and no traceback."""
+    pytester.makeconftest(BROKEN_DUMPS)
+    out = pytester.path / "r.json"
+    result = pytester.runpytest(
+        "--memeval=halumem",
+        f"--memeval-data={DATA}",
+        f"--memsys=keeper,{','.join(DUMP_FAILURES)}",
+        "--memeval-timeout=2",
+        f"--memeval-json={out}",
+        *XDIST_MODES[mode],
+    )
+    text = result.stdout.str()
+    assert result.ret in (0, 1), text
+    assert "Traceback" not in text and "run/ingest.py" not in text, text
+    rows = _rows(read_json(out))
+    assert len(rows) == 4 * (1 + len(DUMP_FAILURES)), sorted(rows)
+    for (system, qid), row in rows.items():
+        assert row["status"] != "error", (system, qid, row)
+        want = rows[("keeper", qid)]
+        assert row["token_f1"] == want["token_f1"], (system, qid)
+        if system == "keeper":
+            assert row["stored"] is not None and row["unscored"] is None
+            continue
+        assert row["stored"] is None, (system, qid)
+        assert DUMP_FAILURES[system] in row["unscored"], row["unscored"]
+        assert "cannot be scored" in row["unscored"]
+
+
+def test_failing_dump_storage_figures_unscored_with_the_reason(
+    pytester: pytest.Pytester, server: LLMServer
+) -> None:
+    """Judged under the official protocol, a ``dump`` that raised leaves the extraction / update
+    figures UNSCORED with what went wrong (not the "no dump method" reason) and QA judged."""
+    pytester.makeconftest(BROKEN_DUMPS)
+    result, report = _judged_run(pytester, "no-xdist", "--memsys=raising", "--memeval-limit=1")
+    official = report["runs"][0]["summary"]["halumem_official"]
+    assert DUMP_FAILURES["raising"] in official["storage_unscored"]
+    assert set(official["figures"]) == {"question_answering"}
+    assert server.count(OPENAI_PATH) == 2  # the two questions' QA calls only
+    assert "UNSCORED: raising: dump(" in result.stdout.str()
+
+
+# --------------------------------------------------------------------------- repeated users
+
+
+@pytest.mark.parametrize("mode", list(XDIST_MODES), ids=list(XDIST_MODES))
+def test_repeated_uuids_are_refused(pytester: pytest.Pytester, mode: str) -> None:
+    """A file whose users repeat (duplicate uuids) loaded with 8 items collected and 4 counted:
+    it is a usage error naming the file, the record and the field, as LongMemEval-V2's
+    duplicate ids are."""
+    folder = pytester.path / "data" / "halumem"
+    folder.mkdir(parents=True)
+    lines = (DATA / "halumem" / "HaluMem-Medium.jsonl").read_text("utf-8").splitlines()
+    path = folder / "HaluMem-Medium.jsonl"
+    path.write_text("\n".join([*lines, *lines]) + "\n", "utf-8")
+    result = pytester.runpytest(
+        "--memeval=halumem",
+        f"--memeval-data={folder.parent}",
+        "--memsys=bm25",
+        *XDIST_MODES[mode],
+    )
+    out = result.stdout.str() + result.stderr.str()
+    assert result.ret == pytest.ExitCode.USAGE_ERROR, out[-3000:]
+    assert "INTERNALERROR" not in out and "Traceback" not in out, out[-3000:]
+    (line,) = [ln for ln in result.stderr.str().splitlines() if ln.startswith("ERROR:")]
+    assert f"{path}, record user[{len(lines)}], field 'uuid': duplicate uuid 'u-alpha'" in line
+    assert "(first used by user[0])" in line, line

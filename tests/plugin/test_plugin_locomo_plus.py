@@ -182,3 +182,30 @@ def test_judge_without_protocol_picks_locomo_plus(
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*--memeval-protocol=locomo-plus: cannot download*"])
     assert server.request_count == 0
+
+
+@pytest.mark.parametrize("mode", list(XDIST_MODES), ids=list(XDIST_MODES))
+@pytest.mark.parametrize("gap", ["1000000 years", "9999999999999 weeks"])
+def test_time_gap_past_the_calendar_is_one_line(
+    pytester: pytest.Pytester, gap: str, mode: str
+) -> None:
+    """A ``time_gap`` putting the cue before the year 1 (or past what a timedelta holds) was an
+    INTERNALERROR (OverflowError: date value out of range) at collection: a usage error naming
+    the file, the record and the field."""
+    data = pytester.path / "data"
+    for rel in ("locomo/locomo10.json", "locomo-plus/locomo_plus.json"):
+        (data / rel).parent.mkdir(parents=True, exist_ok=True)
+        (data / rel).write_bytes((DATA / rel).read_bytes())
+    plus = data / "locomo-plus" / "locomo_plus.json"
+    items = json.loads(plus.read_text("utf-8"))
+    items[1]["time_gap"] = gap
+    plus.write_text(json.dumps(items), "utf-8")
+    result = pytester.runpytest(
+        "--memeval=locomo-plus", f"--memeval-data={data}", "--memsys=bm25", *XDIST_MODES[mode]
+    )
+    out = result.stdout.str() + result.stderr.str()
+    assert result.ret == pytest.ExitCode.USAGE_ERROR, out[-3000:]
+    assert "INTERNALERROR" not in out and "Traceback" not in out, out[-3000:]
+    (line,) = [ln for ln in result.stderr.str().splitlines() if ln.startswith("ERROR:")]
+    assert f"{plus}, record [1], field 'time_gap': '{gap}'" in line, line
+    assert "puts the cue before the year 1" in line, line

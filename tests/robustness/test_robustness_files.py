@@ -8,6 +8,7 @@ import os
 from pathlib import Path
 
 import pytest
+from conftest import XDIST_MODES
 
 from pytest_memeval.analysis.regression import load_baseline
 from pytest_memeval.files import FileTooLarge, NotAFile, read_bounded
@@ -142,3 +143,38 @@ def test_prices_size_is_bytes_read(pytester: pytest.Pytester) -> None:
     result = _subprocess(pytester, f"--memeval-prices={big}")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     assert "larger than 1 MB" in result.stderr.str()
+
+
+#: price tables refused with one line: (file text, what the line says)
+BAD_PRICES = {
+    "nested-100000-deep": ('{"m": ' + "[" * 100_000 + "]" * 100_000 + "}", "nested too deep"),
+    "nan": ('{"m": {"input": NaN, "output": 2}}', "'input' is nan; a price is a finite number"),
+    "infinity": ('{"m": {"input": 1, "output": Infinity}}', "'output' is inf; a price is a"),
+    "minus-infinity": ('{"m": {"input": -Infinity, "output": 1}}', "'input' is -inf"),
+    "float-overflow": ('{"m": {"input": 1e400, "output": 1}}', "'input' is inf"),
+    "int-past-float": ('{"m": {"input": 1' + "0" * 400 + ', "output": 1}}', "'input' is 1000"),
+    "negative": ('{"m": {"input": -0.5, "output": 1}}', "'input' is -0.5; a price is a finite"),
+}
+
+
+@pytest.mark.parametrize("mode", list(XDIST_MODES), ids=list(XDIST_MODES))
+@pytest.mark.parametrize("case", list(BAD_PRICES), ids=list(BAD_PRICES))
+def test_bad_price_tables_are_one_line(pytester: pytest.Pytester, case: str, mode: str) -> None:
+    """A price table nested 100,000 deep was an INTERNALERROR, and a NaN or infinite price was
+    accepted (the estimate printed ``$nan``): each is a usage error naming the file and model."""
+    text, words = BAD_PRICES[case]
+    path = pytester.path / "prices.json"
+    path.write_text(text)
+    result = pytester.runpytest(
+        "--memeval=demo",
+        "--memsys=bm25",
+        f"--memeval-cache-dir={pytester.path / 'cache'}",
+        f"--memeval-prices={path}",
+        "--memeval-estimate",
+        *XDIST_MODES[mode],
+    )
+    out = result.stdout.str() + result.stderr.str()
+    assert result.ret == pytest.ExitCode.USAGE_ERROR, out[-3000:]
+    assert "INTERNALERROR" not in out and "Traceback" not in out and "$nan" not in out
+    (line,) = [ln for ln in result.stderr.str().splitlines() if ln.startswith("ERROR:")]
+    assert f"--memeval-prices={path}" in line and words in line, line

@@ -16,6 +16,7 @@ from pytest_memeval.llm import ChatMessage, Completion, LLMCache, Request
 from pytest_memeval.llm.batch import (
     BatchDeferred,
     BatchQueue,
+    BatchResults,
     Polled,
     PollPolicy,
     QueuedRequest,
@@ -46,6 +47,7 @@ class FakeBatchAPI:
         self.created: list[list[str]] = []
         self.polled: dict[str, int] = {}
         self.state_seen_at_first_poll: bool | None = None
+        self.cancelled: list[str] = []
 
     def submit(self, requests: list[QueuedRequest]) -> str:
         self.created.append([q.key for q in requests])
@@ -58,9 +60,13 @@ class FakeBatchAPI:
         ended = self.polled[batch_id] >= self.polls
         return Polled(ended, "ended" if ended else "in_progress")
 
-    def results(self, batch_id: str) -> dict[str, Completion | str]:
+    def results(self, batch_id: str) -> BatchResults:
         keys = self.created[int(batch_id.split("_")[1]) - 1] if self.created else []
-        return {k: ("errored: boom" if k in self.fail else _reply(k)) for k in keys}
+        replies = {k: ("errored: boom" if k in self.fail else _reply(k)) for k in keys}
+        return BatchResults(replies=dict(replies))
+
+    def cancel(self, batch_id: str) -> None:
+        self.cancelled.append(batch_id)
 
 
 def _queue(folder: Path, n: int) -> list[QueuedRequest]:
@@ -204,3 +210,92 @@ def test_deferred_calls_do_not_stop_the_others_of_a_parallel_judge(workers: int)
 
     with pytest.raises(JudgeError, match="endpoint down"):  # a real error still wins
         run_parallel(broken, [0, 1, 2], workers)
+
+
+# -- results read as a bounded stream, line by line -------------------------------------------
+
+
+def _parse(row: object) -> tuple[str, Completion | str]:
+    from pytest_memeval.llm.batch import _custom_id
+
+    key = _custom_id(row)  # a _BadLine for a row that is not an object with a custom_id
+    return key, _reply(key)
+
+
+def test_results_lines_are_bounded_and_read_across_chunks(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A line longer than MAX_RESULT_LINE is named and skipped without being held whole; lines
+    split across chunks are joined; past MAX_RESULT_BYTES the rest is not read, and the lines
+    read before it are kept."""
+    import pytest_memeval.llm.batch as batch
+
+    monkeypatch.setattr(batch, "MAX_RESULT_LINE", 40)
+    good = [json.dumps({"custom_id": f"{n:02d}"}).encode() for n in range(3)]
+    long = b'{"custom_id": "99", "pad": "' + b"x" * 100 + b'"}'
+    data = b"\n".join([good[0], long, b"", good[1], good[2]])
+    chunks = [data[i : i + 7] for i in range(0, len(data), 7)]  # lines cut mid-way
+    out = batch.BatchResults()
+    batch._stream(out, "output file f", chunks, [1 << 20], _parse)
+    assert sorted(out.replies) == ["00", "01", "02"]
+    assert out.bad_lines == 1
+    assert out.problems == ["output file f line 2: longer than 40 bytes; skipped"]
+
+    monkeypatch.setattr(batch, "MAX_RESULT_BYTES", 30)
+    out = batch.BatchResults()
+    batch._stream(out, "output file f", [good[0] + b"\n", good[1] + b"\n"], [30], _parse)
+    assert list(out.replies) == ["00"]
+    assert out.problems == [
+        "output file f: the batch's results are larger than 30 bytes; the rest is not read "
+        "(the requests without a reply are sent again)"
+    ]
+
+
+def test_repeated_custom_ids_are_refused_and_problems_capped() -> None:
+    out = BatchResults()
+    for n in range(14):
+        out.read("f", n + 1, b"[1]", _parse)  # not an object: 14 bad lines, 10 named
+    line = json.dumps({"custom_id": "ab"}).encode()
+    out.read("f", 15, line, _parse)
+    out.read("f", 16, line, _parse)
+    out.read("f", 17, line, _parse)
+    assert out.bad_lines == 14 and out.duplicates == 1
+    assert out.replies == {"ab": "its custom_id came back 3 times in the batch's results; refused"}
+    assert out.closing_problems()[-1] == "... and 5 more"
+    assert out.problems[0] == "f line 1: a JSON list, not an object; skipped"
+
+
+def test_a_batch_past_the_wait_is_cancelled_and_sent_synchronously(tmp_path: Path) -> None:
+    """Counted from the batch's recorded submission: a picked-up batch submitted long ago is
+    given up at its first poll; its requests go through the synchronous retry."""
+    items = _queue(tmp_path, 2)
+    cache = LLMCache(tmp_path / "llm")
+    api = FakeBatchAPI(tmp_path, polls=10**6)
+    state = {
+        "id": "batch_1",
+        "provider": GROUP[0],
+        "model": GROUP[1],
+        "base_url": GROUP[2],
+        "custom_ids": [q.key for q in items],
+        "status": "submitted",
+        "submitted_at": time.time() - 7200,
+    }
+    api.created.append([q.key for q in items])
+    (tmp_path / "batch-batch_1.json").write_text(json.dumps(state), encoding="utf-8")
+
+    def retry(q: QueuedRequest) -> Completion:
+        cache.put(q.key, _reply(q.key))
+        return _reply(q.key)
+
+    outcome = settle(
+        tmp_path, cache, lambda g: (api, retry), policy=PollPolicy(deadline=3600), sleep=pytest.fail
+    )
+    assert api.cancelled == ["batch_1"] and outcome.abandoned == ["batch_1"]
+    assert outcome.retried == 2 and outcome.failed == {} and outcome.stored == 0
+    assert outcome.lines == [
+        "batch batch_1 still in_progress after 3600s (--memeval-llm-batch-wait): cancelled; "
+        "its 2 requests are sent synchronously"
+    ]
+    assert all(cache.get(q.key) is not None for q in items)
+    recorded = json.loads((tmp_path / "batch-batch_1.json").read_text(encoding="utf-8"))
+    assert recorded["status"] == "abandoned"
+    # a resume does not pick it up again
+    assert settle(tmp_path, cache, lambda g: (api, retry)).resumed == []
