@@ -90,7 +90,7 @@ def check_summary(summary: Summary, settings: Settings) -> bool:
                 )
                 return True
             for h in health:
-                summary.regression.append(
+                summary.health.append(
                     RegressionOutcome(
                         label=h.label,
                         metric="health",

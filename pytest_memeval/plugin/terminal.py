@@ -218,7 +218,7 @@ def write_terminal_summary(
         tr.write_sep("-", "judge calibration")
         for line in terminal_lines(summary.judge_calibration):
             tr.write_line(line)
-    for reg in summary.regression:
+    for reg in [*summary.regression, *summary.health]:
         tr.write_line("memeval: " + reg.message, red=reg.failed)
         for line in reg.details:
             tr.write_line("    " + line)

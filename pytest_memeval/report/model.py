@@ -248,6 +248,8 @@ class Summary:
     llm: LLMUsage | None = None
     gates: list[GateOutcome] = field(default_factory=list)
     regression: list[RegressionOutcome] = field(default_factory=list)
+    #: the health gate beside it (``metric`` "health", ``delta`` the rise of the unhealthy share)
+    health: list[RegressionOutcome] = field(default_factory=list)
     #: why the saved baseline could not be compared (a failed check)
     regression_error: str | None = None
     #: context tokens per run, the Pareto flags and the top-k warnings (``analysis.overlay``)
@@ -284,6 +286,8 @@ class Summary:
             out["regression_error"] = self.regression_error
         if self.regression:
             out["regression"] = [c.to_dict() for c in self.regression]
+        if self.health:
+            out["health"] = [c.to_dict() for c in self.health]
         if self.context is not None:
             out["context"] = self.context
         if self.errata is not None:

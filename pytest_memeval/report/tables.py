@@ -805,7 +805,7 @@ def check_lines(summary: Summary) -> list[tuple[str, list[tuple[bool, str]]]]:
     regression = [
         # the power line of a pass without significance goes with the sentence (issue 15)
         (not c.failed, c.message + "".join(f" ({d})" for d in c.details if d.startswith("power:")))
-        for c in summary.regression
+        for c in [*summary.regression, *summary.health]
     ]
     if summary.regression_error is not None:
         regression.append((False, summary.regression_error))

@@ -531,7 +531,7 @@ def test_locomo_run_with_xdist_matches_plain(pytester: pytest.Pytester, data_dir
     result.stdout.fnmatch_lines(
         [
             "scoreboard",
-            "locomo*bm25*f1*[[]*]*60*0*0*GPT-3.5-turbo-16K @16K 0.378 overall_all (reference)",
+            "locomo*bm25*f1*[[]*]*60*0*0*GPT-3.5-turbo-16K @16K 0.378 over all categories (reference)",
             "locomo*no-memory*f1*[[]*]*60*0*0*(reference)*control",
             "locomo · this run beside the published figures (label, notes)",
             # --memeval-limit=6 selects no adversarial question: its published column stays

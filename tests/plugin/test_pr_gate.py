@@ -135,8 +135,9 @@ def _check(
     assert "(* not gated: outside categories excl. adversarial [5])" in cats
     assert re.search(r"adversarial\* 0\.\d{3} -> 1\.000 \(\+", cats), cats
     report = read_json(pytester.path / "broken.json")
-    health = [r for r in report["extra"]["regression"] if r["metric"] == "health"]
-    assert len(health) == 1 and health[0]["failed"] and health[0]["delta"] == pytest.approx(1.0)
+    (health,) = report["extra"]["health"]  # beside extra.regression, not inside it
+    assert health["failed"] and health["delta"] == pytest.approx(1.0)
+    assert all(r["metric"] != "health" for r in report["extra"]["regression"])
 
 
 @pytest.mark.parametrize("mode", list(MODES.values()), ids=list(MODES))

@@ -679,7 +679,7 @@ def test_case_counts() -> None:
         ),
         (
             ["--memeval=demo", "--memsys=bm25", "--memeval-max-drop=f1"],
-            ["expected METRIC:POINTS", "e.g. f1:2"],
+            ["expected [CATEGORY.]METRIC:POINTS", "e.g. f1:2"],
         ),
         (["--memeval=demo", "--memsys=replay:missing.json"], ["missing.json", "cannot read"]),
     ],
