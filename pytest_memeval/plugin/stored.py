@@ -20,12 +20,13 @@ from typing import TYPE_CHECKING
 import pytest
 
 from ..errors import MemevalError
-from ..records import STATUS_ERROR, Prediction, QuestionResult, ResultKey
+from ..records import STATUS_CORRECT, STATUS_ERROR, Prediction, QuestionResult, ResultKey
 from ..run.question import clean_scores, decide
 
 if TYPE_CHECKING:
     from ..records import Question
     from ..run.state import RunState
+    from ..run.verdict import QuestionRun
 
 __all__ = ["CheckedRows", "check_rows"]
 
@@ -55,7 +56,8 @@ def check_rows(
 ) -> CheckedRows:
     """``rows`` are (where it came from, result). Raises MemevalError naming the first row that
     names no question or system of this session (an invented id, another benchmark's row, a
-    question of another conversation); re-scores every other built-in row."""
+    question of another conversation), a hand-written test's row included; re-scores every other
+    row (a hand-written test's: the offline metrics it recorded)."""
     from .questions import question_run, result_skeleton
 
     questions: dict[tuple[str, str], Question] = {
@@ -66,12 +68,12 @@ def check_rows(
     out = CheckedRows()
     for where, row in rows:
         named = f"{where}: {'/'.join(row.key)}"
-        if row.flow:  # a hand-written test's result: its own assertions made it, nothing to redo
-            out.results[row.key] = row
-            continue
         question = questions.get((row.benchmark, row.question_id))
         problem = None
-        if row.benchmark not in state.benchmarks:
+        if row.flow and not row.flow.isidentifier():
+            # a hand-written test's flow is its function's name
+            problem = f"flow {row.flow!r} is not the name of a test function"
+        elif row.benchmark not in state.benchmarks:
             problem = f"benchmark {row.benchmark!r} is not in this run"
         elif question is None:
             problem = f"question id {row.question_id!r} is not a selected question of the dataset"
@@ -92,11 +94,14 @@ def check_rows(
             runs[row.benchmark] = question_run(config, state, row.benchmark)
         run = runs[row.benchmark]
         ref = systems[row.system]
-        fresh = result_skeleton(row.benchmark, ref, question, row.nodeid)
+        fresh = result_skeleton(row.benchmark, ref, question, row.nodeid, flow=row.flow)
         fresh.latency = dict(row.latency)
         fresh.memories = list(row.memories)
         fresh.details = dict(row.details) | fresh.details
         fresh.details.pop("pass_metric", None)
+        if row.flow:
+            _check_case_row(run, fresh, row, question, named, out)
+            continue
         if row.status == STATUS_ERROR or row.prediction is None:
             fresh.error = row.error or "no prediction stored"
             fresh.status = STATUS_ERROR
@@ -123,3 +128,41 @@ def check_rows(
             out.rescored.append(f"{named}: {', '.join(changed)}")
         out.results[fresh.key] = fresh
     return out
+
+
+def _check_case_row(
+    run: QuestionRun,
+    fresh: QuestionResult,
+    row: QuestionResult,
+    question: Question,
+    named: str,
+    out: CheckedRows,
+) -> None:
+    """A hand-written test's row (its ``flow``), after the checks every row gets: the offline
+    metrics it recorded are computed again from its prediction; a CORRECT row is decided again
+    (its test passed: the pass metric decides when it recorded one); WRONG (a failed assertion),
+    ERROR and UNSCORED stand, none of them in the system's favour."""
+    fresh.prediction = row.prediction
+    fresh.error = row.error
+    fresh.scores = dict(row.scores)
+    changed: list[str] = []
+    if row.prediction is not None and row.status != STATUS_ERROR:
+        prediction = Prediction(
+            text=row.prediction,
+            memories=tuple(row.memories),
+            answered_by=str(row.details.get("answered_by", "")),
+        )
+        for key, value in clean_scores(run.score(question, prediction)).items():
+            if key in row.scores:
+                if _differs(row.scores.get(key), value):
+                    changed.append(f"{key} {row.scores.get(key)} -> {value}")
+                fresh.scores[key] = value
+    if row.status == STATUS_CORRECT:
+        decide(run, fresh, outcome="passed")
+    else:
+        fresh.status = row.status
+    if fresh.status != row.status:
+        changed.append(f"status {row.status} -> {fresh.status}")
+    if changed:
+        out.rescored.append(f"{named}: {', '.join(changed)}")
+    out.results[fresh.key] = fresh

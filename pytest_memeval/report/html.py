@@ -767,9 +767,10 @@ def render_html(
         for _, b in numbered:
             if b.metric not in chart_metrics:
                 chart_metrics.append(b.metric)
-        for metric in chart_metrics:
+        benchmark_runs = [r for r in runs if not r.flow]  # hand-written tests: not beside them
+        for metric in chart_metrics if benchmark_runs else ():
             own = [(n, b) for n, b in numbered if b.metric == metric]
-            body.append(_chart(summary, runs, own, metric))
+            body.append(_chart(summary, benchmark_runs, own, metric))
         from .overlays import html_overlays
 
         body.append(html_overlays(summary, bench))

@@ -419,7 +419,9 @@ def baselines_table(runs: Sequence[RunSummary], listed: Sequence[Baseline]) -> T
     values (overall and per category where published) and its comparability label:
     ``comparable`` (same protocol, metric, judge and judge model) or ``reference`` (measured
     another way; the reasons are its numbered note). A number is never hidden for a difference:
-    the label says how far to trust the comparison. None without baselines."""
+    the label says how far to trust the comparison. Hand-written tests' runs (a ``flow``) are
+    not benchmark runs and never stand beside published figures. None without baselines."""
+    runs = [r for r in runs if not r.flow]
     if not listed or not runs:
         return None
     first = runs[0]
@@ -588,7 +590,8 @@ def scoreboard_table(
             baselines.get(run.benchmark, ()),
             value_all=run.overall_all.metrics.get(metric) if metric else None,
         )
-        published = published_cell(near, metric)
+        # a hand-written test's run (a flow) is not a benchmark run: no published figure beside it
+        published = published_cell(near, metric) if not run.flow else "- (hand-written case)"
         statuses = run.overall_all.statuses
         rows.append(
             Row(
@@ -602,7 +605,13 @@ def scoreboard_table(
                     _num(str(statuses.get("ERROR", 0))),
                     _num(str(statuses.get("UNSCORED", 0))),
                     Cell(published),
-                    Cell("control" if run.system in CONTROL_SYSTEMS else ""),
+                    Cell(
+                        "hand-written"
+                        if run.flow
+                        else "control"
+                        if run.system in CONTROL_SYSTEMS
+                        else ""
+                    ),
                 ),
                 "extra" if run.system in CONTROL_SYSTEMS else "",
             )
@@ -611,7 +620,8 @@ def scoreboard_table(
         "overall: the micro mean over the categories in overall; 95% CI: bootstrap resampling "
         "whole clusters (the benchmark's conversations or cases); nearest published: the closest "
         "published overall, labelled comparable or reference; control: a built-in bound "
-        "(no-memory floor, full-context, oracle evidence)"
+        "(no-memory floor, full-context, oracle evidence); hand-written: a test of your own "
+        "(memeval_case), never set beside published figures"
     )
     return Table(header, tuple(rows), caption=caption)
 

@@ -147,8 +147,26 @@ def test_merge_rescores_a_forged_row(pytester: pytest.Pytester, demo_shards: lis
         ({"conversation": "demo-2"}, "conversation 'demo-2' is not the question's"),
         ({"system": "oracle"}, "system 'oracle' is not one of this run's"),
         ({"benchmark": "locomo", "id": "conv-26_q0"}, "benchmark 'locomo' is not in this run"),
+        # issue 38 item 1: a hand-written test's row (a flow) gets the same checks
+        (
+            {"benchmark": "locomo", "id": "conv-26_q0", "flow": "t"},
+            "benchmark 'locomo' is not in this run",
+        ),
+        (
+            {"conversation": "demo-9", "id": "demo-9-q1", "flow": "test_mine"},
+            "question id 'demo-9-q1' is not a selected question",
+        ),
+        ({"flow": "t; rm"}, "flow 't; rm' is not the name of a test function"),
     ],
-    ids=["invented-id", "other-conversation", "other-system", "locomo-row"],
+    ids=[
+        "invented-id",
+        "other-conversation",
+        "other-system",
+        "locomo-row",
+        "locomo-case-row",
+        "invented-case-row",
+        "bad-flow",
+    ],
 )
 def test_merge_refuses_rows_of_another_dataset(
     pytester: pytest.Pytester, demo_shards: list[Path], edit: dict[str, str], named: str
@@ -161,6 +179,30 @@ def test_merge_refuses_rows_of_another_dataset(
     _write_rows(dirs[0], [*rows, extra])
     r = _merge(pytester, dirs)
     _one_line_error(r, named, str(dirs[0]))
+
+
+def test_merge_rescores_a_hand_written_row_and_never_sets_it_beside_baselines(
+    pytester: pytest.Pytester, demo_shards: list[Path]
+) -> None:
+    """Issue 38 item 1: a row with a flow (a hand-written test's) naming a real demo question,
+    its f1 forged to 1.0, is re-scored from its prediction and shown as a hand-written case,
+    with no published figure beside it."""
+    dirs = _copies(demo_shards, pytester.path)
+    rows = _rows(dirs[0])
+    source = next(r for r in rows if r["status"] == "WRONG")
+    case = json.loads(json.dumps(source)) | {"flow": "test_mine", "status": "CORRECT"}
+    case["scores"]["f1"] = 1.0
+    _write_rows(dirs[0], [*rows, case])
+    out = pytester.path / "m.json"
+    r = _merge(pytester, dirs, f"--memeval-json={out}")
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-2000:]
+    assert f"{source['id']}" in r.stdout and "f1 1.0 -> " in r.stdout
+    report = read_json(out)
+    (run,) = [run for run in report["runs"] if run["flow"] == "test_mine"]
+    (q,) = run["questions"]
+    assert q["scores"]["f1"] == source["scores"]["f1"] and q["status"] == "WRONG"
+    (line,) = [ln for ln in r.stdout.splitlines() if "demo       bm25 / test_mine  f1" in ln]
+    assert line.rstrip().endswith("- (hand-written case)  hand-written"), line
 
 
 class _FirstRuns:
