@@ -280,23 +280,24 @@ def format_progress(name: str, done: int, total: int | None, seconds: float, sta
     return ", ".join(parts)
 
 
-@dataclass
 class _Progress:
-    name: str
-    total: int | None
-    start: int
-    say: Callable[[str], None] | None
-    clock: Callable[[], float] = time.monotonic
+    """Calls ``say`` with a progress line at most once every :data:`PROGRESS_EVERY` seconds."""
 
-    def __post_init__(self) -> None:
-        self.t0 = self.clock()
-        self.last = self.t0
+    def __init__(
+        self, name: str, total: int | None, start: int, say: Callable[[str], None] | None
+    ) -> None:
+        self.name, self.total, self.start, self.say = name, total, start, say
+        self.t0 = self.last = time.monotonic()
+        self.lines = 0
 
     def update(self, done: int, *, final: bool = False) -> None:
-        now = self.clock()
-        if self.say is None or (not final and now - self.last < PROGRESS_EVERY):
+        if self.say is None:
+            return
+        now = time.monotonic()
+        if now - self.last < PROGRESS_EVERY and not (final and self.lines):
             return
         self.last = now
+        self.lines += 1
         self.say(
             "downloading " + format_progress(self.name, done, self.total, now - self.t0, self.start)
         )
@@ -443,5 +444,5 @@ def _fetch(
             if total is not None and received != total:
                 # a read with a size does not raise IncompleteRead: check it here
                 raise http.client.IncompleteRead(b"", total - received)
-            meter.update(received, final=meter.last != meter.t0)
+            meter.update(received, final=True)  # the last figures, when a line was shown
     return digest.hexdigest(), received

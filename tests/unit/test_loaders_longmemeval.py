@@ -18,7 +18,6 @@ from pytest_memeval.benchmarks import download as download_module
 from pytest_memeval.benchmarks.base import Benchmark, LoadRequest
 from pytest_memeval.benchmarks.longmemeval import (
     BENCHMARK,
-    HF_URL,
     iter_json_array,
     parse_longmemeval_date,
     ranked_session_ids,
