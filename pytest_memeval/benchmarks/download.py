@@ -40,6 +40,7 @@ __all__ = [
     "PinnedFile",
     "Pins",
     "Unpinned",
+    "check_local_copies",
     "download",
     "fetch_pinned",
     "file_sha256",
@@ -156,6 +157,31 @@ def unpinned_files(sha256: Mapping[str, str], pins: Pins) -> list[Unpinned]:
         for local, digest in sorted(sha256.items())
         if local in wanted and digest.lower() != wanted[local].sha256.lower()
     ]
+
+
+def check_local_copies(
+    name: str, pins: Pins | tuple[Pins, ...] | None, sha256: Mapping[str, str], accept: bool
+) -> dict[str, dict[str, str]]:
+    """The files of a loaded dataset that sit at a pinned path with other bytes, as
+    ``{path: {"sha256": ..., "pinned": ..., "release": ...}}`` (for the provenance) when
+    ``accept``; otherwise the first one is a DatasetError naming both hashes and the option."""
+    found: dict[str, dict[str, str]] = {}
+    for release in (pins,) if isinstance(pins, Pins) else pins or ():
+        for copy in unpinned_files(sha256, release):
+            if not accept:
+                raise DatasetError(
+                    f"{copy.local} is not the pinned release file of {release.label}: its "
+                    f"sha256 is {copy.sha256}, the pinned one {copy.pinned}. Replace it with the "
+                    f"release file (or drop --memeval-data to download it), or pass "
+                    f"--memeval-accept-unpinned to use this copy (recorded as unpinned in the "
+                    f"provenance of {name})."
+                )
+            found[copy.local] = {
+                "sha256": copy.sha256,
+                "pinned": copy.pinned,
+                "release": f"{release.repo}@{release.revision}",
+            }
+    return found
 
 
 # --------------------------------------------------------------------------- sha256 cache
