@@ -355,7 +355,7 @@ def _offline(what: str, url: str, layout: str, exc: BaseException) -> DatasetErr
 
 def _mismatch(what: str, url: str, dest: Path, layout: str, detail: str) -> DatasetError:
     return DatasetError(
-        f"{what} from {url} {detail}. The file was not saved. The upstream file may have "
+        f"{detail} for {what} from {url}. The file was not saved. The upstream file may have "
         f"changed; pass a copy you trust with --memeval-data=DIR (expects {layout}).",
         path=str(dest),
     )
@@ -417,9 +417,9 @@ def download(
         if (size is not None and received != size) or (expected is not None and actual != expected):
             part.unlink(missing_ok=True)
             detail = (
-                f"has {received} bytes, expected {size}"
+                f"size mismatch: {received} bytes, expected {size}"
                 if size is not None and received != size
-                else f"has sha256 {actual}, expected the pinned {expected}"
+                else f"sha256 mismatch: got {actual}, expected the pinned {expected}"
             )
             raise _mismatch(what, url, dest, layout, detail)
         os.replace(part, dest)

@@ -172,7 +172,7 @@ def test_size_mismatch_is_refused(server: FileServer, tmp_path: Path) -> None:
     dest = tmp_path / "f.json"
     with pytest.raises(DatasetError) as info:
         download(f"{server.base}/good.json", dest, GOOD_SHA, size=len(GOOD) + 1)
-    assert f"has {len(GOOD)} bytes, expected {len(GOOD) + 1}" in str(info.value)
+    assert f"size mismatch: {len(GOOD)} bytes, expected {len(GOOD) + 1}" in str(info.value)
     assert _leftovers(tmp_path) == []
 
 
