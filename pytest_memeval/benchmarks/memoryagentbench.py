@@ -106,9 +106,9 @@ def _shard(path: str, sha256: str, size: int | None) -> PinnedFile:
     return PinnedFile(path, f"{FOLDER}/{path}", sha256, size)
 
 
-#: the release: the Hugging Face dataset at a revision, one parquet shard per split (what is
-#: downloaded) and the recommendation split's movie table (checked when a local copy has it;
-#: one public source records its sha256, none its size, so it is not downloaded)
+#: the release: the Hugging Face dataset at a revision, one parquet shard per split and the
+#: recommendation split's movie table (``entity2id.json`` at the root, fetched with
+#: Test_Time_Learning; its size is left open: only one public source records it)
 PINS = Pins(
     host="huggingface",
     repo=HF_DATASET,
@@ -795,12 +795,16 @@ def _attach_movie_table(
 
 def download_splits(request: LoadRequest, splits: Sequence[str], pins: Pins = PINS) -> Path:
     """Fetch the pinned parquet shard of each split into the cache (Hugging Face's layout,
-    ``data/<Split>-00000-of-00001.parquet``) and return the cache's data folder."""
+    ``data/<Split>-00000-of-00001.parquet``), with Test_Time_Learning the movie table its
+    recommendation questions are scored with, and return the cache's data folder."""
     root = Path(request.cache_dir) / "data"
     for split in splits:
         fetch_pinned(
             pins, split, root, what=f"the MemoryAgentBench {split} split", progress=request.progress
         )
+    if "Test_Time_Learning" in splits and "entity2id" in pins.files:  # its recsys questions
+        what = "the MemoryAgentBench movie table"
+        fetch_pinned(pins, "entity2id", root, what=what, progress=request.progress)
     return root
 
 

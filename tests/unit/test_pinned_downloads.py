@@ -234,3 +234,33 @@ def test_the_real_pins_point_at_revisions_not_branches() -> None:
         for pin in pins.files.values():
             assert len(pin.sha256) == 64
             assert "/main/" not in pins.url(pin)
+
+
+def test_test_time_learning_brings_the_movie_table(mirror: FileServer, tmp_path: Path) -> None:
+    from pytest_memeval.benchmarks.memoryagentbench import download_splits
+
+    table = b'{"Heat (1995)": 1}'
+    shard = b"not read here"
+    pins = Pins(
+        "huggingface",
+        "ai-hyz/MemoryAgentBench",
+        "e" * 40,
+        {
+            "Test_Time_Learning": PinnedFile(
+                "data/Test_Time_Learning-00000-of-00001.parquet",
+                "memoryagentbench/data/Test_Time_Learning-00000-of-00001.parquet",
+                hashlib.sha256(shard).hexdigest(),
+                len(shard),
+            ),
+            "entity2id": PinnedFile(
+                "entity2id.json",
+                "memoryagentbench/entity2id.json",
+                hashlib.sha256(table).hexdigest(),
+            ),
+        },
+    )
+    mirror.routes[_route(pins, "data/Test_Time_Learning-00000-of-00001.parquet")] = shard
+    mirror.routes[_route(pins, "entity2id.json")] = table
+    root = download_splits(LoadRequest(None, tmp_path), ["Test_Time_Learning"], pins)
+    assert (root / "memoryagentbench" / "entity2id.json").read_bytes() == table
+    assert mirror.requests[-1] == _route(pins, "entity2id.json")
