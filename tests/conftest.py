@@ -325,10 +325,11 @@ def read_json(path: Path) -> dict[str, Any]:
 
 def marked_ids(pytester: pytest.Pytester, benchmark: str, data: Path, marker: str) -> list[str]:
     """The node ids ``-m MARKER`` selects from ``benchmark``'s questions (bm25, collected only,
-    without xdist)."""
+    without xdist; ``data`` may hold small files at the release's paths)."""
     result = pytester.runpytest(
         f"--memeval={benchmark}",
         f"--memeval-data={data}",
+        "--memeval-accept-unpinned",
         "--memsys=bm25",
         "--collect-only",
         "-q",

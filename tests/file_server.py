@@ -35,6 +35,9 @@ class FileServer:
     requests: list[str] = field(default_factory=list)  # request paths, in order
     hits: Counter[str] = field(default_factory=Counter)  # request path -> count (live)
     fallback: Callable[[str], Reply] | None = None  # for paths not in ``routes`` (else 404)
+    headers: list[dict[str, str]] = field(default_factory=list)  # request headers, in order
+    #: answer ``Range: bytes=N-`` with 206 and the rest of the body (else the range is ignored)
+    ranges: bool = False
 
     def url(self, path: str) -> str:
         return self.base + path
@@ -70,9 +73,20 @@ def serve_files(
             pass
 
         def do_GET(self) -> None:
+            state.headers.append(dict(self.headers.items()))
             reply = state.reply(self.path)
             if reply.delay:
                 time.sleep(reply.delay)
+            wanted = self.headers.get("Range", "")
+            if state.ranges and reply.status == 200 and wanted.startswith("bytes="):
+                first = int(wanted[len("bytes=") :].rstrip("-"))
+                whole = len(reply.body)
+                if first >= whole:
+                    reply = Reply(b"", 416)
+                else:
+                    rng = {"Content-Range": f"bytes {first}-{whole - 1}/{whole}"}
+                    cut = None if reply.truncate_to is None else max(0, reply.truncate_to - first)
+                    reply = Reply(reply.body[first:], 206, {**reply.headers, **rng}, cut)
             self.send_response(reply.status)
             for name, value in reply.headers.items():
                 self.send_header(name, value)

@@ -222,11 +222,13 @@ def named_categories(
 class LoadRequest:
     """Where to find the benchmark's files. ``data_dir`` is the folder holding one sub-folder per
     benchmark (``DIR/locomo/locomo10.json``, ``DIR/usermem/...``); when it is None the
-    benchmark downloads its official files into ``cache_dir``."""
+    benchmark downloads its pinned files into ``cache_dir``."""
 
     data_dir: Path | None
     cache_dir: Path
     variant: str | None = None
+    #: called with a line while a download runs (bytes, rate, ETA) and when it is saved
+    progress: Callable[[str], None] | None = field(default=None, compare=False, repr=False)
 
 
 @dataclass

@@ -20,7 +20,7 @@ from __future__ import annotations
 import functools
 import hashlib
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
 from types import MappingProxyType
@@ -41,6 +41,7 @@ from .base import (
     parse_jsonl,
     read_bytes,
 )
+from .download import PinnedFile, Pins, fetch_pinned
 
 __all__ = [
     "BENCHMARK",
@@ -75,14 +76,30 @@ UPSTREAM_SHA256: Mapping[str, str] = MappingProxyType(
     }
 )
 HF_DATASET = "IAAR-Shanghai/HaluMem"
-#: the Hugging Face revision and per-file sha256 are not known (Hugging Face is not reachable
-#: where this was built): the download refuses until both are recorded
-HF_REVISION: str | None = None
-HF_SHA256: Mapping[str, str] = MappingProxyType({})
 FOLDER = "halumem"
 #: variant -> file name below DIR/halumem (the Hugging Face file names)
 FILES: Mapping[str, str] = MappingProxyType(
     {"medium": "HaluMem-Medium.jsonl", "long": "HaluMem-Long.jsonl"}
+)
+#: the release: the Hugging Face dataset at a revision; variant -> its file
+PINS = Pins(
+    host="huggingface",
+    repo=HF_DATASET,
+    revision="cb04336aa1b732d4b24f5186c552456b4099806e",
+    files={
+        "medium": PinnedFile(
+            FILES["medium"],
+            f"{FOLDER}/{FILES['medium']}",
+            "486fbc130a5c8781a2af27ffa508a1d7855245137aa449c193ac4d29c45634e7",
+            33_511_525,
+        ),
+        "long": PinnedFile(
+            FILES["long"],
+            f"{FOLDER}/{FILES['long']}",
+            "dfdbed570b402b7b8c17e0d7808fc6f3ae7a53b6144f18feb16bbdd3f55cb0c9",
+            106_535_674,
+        ),
+    },
 )
 #: upstream's session date format (``eval_memzero.py``: ``"%b %d, %Y, %H:%M:%S"``)
 DATE_FORMAT = "%b %d, %Y, %H:%M:%S"
@@ -554,16 +571,6 @@ def _build(paths: tuple[str, ...], variant: str, key: tuple[tuple[int, int], ...
     return Parsed(tuple(conversations), tuple(questions), (hashlib.sha256(raw).hexdigest(),))
 
 
-def refuse_download() -> None:
-    """No pinned revision and sha256 are recorded for the Hugging Face files: refuse."""
-    raise DatasetError(
-        f"pin unknown: pass --memeval-data DIR with a local copy (DIR/{FOLDER}/"
-        f"{' or '.join(FILES.values())}). The Hugging Face files of {HF_DATASET} (CC-BY-NC-ND, "
-        "never shipped) have no recorded revision and sha256 yet, so pytest-memeval will not "
-        "download them."
-    )
-
-
 def score_halumem(question: Question, prediction: Prediction) -> dict[str, float]:
     """``token_f1`` of the answer against the reference answer: an offline stand-in only
     (upstream's QA figure is the LLM judge's Correct / Hallucination / Omission)."""
@@ -572,7 +579,7 @@ def score_halumem(question: Question, prediction: Prediction) -> dict[str, float
 
 @dataclass(frozen=True, eq=False)
 class HaluMem:
-    """HaluMem Medium and Long, read from ``DIR/halumem``."""
+    """HaluMem Medium and Long, read from ``DIR/halumem`` or downloaded."""
 
     name: str = "halumem"
     categories: Mapping[int | str, CategoryInfo] = field(default_factory=lambda: CATEGORIES)
@@ -580,17 +587,25 @@ class HaluMem:
     pass_metric: str = "token_f1"
     default_threshold: float = 0.5
     cluster_unit: str = "conversation"
+    #: the release a local copy is checked against (the plugin's --memeval-accept-unpinned)
+    pins: Pins = PINS
 
     def load(self, request: LoadRequest) -> Dataset:
-        if request.data_dir is None:
-            refuse_download()  # until HF_REVISION and HF_SHA256 are recorded
-        assert request.data_dir is not None
-        folder = Path(request.data_dir) / FOLDER
         if request.variant and request.variant not in FILES:
             raise DatasetError(
                 f"unknown variant {request.variant!r}; HaluMem has {', '.join(FILES)}"
             )
         wanted = (request.variant,) if request.variant else tuple(FILES)
+        source = "data_dir"
+        if request.data_dir is None:  # the pinned files, into the cache
+            root = Path(request.cache_dir) / "data"
+            for variant in wanted:
+                what = f"the HaluMem {variant} file"
+                fetch_pinned(self.pins, variant, root, what=what, progress=request.progress)
+            request = replace(request, data_dir=root)
+            source = f"huggingface:{self.pins.repo}@{self.pins.revision}"
+        assert request.data_dir is not None
+        folder = Path(request.data_dir) / FOLDER
         return load_parts(
             request,
             self.name,
@@ -598,7 +613,7 @@ class HaluMem:
             _build,
             f"no HaluMem file found. --memeval-data=DIR expects DIR/{FOLDER}/"
             f"{' or '.join(FILES[v] for v in wanted)}",
-            {"source": "data_dir", "upstream": f"MemTensor/HaluMem@{UPSTREAM_COMMIT}"},
+            {"source": source, "upstream": f"MemTensor/HaluMem@{UPSTREAM_COMMIT}"},
         )
 
     def score(self, question: Question, prediction: Prediction) -> dict[str, float]:

@@ -32,13 +32,14 @@ from .base import (
     read_bytes,
 )
 from .categories import shared_category
-from .download import download
+from .download import PinnedFile, Pins, download
 
 __all__ = [
     "BENCHMARK",
     "CATEGORIES",
     "DATE_FORMAT",
     "LOCOMO_FILE",
+    "LOCOMO_PINS",
     "LOCOMO_SHA256",
     "LOCOMO_URL",
     "METRICS",
@@ -52,10 +53,24 @@ __all__ = [
     "score_locomo",
 ]
 
-LOCOMO_URL = "https://raw.githubusercontent.com/snap-research/locomo/main/data/locomo10.json"
-LOCOMO_SHA256 = "79fa87e90f04081343b8c8debecb80a9a6842b76a7aa537dc9fdf651ea698ff4"
 #: path of the file below --memeval-data (and below the cache's ``data`` folder)
 LOCOMO_FILE = "locomo/locomo10.json"
+#: the release: snap-research/locomo at a commit (not ``main``), its one file's size and sha256
+LOCOMO_PINS = Pins(
+    host="github",
+    repo="snap-research/locomo",
+    revision="3eb6f2c585f5e1699204e3c3bdf7adc5c28cb376",
+    files={
+        "locomo10": PinnedFile(
+            "data/locomo10.json",
+            LOCOMO_FILE,
+            "79fa87e90f04081343b8c8debecb80a9a6842b76a7aa537dc9fdf651ea698ff4",
+            2_805_274,
+        )
+    },
+)
+LOCOMO_SHA256 = LOCOMO_PINS.files["locomo10"].sha256
+LOCOMO_URL = LOCOMO_PINS.url(LOCOMO_PINS.files["locomo10"])
 DATE_FORMAT = "%I:%M %p on %d %B, %Y"
 METRICS: tuple[str, ...] = ("f1", "set_f1", "bleu1")
 
@@ -487,6 +502,8 @@ class LocomoBenchmark:
     url: str = LOCOMO_URL
     sha256: str = LOCOMO_SHA256
     timeout: float = 30.0
+    #: the release a local copy is checked against (the plugin's --memeval-accept-unpinned)
+    pins: Pins = LOCOMO_PINS
 
     def load(self, request: LoadRequest) -> Dataset:
         meta: dict[str, Any] = {}
@@ -507,6 +524,8 @@ class LocomoBenchmark:
                 timeout=self.timeout,
                 what="the LoCoMo file",
                 layout=f"DIR/{LOCOMO_FILE}",
+                progress=request.progress,
+                hash_cache=Path(request.cache_dir) / "data" / ".sha256-cache",
             )
             meta["source"] = self.url
         parsed = load_locomo_file(path)

@@ -41,8 +41,8 @@ from .base import (
     read_bytes,
 )
 from .categories import shared_category
-from .download import download
-from .locomo import LOCOMO_FILE, LOCOMO_SHA256, LOCOMO_URL, load_locomo_file
+from .download import PinnedFile, Pins, download
+from .locomo import LOCOMO_FILE, LOCOMO_PINS, LOCOMO_SHA256, LOCOMO_URL, load_locomo_file
 
 __all__ = [
     "BENCHMARK",
@@ -50,6 +50,7 @@ __all__ = [
     "CUE_SESSION",
     "LOCOMO_PLUS_COMMIT",
     "LOCOMO_PLUS_FILE",
+    "LOCOMO_PLUS_PINS",
     "LOCOMO_PLUS_SHA256",
     "LOCOMO_PLUS_URL",
     "LocomoPlusBenchmark",
@@ -62,13 +63,23 @@ __all__ = [
 ]
 
 LOCOMO_PLUS_COMMIT = "059f4e3d38f7f1f96765e8e2cb7de3097551bffb"
-LOCOMO_PLUS_URL = (
-    f"https://raw.githubusercontent.com/xjtuleeyf/Locomo-Plus/{LOCOMO_PLUS_COMMIT}/"
-    "data/locomo_plus.json"
-)
-LOCOMO_PLUS_SHA256 = "af2fc6e5e0e88735e28d8dd1ef474b718861a73beb21779809e3b9e1a4fe3d23"
 #: path of the file below --memeval-data (and below the cache's ``data`` folder)
 LOCOMO_PLUS_FILE = "locomo-plus/locomo_plus.json"
+#: the release: upstream's file at that commit
+LOCOMO_PLUS_PINS = Pins(
+    host="github",
+    repo="xjtuleeyf/Locomo-Plus",
+    revision=LOCOMO_PLUS_COMMIT,
+    files={
+        "locomo_plus": PinnedFile(
+            "data/locomo_plus.json",
+            LOCOMO_PLUS_FILE,
+            "af2fc6e5e0e88735e28d8dd1ef474b718861a73beb21779809e3b9e1a4fe3d23",
+        )
+    },
+)
+LOCOMO_PLUS_URL = LOCOMO_PLUS_PINS.url(LOCOMO_PLUS_PINS.files["locomo_plus"])
+LOCOMO_PLUS_SHA256 = LOCOMO_PLUS_PINS.files["locomo_plus"].sha256
 #: the id of the inserted cue session; its turns are ``CUE:1``, ``CUE:2``, ...
 CUE_SESSION = "CUE"
 #: how a Cognitive item picks its LoCoMo conversation (recorded in the provenance)
@@ -394,6 +405,8 @@ class LocomoPlusBenchmark:
     locomo_url: str = LOCOMO_URL
     locomo_sha256: str = LOCOMO_SHA256
     timeout: float = 30.0
+    #: the releases a local copy is checked against (the plugin's --memeval-accept-unpinned)
+    pins: tuple[Pins, ...] = (LOCOMO_PLUS_PINS, LOCOMO_PINS)
 
     def load(self, request: LoadRequest) -> Dataset:
         meta: dict[str, Any] = {"pairing": PAIRING}
@@ -412,6 +425,8 @@ class LocomoPlusBenchmark:
                 timeout=self.timeout,
                 what="the LoCoMo-Plus file",
                 layout=f"DIR/{LOCOMO_PLUS_FILE}",
+                progress=request.progress,
+                hash_cache=root / ".sha256-cache",
             )
             download(
                 self.locomo_url,
@@ -420,6 +435,8 @@ class LocomoPlusBenchmark:
                 timeout=self.timeout,
                 what="the LoCoMo file",
                 layout=f"DIR/{LOCOMO_FILE}",
+                progress=request.progress,
+                hash_cache=root / ".sha256-cache",
             )
             meta["source"] = self.url
         key = tuple(n for pair in file_stats((plus, locomo)) for n in pair)

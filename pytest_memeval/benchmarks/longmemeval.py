@@ -38,10 +38,12 @@ from .base import (
     json_value_error,
     named_categories,
 )
+from .download import PinnedFile, Pins, fetch_pinned
 
 __all__ = [
     "BENCHMARK",
     "HF_URL",
+    "PINS",
     "QUESTION_TYPES",
     "VARIANT_FILES",
     "LongMemEval",
@@ -50,7 +52,34 @@ __all__ = [
 ]
 
 NAME = "longmemeval"
-HF_URL = "https://huggingface.co/datasets/xiaowu0162/longmemeval-cleaned/resolve/main/{file}"
+#: the release: xiaowu0162/longmemeval-cleaned at a revision; variant -> its file
+PINS = Pins(
+    host="huggingface",
+    repo="xiaowu0162/longmemeval-cleaned",
+    revision="98d7416c24c778c2fee6e6f3006e7a073259d48f",
+    files={
+        "oracle": PinnedFile(
+            "longmemeval_oracle.json",
+            f"{NAME}/longmemeval_oracle.json",
+            "821a2034d219ab45846873dd14c14f12cfe7776e73527a483f9dac095d38620c",
+            15_388_478,
+        ),
+        "s": PinnedFile(
+            "longmemeval_s_cleaned.json",
+            f"{NAME}/longmemeval_s_cleaned.json",
+            "d6f21ea9d60a0d56f34a05b609c79c88a451d2ae03597821ea3d5a9678c3a442",
+            277_383_467,
+        ),
+        "m": PinnedFile(
+            "longmemeval_m_cleaned.json",
+            f"{NAME}/longmemeval_m_cleaned.json",
+            "9d79e5524794a2e6900a3aa9cb7d9152c5a3e8319c9a87c25494ba1eacee495f",
+            2_737_100_077,
+        ),
+    },
+)
+#: where the pinned files live (the default endpoint; ``HF_ENDPOINT`` replaces it at run time)
+HF_URL = f"https://huggingface.co/datasets/{PINS.repo}/resolve/{PINS.revision}/{{file}}"
 
 #: variant -> accepted file names under ``DATA/longmemeval/`` (first one is downloaded)
 VARIANT_FILES: Mapping[str, tuple[str, ...]] = {
@@ -463,7 +492,7 @@ class _ItemIndex:
 # --------------------------------------------------------------------------- benchmark
 
 
-def _resolve_file(request: LoadRequest) -> tuple[Path, str]:
+def _resolve_file(request: LoadRequest, pins: Pins = PINS) -> tuple[Path, str]:
     variant = request.variant or DEFAULT_VARIANT
     if variant.lower().endswith(".json"):
         path = Path(variant).expanduser()
@@ -503,11 +532,13 @@ def _resolve_file(request: LoadRequest) -> tuple[Path, str]:
             f"{_LAYOUT}",
             path=str(folder),
         )
-    dest = request.cache_dir / "data" / NAME / names[0]
-    if not dest.is_file():
-        from .download import download  # another module; imported only when downloading
-
-        download(HF_URL.format(file=names[0]), dest, sha256=None)
+    dest = fetch_pinned(
+        pins,
+        key,
+        request.cache_dir / "data",
+        what=f"the LongMemEval {key!r} file",
+        progress=request.progress,
+    )
     return dest, key
 
 
@@ -528,9 +559,11 @@ class LongMemEval:
     pass_metric: str = "f1"
     #: each question has its own haystack: the questions are the independent units
     cluster_unit: str = "question"
+    #: the release a local copy is checked against (the plugin's --memeval-accept-unpinned)
+    pins: Pins = PINS
 
     def load(self, request: LoadRequest) -> Dataset:
-        path, variant = _resolve_file(request)
+        path, variant = _resolve_file(request, self.pins)
         path_s = str(path)
         digest = hashlib.sha256()  # filled by the parsing pass: the file is read once
         index = _ItemIndex(path=path)

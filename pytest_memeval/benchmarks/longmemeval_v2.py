@@ -26,7 +26,7 @@ import json
 import re
 import stat
 from collections.abc import Callable, Container, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
@@ -47,6 +47,7 @@ from .base import (
     parse_jsonl,
     read_bytes,
 )
+from .download import PinnedFile, Pins, fetch_pinned
 
 __all__ = [
     "BENCHMARK",
@@ -77,12 +78,48 @@ UPSTREAM_LOADER_SHA256: Mapping[str, str] = MappingProxyType(
     }
 )
 HF_DATASET = "xiaowu0162/longmemeval-v2"
-#: the Hugging Face revision and per-file sha256 are not known (Hugging Face is not reachable
-#: where this was built): the download refuses until both are recorded
-HF_REVISION: str | None = None
-HF_SHA256: Mapping[str, str] = MappingProxyType({})
 FOLDER = "longmemeval-v2"
 TIERS: tuple[str, ...] = ("small", "medium")
+
+
+def _file(path: str, sha256: str, size: int | None) -> PinnedFile:
+    return PinnedFile(path, f"{FOLDER}/{path}", sha256, size)
+
+
+#: the release: the Hugging Face dataset at a revision; its files and the release's own
+#: ``checksums.sha256`` (pinned too: every downloaded file is also checked against its line)
+PINS = Pins(
+    host="huggingface",
+    repo=HF_DATASET,
+    revision="f152293e235517d504809563c833d7190b8c713b",
+    files={
+        "questions": _file(
+            "questions.jsonl",
+            "0a3ae5ebea938c24d7800e1e0b0828e08ae1646f939a53853b2b8cdc08e292b7",
+            286_186,
+        ),
+        "trajectories": _file(
+            "trajectories.jsonl",
+            "363cec9a8e87aa8d9101ce4e600aadbf7031d674056ebe4f969e8424abc5f3c6",
+            1_195_604_539,
+        ),
+        "small": _file(
+            "haystacks/lme_v2_small.json",
+            "9b5301defb23a088a5f06e45ff8d5f35e569d78305a66d492046a9fff9b46593",
+            822_632,
+        ),
+        "medium": _file(
+            "haystacks/lme_v2_medium.json",
+            "4756d5126347f0d18f045bb6c47b08cb3b23e9db24386cc48a9b2879e7969b59",
+            None,
+        ),
+        "checksums": _file(
+            "checksums.sha256",
+            "b17a18daa52873f915808502217c3c5fab39d20638544f986401155c9e8d67a6",
+            None,
+        ),
+    },
+)
 DOMAINS: tuple[str, ...] = ("web", "enterprise")
 #: upstream harness ``--memory-context-max-tokens`` default (reader-processor tokens)
 MEMORY_CONTEXT_MAX_TOKENS = 200_000
@@ -587,20 +624,67 @@ def _build(paths: tuple[str, ...], tier: str, key: tuple[tuple[int, int], ...]) 
     return Parsed(tuple(conversations), tuple(built), sha)
 
 
-def refuse_download() -> None:
-    """No pinned revision and sha256 are recorded for the Hugging Face files: refuse."""
-    raise DatasetError(
-        f"pin unknown: pass --memeval-data DIR with a local copy (DIR/{FOLDER}/questions.jsonl, "
-        f"trajectories.jsonl and haystacks/lme_v2_<tier>.json; tiers {', '.join(TIERS)}). The "
-        f"Hugging Face files of {HF_DATASET} have no recorded revision and sha256 yet, so "
-        "pytest-memeval will not download them."
+def parse_checksums(text: str, source: str) -> dict[str, str]:
+    """``path -> sha256`` of a ``sha256sum`` listing (``HEX  path`` or ``HEX *path`` a line;
+    blank and ``#`` lines skipped, a leading ``./`` dropped)."""
+    out: dict[str, str] = {}
+    for n, line in enumerate(text.splitlines(), 1):
+        if not line.strip() or line.lstrip().startswith("#"):
+            continue
+        digest, _, path = line.strip().partition(" ")
+        path = path.strip().lstrip("*").removeprefix("./")
+        if len(digest) != 64 or not path or any(c not in "0123456789abcdefABCDEF" for c in digest):
+            raise DatasetError(
+                f"line {n} is not 'SHA256  PATH'; delete the file and download it again",
+                path=source,
+            )
+        out[path] = digest.lower()
+    return out
+
+
+def check_release_list(
+    listed: Mapping[str, str], keys: Sequence[str], source: str, pins: Pins = PINS
+) -> None:
+    """Each pinned file in ``keys`` must appear in the release's ``checksums.sha256`` with its
+    pinned sha256 (a listing path may carry a folder prefix)."""
+    for key in keys:
+        pin = pins.files[key]
+        found = [d for p, d in listed.items() if p == pin.path or p.endswith("/" + pin.path)]
+        if pin.sha256 not in found:
+            raise DatasetError(
+                f"the release's checksums.sha256 lists {pin.path} with "
+                f"{', '.join(found) or 'no sha256'}, not the pinned {pin.sha256}; the pins of "
+                f"{pins.label} disagree with the release: pass a copy you trust with "
+                f"--memeval-data=DIR (expects DIR/{pin.local})",
+                path=source,
+            )
+
+
+def download_tier(request: LoadRequest, tier: str, pins: Pins = PINS) -> Path:
+    """Fetch the release's checksums.sha256, then questions, trajectories and the tier's
+    haystack, each checked against its pin and the release's own listing; return the cache's
+    data folder."""
+    root = Path(request.cache_dir) / "data"
+    say = request.progress
+    listing = fetch_pinned(
+        pins, "checksums", root, what="the LongMemEval-V2 checksums.sha256", progress=say
     )
+    keys = ("questions", "trajectories", tier)
+    check_release_list(
+        parse_checksums(decode_text(read_bytes(listing, _HINT), str(listing), _HINT), str(listing)),
+        keys,
+        str(listing),
+        pins,
+    )
+    for key in keys:
+        fetch_pinned(pins, key, root, what=f"the LongMemEval-V2 {key} file", progress=say)
+    return root
 
 
 @dataclass(frozen=True, eq=False)
 class LongMemEvalV2:
     """LongMemEval-V2 at one tier (``--memeval-variant``: small, the default, or medium), read
-    from ``DIR/longmemeval-v2``."""
+    from ``DIR/longmemeval-v2`` or downloaded."""
 
     name: str = "longmemeval-v2"
     categories: Mapping[int | str, CategoryInfo] = field(default_factory=lambda: CATEGORIES)
@@ -608,13 +692,17 @@ class LongMemEvalV2:
     pass_metric: str = "lme2_score"
     default_threshold: float = 1.0
     cluster_unit: str = "conversation"
+    #: the release a local copy is checked against (the plugin's --memeval-accept-unpinned)
+    pins: Pins = PINS
 
     def load(self, request: LoadRequest) -> Dataset:
         tier = request.variant or "small"
         if tier not in TIERS:
             raise DatasetError(f"unknown tier {tier!r}; LongMemEval-V2 has {', '.join(TIERS)}")
+        source = "data_dir"
         if request.data_dir is None:
-            refuse_download()  # until HF_REVISION and HF_SHA256 are recorded
+            request = replace(request, data_dir=download_tier(request, tier, self.pins))
+            source = f"huggingface:{self.pins.repo}@{self.pins.revision}"
         assert request.data_dir is not None
         return load_parts(
             request,
@@ -624,7 +712,7 @@ class LongMemEvalV2:
             f"missing: --memeval-data=DIR expects DIR/{FOLDER}/questions.jsonl, "
             f"trajectories.jsonl and haystacks/lme_v2_{tier}.json (upstream's layout)",
             {
-                "source": "data_dir",
+                "source": source,
                 "upstream": f"xiaowu0162/LongMemEval-V2@{UPSTREAM_COMMIT}",
                 "tier": tier,
                 "memory_context_max_tokens": MEMORY_CONTEXT_MAX_TOKENS,

@@ -45,6 +45,7 @@ from .base import (
     parse_jsonl,
     read_bytes,
 )
+from .download import PinnedFile, Pins, fetch_pinned
 
 __all__ = [
     "BENCHMARK",
@@ -92,16 +93,53 @@ UPSTREAM_LOADER_SHA256: Mapping[str, str] = MappingProxyType(
     }
 )
 HF_DATASET = "ai-hyz/MemoryAgentBench"
-#: the Hugging Face revision and per-file sha256 are not known (Hugging Face is not reachable
-#: where this was built): the download refuses until both are recorded
-HF_REVISION: str | None = None
-HF_SHA256: Mapping[str, str] = MappingProxyType({})
 FOLDER = "memoryagentbench"
 SPLITS: tuple[str, ...] = (
     "Accurate_Retrieval",
     "Test_Time_Learning",
     "Long_Range_Understanding",
     "Conflict_Resolution",
+)
+
+
+def _shard(path: str, sha256: str, size: int | None) -> PinnedFile:
+    return PinnedFile(path, f"{FOLDER}/{path}", sha256, size)
+
+
+#: the release: the Hugging Face dataset at a revision, one parquet shard per split and the
+#: recommendation split's movie table (``entity2id.json`` at the root, fetched with
+#: Test_Time_Learning; its size is left open: only one public source records it)
+PINS = Pins(
+    host="huggingface",
+    repo=HF_DATASET,
+    revision="7ea066982b140a19337e17e60d45d4076e042faf",
+    files={
+        "Accurate_Retrieval": _shard(
+            "data/Accurate_Retrieval-00000-of-00001.parquet",
+            "56c3cd80fb6731a3e53cd1a6be3148f54df60ff2d290ee50e28f8acebf9655c1",
+            20_024_386,
+        ),
+        "Test_Time_Learning": _shard(
+            "data/Test_Time_Learning-00000-of-00001.parquet",
+            "5338753be48f925d03318eed66117286e3489025fabe050a547bd086cd7d79c0",
+            3_947_476,
+        ),
+        "Long_Range_Understanding": _shard(
+            "data/Long_Range_Understanding-00000-of-00001.parquet",
+            "5ab175461954db67770d4a4cb69e569b513ebb96aceb9ee79b57f67488bcd539",
+            49_342_452,
+        ),
+        "Conflict_Resolution": _shard(
+            "data/Conflict_Resolution-00000-of-00001.parquet",
+            "24d5c3f09ce0ce15625cb9f8a98f44f0d864ca6c94d7b4ad04eb697ca3a5ff45",
+            1_491_588,
+        ),
+        "entity2id": _shard(
+            "entity2id.json",
+            "63353aca481bc9558b502f91cb98f6fa26438796fdd7e0bc06b5a1532126e8b5",
+            None,
+        ),
+    },
 )
 #: words per chunk: upstream packs sentences up to 4096 gpt-4o-mini tokens (o200k_base, whose BPE
 #: file is not available offline); 3000 whitespace words is our stand-in (docs/scoring.md)
@@ -755,18 +793,24 @@ def _attach_movie_table(
     ]
 
 
-def refuse_download() -> None:
-    """No pinned revision and sha256 are recorded for the Hugging Face files: refuse."""
-    raise DatasetError(
-        f"pin unknown: pass --memeval-data DIR with a local copy (DIR/{FOLDER}/<Split>.jsonl, "
-        f".json or .parquet; splits {', '.join(SPLITS)}). The Hugging Face files of {HF_DATASET} "
-        "have no recorded revision and sha256 yet, so pytest-memeval will not download them."
-    )
+def download_splits(request: LoadRequest, splits: Sequence[str], pins: Pins = PINS) -> Path:
+    """Fetch the pinned parquet shard of each split into the cache (Hugging Face's layout,
+    ``data/<Split>-00000-of-00001.parquet``), with Test_Time_Learning the movie table its
+    recommendation questions are scored with, and return the cache's data folder."""
+    root = Path(request.cache_dir) / "data"
+    for split in splits:
+        fetch_pinned(
+            pins, split, root, what=f"the MemoryAgentBench {split} split", progress=request.progress
+        )
+    if "Test_Time_Learning" in splits and "entity2id" in pins.files:  # its recsys questions
+        what = "the MemoryAgentBench movie table"
+        fetch_pinned(pins, "entity2id", root, what=what, progress=request.progress)
+    return root
 
 
 @dataclass(frozen=True, eq=False)
 class MemoryAgentBench:
-    """The four splits of MemoryAgentBench, read from ``DIR/memoryagentbench``."""
+    """The four splits of MemoryAgentBench, read from ``DIR/memoryagentbench`` or downloaded."""
 
     name: str = "memoryagentbench"
     categories: Mapping[int | str, CategoryInfo] = field(default_factory=lambda: CATEGORIES)
@@ -789,18 +833,22 @@ class MemoryAgentBench:
     pass_metric: str = "mab_score"
     default_threshold: float = 1.0
     cluster_unit: str = "conversation"
+    #: the release a local copy is checked against (the plugin's --memeval-accept-unpinned)
+    pins: Pins = PINS
 
     def load(self, request: LoadRequest) -> Dataset:
-        if request.data_dir is None:
-            refuse_download()  # until HF_REVISION and HF_SHA256 are recorded
-        assert request.data_dir is not None
-        folder = Path(request.data_dir) / FOLDER
         wanted = (request.variant,) if request.variant else SPLITS
         for split in wanted:
             if split not in SPLITS:
                 raise DatasetError(
                     f"unknown split {split!r}; MemoryAgentBench has {', '.join(SPLITS)}"
                 )
+        source = "data_dir"
+        if request.data_dir is None:
+            request = replace(request, data_dir=download_splits(request, wanted, self.pins))
+            source = f"huggingface:{self.pins.repo}@{self.pins.revision}"
+        assert request.data_dir is not None
+        folder = Path(request.data_dir) / FOLDER
         dataset = load_parts(
             request,
             self.name,
@@ -813,7 +861,7 @@ class MemoryAgentBench:
             f"(or .json, .parquet, or data/<Split>-*.parquet as on Hugging Face) for the "
             f"splits {', '.join(wanted)}",
             {
-                "source": "data_dir",
+                "source": source,
                 "upstream": f"HUST-AI-HYZ/MemoryAgentBench@{UPSTREAM_COMMIT}",
                 "chunking": f"Punkt sentences packed to {CHUNK_WORDS} words",
             },

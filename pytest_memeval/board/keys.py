@@ -71,7 +71,8 @@ def _dataset(provenance: Mapping[str, Any], benchmark: str) -> str:
     shas = info.get("sha256")
     values = sorted(str(v) for v in shas.values()) if isinstance(shas, Mapping) else []
     variant = info.get("variant")
-    return f"{variant or 'default'} {' '.join(v[:12] for v in values) or 'no sha256'}"
+    unpinned = " unpinned" if info.get("unpinned") else ""  # --memeval-accept-unpinned
+    return f"{variant or 'default'} {' '.join(v[:12] for v in values) or 'no sha256'}{unpinned}"
 
 
 def _top_k(entry: Entry) -> str:

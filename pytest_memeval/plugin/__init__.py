@@ -3,10 +3,11 @@ and the ``memeval_case`` fixtures are in ``item_hooks.py``, imported here so pyt
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import sys
 import time
-from collections.abc import Generator
+from collections.abc import Callable, Generator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -145,9 +146,25 @@ def pytest_configure(config: pytest.Config) -> None:
         config.pluginmanager.register(controller, "memeval-controller")
 
 
+def _download_lines(config: pytest.Config) -> Callable[[str], None] | None:
+    """Where a download's progress lines go: stderr, past pytest's capture (an xdist worker
+    says nothing: the controller downloads before the workers start)."""
+    if hasattr(config, "workerinput"):
+        return None
+    capman = config.pluginmanager.get_plugin("capturemanager")
+
+    def say(line: str) -> None:
+        with capman.global_and_fixture_disabled() if capman else contextlib.nullcontext():
+            sys.stderr.write(f"memeval: {line}\n")
+            sys.stderr.flush()
+
+    return say
+
+
 def _load(config: pytest.Config, state: RunState) -> None:
     from ..benchmarks import LoadRequest
     from ..benchmarks.base import check_unique_ids
+    from ..benchmarks.download import check_local_copies
     from ..records import ResultKey
     from ..run.question import select_questions
 
@@ -162,12 +179,23 @@ def _load(config: pytest.Config, state: RunState) -> None:
         try:
             dataset = bench.load(
                 LoadRequest(
-                    settings.selection.data_dir, settings.cache_dir, settings.selection.variant
+                    settings.selection.data_dir,
+                    settings.cache_dir,
+                    settings.selection.variant,
+                    progress=_download_lines(config),
                 )
             )
             check_unique_ids(dataset)
+            unpinned = check_local_copies(
+                name,
+                getattr(bench, "pins", None),
+                dataset.sha256,
+                settings.selection.accept_unpinned,
+            )
         except MemevalError as exc:
             raise pytest.UsageError(f"--memeval={name}: {exc}") from None
+        if unpinned:
+            dataset.meta["unpinned"] = unpinned
         state.load_seconds[name] = time.perf_counter() - start
         state.datasets[name] = dataset
         state.selected[name] = select_questions(

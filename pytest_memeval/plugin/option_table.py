@@ -48,6 +48,12 @@ OPTIONS: tuple[_Opt, ...] = (
         metavar="DIR",
     ),
     _Opt(
+        "memeval-accept-unpinned",
+        "use a file under --memeval-data at a pinned path whose sha256 is not the pinned "
+        "release's (recorded as unpinned in the provenance); without it such a copy is refused",
+        flag=True,
+    ),
+    _Opt(
         "memeval-variant",
         "benchmark variant (LongMemEval oracle|s|m, BEAM 100K|500K|1M|10M)",
         metavar="NAME",

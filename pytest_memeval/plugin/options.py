@@ -292,6 +292,7 @@ def read_settings(config: pytest.Config) -> Settings:
             benchmarks=benchmarks,
             systems=systems,
             data_dir=data_dir,
+            accept_unpinned=flag("memeval_accept_unpinned"),
             variant=str(val("memeval_variant")) if val("memeval_variant") else None,
             limit=_int(limit, src("memeval_limit"), minimum=1) if limit is not None else None,
             sample=_int(sample, src("memeval_sample"), minimum=1) if sample is not None else None,

@@ -120,6 +120,8 @@ def provenance(src: SummarySource) -> dict[str, Any]:
             "questions_total": len(ds.questions),
             # how a suite built its items from several files (LoCoMo-Plus's stitching)
             **({"pairing": ds.meta["pairing"]} if "pairing" in ds.meta else {}),
+            # files at a pinned path that are not the release's (--memeval-accept-unpinned)
+            **({"unpinned": ds.meta["unpinned"]} if "unpinned" in ds.meta else {}),
         }
     return {
         "plugin": "pytest-memeval",

@@ -46,6 +46,9 @@ class Selection:
     benchmarks: tuple[str, ...] = ()
     systems: tuple[str, ...] = ()
     data_dir: Path | None = None
+    #: --memeval-accept-unpinned: a local copy that is not the pinned release is used (and
+    #: recorded as unpinned) instead of refused
+    accept_unpinned: bool = False
     variant: str | None = None
     limit: int | None = None
     sample: int | None = None

@@ -480,7 +480,10 @@ def test_offline_download_error(pytester: pytest.Pytester, monkeypatch: pytest.M
     )
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     err = result.stderr.str()
-    assert "https://raw.githubusercontent.com/snap-research/locomo/main/data/locomo10.json" in err
+    assert (
+        "https://raw.githubusercontent.com/snap-research/locomo/"
+        "3eb6f2c585f5e1699204e3c3bdf7adc5c28cb376/data/locomo10.json" in err
+    )
     assert "--memeval-data" in err and "MEMEVAL_DATA_DIR" in err
     assert "Traceback" not in err
     assert not list((pytester.path / "cache").rglob("locomo10.json*"))

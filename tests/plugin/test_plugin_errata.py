@@ -27,6 +27,7 @@ def _run(pytester: pytest.Pytester, mode: str, *extra: str) -> tuple[Any, dict[s
     result = pytester.runpytest(
         "--memeval=locomo",
         f"--memeval-data={data}",
+        "--memeval-accept-unpinned",  # a small file at the release's path
         "--memsys=bm25,oracle",
         f"--memeval-json={report}",
         f"--memeval-cache-dir={pytester.path / 'cache'}",

@@ -77,6 +77,7 @@ def test_same_numbers_without_and_with_xdist(pytester: pytest.Pytester) -> None:
         result = pytester.runpytest(
             "--memeval=halumem",
             f"--memeval-data={DATA}",
+            "--memeval-accept-unpinned",  # a small file at the release's path
             "--memsys=bm25,keeper,forgetful",
             f"--memeval-json={out}",
             *mode,
@@ -152,6 +153,7 @@ def _judged_run(pytester: pytest.Pytester, mode: str, *extra: str) -> tuple[Any,
     result = pytester.runpytest(
         "--memeval=halumem",
         f"--memeval-data={DATA}",
+        "--memeval-accept-unpinned",  # a small file at the release's path
         f"--memeval-cache-dir={pytester.path / 'cache'}",
         "--memeval-protocol=halumem",
         f"--memeval-protocol-source={PROTOCOL}",

@@ -32,6 +32,7 @@ def test_offline_bm25_and_oracle_same_numbers_with_xdist(pytester: pytest.Pytest
         result = pytester.runpytest(
             "--memeval=locomo-plus",
             f"--memeval-data={DATA}",
+            "--memeval-accept-unpinned",  # a small file at the release's path
             "--memsys=bm25,oracle",
             f"--memeval-json={out}",
             *mode,
@@ -85,6 +86,7 @@ def test_unified_set_judged_as_upstream(
     result = pytester.runpytest(
         "--memeval=locomo,locomo-plus",
         f"--memeval-data={DATA}",
+        "--memeval-accept-unpinned",  # a small file at the release's path
         "--memsys=bm25",
         f"--memeval-cache-dir={pytester.path / 'cache'}",
         "--memeval-protocol=locomo-plus",
@@ -172,6 +174,7 @@ def test_judge_without_protocol_picks_locomo_plus(
     result = pytester.runpytest(
         "--memeval=locomo-plus",
         f"--memeval-data={DATA}",
+        "--memeval-accept-unpinned",  # a small file at the release's path
         "--memsys=bm25",
         f"--memeval-cache-dir={pytester.path / 'cache'}",
         "--memeval-judge=openai:gpt-4o-mini",

@@ -22,6 +22,7 @@ def test_bm25_same_numbers_without_and_with_xdist(pytester: pytest.Pytester) -> 
         result = pytester.runpytest(
             "--memeval=longmemeval-v2",
             f"--memeval-data={DATA}",
+            "--memeval-accept-unpinned",  # a small file at the release's path
             "--memsys=bm25",
             f"--memeval-json={out}",
             *mode,
@@ -77,6 +78,7 @@ def test_llm_checks_judged_same_numbers_and_cached(
             result = pytester.runpytest(
                 "--memeval=longmemeval-v2",
                 f"--memeval-data={DATA}",
+                "--memeval-accept-unpinned",  # a small file at the release's path
                 "--memsys=bm25",
                 "--memeval-judge=openai:gpt-5.2",
                 f"--memeval-protocol-source={SHAPED}",

@@ -28,6 +28,7 @@ def test_bm25_same_numbers_without_and_with_xdist(pytester: pytest.Pytester) -> 
         result = pytester.runpytest(
             "--memeval=memoryagentbench",
             f"--memeval-data={DATA}",
+            "--memeval-accept-unpinned",  # a small file at the release's path
             "--memsys=bm25",
             f"--memeval-json={out}",
             *mode,
@@ -75,6 +76,7 @@ def test_without_rouge_score_rouge_is_unscored_and_the_extra_named(
         result = pytester.runpytest(
             "--memeval=memoryagentbench",
             f"--memeval-data={DATA}",
+            "--memeval-accept-unpinned",  # a small file at the release's path
             "--memsys=bm25",
             "--memeval-limit=1",
             f"--memeval-json={out}",

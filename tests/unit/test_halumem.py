@@ -232,11 +232,6 @@ def test_loads_the_fixture() -> None:
     assert ds.sha256 == {"halumem/HaluMem-Medium.jsonl": ds.sha256["halumem/HaluMem-Medium.jsonl"]}
 
 
-def test_download_is_refused_until_pinned() -> None:
-    with pytest.raises(DatasetError, match=r"pin unknown.*--memeval-data"):
-        _load(None)
-
-
 def test_missing_file_and_unknown_variant(tmp_path: Path) -> None:
     with pytest.raises(DatasetError, match=r"HaluMem-Long\.jsonl"):
         _load(DATA, "long")

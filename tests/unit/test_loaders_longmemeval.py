@@ -18,7 +18,6 @@ from pytest_memeval.benchmarks import download as download_module
 from pytest_memeval.benchmarks.base import Benchmark, LoadRequest
 from pytest_memeval.benchmarks.longmemeval import (
     BENCHMARK,
-    HF_URL,
     iter_json_array,
     parse_longmemeval_date,
     ranked_session_ids,
@@ -255,28 +254,6 @@ def test_variant_files_in_data_dir(tmp_path: Path) -> None:
         BENCHMARK.load(LoadRequest(data_dir=tmp_path, cache_dir=tmp_path, variant="xl"))
     with pytest.raises(DatasetError, match="no such file"):
         BENCHMARK.load(LoadRequest(data_dir=None, cache_dir=tmp_path, variant="nope.json"))
-
-
-def test_download_when_no_data_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    calls: list[tuple[str, Path]] = []
-
-    def fake_download(url: str, dest: Path, sha256: str | None = None, **_: Any) -> Path:
-        calls.append((url, dest))
-        _write(dest, [_item("dl")])
-        return dest
-
-    monkeypatch.setattr(download_module, "download", fake_download)
-    req = LoadRequest(data_dir=None, cache_dir=tmp_path, variant="oracle")
-    ds = BENCHMARK.load(req)
-    assert [q.id for q in ds.questions] == ["dl"]
-    assert calls == [
-        (
-            HF_URL.format(file="longmemeval_oracle.json"),
-            tmp_path / "data" / "longmemeval" / "longmemeval_oracle.json",
-        )
-    ]
-    BENCHMARK.load(req)  # cached: no second download
-    assert len(calls) == 1
 
 
 def test_offline_download_error_propagates(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

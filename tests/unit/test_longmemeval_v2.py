@@ -210,11 +210,6 @@ def test_bad_trajectories_and_haystacks(tmp_path: Path) -> None:
         _load(tmp_path / "c", tmp_path / "d")
 
 
-def test_download_refused_until_pinned(tmp_path: Path) -> None:
-    with pytest.raises(DatasetError, match="pin unknown: pass --memeval-data DIR"):
-        _load(tmp_path, None)
-
-
 def test_trajectories_stream_and_keep_only_the_haystacks(tmp_path: Path) -> None:
     import hashlib
 

@@ -280,13 +280,6 @@ def test_parquet_in_the_hugging_face_layout(tmp_path: Path) -> None:
     ]
 
 
-def test_download_refused_until_pinned(tmp_path: Path) -> None:
-    with pytest.raises(
-        DatasetError, match="pin unknown: pass --memeval-data DIR with a local copy"
-    ):
-        get_benchmark("memoryagentbench").load(LoadRequest(None, tmp_path))
-
-
 # --------------------------------------------------------------------------- official LLM judge
 
 PROTOCOL_FIXTURE = FIXTURES.parent / "protocols" / "memoryagentbench"
