@@ -3,6 +3,7 @@ price parsers ``options.read_settings`` uses (pytest glue)."""
 
 from __future__ import annotations
 
+import importlib
 import math
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -76,6 +77,30 @@ def _int(value: Any, source: str, *, minimum: int) -> int:
             f"{source}={value!r}: must be >= {minimum}, e.g. {source}={max(minimum, 10)}"
         )
     return number
+
+
+def _limiter(value: Any, source: str) -> str | None:
+    """--memeval-llm-limiter: None for the machine-local file limiter (``file``, the default), or
+    a redis:// (rediss://, unix://) URL; the redis package must be installed for one."""
+    from ..llm.ratelimit import REDIS_SCHEMES, redis_label
+
+    text = str(value or "").strip()
+    if text in ("", "file"):
+        return None
+    scheme = text.split("://", 1)[0].lower() if "://" in text else ""
+    if scheme not in REDIS_SCHEMES:
+        raise pytest.UsageError(
+            f"{source}={redis_label(text)!r}: expected file (the default: one machine) or "
+            f"redis://HOST:PORT/DB (every host), e.g. {source}=redis://127.0.0.1:6379/0"
+        )
+    try:
+        importlib.import_module("redis")
+    except ImportError:
+        raise pytest.UsageError(
+            f"{source}={redis_label(text)}: needs the redis package: "
+            "pip install 'pytest-memeval[redis]'"
+        ) from None
+    return text
 
 
 def _seconds(value: Any, source: str, *, zero: bool = False, example: str = "0.5") -> float:
