@@ -202,7 +202,13 @@ class LLMRuntime:
             )
         with self._lock:
             if self._redis is None:
-                self._redis = connect_redis(url)
+                try:
+                    self._redis = connect_redis(url)
+                except ImportError:
+                    raise JudgeError(
+                        f"--memeval-llm-limiter={redis_label(url)}: needs the redis package: "
+                        "pip install 'pytest-memeval[redis]'"
+                    ) from None
             client = self._redis
         limiter = RedisRateLimiter(
             client,

@@ -179,3 +179,21 @@ def test_shards_on_separate_hosts_share_one_redis_budget(
         alone = _shards(pytester.path, server, run_mode, "alone")
         print(f"most requests in any 10 s, each shard alone: {most_in_window(alone, 10.0)}")
         assert len(alone) == REQUESTS and most_in_window(alone, 10.0) > 21
+
+
+def test_redis_limiter_without_the_redis_package_says_what_to_install(
+    pytester: pytest.Pytester, server: LLMServer, run_mode: list[str]
+) -> None:
+    """Checked only by a run that paces LLM calls (a recipe passing the option to a run without a
+    judge needs no redis package)."""
+    pytester.makeconftest("import sys\n\nsys.modules['redis'] = None  # not installed\n")
+    url = "--memeval-llm-limiter=redis://:pw@127.0.0.1:1/0"
+    no_llm = pytester.runpytest_subprocess("--memeval=demo", "--memsys=bm25", url, *run_mode)
+    assert no_llm.ret == 0, no_llm.stdout.str()
+    result = pytester.runpytest_subprocess(*LLM_ARGS, "--memeval-llm-rpm=60", url, *run_mode)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert (
+        "ERROR: --memeval-llm-limiter=redis://127.0.0.1:1/0: needs the redis package: "
+        "pip install 'pytest-memeval[redis]'"
+    ) in result.stderr.lines
+    assert "Traceback" not in result.stderr.str() and server.requests == []
