@@ -10,6 +10,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import shutil
 import socket
 import subprocess
@@ -30,9 +31,7 @@ def redis_server_missing() -> str | None:
             f"{REDIS_SERVER} is not installed (apt-get install -y redis-server; .ci/run does): "
             "the shared Redis rate limiter is tested against a real server"
         )
-    try:
-        import redis  # noqa: F401
-    except ImportError:
+    if importlib.util.find_spec("redis") is None:
         return "the redis package is not installed (pip install -e '.[dev]' or '.[redis]')"
     return None
 

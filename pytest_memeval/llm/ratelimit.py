@@ -23,7 +23,6 @@ slows the whole run down instead of each worker retrying into it.
 
 from __future__ import annotations
 
-import contextlib
 import fcntl
 import hashlib
 import importlib
@@ -215,7 +214,11 @@ class RateLimiter:
             out = change(state, self.clock())
             data = json.dumps(state).encode()
             staged = self.path.with_suffix(".tmp")
-            staged.write_bytes(data)
+            out_fd = os.open(staged, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            try:
+                os.write(out_fd, data)
+            finally:
+                os.close(out_fd)
             os.replace(staged, self.path)  # never a torn state file, even if we die here
             _rewrite(fd, data)
             with self._guard:
@@ -428,7 +431,3 @@ class RedisRateLimiter:
         """The provider said to wait: no process on any host sends before ``seconds`` from now."""
         if seconds > 0:
             self._run("pause", 0, seconds)
-
-    def close(self) -> None:
-        with contextlib.suppress(Exception):
-            self.client.close()

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -141,19 +142,25 @@ def test_parse_state_refuses_what_is_not_finite_times() -> None:
 
 
 def _redis_limiter(
-    server: RedisServer, rpm: int | None, tpm: int | None = None, **kw: object
+    server: RedisServer,
+    rpm: int | None,
+    tpm: int | None = None,
+    *,
+    say: Callable[[str], None] | None = None,
+    sleep: Callable[[float], None] | None = None,
+    retry_delay: float = 0.5,
 ) -> RedisRateLimiter:
-    """A limiter with its own connection, as on a host of its own; sleeps are recorded, not
-    slept (the tests read the waits Redis hands out)."""
-    slept: list[float] = []
+    """A limiter with its own connection, as on a host of its own; unless ``sleep`` is given,
+    sleeps are skipped (the tests read the waits Redis hands out)."""
     return RedisRateLimiter(
         connect_redis(server.url, timeout=1.0),
         "memeval:ratelimit:test",
         server.url,
         rpm,
         tpm,
-        sleep=kw.pop("sleep", slept.append),  # type: ignore[arg-type]
-        **kw,  # type: ignore[arg-type]
+        sleep=sleep or (lambda seconds: None),
+        say=say,
+        retry_delay=retry_delay,
     )
 
 
