@@ -87,7 +87,7 @@ def test_a_damaged_state_file_paces_as_an_intact_one(
     pytester: pytest.Pytester, server: LLMServer, run_mode: list[str]
 ) -> None:
     """240 a minute (4 a second) while the state file is rewritten with garbage or deleted every
-    0.1 s: 8 requests in any 2 s, as with an intact file (see the bound below), and the
+    0.1 s: 16 requests in any 4 s, as with an intact file (see the bound below), and the
     summary says once that the file was rebuilt. (Before, the pacing restarted from zero at each
     damage: the requests went out in bursts, silently.)"""
     cache = pytester.path / "cache"
@@ -99,9 +99,10 @@ def test_a_damaged_state_file_paces_as_an_intact_one(
     assert damager.done >= 10  # damaged all along the run
     times = [r.time for r in server.requests]
     assert len(times) == REQUESTS
-    # 8 a 2 s window, +1 at its edge, +1 for a first request sent late (its connection is made
-    # after its slot) and so arriving with the second; without the fix, 19 went out in 2 s
-    assert most_in_window(times, 2.0) <= 10
+    # 16 in a 4 s window, +1 at its edge, +1 for a request sent late (the first one's connection
+    # is made after its slot; a loaded machine wakes a thread late) and so arriving with the next;
+    # without the fix all 28 went out within 3.3 s
+    assert most_in_window(times, 4.0) <= 18
     assert max(times) - min(times) >= (REQUESTS - 1) * 0.25 * 0.95
     said = [line for line in result.outlines if "llm rate limiter:" in line]
     assert len(said) == 1, result.stdout.str()
