@@ -324,9 +324,9 @@ def _redis() -> Any:
 
 
 def _unreachable_errors() -> tuple[type[BaseException], ...]:
-    redis = _redis()
-    # ConnectionError covers refused, reset, authentication and a server still loading its data
-    return (redis.ConnectionError, redis.TimeoutError, redis.ReadOnlyError, OSError)
+    # RedisError: refused, reset, timed out, authentication, a server loading its data or out of
+    # memory, a read-only replica, a database number out of range: no slot is handed out
+    return (_redis().RedisError, OSError)
 
 
 def connect_redis(url: str, timeout: float = 5.0) -> Any:
@@ -412,7 +412,7 @@ class RedisRateLimiter:
             self.client.ping()
         except _unreachable_errors() as exc:
             return (
-                f"--memeval-llm-limiter={self.label}: cannot reach Redis "
+                f"--memeval-llm-limiter={self.label}: cannot use Redis "
                 f"({type(exc).__name__}: {str(exc)[:160]}): start it or fix the URL "
                 "(redis://HOST:PORT/DB)"
             )

@@ -204,6 +204,18 @@ def test_redis_unreachable_requests_wait_and_retry_saying_so(tmp_path: Path) -> 
         assert len(said) == 3
 
 
+@needs_redis
+def test_redis_that_cannot_be_used_is_said_before_the_run(tmp_path: Path) -> None:
+    with RedisServer(tmp_path) as server:
+        assert _redis_limiter(server, rpm=60).check() is None
+        wrong_db = server.url.rsplit("/", 1)[0] + "/99"
+        lim = RedisRateLimiter(connect_redis(wrong_db), "k", wrong_db, 60)
+        assert lim.check() == (
+            f"--memeval-llm-limiter={wrong_db}: cannot use Redis (ResponseError: DB index is out "
+            "of range): start it or fix the URL (redis://HOST:PORT/DB)"
+        )
+
+
 def test_redis_url_password_is_never_printed() -> None:
     from pytest_memeval.llm.ratelimit import redis_label
 
