@@ -17,7 +17,7 @@ from .base import ChatMessage, Completion, Request
 from .batch import BATCH_ROLES, BatchDeferred, BatchQueue, QueuedRequest
 from .cache import LLMCache, cache_key
 from .providers import Provider, ProviderConfig, build_provider, resolve_config
-from .ratelimit import RateLimiter, estimate_tokens
+from .ratelimit import Limiter, estimate_tokens
 from .redact import redact
 from .retry import (
     CircuitBreaker,
@@ -101,8 +101,9 @@ class ProviderClient:
         self.retries = 0
         #: cache keys being sent by a thread of this process, and the event set when it is done
         self._inflight: dict[str, threading.Event] = {}
-        #: --memeval-llm-rpm / --memeval-llm-tpm, shared by every process of the machine
-        self.limiter: RateLimiter | None = None
+        #: --memeval-llm-rpm / --memeval-llm-tpm, shared by every process of the machine (or, with
+        #: --memeval-llm-limiter=redis://..., of every host)
+        self.limiter: Limiter | None = None
         #: --memeval-llm-batch: where a judge call that misses the cache is queued (not sent)
         self.batch: BatchQueue | None = None
 

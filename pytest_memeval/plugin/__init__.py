@@ -253,6 +253,10 @@ def _load(config: pytest.Config, state: RunState) -> None:
             problem = cache.check_usable()  # before any paid call, not silently later
             if problem is not None:
                 raise pytest.UsageError(problem)
+        if not hasattr(config, "workerinput"):
+            problem = state.llm.check_limiter()  # a shared Redis limiter answers before any call
+            if problem is not None:
+                raise pytest.UsageError(problem)
         # a process that runs items (not an xdist controller): its first paid call's SDK import
         # overlaps collection and ingest when the cache is cold
         if config.pluginmanager.getplugin("dsession") is None and not config.option.collectonly:

@@ -208,7 +208,8 @@ OPTIONS: tuple[_Opt, ...] = (
     _Opt(
         "memeval-llm-rpm",
         "requests a minute per provider and key, shared by every process of the machine "
-        "(xdist workers included; default: no limit)",
+        "(xdist workers included), or of every host with --memeval-llm-limiter=redis://... "
+        "(default: no limit)",
         metavar="N",
     ),
     _Opt(
@@ -216,6 +217,15 @@ OPTIONS: tuple[_Opt, ...] = (
         "tokens a minute (input + max reply) per provider and key, shared like "
         "--memeval-llm-rpm (default: no limit)",
         metavar="N",
+    ),
+    _Opt(
+        "memeval-llm-limiter",
+        "where the --memeval-llm-rpm / --memeval-llm-tpm budget lives: file (default: a state "
+        "file in the cache folder, shared by the processes of one machine) or "
+        "redis://HOST:PORT/DB (one budget for every process on every host; needs "
+        "pytest-memeval[redis])",
+        default="file",
+        metavar="URL",
     ),
     _Opt(
         "memeval-llm-backoff",

@@ -78,6 +78,23 @@ def _int(value: Any, source: str, *, minimum: int) -> int:
     return number
 
 
+def _limiter(value: Any, source: str) -> str | None:
+    """--memeval-llm-limiter: None for the machine-local file limiter (``file``, the default), or
+    a redis:// (rediss://, unix://) URL."""
+    from ..llm.ratelimit import REDIS_SCHEMES, redis_label
+
+    text = str(value or "").strip()
+    if text in ("", "file"):
+        return None
+    scheme = text.split("://", 1)[0].lower() if "://" in text else ""
+    if scheme not in REDIS_SCHEMES:
+        raise pytest.UsageError(
+            f"{source}={redis_label(text)!r}: expected file (the default: one machine) or "
+            f"redis://HOST:PORT/DB (every host), e.g. {source}=redis://127.0.0.1:6379/0"
+        )
+    return text  # the redis package is needed only by a run that paces LLM calls (runtime)
+
+
 def _seconds(value: Any, source: str, *, zero: bool = False, example: str = "0.5") -> float:
     try:
         number = float(str(value).strip())

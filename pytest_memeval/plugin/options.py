@@ -37,6 +37,7 @@ from .option_values import (
     _check_judge_alias,
     _csv,
     _int,
+    _limiter,
     _prices,
     _raw_value,
     _seconds,
@@ -358,6 +359,7 @@ def read_settings(config: pytest.Config) -> Settings:
             tpm=_int(val("memeval_llm_tpm"), src("memeval_llm_tpm"), minimum=1)
             if val("memeval_llm_tpm") not in (None, "")
             else None,
+            limiter=_limiter(val("memeval_llm_limiter"), src("memeval_llm_limiter")),
         ),
         reports=ReportSettings(
             json_path=report_path("memeval_json"),

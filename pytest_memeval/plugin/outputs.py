@@ -40,6 +40,7 @@ def merge_outputs(outputs: list[dict[str, Any]]) -> dict[str, Any]:
     ingests: dict[str, int] = {}
     cache: dict[str, int] = {}
     cache_off: list[str] = []
+    limiter: list[str] = []
     tokens = TokenAccounting()
     warnings = unscored = 0
     imported: dict[str, dict[str, int]] = {}
@@ -49,6 +50,9 @@ def merge_outputs(outputs: list[dict[str, Any]]) -> dict[str, Any]:
             for role, n in roles.items():
                 into[str(role)] = into.get(str(role), 0) + int(n)
         cache_off += [str(x) for x in out.get("cache_off") or () if str(x) not in cache_off]
+        for line in out.get("limiter") or ():  # each process says it; the run says it once
+            if str(line) not in limiter:
+                limiter.append(str(line))
         for system, n in (out.get("ingests") or {}).items():
             ingests[system] = ingests.get(system, 0) + int(n)
         for key, n in (out.get("cache") or {}).items():
@@ -62,6 +66,7 @@ def merge_outputs(outputs: list[dict[str, Any]]) -> dict[str, Any]:
         "ingests": ingests,
         "cache": cache,
         "cache_off": cache_off,
+        "limiter": limiter,
         "tokens": tokens.to_dict(),
         "judge_warnings": warnings,
         "judge_unscored": unscored,

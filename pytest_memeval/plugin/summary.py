@@ -287,6 +287,7 @@ def build_summary(src: SummarySource) -> Summary:
             tokens=merged["tokens"],
             cache=merged["cache"],
             cache_off=list(merged["cache_off"]),
+            limiter=list(merged["limiter"]),
             judge_warnings=merged["judge_warnings"],
             judge_unscored=merged["judge_unscored"],
         )

@@ -137,6 +137,8 @@ def config_lines(src: TerminalSource) -> list[str]:
                 f"{verify['disagree']} disagree"
                 + (": " + "; ".join(verify["rows"][:3]) if verify["rows"] else "")
             )
+        for line in llm.limiter:
+            llm_line.append(f"  llm rate limiter: {line}")
         for off in llm.cache_off:
             llm_line.append(
                 f"  llm cache OFF in a process ({off}): its calls were not cached; delete "

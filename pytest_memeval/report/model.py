@@ -226,6 +226,8 @@ class LLMUsage:
     cache: dict[str, Any] = field(default_factory=dict)
     #: processes whose cache could not be used (why, per process)
     cache_off: list[str] = field(default_factory=list)
+    #: what the rate limiters said (a rebuilt state file, Redis unreachable), each line once
+    limiter: list[str] = field(default_factory=list)
     judge_warnings: int = 0
     judge_unscored: int = 0
     #: {total, by_role} in USD, with ``--memeval-prices``
@@ -274,6 +276,8 @@ class Summary:
             out["llm_cache"] = llm.cache
             if llm.cache_off:
                 out["llm_cache_off"] = list(llm.cache_off)
+            if llm.limiter:
+                out["llm_limiter"] = list(llm.limiter)
             out["judge_warnings"] = llm.judge_warnings
             out["judge_unscored"] = llm.judge_unscored
             if llm.cost_usd is not None:

@@ -9,6 +9,7 @@ worker process has its own).
 from __future__ import annotations
 
 import contextlib
+import logging
 import math
 import os
 import threading
@@ -33,6 +34,7 @@ from ..llm import (
 from ..llm.batch import BatchDeferred, BatchQueue
 from ..llm.client import CircuitOpenError
 from ..llm.providers import AnthropicProvider, OpenAIProvider, ProviderConfig, _LazySDK
+from ..llm.ratelimit import Limiter, RedisRateLimiter
 from ..llm.retry import CircuitBreaker
 from ..records import Question
 from .settings import LLMSettings
@@ -50,6 +52,8 @@ __all__ = [
     "judge_agreement",
     "score_key",
 ]
+
+log = logging.getLogger("pytest_memeval.llm")
 
 
 def check_llm(settings: LLMSettings) -> None:
@@ -111,6 +115,11 @@ class LLMRuntime:
             else:
                 self.cache = LLMCache(cache_dir / "llm")
         self._lock = threading.Lock()
+        #: --memeval-llm-limiter=redis://...: one client (connection pool) for every limiter
+        self._redis: Any = None
+        self._redis_limiters: list[RedisRateLimiter] = []
+        #: what the rate limiters had to say (each distinct line once)
+        self.limiter_notes: list[str] = []
         self.breaker = CircuitBreaker(settings.circuit_breaker)
         #: one SDK client per resolved model config, shared by the answerer and the judges that
         #: use it (one import, one connection pool, one TLS context per process)
@@ -167,20 +176,64 @@ class LLMRuntime:
         if isinstance(provider, OpenAIProvider | AnthropicProvider):
             provider.sdk = self._sdks.setdefault(client.config, provider.sdk)
         if self.settings.rpm is not None or self.settings.tpm is not None:
-            from ..llm.ratelimit import RateLimiter, limiter_path
+            client.limiter = self._limiter(client.config)
+        return client
 
-            config = client.config
-            client.limiter = RateLimiter(
-                limiter_path(
-                    self.cache_dir / "llm",
-                    config.provider,
-                    config.base_url,
-                    os.environ.get(config.key_env),
-                ),
+    def _limiter(self, config: ProviderConfig) -> Limiter:
+        """The rate limiter of one provider + base URL + key: the machine-local state file, or
+        the key of that hash in the --memeval-llm-limiter Redis database."""
+        from ..llm.ratelimit import (
+            RateLimiter,
+            RedisRateLimiter,
+            connect_redis,
+            limiter_ident,
+            limiter_path,
+            redis_label,
+        )
+
+        key = os.environ.get(config.key_env)
+        url = self.settings.limiter
+        if url is None:
+            return RateLimiter(
+                limiter_path(self.cache_dir / "llm", config.provider, config.base_url, key),
                 self.settings.rpm,
                 self.settings.tpm,
+                say=self.limiter_note,
             )
-        return client
+        with self._lock:
+            if self._redis is None:
+                try:
+                    self._redis = connect_redis(url)
+                except ImportError:
+                    raise JudgeError(
+                        f"--memeval-llm-limiter={redis_label(url)}: needs the redis package: "
+                        "pip install 'pytest-memeval[redis]'"
+                    ) from None
+            client = self._redis
+        limiter = RedisRateLimiter(
+            client,
+            f"memeval:ratelimit:{limiter_ident(config.provider, config.base_url, key)}",
+            redis_label(url),
+            self.settings.rpm,
+            self.settings.tpm,
+            say=self.limiter_note,
+        )
+        self._redis_limiters.append(limiter)
+        return limiter
+
+    def limiter_note(self, line: str) -> None:
+        """A rate limiter's news (a rebuilt state, Redis unreachable or back): logged as it
+        happens, and each distinct line once in the run's summary."""
+        log.warning("pytest-memeval: %s", line)
+        with self._lock:
+            if line not in self.limiter_notes:
+                self.limiter_notes.append(line)
+
+    def check_limiter(self) -> str | None:
+        """Why the --memeval-llm-limiter Redis cannot be used now (one line), or None."""
+        for limiter in self._redis_limiters[:1]:
+            return limiter.check()
+        return None
 
     def _make_client(self, spec: str) -> ProviderClient:
         return make_client(
@@ -388,6 +441,7 @@ class LLMRuntime:
             "tokens": self.accounting.to_dict(),
             "cache": cache,
             "cache_off": [f"{self.cache.path}: {off}"] if self.cache is not None and off else [],
+            "limiter": list(self.limiter_notes),
             "judge_warnings": self.warnings,
             "judge_unscored": self.unscored,
             # import label -> role -> hits served from a --memeval-cache-import file

@@ -111,6 +111,9 @@ class LLMSettings:
     #: --memeval-llm-rpm / --memeval-llm-tpm: per provider and key, for the whole machine
     rpm: int | None = None
     tpm: int | None = None
+    #: --memeval-llm-limiter: None for the machine-local state file, or the redis:// URL whose
+    #: database every process of every host draws the rpm / tpm budget from
+    limiter: str | None = None
     #: --memeval-estimate: count the run's LLM calls and tokens, send none
     estimate: bool = False
     #: --memeval-llm-batch: judge calls queued and sent through the batch APIs at the run's end

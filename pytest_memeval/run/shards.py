@@ -268,6 +268,9 @@ def outputs_problem(data: object) -> str | None:
     off = data.get("cache_off") or []
     if not isinstance(off, list) or not all(isinstance(x, str) for x in off):
         return "'cache_off' is not a list of strings"
+    said = data.get("limiter") or []
+    if not isinstance(said, list) or not all(isinstance(x, str) for x in said):
+        return "'limiter' is not a list of strings"
     for name in ("judge_warnings", "judge_unscored"):
         if not _count(data.get(name, 0)):
             return f"'{name}' is not a count"
