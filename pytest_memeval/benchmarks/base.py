@@ -275,6 +275,9 @@ class Parsed:
     conversations: tuple[Conversation, ...]
     questions: tuple[Question, ...]
     sha256: tuple[str, ...]
+    #: one line each about what the part left out (records upstream skips), said once in the
+    #: run: gathered into ``Dataset.meta["notes"]``, shown as the benchmark's run notes
+    notes: tuple[str, ...] = ()
 
 
 #: a suite's cached parser: (resolved file paths, part key, (mtime_ns, size) per file) -> Parsed;
@@ -316,6 +319,7 @@ def load_parts(
     files: list[Path] = []
     sha: dict[str, str] = {}
     absent: Path | None = None
+    notes: list[str] = []
     for key, paths in parts:
         gone = next((p for p in paths if not p.is_file()), None)
         if gone is not None:
@@ -323,6 +327,7 @@ def load_parts(
             continue
         built = parse(tuple(str(p.resolve()) for p in paths), key, file_stats(paths))
         questions.extend(built.questions)
+        notes.extend(built.notes)
         conversations.update((c.id, c) for c in built.conversations)
         files.extend(paths)
         sha.update(
@@ -338,7 +343,7 @@ def load_parts(
         sha256=sha,
         variant=request.variant,
         conversations=conversations,
-        meta=dict(meta),
+        meta={**meta, "notes": notes} if notes else dict(meta),
     )
 
 

@@ -90,6 +90,8 @@ def provenance(src: SummarySource) -> dict[str, Any]:
             "questions_total": len(ds.questions),
             # how a suite built its items from several files (LoCoMo-Plus's stitching)
             **({"pairing": ds.meta["pairing"]} if "pairing" in ds.meta else {}),
+            # what the loader left out, as upstream does (MemoryAgentBench's skipped records)
+            **({"notes": list(ds.meta["notes"])} if ds.meta.get("notes") else {}),
         }
     return {
         "plugin": "pytest-memeval",

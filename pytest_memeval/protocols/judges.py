@@ -328,7 +328,10 @@ class MemoryAgentBenchOfficialJudge:
         rule = mab_rule(question)
         if rule is None:
             raise JudgeError(f"memoryagentbench protocol: question {question.id!r} is not judged")
-        answer = question.meta.get("answers", question.gold)
+        # upstream's reference answer: the record's answers[i] (one question: answers[0]), as
+        # the record holds it (a list is formatted as Python formats it)
+        meta = question.meta
+        answer = meta.get("reference_answer", meta.get("answers", question.gold))
         return self.templates[rule].text.format(question.question, answer, prediction)
 
     def judge(self, question: Question, prediction: str, client: LLMClient) -> JudgeResult:
