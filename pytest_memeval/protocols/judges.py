@@ -34,6 +34,7 @@ from ..systems.base import STORED_META
 from .profiles import (
     BEAM,
     HALUMEM,
+    LME2_PROTOCOLS,
     LOCOMO_PLUS,
     LONGMEMEVAL,
     LONGMEMEVAL_V2,
@@ -982,8 +983,10 @@ class LoadedProtocol:
             return HaluMemOfficialJudge(
                 t["question"], p.judge, {k: t[k] for k in ("integrity", "accuracy", "update")}
             )
-        if p.name == "longmemeval-v2":
-            return LongMemEvalV2OfficialJudge(dict(t), p.judge)
+        if p.name in LME2_PROTOCOLS:
+            return LongMemEvalV2OfficialJudge(
+                {k: v for k, v in t.items() if not k.startswith("answer_")}, p.judge
+            )
         if p.name == "mem0":
             return Mem0OfficialJudge(t["judge"], p.judge)
         if p.name == "longmemeval":
