@@ -169,3 +169,10 @@ def test_reader_request_is_upstreams_or_the_labelled_correction(
     assert described["name"] == protocol
     corrected = [n for n in described["notes"] if n.startswith("CORRECTED VARIANT")]
     assert len(corrected) == (protocol == "longmemeval-v2-corrected")
+    # the published figures were measured with upstream's bytes: beside the corrected variant
+    # they are a reference, with the protocol as the reason
+    published = report["extra"]["published"]["longmemeval-v2"]
+    assert published
+    for row in published:
+        reasons = [r for r in row["reasons"] if r.startswith("protocol:")]
+        assert bool(reasons) == (protocol == "longmemeval-v2-corrected"), row["reasons"]
