@@ -309,8 +309,8 @@ def _skeleton() -> dict[str, Any]:
 
 
 def upstream_figures(ns: dict[str, Any], records: dict[str, list[dict[str, Any]]]) -> Any:
-    """Upstream's ``overall_score`` (without ``memory_type_accuracy`` and the counts), or
-    ``{"error": name}`` when upstream raises."""
+    """Upstream's ``overall_score`` (without the counts, ``total_num`` of
+    ``memory_type_accuracy`` kept), or ``{"error": name}`` when upstream raises."""
     eval_results = _skeleton() | copy.deepcopy(
         {
             "memory_integrity_records": records["integrity"],
@@ -323,9 +323,8 @@ def upstream_figures(ns: dict[str, Any], records: dict[str, list[dict[str, Any]]
         out = ns["aggregate_eval_results"](eval_results)["overall_score"]
     except ZeroDivisionError as exc:
         return {"error": type(exc).__name__}
-    del out["memory_type_accuracy"]
-    for group in out.values():
-        if isinstance(group, dict):
+    for name, group in out.items():
+        if isinstance(group, dict) and name != "memory_type_accuracy":
             for key in [k for k in group if not k.endswith(")")]:
                 del group[key]  # the counts (*_num, *_sum): not figures
     return out

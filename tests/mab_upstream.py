@@ -204,6 +204,47 @@ def make_vectors() -> list[dict[str, Any]]:
     return rows
 
 
+# --------------------------------------------------------------------------- LongMemEval judge
+
+#: upstream's LongMemEval judge script (its reference loader and prompt builder)
+LONGMEM_EVAL = "llm_based_eval/longmem_qa_evaluate.py"
+
+
+class _Split(list[dict[str, Any]]):
+    """What ``load_dataset(..., split=...)`` returns, as far as upstream uses it (``filter``)."""
+
+    def filter(self, keep: Any) -> _Split:
+        return _Split(r for r in self if keep(r))
+
+
+def upstream_references(records: list[dict[str, Any]], source: str) -> list[dict[str, Any]] | None:
+    """``load_references_from_huggingface`` of the pinned ``longmem_qa_evaluate.py``, executed
+    unchanged on ``records`` (``load_dataset`` returns them; its prints are dropped): the
+    (question, answer, question_id, question_type) entries its judge loop sends, records with
+    mismatched counts skipped as upstream skips them. None without a snapshot."""
+    from pytest_memeval.protocols.profiles import MAB_LONGMEM_FILE
+
+    raw = upstream_file_bytes(LONGMEM_EVAL)
+    if raw is None:
+        return None
+    digest = hashlib.sha256(raw).hexdigest()
+    if digest != MAB_LONGMEM_FILE.sha256:
+        raise AssertionError(f"{LONGMEM_EVAL}: sha256 {digest}, pinned {MAB_LONGMEM_FILE.sha256}")
+    tree = ast.parse(raw)
+    keep = [
+        n
+        for n in tree.body
+        if isinstance(n, ast.FunctionDef) and n.name == "load_references_from_huggingface"
+    ]
+    ns: dict[str, Any] = {
+        "load_dataset": lambda *a, **k: _Split(records),
+        "print": lambda *a, **k: None,
+    }
+    exec(compile(ast.Module(body=keep, type_ignores=[]), LONGMEM_EVAL, "exec"), ns)
+    refs: list[dict[str, Any]] = ns["load_references_from_huggingface"]("hf", source)
+    return refs
+
+
 # --------------------------------------------------------------------------- recommendation
 
 RECSYS_FUNCTIONS = (

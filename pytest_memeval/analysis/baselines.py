@@ -9,14 +9,16 @@ puts a baseline in the same column as the run's number when the protocols differ
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 __all__ = [
     "BASELINES",
     "DEFAULT_BASELINES",
+    "SYSTEM_ANSWERED",
     "Baseline",
     "RunProtocol",
+    "answerer_label",
     "baselines_for",
     "comparability_label",
     "comparability_reasons",
@@ -70,6 +72,22 @@ class RunProtocol:
     answerer: str | None = None
 
 
+#: how a run's answers are named when the memory system gave them itself (``answer()``:
+#: ``replay:`` saved answers, or a system that answers), not the configured answerer
+SYSTEM_ANSWERED = "the memory system itself (its own answer(), e.g. replay's saved answers)"
+
+
+def answerer_label(answered_by: Iterable[str], configured: str | None) -> str | None:
+    """Who answered a benchmark's questions in a run, from each result's ``answered_by``
+    (``system``, ``extractive``, ``PROVIDER:MODEL``): one label, several joined with ``and``
+    (two systems answered differently), ``system`` named :data:`SYSTEM_ANSWERED`; the
+    ``configured`` answerer when no result says (none recorded)."""
+    seen = sorted({a for a in answered_by if a})
+    if not seen:
+        return configured
+    return " and ".join(SYSTEM_ANSWERED if a == "system" else a for a in seen)
+
+
 def comparability_label(reasons: Sequence[str]) -> str:
     """``comparable`` (no difference) or ``reference`` (shown with its reasons)."""
     return "reference" if reasons else "comparable"
@@ -100,8 +118,8 @@ def comparability_reasons(baseline: Baseline, run: RunProtocol) -> list[str]:
             f"{run.judge_model or 'no judge'}"
         )
     if baseline.needs_answerer is not None and run.answerer is not None:
-        model = run.answerer.partition(":")[2] or run.answerer
-        if model != baseline.needs_answerer:
+        models = {a.partition(":")[2] or a for a in run.answerer.split(" and ")}
+        if models != {baseline.needs_answerer}:
             out.append(
                 f"answerer: published answers by {baseline.needs_answerer}, this run's by "
                 f"{run.answerer}"

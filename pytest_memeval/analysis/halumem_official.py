@@ -22,7 +22,13 @@ from ..records import QuestionResult
 __all__ = ["HaluMemOfficial", "halumem_official"]
 
 #: the storage figure groups of ``aggregate`` (the rest is ``question_answering``)
-STORAGE_GROUPS = ("memory_integrity", "memory_accuracy", "memory_extraction_f1", "memory_update")
+STORAGE_GROUPS = (
+    "memory_integrity",
+    "memory_accuracy",
+    "memory_extraction_f1",
+    "memory_update",
+    "memory_type_accuracy",
+)
 
 
 @dataclass(frozen=True)

@@ -296,6 +296,9 @@ class Parsed:
     conversations: tuple[Conversation, ...]
     questions: tuple[Question, ...]
     sha256: tuple[str, ...]
+    #: one line each about what the part left out (records upstream skips), said once in the
+    #: run: gathered into ``Dataset.meta["notes"]``, shown as the benchmark's run notes
+    notes: tuple[str, ...] = ()
 
 
 #: a suite's cached parser: (resolved file paths, part key, (mtime_ns, size) per file) -> Parsed;
@@ -337,6 +340,7 @@ def load_parts(
     files: list[Path] = []
     sha: dict[str, str] = {}
     absent: Path | None = None
+    notes: list[str] = []
     for key, paths in parts:
         gone = next((p for p in paths if not p.is_file()), None)
         if gone is not None:
@@ -353,6 +357,7 @@ def load_parts(
                 )
             conversations[conv.id] = conv
         questions.extend(built.questions)
+        notes.extend(built.notes)
         files.extend(paths)
         sha.update(
             (str(p.relative_to(request.data_dir)), digest)
@@ -367,7 +372,7 @@ def load_parts(
         sha256=sha,
         variant=request.variant,
         conversations=conversations,
-        meta=dict(meta),
+        meta={**meta, "notes": notes} if notes else dict(meta),
     )
 
 

@@ -47,6 +47,7 @@ __all__ = [
     "BENCHMARK",
     "FILES",
     "HF_DATASET",
+    "MEMORY_TYPES",
     "QUESTION_TYPES",
     "UPSTREAM_COMMIT",
     "UPSTREAM_SHA256",
@@ -57,6 +58,7 @@ __all__ = [
     "build",
     "compute_f1",
     "dialogue_text",
+    "memory_type_accuracy",
     "parse_users",
     "storage_plan",
 ]
@@ -106,6 +108,8 @@ DATE_FORMAT = "%b %d, %Y, %H:%M:%S"
 #: the labels upstream counts (``aggregate_eval_results``)
 UPDATE_LABELS = ("Correct", "Hallucination", "Omission", "Other")
 QA_LABELS = ("Correct", "Hallucination", "Omission")
+#: the memory point types of upstream's ``memory_type_accuracy`` (``main``'s ``eval_results``)
+MEMORY_TYPES = ("Event Memory", "Persona Memory", "Relationship Memory")
 
 #: upstream ``question_type`` (config.json at the pinned commit) -> our category (a marker name)
 QUESTION_TYPES: Mapping[str, str] = MappingProxyType(
@@ -158,11 +162,12 @@ def aggregate(
     accuracy: Sequence[Mapping[str, Any]],
     update: Sequence[Mapping[str, Any]],
     qa: Sequence[Mapping[str, Any]],
-) -> dict[str, dict[str, float | None] | float | None]:
+) -> dict[str, Any]:
     """Upstream's figures from judged records (fields as upstream names them):
     ``integrity`` {memory_source, importance, memory_integrity_score: 0/1/2 or None},
     ``accuracy`` {memory_accuracy_score: 0/1/2 or None, is_included_in_golden_memories},
-    ``update`` {memory_update_type}, ``qa`` {result_type}. A figure whose denominator is 0 is
+    ``update`` {memory_update_type}, ``qa`` {result_type}; ``memory_type_accuracy`` reads
+    ``memory_type`` of the integrity and update records. A figure whose denominator is 0 is
     None (upstream raises ZeroDivisionError there)."""
     mi_score = mi_wscore = 0.0
     mi_valid = mi_num = 0
@@ -249,7 +254,43 @@ def aggregate(
             for label in QA_LABELS
             for base, den in (("all", qa_num), ("valid", qa_valid))
         },
+        "memory_type_accuracy": memory_type_accuracy(integrity, update),
     }
+
+
+def memory_type_accuracy(
+    integrity: Sequence[Mapping[str, Any]], update: Sequence[Mapping[str, Any]]
+) -> dict[str, dict[str, float | None]]:
+    """Upstream's ``memory_type_accuracy`` per memory type (Event / Persona / Relationship):
+    every integrity record (interference points and unscored ones too) and every update record
+    with an ``importance`` key counts once in ``total_num``; ``memory_integrity_acc`` = integrity
+    records scored 2 / ``total_num``, ``memory_update_acc`` = update records judged ``Correct`` /
+    ``total_num`` (both over the same total), ``memory_acc`` their sum. A type with no record
+    has None figures (upstream raises ZeroDivisionError); a record of another type is not
+    counted (upstream raises KeyError)."""
+    hits = {t: [0, 0, 0] for t in MEMORY_TYPES}  # integrity hits, update hits, total
+    for item in integrity:
+        row = hits.get(item.get("memory_type"))  # type: ignore[arg-type]
+        if row is None or "memory_integrity_score" not in item or "importance" not in item:
+            continue
+        row[0] += 1 if item["memory_integrity_score"] == 2 else 0
+        row[2] += 1
+    for item in update:
+        row = hits.get(item.get("memory_type"))  # type: ignore[arg-type]
+        if row is None or "memory_update_type" not in item or "importance" not in item:
+            continue
+        row[1] += 1 if item["memory_update_type"] == "Correct" else 0
+        row[2] += 1
+    out: dict[str, dict[str, float | None]] = {}
+    for kind, (mi, mu, total) in hits.items():
+        mi_acc, mu_acc = _ratio(mi, total), _ratio(mu, total)
+        out[kind] = {
+            "memory_integrity_acc": mi_acc,
+            "memory_update_acc": mu_acc,
+            "total_num": total,
+            "memory_acc": None if mi_acc is None or mu_acc is None else mi_acc + mu_acc,
+        }
+    return out
 
 
 # ---------------------------------------------------------------------------------------------

@@ -2,7 +2,7 @@
 each stitched into a LoCoMo-10 conversation as upstream's evaluation input does.
 
 Upstream (``xjtuleeyf/Locomo-Plus``, pinned below): ``data/unified_input.py`` pairs Cognitive item
-``i`` with LoCoMo conversation ``i % 10`` and stitches it with ``data/build_conv.py``'s
+``i`` with LoCoMo conversation ``i % len(locomo10)`` (``i % 10``) and stitches it with ``data/build_conv.py``'s
 ``build_context``: the query goes 7 days after the conversation's last session, the cue
 ``time_gap`` before the query (``parse_time_gap``: weeks 7 days, months 30, years 365), A / B
 mapped to the conversation's two speakers, events sorted by time. Here the cue dialogue is one
@@ -56,6 +56,7 @@ __all__ = [
     "LocomoPlusBenchmark",
     "PlusItem",
     "cue_evidence_text",
+    "pairing_rule",
     "parse_ab_dialogue",
     "parse_locomo_plus",
     "parse_time_gap",
@@ -82,8 +83,18 @@ LOCOMO_PLUS_URL = LOCOMO_PLUS_PINS.url(LOCOMO_PLUS_PINS.files["locomo_plus"])
 LOCOMO_PLUS_SHA256 = LOCOMO_PLUS_PINS.files["locomo_plus"].sha256
 #: the id of the inserted cue session; its turns are ``CUE:1``, ``CUE:2``, ...
 CUE_SESSION = "CUE"
-#: how a Cognitive item picks its LoCoMo conversation (recorded in the provenance)
-PAIRING = "item i -> locomo10 conversation i % 10 (upstream data/unified_input.py)"
+
+
+def pairing_rule(conversations: int) -> str:
+    """How a Cognitive item picks its LoCoMo conversation, with the file's conversation count
+    (recorded in the provenance): upstream ``data/unified_input.py``'s
+    ``locomo_list[i % len(locomo_list)]`` (10 for the official locomo10.json)."""
+    return (
+        f"item i -> locomo10.json conversation i % {conversations} (file order; upstream "
+        "data/unified_input.py locomo_list[i % len(locomo_list)], not build_conv.py's "
+        "unseeded random.choice)"
+    )
+
 
 CATEGORIES: Mapping[int | str, CategoryInfo] = MappingProxyType(
     {
@@ -338,6 +349,8 @@ class _Parsed:
     questions: tuple[Question, ...]
     sha256: str
     locomo_sha256: str
+    #: LoCoMo conversations the items were spread over (i % bases)
+    bases: int
 
 
 @functools.lru_cache(maxsize=4)
@@ -359,7 +372,11 @@ def _build(plus_path: str, locomo_path: str, key: tuple[int, ...]) -> _Parsed:
         conversations.append(conv)
         questions.append(question)
     return _Parsed(
-        tuple(conversations), tuple(questions), hashlib.sha256(raw).hexdigest(), locomo.sha256
+        tuple(conversations),
+        tuple(questions),
+        hashlib.sha256(raw).hexdigest(),
+        locomo.sha256,
+        len(bases),
     )
 
 
@@ -409,7 +426,7 @@ class LocomoPlusBenchmark:
     pins: tuple[Pins, ...] = (LOCOMO_PLUS_PINS, LOCOMO_PINS)
 
     def load(self, request: LoadRequest) -> Dataset:
-        meta: dict[str, Any] = {"pairing": PAIRING}
+        meta: dict[str, Any] = {}
         if request.data_dir is not None:
             root = Path(request.data_dir)
             plus = _local(root, LOCOMO_PLUS_FILE, "the LoCoMo-Plus file", self.url)
@@ -441,6 +458,7 @@ class LocomoPlusBenchmark:
             meta["source"] = self.url
         key = tuple(n for pair in file_stats((plus, locomo)) for n in pair)
         built = _build(str(plus.resolve()), str(locomo.resolve()), key)
+        meta["pairing"] = pairing_rule(built.bases)
         for got, want, name in (
             (built.sha256, self.sha256, LOCOMO_PLUS_FILE),
             (built.locomo_sha256, self.locomo_sha256, LOCOMO_FILE),

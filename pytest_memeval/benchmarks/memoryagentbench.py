@@ -77,6 +77,7 @@ __all__ = [
     "rouge_scores",
     "score_memoryagentbench",
     "score_source",
+    "skipped_note",
     "substring_exact_match",
 ]
 
@@ -551,6 +552,25 @@ class Record:
     def source(self) -> str:
         return str(self.metadata.get("source", ""))
 
+    @property
+    def mismatch(self) -> str | None:
+        """Why upstream skips this record (None: it does not): question and answer counts that
+        differ, as ``load_references_from_huggingface`` of ``llm_based_eval/longmem_qa_evaluate.py``
+        checks them for LongMemEval sources (questions, answers, ``question_ids``,
+        ``question_types``: the same length) and, for the other sources, when both lists hold
+        more than one entry (``conversation_creator.py`` pairs them)."""
+        counts = {"questions": len(self.questions), "answers": len(self.answers)}
+        if "longmemeval" in self.source:
+            for name in ("question_ids", "question_types"):
+                value = self.metadata.get(name)
+                if isinstance(value, list):
+                    counts[name] = len(value)
+        elif len(self.questions) <= 1 or len(self.answers) <= 1:
+            return None
+        if len(set(counts.values())) == 1:
+            return None
+        return ", ".join(f"{n} {name}" for name, n in counts.items())
+
 
 def _as_list(value: object) -> list[Any]:
     """Upstream ``_ensure_field_is_list``: a list stays, a truthy value is wrapped, else []."""
@@ -594,13 +614,6 @@ def _check_record(rec: object, i: int, source: str) -> Record:
     if not answers:
         raise DatasetError(
             f"must hold at least one answer; {_HINT}", path=source, record=where, field="answers"
-        )
-    if len(questions) > 1 and len(answers) > 1 and len(questions) != len(answers):
-        raise DatasetError(
-            f"holds {len(answers)} answers for {len(questions)} questions; {_HINT}",
-            path=source,
-            record=where,
-            field="answers",
         )
     return Record(i, context, tuple(questions), tuple(answers), meta)
 
@@ -688,11 +701,27 @@ def _keypoints(metadata: Mapping[str, Any]) -> list[Any]:
     return []
 
 
+def skipped_note(source: str, records: Sequence[Record]) -> str | None:
+    """The one line that says which records of ``source`` were skipped (their question and
+    answer counts differ) and why; None when none was."""
+    skipped = [rec for rec in records if rec.mismatch is not None]
+    if not skipped:
+        return None
+    which = "; ".join(f"[{rec.index}] {rec.mismatch}" for rec in skipped)
+    return (
+        f"memoryagentbench: skipped {len(skipped)} record(s) of {source} whose question and "
+        f"answer counts differ, as upstream skips them: {which}"
+    )
+
+
 def build(split: str, records: Sequence[Record]) -> tuple[list[Conversation], list[Question]]:
-    """Conversations (one per record, chunks as turns) and questions (one per question)."""
+    """Conversations (one per record, chunks as turns) and questions (one per question); a
+    record whose counts differ (``Record.mismatch``) is skipped, as upstream skips it."""
     conversations: list[Conversation] = []
     questions: list[Question] = []
     for rec in records:
+        if rec.mismatch is not None:
+            continue
         conv_id = f"{split}-{rec.index}"
         turns = tuple(
             Turn(f"C{n + 1}", "user", chunk) for n, chunk in enumerate(chunk_context(rec.context))
@@ -709,11 +738,15 @@ def build(split: str, records: Sequence[Record]) -> tuple[list[Conversation], li
             pairs = [(q, a) for q, a in zip(rec.questions, rec.answers, strict=True)]
         else:
             pairs = [(rec.questions[0], list(rec.answers))]
+        judged = "longmemeval" in rec.source
         for j, (text, answer) in enumerate(pairs):
             per_question = {
                 name: _indexed(rec.metadata, name, j)
                 for name in ("qa_pair_ids", "question_ids", "question_types", "question_dates")
             }
+            # the LongMemEval judge's "Correct Answer": upstream's longmem_qa_evaluate.py pairs
+            # questions[i] with answers[i] whatever the counts (one question: answers[0])
+            reference = {"reference_answer": rec.answers[j]} if judged else {}
             questions.append(
                 Question(
                     id=f"{conv_id}-q{j + 1}",
@@ -732,6 +765,7 @@ def build(split: str, records: Sequence[Record]) -> tuple[list[Conversation], li
                         "question_type": per_question["question_types"],
                         # the ∞Bench-Sum judge's key points (summarization_evaluate.py)
                         "keypoints": _keypoints(rec.metadata),
+                        **reference,
                     },
                     question_date_raw=str(per_question["question_dates"] or ""),
                 )
@@ -764,8 +798,15 @@ def _build(paths: tuple[str, ...], split: str, key: tuple[tuple[int, int], ...])
     del key  # cache key only (mtime and size)
     (path,) = paths
     raw = read_bytes(path, _HINT)
-    conversations, questions = build(split, parse_records(raw, path))
-    return Parsed(tuple(conversations), tuple(questions), (hashlib.sha256(raw).hexdigest(),))
+    records = parse_records(raw, path)
+    conversations, questions = build(split, records)
+    note = skipped_note(path, records)
+    return Parsed(
+        tuple(conversations),
+        tuple(questions),
+        (hashlib.sha256(raw).hexdigest(),),
+        notes=(note,) if note else (),
+    )
 
 
 def _attach_movie_table(

@@ -288,7 +288,12 @@ class Controller:
         settings = self.state.settings
         self.session_end = session_record(session, settings.selection.shard)
         summary = build_summary(self)
-        from ..report.model import published_entries, unscored_metric_notes, unscored_notes
+        from ..report.model import (
+            dataset_notes,
+            published_entries,
+            unscored_metric_notes,
+            unscored_notes,
+        )
 
         unscored_notes(
             summary,
@@ -304,6 +309,7 @@ class Controller:
                 for name, bench in self.state.benchmarks.items()
             },
         )
+        dataset_notes(summary, self.state.datasets)
         summary.published = published_entries(baselines(self.state, summary))
         for name, ds in (summary.provenance.get("datasets") or {}).items():
             if isinstance(ds, dict):

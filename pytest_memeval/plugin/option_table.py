@@ -175,7 +175,8 @@ OPTIONS: tuple[_Opt, ...] = (
     _Opt(
         "memeval-protocol",
         "official protocol: mem0, longmemeval, beam, locomo, locomo-plus, memoryagentbench, halumem, "
-        "longmemeval-v2 (upstream prompts, "
+        "longmemeval-v2, longmemeval-v2-corrected (a labelled variant: the reader prompt's "
+        "backspace written as \\boxed{}) (upstream prompts, "
         "request parameters, parsing and aggregation, read from the pinned upstream source; "
         "locomo-plus and longmemeval-v2 are the default when --memeval=locomo-plus or "
         "longmemeval-v2 runs with a judge)",

@@ -122,6 +122,8 @@ def provenance(src: SummarySource) -> dict[str, Any]:
             **({"pairing": ds.meta["pairing"]} if "pairing" in ds.meta else {}),
             # files at a pinned path that are not the release's (--memeval-accept-unpinned)
             **({"unpinned": ds.meta["unpinned"]} if "unpinned" in ds.meta else {}),
+            # what the loader left out, as upstream does (MemoryAgentBench's skipped records)
+            **({"notes": list(ds.meta["notes"])} if ds.meta.get("notes") else {}),
         }
     return {
         "plugin": "pytest-memeval",
@@ -363,12 +365,14 @@ def baselines(state: RunState, summary: Summary) -> dict[str, list[Baseline]]:
 
 
 def _run_protocol(state: RunState, benchmark: str, summary: Summary) -> RunProtocol:
-    from ..analysis.baselines import RunProtocol
+    from ..analysis.baselines import RunProtocol, answerer_label
 
     metrics: set[str] = set()
+    answered_by: set[str] = set()
     for run in summary.runs:
         if run.benchmark == benchmark:
             metrics.update(run.metrics)
+            answered_by.update(str(r.details.get("answered_by") or "") for r in run.results)
     style = None
     model = None
     if state.llm is not None and state.settings.llm.judges:
@@ -379,7 +383,11 @@ def _run_protocol(state: RunState, benchmark: str, summary: Summary) -> RunProto
         protocol=state.settings.llm.protocol,
         judge_style=style,
         judge_model=model,
-        answerer=state.answerer.label if state.answerer is not None else None,
+        # who answered: the results say (a replay: or answering system gave its own answers,
+        # whatever --memeval-answerer is set to)
+        answerer=answerer_label(
+            answered_by, state.answerer.label if state.answerer is not None else None
+        ),
     )
 
 

@@ -34,6 +34,7 @@ from ..systems.base import STORED_META
 from .profiles import (
     BEAM,
     HALUMEM,
+    LME2_PROTOCOLS,
     LOCOMO_PLUS,
     LONGMEMEVAL,
     LONGMEMEVAL_V2,
@@ -328,7 +329,10 @@ class MemoryAgentBenchOfficialJudge:
         rule = mab_rule(question)
         if rule is None:
             raise JudgeError(f"memoryagentbench protocol: question {question.id!r} is not judged")
-        answer = question.meta.get("answers", question.gold)
+        # upstream's reference answer: the record's answers[i] (one question: answers[0]), as
+        # the record holds it (a list is formatted as Python formats it)
+        meta = question.meta
+        answer = meta.get("reference_answer", meta.get("answers", question.gold))
         return self.templates[rule].text.format(question.question, answer, prediction)
 
     def judge(self, question: Question, prediction: str, client: LLMClient) -> JudgeResult:
@@ -979,8 +983,10 @@ class LoadedProtocol:
             return HaluMemOfficialJudge(
                 t["question"], p.judge, {k: t[k] for k in ("integrity", "accuracy", "update")}
             )
-        if p.name == "longmemeval-v2":
-            return LongMemEvalV2OfficialJudge(dict(t), p.judge)
+        if p.name in LME2_PROTOCOLS:
+            return LongMemEvalV2OfficialJudge(
+                {k: v for k, v in t.items() if not k.startswith("answer_")}, p.judge
+            )
         if p.name == "mem0":
             return Mem0OfficialJudge(t["judge"], p.judge)
         if p.name == "longmemeval":

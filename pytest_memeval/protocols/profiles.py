@@ -11,7 +11,7 @@ No upstream text is stored here: only the pins. The text is read at run time (``
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..benchmarks.longmemeval_v2 import UPSTREAM_COMMIT as LME2_UPSTREAM_COMMIT
@@ -19,9 +19,12 @@ from ..benchmarks.longmemeval_v2 import UPSTREAM_SCORER_SHA256 as LME2_SCORER_SH
 from .source import StringRef, UpstreamFile
 
 __all__ = [
+    "LME2_CORRECTED",
+    "LME2_PROTOCOLS",
     "LOCOMO_PLUS",
     "LOCOMO_PLUS_TEMPLATE_KEYS",
     "LONGMEMEVAL_V2",
+    "LONGMEMEVAL_V2_CORRECTED",
     "MAB_AGENT",
     "MAB_QUERY_DATASETS",
     "MEMORYAGENTBENCH",
@@ -135,6 +138,13 @@ LME2_METRICS_FILE = UpstreamFile(
     LME2_COMMIT,
     "evaluation/qa_eval_metrics.py",
     LME2_SCORER_SHA256,
+)
+#: LongMemEval-V2's reader request: DOMAIN_SYSTEM_PROMPTS (the system message per domain)
+LME2_HARNESS_FILE = UpstreamFile(
+    "xiaowu0162/LongMemEval-V2",
+    LME2_COMMIT,
+    "evaluation/harness.py",
+    "8c6d1bd124ce2caf8a4bdc8516ef1b54ffca98ea4c49b4e50355ee4207b55eb1",
 )
 #: the judge's code path (reply parsing, label scores): reproduced in protocols/judges.py, pinned
 #: here for the record (its sha256 is in the provenance notes; no text is read from it)
@@ -517,6 +527,13 @@ LONGMEMEVAL_V2 = ProtocolProfile(
             ("system", StringRef("constant", f"_{upper}_JUDGE_SYSTEM_PROMPT")),
             ("user", StringRef("f-local", "user_prompt", f"_build_{kind}_judge_messages")),
         )
+    }
+    | {
+        f"answer_system:{domain}": (
+            LME2_HARNESS_FILE,
+            StringRef("entry", "DOMAIN_SYSTEM_PROMPTS", key=domain),
+        )
+        for domain in ("web", "enterprise")
     },
     fill="system message: the constant; user message: the f-string of "
     "_build_<kind>_judge_messages (question_text, reference_answer, model_full_response, "
@@ -535,8 +552,28 @@ LONGMEMEVAL_V2 = ProtocolProfile(
         "an UNKNOWN boxed answer is 0 without a request (upstream sends it and discards the "
         "verdict); require_non_empty (default true) scores an empty reply or answer 0 without "
         "a request, as upstream's checker does",
+        "the LLM answerer sends harness.py's reader request: DOMAIN_SYSTEM_PROMPTS[domain] as "
+        "upstream's bytes (its non-raw '\\boxed{}' is a backspace U+0008 then 'oxed{}'), "
+        "then '### Memory context:' + memories + '### Question to answer:'",
     ),
 )
+
+#: the labelled variant of LONGMEMEVAL_V2 whose reader system prompt says ``\boxed{}`` where
+#: upstream's text holds a backspace (U+0008) and ``oxed{}``; everything else is the same
+LME2_CORRECTED = "longmemeval-v2-corrected"
+LONGMEMEVAL_V2_CORRECTED = replace(
+    LONGMEMEVAL_V2,
+    name=LME2_CORRECTED,
+    notes=(
+        *LONGMEMEVAL_V2.notes[:1],
+        "CORRECTED VARIANT, not upstream's bytes: the reader system prompt's backspace + "
+        "'oxed{}' (upstream's non-raw '\\boxed{}' in DOMAIN_SYSTEM_PROMPTS) is sent as "
+        "'\\boxed{}'; the rest is the longmemeval-v2 protocol, whose published figures are "
+        "therefore only a reference for this run",
+    ),
+)
+#: the protocols that send LongMemEval-V2's reader request and judge it
+LME2_PROTOCOLS = ("longmemeval-v2", LME2_CORRECTED)
 
 PROFILES: dict[str, ProtocolProfile] = {
     p.name: p
@@ -549,6 +586,7 @@ PROFILES: dict[str, ProtocolProfile] = {
         MEMORYAGENTBENCH,
         HALUMEM,
         LONGMEMEVAL_V2,
+        LONGMEMEVAL_V2_CORRECTED,
     )
 }
 

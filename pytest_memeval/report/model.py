@@ -26,6 +26,7 @@ __all__ = [
     "baseline_value",
     "ci_note",
     "comparison_columns",
+    "dataset_notes",
     "judge_metric",
     "overall_scopes",
     "pass_metric",
@@ -449,6 +450,16 @@ def unscored_notes(summary: Summary, hints: Mapping[str, str | None] | None = No
             if hint and reason.startswith("no "):
                 note += f" ({hint})"
             run.notes.append(note)
+
+
+def dataset_notes(summary: Summary, datasets: Mapping[str, Any]) -> None:
+    """Add to each run's ``notes`` what its benchmark's loader said about the files (records
+    skipped as upstream skips them: ``Dataset.meta["notes"]``), once per run."""
+    for run in summary.runs:
+        ds = datasets.get(run.benchmark)
+        for note in getattr(ds, "meta", {}).get("notes", ()):
+            if note not in run.notes:
+                run.notes.append(note)
 
 
 def unscored_metric_notes(

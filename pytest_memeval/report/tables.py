@@ -301,7 +301,20 @@ HALUMEM_ROWS: tuple[tuple[str, str, str], ...] = (
     ("question_answering", "correct_qa_ratio(all)", "QA correct"),
     ("question_answering", "hallucination_qa_ratio(all)", "QA hallucinated"),
     ("question_answering", "omission_qa_ratio(all)", "QA omitted"),
+    # upstream's memory_type_accuracy: (integrity hits + correct updates) / records, per type
+    ("memory_type_accuracy", "Event Memory.memory_acc", "event memory accuracy"),
+    ("memory_type_accuracy", "Persona Memory.memory_acc", "persona memory accuracy"),
+    ("memory_type_accuracy", "Relationship Memory.memory_acc", "relationship memory accuracy"),
 )
+
+
+def _figure(figures: Mapping[str, Any], group: str, key: str) -> Any:
+    """``figures[group]``, then each ``.``-separated part of ``key`` below it (the memory type
+    keys hold spaces, never dots); None where a level is missing."""
+    got: Any = figures[group]
+    for part in key.split(".") if key else ():
+        got = got.get(part) if isinstance(got, Mapping) else None
+    return got
 
 
 def halumem_table(run: RunSummary) -> Table | None:
@@ -315,8 +328,7 @@ def halumem_table(run: RunSummary) -> Table | None:
         if group not in official.figures:
             value = "UNSCORED"
         else:
-            got = official.figures[group]
-            value = fmt_num(got.get(key) if isinstance(got, Mapping) else got)
+            value = fmt_num(_figure(official.figures, group, key))
         rows.append(Row((Cell(label), Cell(f"{group}.{key}" if key else group), _num(value))))
     header = (Cell("figure"), Cell("upstream key"), _num("value"))
     granularity = ", ".join(f"{n} per {k}" for k, n in sorted(official.granularity.items()))

@@ -566,6 +566,37 @@ def test_locomo_run_with_xdist_matches_plain(pytester: pytest.Pytester, data_dir
         ]
 
 
+def test_replayed_answers_are_named_in_the_published_notes(
+    pytester: pytest.Pytester, data_dir: Path, run_mode: list[str]
+) -> None:
+    """With --memsys=replay: the answers came from the replay file (each question's
+    ``answered_by: system``), so a published baseline's answerer reason says so, never that
+    the extractive answerer (the configured default, which did not run) answered."""
+    from pytest_memeval.analysis.baselines import SYSTEM_ANSWERED
+
+    path = pytester.path / "replay.json"
+    path.write_text(json.dumps({f"conv-26-q{n}": "Caroline" for n in (1, 2, 3)}))
+    out = pytester.path / "r.json"
+    result = pytester.runpytest(
+        "--memeval=locomo",
+        f"--memeval-data={data_dir}",
+        f"--memsys=replay:{path}",
+        "--memeval-limit=3",
+        "-k",
+        "conv-26",
+        f"--memeval-json={out}",
+        *run_mode,
+    )
+    assert result.ret == 0, result.stdout.str()
+    report = read_json(out)
+    (run,) = report["runs"]
+    assert {q["details"]["answered_by"] for q in run["questions"]} == {"system"}
+    mem0 = {b["name"]: b for b in report["extra"]["published"]["locomo"]}["mem0-j-mem0"]
+    (reason,) = [r for r in mem0["reasons"] if r.startswith("answerer:")]
+    assert reason == f"answerer: published answers by gpt-4o-mini, this run's by {SYSTEM_ANSWERED}"
+    assert "extractive" not in " ".join(mem0["reasons"])
+
+
 def test_bad_data_dir_only_matters_when_a_benchmark_runs(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:

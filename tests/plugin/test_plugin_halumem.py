@@ -226,6 +226,13 @@ def test_questions_and_storage_judged_as_upstream(
     assert official["granularity"] == {"session": 2}
     assert official["storage_unscored"] is None
     assert "HaluMem official" in result.stdout.str()
+    # upstream's memory_type_accuracy: one row per type, from memory_type_accuracy's figures
+    types = official["figures"]["memory_type_accuracy"]
+    assert set(types) == {"Event Memory", "Persona Memory", "Relationship Memory"}
+    for kind in types:
+        label = f"{kind.split()[0].lower()} memory accuracy"
+        (line,) = [x for x in result.outlines if x.lstrip("| ").startswith(label)]
+        assert "memory_type_accuracy." + kind + ".memory_acc" in line
     # the QA prompts as the upstream-shaped evaluation_for_question builds them
     text = (DATA / "halumem" / "HaluMem-Medium.jsonl").read_text("utf-8")
     upstream_qa = _evaluation_for_question()

@@ -47,7 +47,7 @@ def test_offline_bm25_and_oracle_same_numbers_with_xdist(pytester: pytest.Pytest
     assert runs["bm25"]["summary"]["overall"]["count"] == 3  # every item collected
     ds = first["provenance"]["datasets"]["locomo-plus"]
     assert ds["questions_total"] == 3
-    assert ds["pairing"].startswith("item i -> locomo10 conversation i % 10")
+    assert ds["pairing"].startswith("item i -> locomo10.json conversation i % 2 (file order;")
 
 
 def _reply(messages: list[dict[str, str]], model: str, params: dict[str, Any]) -> str:

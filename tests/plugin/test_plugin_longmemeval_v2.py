@@ -101,3 +101,80 @@ def test_llm_checks_judged_same_numbers_and_cached(
         assert body["reasoning_effort"] == "medium" and body["max_completion_tokens"] == 4096
         assert [m["role"] for m in body["messages"]] == ["system", "user"]
     assert first["provenance"]["protocol"]["name"] == "longmemeval-v2"
+
+
+def _shaped_systems() -> dict[str, str]:
+    """``DOMAIN_SYSTEM_PROMPTS`` of the upstream-shaped harness.py, evaluated from its source."""
+    import ast
+
+    tree = ast.parse((SHAPED / "evaluation" / "harness.py").read_text("utf-8"))
+    (node,) = [n for n in tree.body if isinstance(n, ast.Assign)]
+    systems: dict[str, str] = ast.literal_eval(node.value)
+    return systems
+
+
+@pytest.mark.parametrize("mode", list(XDIST_MODES), ids=list(XDIST_MODES))
+@pytest.mark.parametrize("protocol", ["longmemeval-v2", "longmemeval-v2-corrected"])
+def test_reader_request_is_upstreams_or_the_labelled_correction(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, protocol: str, mode: str
+) -> None:
+    """The LLM answerer sends harness.py's reader request: the domain's system prompt (the
+    official protocol: upstream's characters, the backspace of its non-raw "\\boxed{}"
+    included; the corrected variant: "\\boxed{}", and labelled so in the provenance), then the
+    memory context and the question; the whole reply is the prediction."""
+    with LLMServer(reply=lambda messages, model, params: '\\boxed{UNKNOWN} {"label": 1}') as srv:
+        for key, value in srv.env("sk-loopback-lme2").items():
+            monkeypatch.setenv(key, value)
+        out = pytester.path / "r.json"
+        result = pytester.runpytest(
+            "--memeval=longmemeval-v2",
+            f"--memeval-data={DATA}",
+            "--memsys=bm25",
+            "--memeval-answerer=openai:qwen-reader",
+            "--memeval-judge=openai:gpt-5.2",
+            f"--memeval-protocol={protocol}",
+            f"--memeval-protocol-source={SHAPED}",
+            f"--memeval-cache-dir={pytester.path / 'cache'}",
+            f"--memeval-json={out}",
+            *XDIST_MODES[mode],
+        )
+        assert result.ret in (0, 1), result.stdout.str()
+        answers = [
+            r.body
+            for r in srv.requests
+            if r.path == OPENAI_PATH and r.body["model"] == "qwen-reader"
+        ]
+    report = read_json(out)
+    questions = {q["id"]: q for q in report["runs"][0]["questions"]}
+    assert len(answers) == len(questions) == 6
+    systems = _shaped_systems()
+    assert all("\x08oxed{}" in text for text in systems.values())
+    if protocol == "longmemeval-v2":
+        want = systems
+    else:
+        want = {k: v.replace("\x08oxed{}", "\\boxed{}") for k, v in systems.items()}
+    domains = {"q_ent_1": "enterprise"}
+    by_question = {}
+    for body in answers:
+        system, user = body["messages"]
+        assert system["role"] == "system" and user["role"] == "user"
+        qid = next(q for q, v in questions.items() if user["content"].endswith(v["question"]))
+        by_question[qid] = body
+        assert system["content"] == want[domains.get(qid, "web")]
+        assert ("\x08" in system["content"]) == (protocol == "longmemeval-v2")
+        assert user["content"].startswith("### Memory context:\n")
+        assert f"\n\n### Question to answer:\n{questions[qid]['question']}" in user["content"]
+        assert "temperature" not in body and body["max_completion_tokens"] == 20000
+    assert set(by_question) == set(questions)
+    assert all(q["prediction"] == '\\boxed{UNKNOWN} {"label": 1}' for q in questions.values())
+    described = report["provenance"]["protocol"]
+    assert described["name"] == protocol
+    corrected = [n for n in described["notes"] if n.startswith("CORRECTED VARIANT")]
+    assert len(corrected) == (protocol == "longmemeval-v2-corrected")
+    # the published figures were measured with upstream's bytes: beside the corrected variant
+    # they are a reference, with the protocol as the reason
+    published = report["extra"]["published"]["longmemeval-v2"]
+    assert published
+    for row in published:
+        reasons = [r for r in row["reasons"] if r.startswith("protocol:")]
+        assert bool(reasons) == (protocol == "longmemeval-v2-corrected"), row["reasons"]

@@ -131,6 +131,26 @@ _RECORDS = [
         "answers": [["Oslo"], ["Lisbon"]],
         "metadata": {"source": "eventqa_full"},
     },
+    {  # one question: upstream's judge sends answers[0] ("Oslo", not "['Oslo']")
+        "context": _CONTEXT,
+        "questions": ["Where does my brother live?"],
+        "answers": ["Oslo"],
+        "metadata": {
+            "source": "longmemeval_s_-1_500",
+            "question_ids": ["f00d"],
+            "question_types": ["single-session-user"],
+        },
+    },
+    {  # two questions, one answer: upstream's judge script skips the record
+        "context": _CONTEXT,
+        "questions": ["Where did I move?", "Where does my brother live?"],
+        "answers": ["Lisbon"],
+        "metadata": {
+            "source": "longmemeval_s_-1_500",
+            "question_ids": ["beef", "cafe"],
+            "question_types": ["single-session-user", "single-session-user"],
+        },
+    },
 ]
 
 
@@ -174,28 +194,38 @@ def test_longmemeval_items_judged_as_upstream(
     assert result.ret in (0, 1), result.stdout.str()
     report = read_json(out)
     questions = {q["id"]: q for run in report["runs"] for q in run["questions"]}
-    assert len(questions) == 4
+    assert len(questions) == 5  # the record whose counts differ is skipped
     bodies = [r.body for r in server.requests if r.path == OPENAI_PATH]
-    assert len(bodies) == 2  # only the LongMemEval source is judged
+    assert len(bodies) == 3  # only the LongMemEval source is judged
     upstream = _anscheck()
     want = sorted(
         upstream(
             "single-session-user",
             rec_q,
-            answer,
-            questions[f"Accurate_Retrieval-0-q{j + 1}"]["prediction"],
+            answer,  # upstream's reference: answers[i] (one question: answers[0])
+            questions[f"Accurate_Retrieval-{row}-q{j + 1}"]["prediction"],
             abstention="_abs" in qid,
         )
+        for row in (0, 2)
         for j, (rec_q, answer, qid) in enumerate(
             zip(
-                _RECORDS[0]["questions"],  # type: ignore[arg-type]
-                _RECORDS[0]["answers"],  # type: ignore[arg-type]
-                _RECORDS[0]["metadata"]["question_ids"],  # type: ignore[index]
+                _RECORDS[row]["questions"],  # type: ignore[arg-type]
+                _RECORDS[row]["answers"],  # type: ignore[arg-type]
+                _RECORDS[row]["metadata"]["question_ids"],  # type: ignore[index]
                 strict=True,
             )
         )
     )
     assert sorted(b["messages"][0]["content"] for b in bodies) == want
+    assert not any("['Oslo']" in b["messages"][0]["content"] for b in bodies)
+    (run,) = report["runs"]
+    skipped = [n for n in run["summary"]["notes"] if "skipped 1 record(s)" in n]
+    assert len(skipped) == 1 and "Accurate_Retrieval.jsonl" in skipped[0], run["summary"]["notes"]
+    assert "[3] 2 questions, 1 answers, 2 question_ids, 2 question_types" in skipped[0]
+    said = [line for line in result.outlines if "skipped 1 record(s)" in line]
+    assert len(said) == 1 and said[0].startswith("  note: memoryagentbench: skipped")
+    ds = report["provenance"]["datasets"]["memoryagentbench"]
+    assert ds["notes"] == skipped and ds["questions_total"] == 5
     for body in bodies:
         assert body["model"] == "gpt-4o" and body["temperature"] == 0
         assert body["max_tokens"] == 10 and body["n"] == 1
@@ -226,7 +256,7 @@ def test_answer_requests_use_upstream_query_templates(
     whole reply is the prediction; max_tokens is the dataset config's generation_max_length."""
     folder = pytester.path / "data" / "memoryagentbench"
     folder.mkdir(parents=True)
-    lines = [json.dumps(r) for r in _RECORDS]
+    lines = [json.dumps(r) for r in _RECORDS[:2]]  # one LongMemEval, one EventQA record
     (folder / "Accurate_Retrieval.jsonl").write_text("\n".join(lines) + "\n", "utf-8")
     out = pytester.path / "r.json"
     result = pytester.runpytest(
@@ -246,7 +276,7 @@ def test_answer_requests_use_upstream_query_templates(
     assert len(bodies) == 4 and all(b["model"] == "gpt-4o-mini" for b in bodies)
     get_template = _get_template()
     want = []
-    for n, rec in enumerate(_RECORDS):
+    for n, rec in enumerate(_RECORDS[:2]):
         source = rec["metadata"]["source"]  # type: ignore[index]
         for j, text in enumerate(rec["questions"]):  # type: ignore[arg-type]
             q = questions[f"Accurate_Retrieval-{n}-q{j + 1}"]

@@ -161,3 +161,33 @@ def test_longmemeval_v2_rows_are_the_cited_upstream_frontier() -> None:
 
 def _names() -> dict[tuple[str | None, str], str]:
     return {(b.variant, b.system): b.name for b in BASELINES if b.benchmark == "longmemeval-v2"}
+
+
+def test_answerer_is_who_answered() -> None:
+    """The answerer a baseline is compared with is the one the results name: the system itself
+    for replayed answers; two answerers (two systems) never pass for the published one."""
+    from pytest_memeval.analysis.baselines import (
+        SYSTEM_ANSWERED,
+        RunProtocol,
+        answerer_label,
+        mark_comparability,
+    )
+
+    assert answerer_label(["system", "system"], "extractive") == SYSTEM_ANSWERED
+    assert answerer_label(["", ""], "extractive") == "extractive"
+    assert answerer_label([], None) is None
+    mixed = answerer_label(["openai:gpt-4o-mini", "extractive"], "openai:gpt-4o-mini")
+    assert mixed == "extractive and openai:gpt-4o-mini"
+    mem0 = [_by_name("mem0-j-mem0")]
+    run = RunProtocol(
+        metrics=frozenset({"judge_mem0_official"}),
+        protocol="mem0",
+        judge_style="mem0-official",
+        judge_model="gpt-4o-mini",
+        answerer=mixed,
+    )
+    (row,) = mark_comparability(mem0, run)
+    assert row.reasons == (
+        "answerer: published answers by gpt-4o-mini, this run's by extractive and "
+        "openai:gpt-4o-mini",
+    )

@@ -36,6 +36,7 @@ from pytest_memeval.benchmarks import LoadRequest, get_benchmark
 from pytest_memeval.benchmarks.halumem import (
     aggregate,
     compute_f1,
+    memory_type_accuracy,
     parse_users,
     storage_plan,
 )
@@ -104,6 +105,34 @@ def test_live_upstream_equals_ours(seed: int) -> None:
 def test_compute_f1_is_upstreams(p: float, r: float) -> None:
     assert UPSTREAM is not None
     assert compute_f1(p, r) == UPSTREAM["compute_f1"](p, r)
+
+
+def test_memory_type_accuracy_by_hand() -> None:
+    """Upstream's per-type table: interference and unscored integrity records count in the
+    total; an update record counts when Correct; a type without records has None figures
+    (upstream divides by zero) and a record of another type is left out (upstream: KeyError)."""
+    integrity = [
+        {"memory_type": "Event Memory", "importance": 1, "memory_integrity_score": 2},
+        {"memory_type": "Event Memory", "importance": 1, "memory_integrity_score": None},
+        {"memory_type": "Event Memory", "importance": 1, "memory_integrity_score": 0,
+         "memory_source": "interference"},
+        {"memory_type": "Other Memory", "importance": 1, "memory_integrity_score": 2},
+    ]  # fmt: skip
+    update = [
+        {"memory_type": "Event Memory", "importance": 1, "memory_update_type": "Correct"},
+        {"memory_type": "Persona Memory", "importance": 1, "memory_update_type": "Omission"},
+        {"memory_type": "Persona Memory", "memory_update_type": "Correct"},  # no importance
+    ]
+    got = memory_type_accuracy(integrity, update)
+    assert got["Event Memory"] == {
+        "memory_integrity_acc": 1 / 4,
+        "memory_update_acc": 1 / 4,
+        "total_num": 4,
+        "memory_acc": 1 / 2,
+    }
+    assert got["Persona Memory"]["total_num"] == 1 and got["Persona Memory"]["memory_acc"] == 0
+    assert got["Relationship Memory"]["memory_acc"] is None
+    assert set(got) == {"Event Memory", "Persona Memory", "Relationship Memory"}
 
 
 def test_extraction_recall_by_hand() -> None:

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from fakes import ScriptedClient
+from fakes import ScriptedClient, make_question
 from llm_server import OPENAI_PATH, LLMServer
 from lme2_upstream import SCORER, load_upstream_module, upstream_file_bytes, upstream_llm_check
 
@@ -51,6 +51,9 @@ def _pinned(tmp_path: Path) -> Path:
     assert raw is not None
     (tmp_path / "evaluation").mkdir()
     (tmp_path / "evaluation" / "qa_eval_metrics.py").write_bytes(raw)
+    harness = upstream_file_bytes("evaluation/harness.py")  # the reader's system prompts
+    assert harness is not None
+    (tmp_path / "evaluation" / "harness.py").write_bytes(harness)
     return tmp_path
 
 
@@ -228,3 +231,71 @@ def test_request_and_verdict_equal_upstreams_through_the_sdk(
                 assert bodies[1]["reasoning_effort"] == "medium"
                 assert ours.scores["judge_lme2_official"] == float(theirs)
         client.close()
+
+
+# --------------------------------------------------------------------------- reader request
+
+
+def _upstream_build_messages(harness: bytes) -> tuple[dict[str, str], Any]:
+    """``DOMAIN_SYSTEM_PROMPTS`` and ``build_messages`` of the pinned harness.py, executed from
+    its source (``build_messages`` only needs ``to_data_url`` for images: none here)."""
+    import typing
+
+    tree = ast.parse(harness)
+    keep = [
+        n
+        for n in tree.body
+        if (isinstance(n, ast.FunctionDef) and n.name == "build_messages")
+        or (
+            isinstance(n, ast.Assign)
+            and any(isinstance(t, ast.Name) and t.id == "DOMAIN_SYSTEM_PROMPTS" for t in n.targets)
+        )
+    ]
+    ns: dict[str, Any] = {
+        "Any": typing.Any,
+        "Tuple": typing.Tuple,  # noqa: UP006 - upstream's annotation
+        "MemoryContextItem": dict,
+    }
+    exec(compile(ast.Module(body=keep, type_ignores=[]), "harness.py", "exec"), ns)
+    return ns["DOMAIN_SYSTEM_PROMPTS"], ns["build_messages"]
+
+
+@pytest.mark.skipif(upstream_file_bytes("evaluation/harness.py") is None, reason="no snapshot")
+@pytest.mark.parametrize("memories", [0, 2])
+def test_reader_request_is_upstreams_bytes_or_the_labelled_correction(
+    tmp_path: Path, memories: int
+) -> None:
+    """Official: the system message is upstream's DOMAIN_SYSTEM_PROMPTS[domain] character for
+    character (the backspace of its non-raw "\\boxed{}" included) and the user message is the
+    text of build_messages' parts, in order; the corrected variant differs only by "\\boxed{}"."""
+    from pytest_memeval.answerers.lme2 import Lme2AnswerPrompts
+    from pytest_memeval.records import Memory
+
+    source = _pinned(tmp_path)
+    harness = upstream_file_bytes("evaluation/harness.py")
+    assert harness is not None
+    systems, build_messages = _upstream_build_messages(harness)
+    assert all("\x08oxed{}" in text for text in systems.values())
+    question = make_question(id="q1", question="Where is the report?", meta={"domain": "web"})
+    found = [Memory(f"trajectory {i} text") for i in range(memories)]
+    for name, fix in (("longmemeval-v2", False), ("longmemeval-v2-corrected", True)):
+        loaded = load_protocol(name, source_dir=source, cache_dir=tmp_path)
+        assert all(s.matches_pin for s in loaded.sources.values())
+        prompts = Lme2AnswerPrompts.from_templates(
+            {k: t.text for k, t in loaded.templates.items()}, fix_backspace=fix
+        )
+        built = prompts.messages(question, found)
+        assert built is not None
+        want, _ = build_messages(
+            systems["web"],
+            "Where is the report?",
+            None,
+            [{"type": "text", "value": m.text} for m in found],
+        )
+        want_user = "".join(part["text"] for part in want[1]["content"])
+        assert built[1].content == want_user
+        if fix:
+            assert built[0].content == systems["web"].replace("\x08oxed{}", "\\boxed{}")
+            assert "\x08" not in built[0].content
+        else:
+            assert built[0].content == want[0]["content"] == systems["web"]

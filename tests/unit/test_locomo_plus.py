@@ -25,6 +25,7 @@ from pytest_memeval.benchmarks.locomo_plus import (
     CUE_SESSION,
     LOCOMO_PLUS_COMMIT,
     LOCOMO_PLUS_SHA256,
+    pairing_rule,
     parse_locomo_plus,
     parse_time_gap,
 )
@@ -63,9 +64,22 @@ def test_every_item_is_stitched_into_conversation_i_mod_len() -> None:
     assert [q.meta["base_conversation"] for q in ds.questions] == ["conv-a", "conv-b", "conv-a"]
     assert {q.category for q in ds.questions} == {"cognitive"}
     assert all(q.gold is None and q.cluster == q.meta["base_conversation"] for q in ds.questions)
-    assert ds.meta["pairing"].startswith("item i -> locomo10 conversation i % 10")
+    # the rule as applied: i % 2 for this two-conversation file (i % 10 for the official one)
+    assert ds.meta["pairing"] == pairing_rule(2)
+    assert pairing_rule(2).startswith("item i -> locomo10.json conversation i % 2 (file order;")
     assert set(ds.sha256) == {"locomo-plus/locomo_plus.json", "locomo/locomo10.json"}
     assert ds.meta["sha256_mismatch"] == ["locomo-plus/locomo_plus.json", "locomo/locomo10.json"]
+
+
+def test_docs_say_the_pairing_rule_the_provenance_records() -> None:
+    """docs/scoring.md states the rule as the provenance records it for the official file (one
+    place: pairing_rule), names the evaluation input that fixes it and the random script that
+    does not, and what it makes of the 401 items."""
+    text = (Path(__file__).resolve().parents[2] / "docs" / "scoring.md").read_text("utf-8")
+    section = text.split("### LoCoMo-Plus records", 1)[1].split("### LoCoMo-Plus judge", 1)[0]
+    assert f"`{pairing_rule(10)}`" in " ".join(section.split())
+    for needle in ("locomo_list[i % len(locomo_list)]", "random.choice(locomo_raw)", "41", "40"):
+        assert needle in section, needle
 
 
 def test_cue_goes_time_gap_before_a_query_a_week_after_the_last_session() -> None:

@@ -22,6 +22,7 @@ from mab_upstream import (
     load_upstream_recsys,
     upstream_file_bytes,
     upstream_recsys,
+    upstream_references,
     upstream_scores,
 )
 
@@ -216,10 +217,6 @@ def test_chunking_packs_sentences_by_words() -> None:
         ('[{"context": "c", "questions": ["q"], "answers": [[]]}]', "answer 0 must be"),
         ('[{"context": "c", "questions": ["q"], "answers": []}]', "at least one answer"),
         (
-            '[{"context": "c", "questions": ["q", "r"], "answers": ["a", "b", "c"]}]',
-            "3 answers for 2 questions",
-        ),
-        (
             '[{"context": "c", "questions": ["q"], "answers": ["a"], "metadata": 3}]',
             "field 'metadata'",
         ),
@@ -356,6 +353,104 @@ def test_official_judge_renders_as_the_pinned_upstream_file(tmp_path: Path) -> N
     loaded = load_protocol("memoryagentbench", source_dir=tmp_path, cache_dir=tmp_path)
     assert all(s.matches_pin for s in loaded.sources.values())
     _check_judge(tmp_path, path)
+
+
+LME = "longmemeval_s_-1_500"
+_SSU = "single-session-user"
+#: records in the dataset's shape: one question (upstream's reference answer: answers[0]), two
+#: paired, then three whose counts differ (skipped by upstream's longmem_qa_evaluate.py, and the
+#: last by its pairing of several questions with several answers)
+LME_RECORDS: list[dict[str, Any]] = [
+    {
+        "context": "The Louvre is in Paris.",
+        "questions": ["Where is the Louvre?"],
+        "answers": ["Paris"],
+        "metadata": {"source": LME, "question_ids": ["a1"], "question_types": [_SSU]},
+    },
+    {
+        "context": "I moved to Lisbon. I have a cat.",
+        "questions": ["Where did I move?", "What is my dog's name?"],
+        "answers": [["Lisbon"], "You never mentioned a dog."],
+        "metadata": {
+            "source": LME,
+            "question_ids": ["b1", "b2_abs"],
+            "question_types": [_SSU, "multi-session"],
+        },
+    },
+    {
+        "context": "Two questions, one answer.",
+        "questions": ["First?", "Second?"],
+        "answers": ["one"],
+        "metadata": {"source": LME, "question_ids": ["c1", "c2"], "question_types": [_SSU, _SSU]},
+    },
+    {
+        "context": "One question, two ids.",
+        "questions": ["Only?"],
+        "answers": ["x"],
+        "metadata": {"source": LME, "question_ids": ["d1", "d2"], "question_types": [_SSU]},
+    },
+    {
+        "context": "Two questions, three answers.",
+        "questions": ["q", "r"],
+        "answers": ["a", "b", "c"],
+        "metadata": {"source": "eventqa_full"},
+    },
+]
+#: what upstream's judge loop sends for LME_RECORDS: (question, answer, question_id, type)
+LME_REFERENCES = [
+    ("Where is the Louvre?", "Paris", "a1", _SSU),
+    ("Where did I move?", ["Lisbon"], "b1", _SSU),
+    ("What is my dog's name?", "You never mentioned a dog.", "b2_abs", "multi-session"),
+]
+
+
+def _write_split(tmp_path: Path, records: list[dict[str, Any]]) -> Path:
+    folder = tmp_path / "data" / "memoryagentbench"
+    folder.mkdir(parents=True)
+    path = folder / "Accurate_Retrieval.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in records), "utf-8")
+    return path
+
+
+def test_records_whose_counts_differ_are_skipped_and_said_once(tmp_path: Path) -> None:
+    path = _write_split(tmp_path, LME_RECORDS)
+    ds = _load(tmp_path / "c", tmp_path / "data")
+    assert [q.id for q in ds.questions] == [
+        "Accurate_Retrieval-0-q1",
+        "Accurate_Retrieval-1-q1",
+        "Accurate_Retrieval-1-q2",
+    ]
+    (note,) = ds.meta["notes"]
+    assert str(path.resolve()) in note and "skipped 3 record(s)" in note
+    assert "[2] 2 questions, 1 answers" in note
+    assert "[3] 1 questions, 1 answers, 2 question_ids, 1 question_types" in note
+    assert "[4] 2 questions, 3 answers" in note
+
+
+def test_official_judge_sends_upstream_reference_answers(tmp_path: Path) -> None:
+    _write_split(tmp_path, LME_RECORDS)
+    questions = _load(tmp_path / "c", tmp_path / "data").questions
+    judge = load_protocol("memoryagentbench", source_dir=PROTOCOL_FIXTURE, cache_dir=tmp_path)
+    judge = judge.judge()
+    assert isinstance(judge, MemoryAgentBenchOfficialJudge)
+    upstream = _anscheck(PROTOCOL_FIXTURE / "llm_based_eval" / "longmem_qa_evaluate.py")
+    sent = [judge.render(q, "It is {there}.") for q in questions]
+    want = [
+        upstream(qtype, text, answer, "It is {there}.", abstention="_abs" in qid)
+        for text, answer, qid, qtype in LME_REFERENCES
+    ]
+    assert sent == want
+    assert "Gold: Paris\n" in sent[0]  # not ['Paris']: answers[0], as upstream
+    # offline scores still take the whole list as the golds (conversation_creator.py)
+    assert questions[0].meta["answers"] == ["Paris"]
+
+
+@live
+def test_upstream_reference_loader_pairs_and_skips_as_recorded() -> None:
+    refs = upstream_references(LME_RECORDS, LME)
+    assert refs is not None
+    got = [(r["question"], r["answer"], r["question_id"], r["question_type"]) for r in refs]
+    assert got == LME_REFERENCES
 
 
 # --------------------------------------------------------------------------- recommendation
