@@ -100,6 +100,20 @@ OPTIONS: tuple[_Opt, ...] = (
         metavar="S",
     ),
     _Opt(
+        "memeval-contract",
+        "check the --memsys system(s) against the MemorySystem contract, one item per property "
+        "(isolation, determinism, top-k, thread safety, dump, plain values, empty question, "
+        "unicode, scale); needs no benchmark",
+        flag=True,
+    ),
+    _Opt(
+        "memeval-contract-memory",
+        "MiB the process may grow by while the contract's scale item ingests a "
+        "LongMemEval-S-sized conversation (default 1024)",
+        default="1024",
+        metavar="MIB",
+    ),
+    _Opt(
         "memeval-resume",
         "continue an earlier run (default: the latest under the cache "
         "folder): questions already stored are skipped, their results reused",
