@@ -56,7 +56,7 @@ MARKER = "zephyrquill"
 #: the sizes of the constructed LongMemEval-S-sized conversation
 SCALE_SESSIONS = 50
 SCALE_TURNS_PER_SESSION = 10
-SCALE_WORDS_PER_TURN = 172  # ~115k tokens in all (cl100k_base counts ~1.3 tokens a word here)
+SCALE_WORDS_PER_TURN = 210  # ~115k tokens in all (cl100k_base: 1.09 tokens a word here)
 
 
 class ContractViolation(Exception):
@@ -249,7 +249,14 @@ def _ids(conversation: Conversation) -> frozenset[str]:
 
 
 def _show(memories: Sequence[Memory]) -> str:
-    return repr([(m.text[:60], list(m.source_ids)) for m in memories])[:300]
+    """The first three memories, shortly: ``['Maya: The code word…' D4:1 S4, ...]``."""
+
+    def one(m: Memory) -> str:
+        text = m.text if len(m.text) <= 40 else m.text[:39] + "…"
+        return " ".join([repr(text), *m.source_ids])
+
+    more = f", … {len(memories) - 3} more" if len(memories) > 3 else ""
+    return "[" + ", ".join(one(m) for m in memories[:3]) + more + "]"
 
 
 def _key(memories: Sequence[Memory]) -> tuple[tuple[str, tuple[str, ...]], ...]:
