@@ -5,31 +5,39 @@ Each property is a function ``check(source, limits)`` that returns when the prop
 raises :class:`ContractViolation` with one sentence naming the property and its evidence when it
 does not, and :class:`ContractSkip` when it does not apply (a system that declares itself
 non-deterministic, has no ``dump``, does not claim ``thread_safe``). The conversations are the demo
-benchmark's and constructed ones (:func:`marked_conversation`, :func:`unicode_conversation`,
-:func:`scale_conversation`); no benchmark file is read.
+benchmark's and constructed ones (``contract_data.py``); no benchmark file is read.
 """
 
 from __future__ import annotations
 
 import json
-import os
-import random
-import resource
-import sys
-import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
-from dataclasses import dataclass, replace
-from datetime import datetime, timedelta
+from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from ..errors import AdapterError
-from ..records import Conversation, Memory, Question, Session, Turn
+from ..records import Conversation, Memory, Question
 from ..systems.base import MemorySystem, stored_memories
 from ..systems.contract import materialise, normalise_answer, normalise_memories
 from ..systems.resolve import ensure_memory_system
+from .contract_data import (
+    MARKER,
+    SCALE_SESSIONS,
+    SCALE_TURNS_PER_SESSION,
+    conversation_ids,
+    demo_conversation,
+    demo_questions,
+    make_question,
+    marked_conversation,
+    memories_key,
+    peak_growth,
+    scale_conversation,
+    show,
+    unicode_conversation,
+)
 from .ingest import call_with_timeout, is_factory, wait_until_ready
 
 __all__ = [
@@ -42,21 +50,12 @@ __all__ = [
     "ContractViolation",
     "SystemSource",
     "check_property",
-    "marked_conversation",
-    "scale_conversation",
-    "unicode_conversation",
 ]
 
 #: seconds the LongMemEval-S-sized ingest may take when --memeval-timeout is not given
 DEFAULT_SCALE_TIMEOUT = 600.0
 #: MiB the process may grow by while ingesting it (--memeval-contract-memory)
 DEFAULT_MEMORY_MIB = 1024
-#: the word only conversation ``contract-a`` contains (the isolation and dump evidence)
-MARKER = "zephyrquill"
-#: the sizes of the constructed LongMemEval-S-sized conversation
-SCALE_SESSIONS = 50
-SCALE_TURNS_PER_SESSION = 10
-SCALE_WORDS_PER_TURN = 210  # ~115k tokens in all (cl100k_base: 1.09 tokens a word here)
 
 
 class ContractViolation(Exception):
@@ -151,119 +150,6 @@ def _guard(prop: str, what: str, fn: Callable[[], Any]) -> Any:
 
 
 # ----------------------------------------------------------------------------------------------
-# the conversations
-
-
-def _demo() -> tuple[tuple[Conversation, ...], tuple[Question, ...]]:
-    from ..benchmarks.demo import load_demo
-
-    parsed = load_demo()
-    return tuple(parsed.conversations), tuple(parsed.questions)
-
-
-def _questions(conversation_id: str) -> tuple[Question, ...]:
-    return tuple(q for q in _demo()[1] if q.conversation_id == conversation_id)
-
-
-def _conversation(conversation_id: str) -> Conversation:
-    return next(c for c in _demo()[0] if c.id == conversation_id)
-
-
-def _question(conversation_id: str, qid: str, text: str) -> Question:
-    return Question(
-        id=qid, conversation_id=conversation_id, category="contract", question=text, gold=None
-    )
-
-
-def marked_conversation(conversation_id: str, *, marker: str | None) -> Conversation:
-    """A demo conversation under a new id, with one more session whose turns mention ``marker``
-    (None: an ordinary extra session), so what was ingested for it can be told apart."""
-    base = _conversation("demo-1" if marker else "demo-2")
-    last = base.sessions_by_date()[-1]
-    date = last.date + timedelta(days=3) if last.date is not None else None
-    word = marker or "lighthouse"
-    speakers = base.speakers or ("Maya", "Jonas")
-    n = len(base.sessions) + 1
-    extra = Session(
-        id=f"S{n}",
-        date=date,
-        date_raw=date.strftime("%I:%M %p on %d %B, %Y") if date else "",
-        turns=(
-            Turn(f"D{n}:1", speakers[0], f"The code word for the locker is {word}, remember it."),
-            Turn(f"D{n}:2", speakers[-1], f"Got it: {word}. I wrote {word} in my notebook."),
-        ),
-    )
-    return replace(base, id=conversation_id, sessions=(*base.sessions, extra))
-
-
-def unicode_conversation() -> Conversation:
-    """Accents, CJK, emoji, right-to-left and combining text."""
-    texts = (
-        ("Zoë", "Je suis allée au café à Montréal; crème brûlée délicieuse!"),
-        ("Hiro", "東京の桜はとても綺麗でした。来年も行きたいです。"),
-        ("Zoë", "My cat 🐈 knocked over the 🌵 again 😅"),
-        ("Amir", "مرحبا! كيف حالك اليوم؟"),
-        ("Hiro", "Ångström, naïve façade, São Paulo, Kraków, ẞ and e\u0301 (combining)."),
-    )
-    turns = tuple(Turn(f"D1:{i}", s, t) for i, (s, t) in enumerate(texts, 1))
-    session = Session("S1", datetime(2024, 5, 1, 9, 30), turns, date_raw="9:30 am on 1 May, 2024")
-    return Conversation("contract-unicode", (session,), speakers=("Zoë", "Hiro", "Amir"))
-
-
-_VOCABULARY = (
-    "garden kitchen weekend project meeting travel recipe piano bicycle library museum concert "
-    "budget doctor sister brother neighbour market coffee mountain river morning evening winter "
-    "summer holiday train airport ticket camera painting novel chapter puppy kitten yoga "
-    "marathon deadline promotion apartment furniture lamp window curtain bakery bread cheese "
-    "tomato basil pasta soup salad birthday anniversary wedding gift letter email phone laptop "
-    "software update backup password printer office colleague manager client invoice report"
-)
-_WORDS = tuple(_VOCABULARY.split())
-
-
-def scale_conversation() -> Conversation:
-    """A LongMemEval-S-sized conversation: 50 sessions of 10 turns, ~115k tokens, made of
-    seeded pseudo-random sentences (the same on every run and machine)."""
-    rng = random.Random(39)
-    start = datetime(2023, 1, 2, 9, 0)
-    sessions = []
-    for s in range(1, SCALE_SESSIONS + 1):
-        date = start + timedelta(days=7 * s)
-        turns = []
-        for t in range(1, SCALE_TURNS_PER_SESSION + 1):
-            words = rng.choices(_WORDS, k=SCALE_WORDS_PER_TURN)
-            text = " ".join(
-                " ".join(words[i : i + 12]).capitalize() + "." for i in range(0, len(words), 12)
-            )
-            turns.append(Turn(f"D{s}:{t}", "user" if t % 2 else "assistant", text))
-        sessions.append(
-            Session(f"S{s}", date, tuple(turns), date_raw=date.strftime("%Y/%m/%d (%a) %H:%M"))
-        )
-    return Conversation("contract-scale", tuple(sessions), speakers=("user", "assistant"))
-
-
-def _ids(conversation: Conversation) -> frozenset[str]:
-    return frozenset(
-        {s.id for s in conversation.sessions} | {t.id for _, t in conversation.turns()}
-    )
-
-
-def _show(memories: Sequence[Memory]) -> str:
-    """The first three memories, shortly: ``['Maya: The code word…' D4:1 S4, ...]``."""
-
-    def one(m: Memory) -> str:
-        text = m.text if len(m.text) <= 40 else m.text[:39] + "…"
-        return " ".join([repr(text), *m.source_ids])
-
-    more = f", … {len(memories) - 3} more" if len(memories) > 3 else ""
-    return "[" + ", ".join(one(m) for m in memories[:3]) + more + "]"
-
-
-def _key(memories: Sequence[Memory]) -> tuple[tuple[str, tuple[str, ...]], ...]:
-    return tuple((m.text, m.source_ids) for m in memories)
-
-
-# ----------------------------------------------------------------------------------------------
 # the properties
 
 
@@ -274,15 +160,15 @@ def check_isolation(source: SystemSource, limits: ContractLimits) -> None:
     b = marked_conversation("contract-b", marker=None)
     source.ingested(prop, a)
     system = source.ingested(prop, b)
-    only_a = _ids(a) - _ids(b)
+    only_a = conversation_ids(a) - conversation_ids(b)
     for text in (f"What is the code word {MARKER}?", MARKER):
-        question = _question(b.id, "contract-b-marker", text)
+        question = make_question(b.id, "contract-b-marker", text)
         found = source.search(prop, system, question, 10)
         leaked = [m for m in found if MARKER in m.text.lower() or set(m.source_ids) & only_a]
         if leaked:
             raise ContractViolation(
                 f"{prop}: searching conversation {b.id} for {MARKER!r} after ingesting "
-                f"{a.id} first returned {len(leaked)} memory(ies) of {a.id}: {_show(leaked)} "
+                f"{a.id} first returned {len(leaked)} memory(ies) of {a.id}: {show(leaked)} "
                 "(keep each conversation's memories in its instance, or clear them in reset())"
             )
 
@@ -293,17 +179,17 @@ def check_determinism(source: SystemSource, limits: ContractLimits) -> None:
     system = source.fresh(prop)
     if getattr(system, "deterministic", True) is False:
         raise ContractSkip(f"{prop}: the system declares deterministic = False")
-    conversation = _conversation("demo-1")
-    questions = _questions("demo-1")
+    conversation = demo_conversation("demo-1")
+    questions = demo_questions("demo-1")
     runs = []
     for _ in range(2):
         system = source.ingested(prop, conversation)
         runs.append([source.search(prop, system, q, 5) for q in questions])
     for q, first, second in zip(questions, runs[0], runs[1], strict=True):
-        if _key(first) != _key(second):
+        if memories_key(first) != memories_key(second):
             raise ContractViolation(
                 f"{prop}: two ingests of conversation {conversation.id} returned different "
-                f"memories for question {q.id}: first {_show(first)}, then {_show(second)} "
+                f"memories for question {q.id}: first {show(first)}, then {show(second)} "
                 "(sort ties by a stable key, seed any randomness, or declare deterministic = False)"
             )
 
@@ -312,11 +198,11 @@ def check_top_k(source: SystemSource, limits: ContractLimits) -> None:
     """At most ``k`` memories (unless ``ignores_top_k = True``), with source ids of the
     conversation searched."""
     prop = "top-k and source ids"
-    conversation = _conversation("demo-1")
+    conversation = demo_conversation("demo-1")
     system = source.ingested(prop, conversation)
     ignores = getattr(system, "ignores_top_k", False) is True
-    valid = _ids(conversation)
-    for q in _questions("demo-1"):
+    valid = conversation_ids(conversation)
+    for q in demo_questions("demo-1"):
         for k in (1, 2, 5):
             found = source.search(prop, system, q, k)
             if len(found) > k and not ignores:
@@ -341,19 +227,19 @@ def check_thread_safe(source: SystemSource, limits: ContractLimits) -> None:
         raise ContractSkip(
             f"{prop}: the system does not declare thread_safe = True (searched one at a time)"
         )
-    conversation = _conversation("demo-1")
+    conversation = demo_conversation("demo-1")
     system = source.ingested(prop, conversation)
-    questions = _questions("demo-1")
+    questions = demo_questions("demo-1")
     sequential = {q.id: source.search(prop, system, q, 5) for q in questions}
     work = [q for _ in range(4) for q in questions]
     with ThreadPoolExecutor(max_workers=8, thread_name_prefix="memeval-contract") as pool:
         results = list(pool.map(lambda q: (q, source.search(prop, system, q, 5)), work))
     for q, found in results:
-        if _key(found) != _key(sequential[q.id]):
+        if memories_key(found) != memories_key(sequential[q.id]):
             raise ContractViolation(
                 f"{prop}: with thread_safe = True, concurrent searches of question {q.id} "
-                f"returned {_show(found)} where a sequential search returned "
-                f"{_show(sequential[q.id])} (guard shared state with a lock, or drop "
+                f"returned {show(found)} where a sequential search returned "
+                f"{show(sequential[q.id])} (guard shared state with a lock, or drop "
                 "thread_safe = True)"
             )
 
@@ -370,7 +256,7 @@ def check_dump(source: SystemSource, limits: ContractLimits) -> None:
     system = source.ingested(prop, b)
     stored = _dump(prop, source, system, b.id)
     if not stored:
-        q = _question(b.id, "contract-b-lighthouse", "What is the code word for the locker?")
+        q = make_question(b.id, "contract-b-lighthouse", "What is the code word for the locker?")
         found = source.search(prop, system, q, 5)
         if found:
             raise ContractViolation(
@@ -378,12 +264,12 @@ def check_dump(source: SystemSource, limits: ContractLimits) -> None:
                 f"ingested, yet search() returned {len(found)} memories from it (dump lists "
                 "what the system stored for that conversation)"
             )
-    only_a = _ids(a) - _ids(b)
+    only_a = conversation_ids(a) - conversation_ids(b)
     leaked = [m for m in stored if MARKER in m.text.lower() or set(m.source_ids) & only_a]
     if leaked:
         raise ContractViolation(
             f"{prop}: dump({b.id!r}) returned {len(leaked)} memory(ies) of conversation {a.id}: "
-            f"{_show(leaked)} (dump lists only the conversation asked for)"
+            f"{show(leaked)} (dump lists only the conversation asked for)"
         )
     reset = getattr(system, "reset", None)
     if callable(reset):
@@ -392,7 +278,7 @@ def check_dump(source: SystemSource, limits: ContractLimits) -> None:
         if after:
             raise ContractViolation(
                 f"{prop}: dump({b.id!r}) still returned {len(after)} memory(ies) after reset(): "
-                f"{_show(after)} (reset() forgets what was stored)"
+                f"{show(after)} (reset() forgets what was stored)"
             )
 
 
@@ -447,8 +333,8 @@ def _answer(prop: str, source: SystemSource, system: MemorySystem, q: Question) 
 def check_plain_values(source: SystemSource, limits: ContractLimits) -> None:
     """Answers and memories are plain, serialisable values."""
     prop = "plain values"
-    system = source.ingested(prop, _conversation("demo-1"))
-    for q in _questions("demo-1"):
+    system = source.ingested(prop, demo_conversation("demo-1"))
+    for q in demo_questions("demo-1"):
         found = source.search(prop, system, q, 5)
         _plain(prop, found, f"search() of question {q.id}")
         _answer(prop, source, system, q)
@@ -457,10 +343,10 @@ def check_plain_values(source: SystemSource, limits: ContractLimits) -> None:
 def check_empty_question(source: SystemSource, limits: ContractLimits) -> None:
     """The empty question works: no exception, a list of plain values."""
     prop = "empty question"
-    conversation = _conversation("demo-1")
+    conversation = demo_conversation("demo-1")
     system = source.ingested(prop, conversation)
     for text in ("", "   "):
-        q = _question(conversation.id, "contract-empty", text)
+        q = make_question(conversation.id, "contract-empty", text)
         _plain(prop, source.search(prop, system, q, 5), f"search() of {text!r}")
         _answer(prop, source, system, q)
 
@@ -473,7 +359,7 @@ def check_unicode(source: SystemSource, limits: ContractLimits) -> None:
     system = source.ingested(prop, conversation)
     originals = {t.id: t.text for _, t in conversation.turns()}
     for text in ("Où est le café à Montréal?", "東京の桜", "🐈 🌵", "مرحبا"):
-        q = _question(conversation.id, "contract-unicode", text)
+        q = make_question(conversation.id, "contract-unicode", text)
         found = source.search(prop, system, q, 5)
         _plain(prop, found, f"search() of {text!r}")
         for m in found:
@@ -483,49 +369,6 @@ def check_unicode(source: SystemSource, limits: ContractLimits) -> None:
                     "and encode as UTF-8)"
                 )
         _answer(prop, source, system, q)
-
-
-def _rss_bytes() -> int | None:
-    """The process's resident memory now (Linux ``/proc``), else None."""
-    try:
-        with open("/proc/self/statm", encoding="ascii") as f:
-            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
-    except (OSError, ValueError, IndexError):
-        return None
-
-
-@contextmanager
-def peak_growth() -> Iterator[list[float]]:
-    """The largest growth of the process's resident memory while the block runs, in MiB (the
-    list's one element, filled on exit): sampled every 20 ms from ``/proc/self/statm``; where
-    that is missing, the growth of the peak (``getrusage``'s ``ru_maxrss``)."""
-    out = [0.0]
-    start = _rss_bytes()
-    if start is None:
-        scale = 1 if sys.platform == "darwin" else 1024  # bytes on macOS, KiB elsewhere
-        before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * scale
-        yield out
-        after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * scale
-        out[0] = max(0, after - before) / 2**20
-        return
-    peak = [start]
-    done = threading.Event()
-
-    def sample() -> None:
-        while not done.wait(0.02):
-            now = _rss_bytes()
-            if now is not None and now > peak[0]:
-                peak[0] = now
-
-    sampler = threading.Thread(target=sample, name="memeval-contract-rss", daemon=True)
-    sampler.start()
-    try:
-        yield out
-    finally:
-        done.set()
-        sampler.join()
-        end = _rss_bytes() or start
-        out[0] = max(0, max(peak[0], end) - start) / 2**20
 
 
 def check_scale(source: SystemSource, limits: ContractLimits) -> None:
@@ -554,7 +397,9 @@ def check_scale(source: SystemSource, limits: ContractLimits) -> None:
             f"{grown[0]:.0f} MiB, over the {limits.memory_mib} MiB budget "
             "(--memeval-contract-memory)"
         )
-    q = _question(conversation.id, "contract-scale-q", "What did I say about the piano concert?")
+    q = make_question(
+        conversation.id, "contract-scale-q", "What did I say about the piano concert?"
+    )
     found = source.search(prop, system, q, 10)
     if len(found) > 10 and getattr(system, "ignores_top_k", False) is not True:
         raise ContractViolation(

@@ -10,16 +10,14 @@ import contract_systems as cs
 import pytest
 
 from pytest_memeval.llm.tokenizer import get_tokenizer
+from pytest_memeval.run.contract_data import MARKER, peak_growth, scale_conversation
 from pytest_memeval.run.contract_kit import (
-    MARKER,
     PROPERTIES,
     ContractLimits,
     ContractSkip,
     ContractViolation,
     SystemSource,
     check_property,
-    peak_growth,
-    scale_conversation,
 )
 
 
