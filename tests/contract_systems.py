@@ -11,6 +11,20 @@ from typing import Any, ClassVar
 
 from pytest_memeval import Conversation, Memory, Question
 
+#: the contract's items, in order (``run.contract_kit.PROPERTIES``; a unit test checks the two
+#: agree): the end-to-end tests name them without importing the kit
+PROPERTIES = (
+    "isolation",
+    "determinism",
+    "top-k",
+    "thread-safe",
+    "dump",
+    "plain-values",
+    "empty-question",
+    "unicode",
+    "scale",
+)
+
 
 class Sound:
     """Word-overlap search over the turns: isolated, deterministic, thread-safe, with dump."""

@@ -14,10 +14,9 @@ import pytest
 from conftest import INNER_ADDOPTS
 from test_services import WHOLE, _mcp_spec, _reference_server
 
-from pytest_memeval.run.contract_kit import PROPERTIES
-
 pytestmark = pytest.mark.usefixtures("memeval_env")
 
+PROPERTIES = contract_systems.PROPERTIES
 SYSTEMS_SOURCE = Path(contract_systems.__file__).read_text(encoding="utf-8")
 
 

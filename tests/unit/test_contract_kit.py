@@ -4,6 +4,7 @@ evidence; a property that does not apply is skipped with the reason."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 
 import contract_systems as cs
@@ -197,8 +198,13 @@ def test_peak_growth_sees_memory_freed_before_the_end() -> None:
     with peak_growth() as grown:
         ballast = bytearray(64 * 2**20)
         ballast[::4096] = b"x" * len(ballast[::4096])  # touch every page
+        time.sleep(0.2)  # held for 10 samples
         del ballast
     assert grown[0] >= 48
+
+
+def test_the_end_to_end_tests_name_every_property() -> None:
+    assert tuple(PROPERTIES) == cs.PROPERTIES
 
 
 def test_the_scale_conversation_is_longmemeval_s_sized() -> None:
