@@ -46,6 +46,8 @@ class ContractHooks:
         self.systems: list[SystemRef] = []
         #: the object each system gave last in this process (a shared one is reset before reuse)
         self.last: dict[str, object] = {}
+        #: system -> property -> "holds", "failed" or "skipped" (the terminal summary)
+        self.verdicts: dict[str, dict[str, str]] = {}
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_sessionstart(self, session: pytest.Session) -> None:
@@ -61,6 +63,33 @@ class ContractHooks:
     def pytest_ignore_collect(self, collection_path: Path, config: pytest.Config) -> bool | None:
         """Without explicit paths, the contract runs alone (no test files)."""
         return True if not self.settings.selection.explicit_paths else None
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        """Each contract item's verdict (here or from an xdist worker), for the summary."""
+        system, _, prop = report.nodeid.removeprefix(f"{CONTRACT_FOLDER}/").rpartition("::")
+        if not report.nodeid.startswith(f"{CONTRACT_FOLDER}/") or not system:
+            return
+        if report.when == "call" or report.outcome != "passed":
+            verdict = "holds" if report.passed else report.outcome
+            self.verdicts.setdefault(system, {})[prop] = verdict
+
+    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        """One line per system: the properties it breaks, or that it holds them all."""
+        if not self.verdicts:
+            return
+        terminalreporter.section("memeval contract")
+        for system, verdicts in self.verdicts.items():
+            broken = [p for p, v in verdicts.items() if v == "failed"]
+            skipped = [p for p, v in verdicts.items() if v == "skipped"]
+            held = sum(v == "holds" for v in verdicts.values())
+            line = (
+                f"{system}: breaks {', '.join(broken)} ({held} of {len(verdicts)} hold)"
+                if broken
+                else f"{system}: holds the contract ({held} properties)"
+            )
+            if skipped:
+                line += f"; not applicable: {', '.join(skipped)}"
+            terminalreporter.write_line(line, red=bool(broken), green=not broken)
 
     @pytest.hookimpl(wrapper=True)
     def pytest_make_collect_report(

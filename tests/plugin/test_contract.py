@@ -69,6 +69,13 @@ def test_contract_names_the_broken_property(pytester: pytest.Pytester, run_mode:
     assert message.startswith("shuffled: determinism: two ingests of conversation demo-1")
     text = _messages(result)
     assert "Traceback" not in text and "During handling" not in text
+    # the summary: one line per system (in any order with -n 2)
+    for line in (
+        "sound: holds the contract (9 properties)",
+        "shared: breaks *isolation* (* of 9 hold)",
+        "shuffled: breaks *determinism* (* of 9 hold)",
+    ):
+        result.stdout.fnmatch_lines(["*= memeval contract =*", line])
     # the failure section is the one sentence
     result.stdout.fnmatch_lines(
         ["*_ contract of shared: isolation _*", "shared: isolation: searching conversation *"]
@@ -86,6 +93,12 @@ def test_builtins_pass_the_contract(pytester: pytest.Pytester, run_mode: list[st
         "oracle::dump": ("SKIPPED", "dump: the system offers no dump(conversation_id)")
     }, skipped
     result.stdout.fnmatch_lines(["*dump: the system offers no dump(conversation_id)"])
+    result.stdout.fnmatch_lines(
+        [
+            "*= memeval contract =*",
+            "oracle: holds the contract (8 properties); not applicable: dump",
+        ]
+    )
 
 
 def test_embedding_passes_the_contract(pytester: pytest.Pytester) -> None:
