@@ -48,6 +48,8 @@ class ContractHooks:
         self.last: dict[str, object] = {}
         #: system -> property -> "holds", "failed" or "skipped" (the terminal summary)
         self.verdicts: dict[str, dict[str, str]] = {}
+        #: system -> what its scale item measured, for the summary
+        self.scale: dict[str, str] = {}
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_sessionstart(self, session: pytest.Session) -> None:
@@ -72,6 +74,12 @@ class ContractHooks:
         if report.when == "call" or report.outcome != "passed":
             verdict = "holds" if report.passed else report.outcome
             self.verdicts.setdefault(system, {})[prop] = verdict
+            figures = dict(report.user_properties)
+            if "scale_ingest_seconds" in figures:
+                self.scale[system] = (
+                    f"scale: ingest {figures['scale_ingest_seconds']:.1f} s, "
+                    f"+{figures['scale_growth_mib']:.0f} MiB"
+                )
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         """One line per system: the properties it breaks, or that it holds them all."""
@@ -85,10 +93,12 @@ class ContractHooks:
             line = (
                 f"{system}: breaks {', '.join(broken)} ({held} of {len(verdicts)} hold)"
                 if broken
-                else f"{system}: holds the contract ({held} properties)"
+                else f"{system}: holds the contract ({held} propert{'y' if held == 1 else 'ies'})"
             )
             if skipped:
                 line += f"; not applicable: {', '.join(skipped)}"
+            if system in self.scale:
+                line += f"; {self.scale[system]}"
             terminalreporter.write_line(line, red=bool(broken), green=not broken)
 
     @pytest.hookimpl(wrapper=True)
@@ -169,6 +179,7 @@ class ContractItem(pytest.Function):
         skipped = failed = None
         try:
             check_property(self.prop, source, self.hooks.limits)
+            self.user_properties.extend(source.figures.items())
         except ContractSkip as exc:
             skipped = str(exc)
         except ContractViolation as exc:

@@ -93,6 +93,8 @@ class SystemSource:
         self.obtain = obtain
         self.last = last
         self.timeout = timeout
+        #: what a property measured (name -> value), reported beside its verdict
+        self.figures: dict[str, float] = {}
 
     def fresh(self, prop: str) -> MemorySystem:
         obj = _guard(prop, f"{self.name}: making the system", self.obtain)
@@ -391,6 +393,7 @@ def check_scale(source: SystemSource, limits: ContractLimits) -> None:
             ) from None
         raise
     seconds = time.perf_counter() - start
+    source.figures.update(scale_ingest_seconds=round(seconds, 2), scale_growth_mib=round(grown[0]))
     if grown[0] > limits.memory_mib:
         raise ContractViolation(
             f"{prop}: ingesting a LongMemEval-S-sized conversation ({size}) grew this process by "

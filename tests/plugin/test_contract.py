@@ -71,9 +71,9 @@ def test_contract_names_the_broken_property(pytester: pytest.Pytester, run_mode:
     assert "Traceback" not in text and "During handling" not in text
     # the summary: one line per system (in any order with -n 2)
     for line in (
-        "sound: holds the contract (9 properties)",
-        "shared: breaks *isolation* (* of 9 hold)",
-        "shuffled: breaks *determinism* (* of 9 hold)",
+        "sound: holds the contract (9 properties); scale: ingest * s, +* MiB",
+        "shared: breaks *isolation* (* of 9 hold)*",
+        "shuffled: breaks *determinism* (* of 9 hold)*",
     ):
         result.stdout.fnmatch_lines(["*= memeval contract =*", line])
     # the failure section is the one sentence
@@ -96,7 +96,7 @@ def test_builtins_pass_the_contract(pytester: pytest.Pytester, run_mode: list[st
     result.stdout.fnmatch_lines(
         [
             "*= memeval contract =*",
-            "oracle: holds the contract (8 properties); not applicable: dump",
+            "oracle: holds the contract (8 properties); not applicable: dump; scale: ingest * s, +* MiB",
         ]
     )
 
