@@ -166,7 +166,7 @@ class Slow(Sound):
     """Takes a while per turn."""
 
     def ingest(self, conversation: Conversation) -> None:
-        time.sleep(0.05 * sum(1 for _ in conversation.turns()))
+        time.sleep(0.01 * sum(1 for _ in conversation.turns()))  # 5 s for the scale item
         super().ingest(conversation)
 
 
@@ -198,4 +198,14 @@ def shared():
 @pytest.fixture
 def shuffled():
     return cs.Shuffled
+
+
+@pytest.fixture
+def hungry():
+    return cs.Hungry
+
+
+@pytest.fixture
+def slow():
+    return cs.Slow
 """

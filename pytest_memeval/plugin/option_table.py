@@ -103,7 +103,8 @@ OPTIONS: tuple[_Opt, ...] = (
         "memeval-contract",
         "check the --memsys system(s) against the MemorySystem contract, one item per property "
         "(isolation, determinism, top-k, thread safety, dump, plain values, empty question, "
-        "unicode, scale); needs no benchmark",
+        "unicode, scale: a LongMemEval-S-sized ingest within --memeval-timeout, 600 s without "
+        "it); needs no benchmark",
         flag=True,
     ),
     _Opt(

@@ -190,9 +190,6 @@ def test_the_memory_budget_option_reaches_the_scale_item(
     pytester: pytest.Pytester, run_mode: list[str]
 ) -> None:
     _with_systems(pytester)
-    pytester.makeconftest(
-        contract_systems.CONFTEST + "\n\n@pytest.fixture\ndef hungry():\n    return cs.Hungry\n"
-    )
     result, found = _contract(
         pytester, "--memsys=hungry", "--memeval-contract-memory=20", "-k", "scale", *run_mode
     )
@@ -207,3 +204,18 @@ def test_test_files_are_not_collected_without_paths(pytester: pytest.Pytester) -
     result = pytester.runpytest("--memsys=bm25", "--memeval-contract")
     assert result.ret == 0, _messages(result)
     result.assert_outcomes(passed=len(PROPERTIES))
+
+
+def test_the_timeout_reaches_the_scale_item(pytester: pytest.Pytester, run_mode: list[str]) -> None:
+    _with_systems(pytester)
+    result, found = _contract(
+        pytester, "--memsys=slow", "--memeval-timeout=1", "-k", "scale", *run_mode
+    )
+    assert result.ret == 1, _messages(result)
+    assert found == {
+        "slow::scale": (
+            "FAILED",
+            "slow: scale: ingesting a LongMemEval-S-sized conversation (50 sessions, 500 turns, "
+            "~115k tokens) did not finish within 1 s (--memeval-timeout)",
+        )
+    }
