@@ -240,14 +240,17 @@ def test_mem0_adapter_passes_the_contract(
 
 
 def test_custom_adapter_passes_the_contract_in_place(tmp_path: Path) -> None:
-    """The SQLite FTS5 example, from its folder, in each mode: every property it offers holds."""
+    """The SQLite FTS5 example, from its folder, in each mode: every property it offers holds,
+    and nothing is written into the checkout."""
+    folder = EXAMPLES / "custom_adapter"
+    before = sorted(folder.rglob("*"))
     for mode in RUN_MODES.values():
         proc = subprocess.run(
             [
                 *(sys.executable, "-m", "pytest", "--memsys=sqlite_memory", "--memeval-contract"),
                 *("-rs", "-p", "no:cacheprovider", *mode),
             ],
-            cwd=EXAMPLES / "custom_adapter",
+            cwd=folder,
             env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"},
             capture_output=True,
             text=True,
@@ -256,6 +259,8 @@ def test_custom_adapter_passes_the_contract_in_place(tmp_path: Path) -> None:
         )
         assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
         assert "7 passed, 2 skipped" in proc.stdout, proc.stdout[-3000:]
+        assert "sqlite_memory: holds the contract (7 properties)" in proc.stdout
+    assert sorted(folder.rglob("*")) == before, "the run wrote into the checkout"
 
 
 def test_mem0_adapter_raw_mode_makes_no_llm_calls(
