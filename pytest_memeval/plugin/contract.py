@@ -10,6 +10,7 @@ its item with one sentence (no traceback); one that does not apply is skipped wi
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Generator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -65,6 +66,13 @@ class ContractHooks:
     def pytest_ignore_collect(self, collection_path: Path, config: pytest.Config) -> bool | None:
         """Without explicit paths, the contract runs alone (no test files)."""
         return True if not self.settings.selection.explicit_paths else None
+
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        """The MCP servers this process started go with the session, as after a benchmark run."""
+        self.last.clear()
+        mcp = sys.modules.get("pytest_memeval.systems.mcp")  # loaded only when an MCP system ran
+        if mcp is not None:
+            mcp.close_all()
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         """Each contract item's verdict (here or from an xdist worker), for the summary."""
