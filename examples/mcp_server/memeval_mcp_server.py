@@ -6,9 +6,11 @@
 Tools: ``store_memory(conversation)`` (the whole conversation, wire format), ``add_turn(text,
 conversation_id, turn_id, session_id, date, speaker)`` (one turn at a time; the conversation is
 built on the first search), ``search_memory(question, k)``, ``search_text(query, conversation_id,
-limit)``, ``is_ready(conversation_id)`` and ``dump(conversation_id)`` (what the wrapped system
-stored, when it has the optional ``dump`` capability; else an empty list). The first argument names the system (what ``--memsys``
-takes in-process: ``bm25``, ``package.module:factory``); one instance per conversation id.
+limit)``, ``is_ready(conversation_id)``, ``dump(conversation_id)`` (what the wrapped system
+stored, when it has the optional ``dump`` capability; else an empty list) and
+``reset(conversation_id)`` (forget that conversation). The first argument names the system
+(what ``--memsys`` takes in-process: ``bm25``, ``package.module:factory``); one instance per
+conversation id.
 ``MEMEVAL_MCP_CALLS=FILE`` appends one line per tool call (tests count them).
 """
 
@@ -122,8 +124,19 @@ def is_ready(conversation_id: str) -> dict[str, Any]:
 def dump(conversation_id: str) -> dict[str, Any]:
     """Every memory stored for this conversation (the wrapped system's ``dump``)."""
     _log("dump")
+    if conversation_id not in SYSTEMS and conversation_id not in PENDING:
+        return {"memories": []}  # never ingested, or forgotten by reset
     stored = stored_memories(_system(conversation_id), conversation_id) or []
     return {"memories": [m.to_dict() for m in stored]}
+
+
+@server.tool()
+def reset(conversation_id: str) -> dict[str, Any]:
+    """Forget everything stored for this conversation."""
+    _log("reset")
+    SYSTEMS.pop(conversation_id, None)
+    PENDING.pop(conversation_id, None)
+    return {"ok": True}
 
 
 if __name__ == "__main__":

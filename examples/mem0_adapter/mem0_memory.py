@@ -190,8 +190,8 @@ class Mem0Memory:
                 self.add_calls += 1
 
     def search(self, question: Question, k: int) -> list[Memory]:
-        if k <= 0 or self._user is None:
-            return []
+        if k <= 0 or self._user is None or not question.question.strip():
+            return []  # mem0 refuses an empty or whitespace-only query (ValueError)
         found = self.memory.search(question.question, filters={"user_id": self._user}, top_k=k)
         out: list[Memory] = []
         for item in found.get("results", []):

@@ -82,6 +82,12 @@ def pytest_configure(config: pytest.Config) -> None:
     settings = read_settings(config)
     config.pluginmanager.register(Builtins(), "memeval-builtins")
     config.addinivalue_line("markers", "memeval: a pytest-memeval benchmark question")
+    if settings.contract is not None:  # --memeval-contract: the adapter's contract, alone
+        from .contract import ContractHooks
+
+        hooks = ContractHooks(config, settings, _resolve_systems)
+        config.pluginmanager.register(hooks, "memeval-contract")
+        return
     if not settings.active:
         # idle (no --memeval): no run state, and the plugin's run-time modules stay unimported;
         # every hook below reads a missing STATE_KEY as "not active"

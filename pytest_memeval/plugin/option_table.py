@@ -113,6 +113,21 @@ OPTIONS: tuple[_Opt, ...] = (
         metavar="N",
     ),
     _Opt(
+        "memeval-contract",
+        "check the --memsys system(s) against the MemorySystem contract, one item per property "
+        "(isolation, determinism, top-k, thread safety, dump, plain values, empty question, "
+        "unicode, scale: a LongMemEval-S-sized ingest within --memeval-timeout, 600 s without "
+        "it); needs no benchmark",
+        flag=True,
+    ),
+    _Opt(
+        "memeval-contract-memory",
+        "MiB the process may grow by while the contract's scale item ingests a "
+        "LongMemEval-S-sized conversation (default 1024)",
+        default="1024",
+        metavar="MIB",
+    ),
+    _Opt(
         "memeval-resume",
         "continue an earlier run (default: the latest under the cache "
         "folder): questions already stored are skipped, their results reused",

@@ -20,6 +20,7 @@ import pytest
 from ..errors import MemevalError
 
 if TYPE_CHECKING:
+    from ..run.contract_kit import ContractLimits
     from ..run.shards import Shard
 
 from ..run.settings import (
@@ -57,7 +58,8 @@ def read_settings(config: pytest.Config) -> Settings:
 
     benchmarks = _csv(val("memeval"))
     systems = _csv(val("memsys"))
-    if systems and not benchmarks:
+    contract = _contract_limits(config, val, src, benchmarks, systems)
+    if systems and not benchmarks and contract is None:
         raise pytest.UsageError("--memsys needs a benchmark: add --memeval=demo (or locomo, ...)")
     if benchmarks and not systems:
         raise pytest.UsageError(
@@ -380,6 +382,48 @@ def read_settings(config: pytest.Config) -> Settings:
         ),
         cache_dir=cache_dir,
         raw={k: v[0] for k, v in raw.items()},
+        contract=contract,
+    )
+
+
+def _contract_limits(
+    config: pytest.Config,
+    val: Any,
+    src: Any,
+    benchmarks: Sequence[str],
+    systems: Sequence[str],
+) -> ContractLimits | None:
+    """--memeval-contract's limits (None without it): it checks ``--memsys`` alone."""
+    value = val("memeval_contract")
+    on = (
+        value.strip().lower() in ("1", "true", "yes", "on")
+        if isinstance(value, str)
+        else bool(value)
+    )
+    if not on:
+        return None
+    if benchmarks:
+        raise pytest.UsageError(
+            f"--memeval-contract checks the memory system alone: drop --memeval="
+            f"{','.join(benchmarks)} (or drop --memeval-contract to run the benchmark)"
+        )
+    if not systems:
+        raise pytest.UsageError(
+            "--memeval-contract needs the system to check: add --memsys=NAME (a conftest "
+            "fixture, an entry point, package.module:factory, http:URL, mcp:COMMAND or a built-in)"
+        )
+    from ..run.contract_kit import DEFAULT_SCALE_TIMEOUT, ContractLimits
+
+    timeout = (
+        _seconds(val("memeval_timeout"), src("memeval_timeout"), example="30")
+        if val("memeval_timeout") is not None
+        else None
+    )
+    memory = _int(val("memeval_contract_memory"), src("memeval_contract_memory"), minimum=1)
+    return ContractLimits(
+        timeout=timeout,
+        scale_timeout=timeout if timeout is not None else DEFAULT_SCALE_TIMEOUT,
+        memory_mib=memory,
     )
 
 

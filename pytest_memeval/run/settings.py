@@ -18,6 +18,7 @@ from .store import JUDGE_NAMES, JUDGE_NAMES_KEY
 
 if TYPE_CHECKING:
     from ..analysis.gates import Gate
+    from .contract_kit import ContractLimits
     from .shards import Shard
 
 __all__ = [
@@ -167,6 +168,8 @@ class Settings:
     cache_dir: Path = Path(".memeval-cache")
     #: every option's value as given (for the run folder's record and --memeval-merge)
     raw: dict[str, Any] = field(default_factory=dict)
+    #: --memeval-contract: the contract's limits (None: a benchmark run or idle)
+    contract: ContractLimits | None = None
 
     @property
     def active(self) -> bool:

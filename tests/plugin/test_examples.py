@@ -220,6 +220,49 @@ def test_mem0_adapter_offline(
     assert {r.path for r in requests} == {OPENAI_PATH, EMBEDDINGS_PATH}
 
 
+def test_mem0_adapter_passes_the_contract(
+    pytester: pytest.Pytester, mem0_server: LLMServer, run_mode: list[str]
+) -> None:
+    """``pytest --memsys=mem0 --memeval-contract`` against the offline stand-in: every property
+    holds (mem0 keeps one user_id per conversation, reset() deletes its memories); mem0 runs
+    its calls on one thread at a time here (no thread_safe claim) and has no dump."""
+    _copy_example(pytester, "mem0_adapter")
+    xml = pytester.path / "contract.xml"
+    result = pytester.runpytest(
+        "--memsys=mem0", "--memeval-contract", f"--junitxml={xml}", "-rs", *run_mode
+    )
+    assert result.ret == 0, result.stdout.str()
+    result.assert_outcomes(passed=7, skipped=2)
+    result.stdout.fnmatch_lines(
+        ["*thread safety: the system does not declare thread_safe = True*", "*dump: *no dump*"]
+    )
+    assert mem0_server.count(OPENAI_PATH) > 250  # the scale item's 500 turns, 2 per add()
+
+
+def test_custom_adapter_passes_the_contract_in_place(tmp_path: Path) -> None:
+    """The SQLite FTS5 example, from its folder, in each mode: every property it offers holds,
+    and nothing is written into the checkout."""
+    folder = EXAMPLES / "custom_adapter"
+    before = sorted(folder.rglob("*"))
+    for mode in RUN_MODES.values():
+        proc = subprocess.run(
+            [
+                *(sys.executable, "-m", "pytest", "--memsys=sqlite_memory", "--memeval-contract"),
+                *("-rs", "-p", "no:cacheprovider", *mode),
+            ],
+            cwd=folder,
+            env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"},
+            capture_output=True,
+            text=True,
+            timeout=600,
+            check=False,
+        )
+        assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
+        assert "7 passed, 2 skipped" in proc.stdout, proc.stdout[-3000:]
+        assert "sqlite_memory: holds the contract (7 properties)" in proc.stdout
+    assert sorted(folder.rglob("*")) == before, "the run wrote into the checkout"
+
+
 def test_mem0_adapter_raw_mode_makes_no_llm_calls(
     pytester: pytest.Pytester, mem0_server: LLMServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:

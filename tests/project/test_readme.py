@@ -91,6 +91,21 @@ def test_readme_memory_system_example_runs(where: str, tmp_path: Path) -> None:
     assert "memeval/demo/demo-1/keyword" in proc.stdout
 
 
+def test_readme_memory_system_section_ends_with_the_contract(tmp_path: Path) -> None:
+    """Section 2 ends with the contract command, and the README's `KeywordMemory` passes it (every
+    property holds or, for `thread_safe` and `dump` it does not offer, is skipped)."""
+    text = README.read_text(encoding="utf-8")
+    section = text.split("## 2. Your own system", 1)[1].split("\n## ", 1)[0]
+    command = _block("runnable with the example above: contract", "bash").strip()
+    assert command == "pytest --memsys=keyword --memeval-contract"
+    assert section.rstrip().endswith(f"```bash\n{command}\n```")
+    (tmp_path / "conftest.py").write_text(_block("example: conftest.py", "python"), "utf-8")
+    proc = run_command(command + " -rs", tmp_path)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert "7 passed, 2 skipped" in proc.stdout, proc.stdout[-3000:]
+    assert "memeval-contract/keyword" in proc.stdout
+
+
 def test_readme_github_actions_snippet_is_valid_steps() -> None:
     """The CI gate snippet parses as a list of GitHub Actions steps whose pytest run carries both
     gates, and the full workflow it points at exists."""
