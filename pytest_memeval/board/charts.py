@@ -314,8 +314,8 @@ def history_chart(label: str, runs: Sequence[HistoryPoint], metric: str) -> str:
         )
     width, height, left, right, top, bottom = 640, 210, 58, 30, 12, 48
     plot_w, plot_h = width - left - right, height - top - bottom
-    lows = [min(r.value, *(r.ci or ())) for r in valued if r.value is not None]
-    highs = [max(r.value, *(r.ci or ())) for r in valued if r.value is not None]
+    lows = [min((r.value, *(r.ci or ()))) for r in valued if r.value is not None]
+    highs = [max((r.value, *(r.ci or ()))) for r in valued if r.value is not None]
     y_ticks = nice_ticks(min(lows), max(highs), 4)
     y0, y1 = y_ticks[0], y_ticks[-1]
 

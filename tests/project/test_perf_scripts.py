@@ -95,11 +95,14 @@ def test_run_quick_prints_the_table(data_dir: Path, tmp_path: Path) -> None:
         "board",
     }
     assert len(data["raw"]["idle"]["walls"]["with"]) == 3
-    # the board: built from the synthetic reports, index page far below its 2 MB bound
+    # the board: built from reports over LoCoMo's questions (verified: one ranked re-scored row
+    # per system, none shown apart), index page far below its 2 MB bound
     board = _row(lines, "memeval-board, 6 runs x 300 q")
     assert board[4] == "< 30 s" and board[5] in ("yes", "NO")
     assert _row(lines, "  index page size")[5] == "yes"
     assert data["raw"]["board"]["pages"] > 6 and 0 < data["raw"]["board"]["index_bytes"] < 2e6
+    assert (data["raw"]["board"]["ranked_rows"], data["raw"]["board"]["apart_rows"]) == (5, 0)
+    assert _row(lines, "  ranked rows (re-scored, one per system)")[5] == "yes"
     # the plugin's own LLM path: identical rows to concurrency 1, no request when warm
     pipeline = data["raw"]["pipeline"]
     assert pipeline["questions"] == 20 and set(pipeline["modes"]) == {"0"}

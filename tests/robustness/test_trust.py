@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import stat
 import subprocess
@@ -704,12 +705,25 @@ def test_board_shows_partial_runs_apart(pytester: pytest.Pytester, mode: list[st
     assert "partial run: questions selected by -k &#x27;demo-1&#x27;" in page
     page = (site / "run-erroring-demo-erroring-.html").read_text(encoding="utf-8")
     assert "partial run: 11 of its 15 questions are ERROR (more than half)" in page
-    # the -k run is in a key of its own (its selection); the others rank beside the full run
+    # --show-partial ranks them, marked, one row per system: bm25's row is its latest run (the
+    # stopped one; the full run is in bm25's history), the -k run in a key of its own
     status, _, err = _board(*reports, "-o", str(site), "--show-partial")
     assert status == 0, err
     rows = _board_rows(site / "index.html")
-    assert all(rows[n]["where"] == "ranked" and rows[n]["partial"] for n in rows if n != "full")
-    assert not rows["full"]["partial"] and rows["narrowed"]["rank"] == "1"
+    assert set(rows) == {"stopped", "narrowed", "erroring"}
+    assert all(rows[n]["where"] == "ranked" and rows[n]["partial"] for n in rows)
+    assert rows["narrowed"]["rank"] == "1"
+    index = (site / "index.html").read_text(encoding="utf-8")
+    history = index.split("History: bm25</h4>")[1].split("</table>")[0]
+    assert '<a href="run-full-demo-bm25-.html">' in history
+    shown = re.search(r'<tr class="shown">(.*?)</tr>', history)
+    assert shown is not None and "run-stopped-demo-bm25-.html" in shown.group(1)
+    # --pick best: bm25's row is its full run, not marked partial
+    status, _, err = _board(*reports, "-o", str(site), "--show-partial", "--pick", "best")
+    assert status == 0, err
+    rows = _board_rows(site / "index.html")
+    assert rows["full"]["where"] == "ranked" and not rows["full"]["partial"]
+    assert "stopped" not in rows
 
 
 def test_question_set_check_names_missing_invented_duplicated() -> None:

@@ -43,6 +43,7 @@ from pytest_memeval.board.verify import verify_entries
 from pytest_memeval.records import Memory, Prediction, QuestionResult
 from pytest_memeval.report.html import esc
 from pytest_memeval.report.json_report import write_json
+from pytest_memeval.run.question import select_questions
 from pytest_memeval.run.store import RunStore
 
 DEMO_SHA = "038689247fbb3949671c5bcf8dc044d7d0b7a4d6dfa915eccb2f0b986d2dd62a"
@@ -175,7 +176,9 @@ def test_browser(tmp_path: Path) -> None:
     if binary is None:
         pytest.skip(NO_CHROMIUM)
     site = tmp_path / "site"
-    build_board(_hostile_reports(tmp_path), site)
+    # the hostile reports (LoCoMo-like, no dataset to check their question sets against, a
+    # hostile question id: unverified, shown apart) and a morning's demo runs (verified, ranked)
+    build_board([*_hostile_reports(tmp_path), *_morning(tmp_path)], site)
     index = site / "index.html"
     # without JavaScript (a policy that lets no script run; --dump-dom itself needs the
     # browser's own JavaScript): the ranked tables are all there, the JS-only controls hidden
@@ -190,7 +193,12 @@ def test_browser(tmp_path: Path) -> None:
     )
     proc = run_chromium(binary, tmp_path, no_js, "--dump-dom")
     assert proc.returncode == 0, proc.stderr[-2000:]
-    assert proc.stdout.count("data-entry=") == 2  # one row per system: its latest run
+    ranked = "".join(re.findall(r'<table class="systems">.*?</table>', proc.stdout, re.S))
+    apart = "".join(re.findall(r'<table class="apart">.*?</table>', proc.stdout, re.S))
+    # one row per system and key (its latest run): bm25 and no-memory, bm25 over limit 4 ...
+    assert ranked.count("data-entry=") == 3
+    # ... and every result shown apart a row of its own
+    assert apart.count("data-entry=") == 4
     assert re.search(r'id="filters"[^>]*hidden', proc.stdout)
     assert 'data-board-ready="1"' not in proc.stdout
     # with it (and the CSP): the script ran to its end, nothing injected ran
@@ -222,8 +230,7 @@ def test_browser(tmp_path: Path) -> None:
     match = re.search(r'data-probe="([^"]*)"', proc.stdout)
     assert match is not None, proc.stdout[-2000:]
     shown1, shown2, a, b, href = match.group(1).split("|")
-    # synthetic LoCoMo-like reports: no dataset to check their question sets against, so all
-    # four are shown apart (every result a row there, not one row per system)
+    # the four hostile results, unverified (the demo runs are re-scored: hidden by the filter)
     assert (shown1, shown2) == ("4", "2")
     assert a.startswith("run-0-locomo-bm25") and b.startswith("run-1-locomo-bm25")
     assert href == f"diff-{a}--{b}.html" and (site / href).is_file()
@@ -275,16 +282,26 @@ def test_memoised_rescore_equals_the_plain_one(tmp_path: Path) -> None:
 # ---- reading the board (issue 35: one row per system, headings, charts, diffs) ----------------
 
 
+def _limited(results: list[QuestionResult], limit: int, tmp: Path) -> list[QuestionResult]:
+    """The results of the questions ``--memeval-limit=limit`` selects: the first ``limit`` of each
+    conversation (the selection the board checks a ``limit`` run's question set against)."""
+    questions = get_benchmark("demo").load(LoadRequest(None, tmp)).questions
+    chosen = {q.id for q in select_questions(list(questions), limit=limit)}
+    return [r for r in results if r.question_id in chosen]
+
+
 def _morning(tmp: Path) -> list[Path]:
     """A morning's runs: bm25 three times (5, 9 then 7 right answers, minutes apart), no-memory
-    once, and bm25 over the first 8 questions only (another question selection)."""
+    once, and bm25 over the first 4 questions of each conversation (--memeval-limit=4: another
+    question selection, complete, so ranked in its own key)."""
     runs = [
         _folder(tmp, "20261206T051000Z-aaaaaa", _demo_results("bm25", tmp, 5)),
         _folder(tmp, "20261206T052500Z-bbbbbb", _demo_results("bm25", tmp, 9)),
         _folder(tmp, "20261206T054000Z-cccccc", _demo_results("bm25", tmp, 7)),
         _folder(tmp, "20261206T054100Z-dddddd", _demo_results("no-memory", tmp, 1)),
     ]
-    runs.append(_folder(tmp, "20261206T055000Z-eeeeee", _demo_results("bm25", tmp, 4)[:8], limit=8))
+    limited = _limited(_demo_results("bm25", tmp, 4), 4, tmp)
+    runs.append(_folder(tmp, "20261206T055000Z-eeeeee", limited, limit=4))
     return runs
 
 
@@ -329,8 +346,8 @@ def test_every_key_has_a_distinct_heading_naming_what_differs(tmp_path: Path) ->
     tmp = tmp_path
     runs = [
         _folder(tmp, "r1", _demo_results("bm25", tmp, 5)),
-        _folder(tmp, "r2", _demo_results("bm25", tmp, 5)[:8], limit=8),
-        _folder(tmp, "r3", _demo_results("bm25", tmp, 5)[:6], limit=6),
+        _folder(tmp, "r2", _limited(_demo_results("bm25", tmp, 5), 8, tmp), limit=8),
+        _folder(tmp, "r3", _limited(_demo_results("bm25", tmp, 5), 6, tmp), limit=6),
         _folder(tmp, "r4", _demo_results("bm25", tmp, 5, 3), 3),
     ]
     keys = list(group_by_key(load_inputs(runs)))
@@ -344,6 +361,8 @@ def test_every_key_has_a_distinct_heading_naming_what_differs(tmp_path: Path) ->
     index = (site / "index.html").read_text("utf-8")
     shown = re.findall(r'<div class="keybox"><h2>(.*?) <span', index)
     assert sorted(shown) == sorted(esc(t) for t in titles.values())
+    # each run holds its key's whole selection: verified, ranked under its heading
+    assert index.count('<table class="systems">') == 4 and '<tr class="apart"' not in index
 
 
 def test_ticks_and_units() -> None:
@@ -414,6 +433,19 @@ def test_a_system_without_points_gets_a_sentence() -> None:
     assert "<svg" not in scatter_chart("t", [ScatterPoint("broken", None, 0.3)], "x", "y", str)
 
 
+def test_history_of_a_run_without_an_interval() -> None:
+    """A run stopped after one question has no interval: its point is drawn beside a run with
+    one, on a y axis covering both (it raised TypeError: min() of one float)."""
+    runs = [
+        HistoryPoint("full", "2026-12-06T05:00:00", "", 0.344, (0.286, 0.413)),
+        HistoryPoint("stopped", "2026-12-06T05:10:00", "", 0.0, None),
+    ]
+    svg = history_chart("bm25", runs, "f1")
+    assert svg.count("<circle") == 2 and svg.count('class="ci-bar"') == 1
+    ticks = [float(t) for t in re.findall(r'class="tick y-tick"[^>]*>([^<]+)<', svg)]
+    assert ticks[0] <= 0.0 and ticks[-1] >= 0.413
+
+
 def test_diffs_linear_and_quote_the_index(tmp_path: Path) -> None:
     """One run of 12 systems: before, 66 diff pages (every two systems); now 11 (each against
     the best); with three runs of bm25, two more (each against its previous run)."""
@@ -462,7 +494,7 @@ def test_diff_on_demand(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> N
     # across keys: said on the page
     other = "20261206T055000Z-eeeeee:bm25"
     assert board_main([*runs, "--diff", a, other, "-o", str(out)]) == 0
-    assert "keys differ in questions (limit, sample, seed)" in next(
+    assert "keys differ in questions (limit, sample, seed, -k, -m)" in next(
         out.glob("diff-*eeeeee*")
     ).read_text("utf-8")
     # an unknown name: one line naming it and the forms accepted
