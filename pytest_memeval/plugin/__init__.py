@@ -3,11 +3,10 @@ and the ``memeval_case`` fixtures are in ``item_hooks.py``, imported here so pyt
 
 from __future__ import annotations
 
-import contextlib
 import gc
 import sys
 import time
-from collections.abc import Callable, Generator
+from collections.abc import Generator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -30,6 +29,7 @@ from .item_hooks import (
 )
 from .keys import CONTROLLER_KEY, STATE_KEY
 from .options import addoptions, read_settings
+from .setup_files import download_lines, read_protocol
 
 __all__ = [
     "Recorder",
@@ -111,7 +111,7 @@ def pytest_configure(config: pytest.Config) -> None:
                 "markers", f"{cat.name}: {name} category {cat.id} ({cat.shared})"
             )
     if settings.llm.protocol is not None:
-        state.protocol = _protocol(config, settings)
+        state.protocol = read_protocol(config, settings)
     llm_settings = settings.llm
     if llm_settings.uses_llm:
         from ..errors import JudgeError
@@ -152,21 +152,6 @@ def pytest_configure(config: pytest.Config) -> None:
         config.pluginmanager.register(controller, "memeval-controller")
 
 
-def _download_lines(config: pytest.Config) -> Callable[[str], None] | None:
-    """Where a download's progress lines go: stderr, past pytest's capture (an xdist worker
-    says nothing: the controller downloads before the workers start)."""
-    if hasattr(config, "workerinput"):
-        return None
-    capman = config.pluginmanager.get_plugin("capturemanager")
-
-    def say(line: str) -> None:
-        with capman.global_and_fixture_disabled() if capman else contextlib.nullcontext():
-            sys.stderr.write(f"memeval: {line}\n")
-            sys.stderr.flush()
-
-    return say
-
-
 def _load(config: pytest.Config, state: RunState) -> None:
     from ..benchmarks import LoadRequest
     from ..benchmarks.base import check_unique_ids
@@ -188,7 +173,7 @@ def _load(config: pytest.Config, state: RunState) -> None:
                     settings.selection.data_dir,
                     settings.cache_dir,
                     settings.selection.variant,
-                    progress=_download_lines(config),
+                    progress=download_lines(config),
                 )
             )
             check_unique_ids(dataset)
@@ -277,43 +262,6 @@ def _load(config: pytest.Config, state: RunState) -> None:
             state.answerer = (
                 state.llm.estimate_answerer() if llm_settings.estimate else state.llm.answerer
             )
-
-
-def _protocol(config: pytest.Config, settings: Any) -> Any:
-    """Read the official protocol's pinned upstream files (UsageError with the fix when they
-    cannot be read); warn when the judge or answerer model is not the protocol's."""
-    from ..protocols.setup import (
-        ProtocolSourceError,
-        ProtocolWarning,
-        answer_model_warnings,
-        check_answer_options,
-        dependency_warnings,
-        judge_model_warnings,
-        pin_warnings,
-        prepare_protocol,
-    )
-
-    try:
-        check_answer_options(
-            settings.llm.protocol, settings.llm.answerer, settings.llm.answer_prompt
-        )
-        loaded = prepare_protocol(
-            settings.llm.protocol,
-            benchmarks=settings.selection.benchmarks,
-            source_dir=settings.llm.protocol_source,
-            cache_dir=settings.cache_dir,
-        )
-    except ProtocolSourceError as exc:
-        raise pytest.UsageError(str(exc)) from None
-    if not hasattr(config, "workerinput"):
-        for message in [
-            *pin_warnings(loaded),
-            *dependency_warnings(loaded),
-            *judge_model_warnings(settings.llm.protocol, settings.llm.judges),
-            *answer_model_warnings(settings.llm.protocol, settings.llm.answerer),
-        ]:
-            config.issue_config_time_warning(ProtocolWarning(message), stacklevel=2)
-    return loaded
 
 
 @pytest.hookimpl(tryfirst=True)

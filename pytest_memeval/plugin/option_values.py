@@ -81,11 +81,11 @@ def _int(value: Any, source: str, *, minimum: int) -> int:
 def _limiter(value: Any, source: str) -> str | None:
     """--memeval-llm-limiter: None for the machine-local file limiter (``file``, the default), or
     a redis:// (rediss://, unix://) URL."""
-    from ..llm.ratelimit import REDIS_SCHEMES, redis_label
-
     text = str(value or "").strip()
     if text in ("", "file"):
-        return None
+        return None  # the default: an idle run never imports the LLM package for it
+    from ..llm.ratelimit import REDIS_SCHEMES, redis_label
+
     scheme = text.split("://", 1)[0].lower() if "://" in text else ""
     if scheme not in REDIS_SCHEMES:
         raise pytest.UsageError(

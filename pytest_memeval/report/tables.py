@@ -632,9 +632,12 @@ def scoreboard_table(
         "overall: the micro mean over the categories in overall; 95% CI: bootstrap resampling "
         "whole clusters (the benchmark's conversations or cases); nearest published: the closest "
         "published overall, labelled comparable or reference; control: a built-in bound "
-        "(no-memory floor, full-context, oracle evidence); hand-written: a test of your own "
-        "(memeval_case), never set beside published figures"
+        "(no-memory floor, full-context, oracle evidence)"
     )
+    if any(run.flow for run in summary.runs):
+        caption += (
+            "; hand-written: a test of your own (memeval_case), never set beside published figures"
+        )
     return Table(header, tuple(rows), caption=caption)
 
 
