@@ -38,6 +38,7 @@ from .retry import PermanentError, TransientError, parse_retry_after
 # seconds, and a run without LLM options (or one served entirely from the cache) needs neither.
 
 __all__ = [
+    "BATCH_PROVIDERS",
     "DEFAULT_BASE_URLS",
     "DEFAULT_KEY_ENVS",
     "PROVIDERS",
@@ -47,6 +48,7 @@ __all__ = [
     "ProviderConfig",
     "build_provider",
     "check_credentials",
+    "has_batch_api",
     "parse_model_spec",
     "resolve_config",
 ]
@@ -62,7 +64,18 @@ DEFAULT_BASE_URLS: dict[str, str] = {
     "openai": "https://api.openai.com/v1",
     "anthropic": "https://api.anthropic.com",
 }
+#: the providers with a batch API (``--memeval-llm-batch``): OpenAI's Batch API, Anthropic's
+#: Message Batches (``llm.batch.backend_for``); an OpenAI-compatible endpoint has none
+BATCH_PROVIDERS: tuple[str, ...] = ("openai", "anthropic")
 _ROLES = frozenset({"system", "user", "assistant"})
+
+
+def has_batch_api(spec: str) -> bool:
+    """Whether the model ``spec`` (``PROVIDER:MODEL``) names a provider of
+    :data:`BATCH_PROVIDERS`; False for anything else (a malformed spec too: its own check names
+    the fix)."""
+    provider, colon, _ = spec.partition(":")
+    return bool(colon) and provider in BATCH_PROVIDERS
 
 
 def parse_model_spec(spec: str) -> tuple[str, str]:

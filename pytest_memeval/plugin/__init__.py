@@ -4,7 +4,6 @@ and the ``memeval_case`` fixtures are in ``item_hooks.py``, imported here so pyt
 from __future__ import annotations
 
 import gc
-import sys
 import time
 from collections.abc import Generator
 from pathlib import Path
@@ -64,7 +63,8 @@ class Builtins:
     def pytest_memeval_make_system(self, config: pytest.Config, name: str) -> Any:
         from ..systems.resolve import resolve_system
 
-        return resolve_system(name)
+        state = config.stash.get(STATE_KEY, None)
+        return resolve_system(name, mcp=state.mcp if state is not None else None)
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_memeval_question_scores(
@@ -451,6 +451,4 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
 
         config.workeroutput[PROPERTY_NAME] = worker_output(state)  # type: ignore[attr-defined]
     state.pool.clear()
-    mcp = sys.modules.get("pytest_memeval.systems.mcp")  # loaded only when an MCP system ran
-    if mcp is not None:
-        mcp.close_all()  # the MCP servers this process started, with their process groups
+    state.close_services()  # the MCP servers this run started, with their process groups

@@ -327,12 +327,11 @@ ANSWER_PENDING = "answer_batch"
 def answer_pending(run: QuestionRun, prepared: Prepared, exc: BatchDeferred) -> Staged:
     """The stage of a question whose answer is queued for the batch (``--memeval-llm-batch``
     with ``--memeval-reanswer``): UNSCORED for now (its deciding metric is None), the memories
-    it is answered from kept in the result (``plugin.batch`` answers and judges it at the run's
+    it is answered from kept in the result (``run.batch`` answers and judges it at the run's
     end from them), the answer's cache keys under :data:`ANSWER_PENDING`."""
-    pending = {"unscored": True, "label": exc.label, "batch_pending": list(exc.keys)}
     metric = run.judge_metric or run.pass_metric
     placeholder = Prediction(text="", memories=prepared.memories, answered_by=exc.label)
-    return Staged(placeholder, None, ({metric: None}, {ANSWER_PENDING: pending}))
+    return Staged(placeholder, None, ({metric: None}, {ANSWER_PENDING: exc.pending.to_detail()}))
 
 
 def finish_question(run: QuestionRun, prepared: Prepared, staged: Staged) -> QuestionResult:

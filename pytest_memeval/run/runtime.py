@@ -31,7 +31,7 @@ from ..llm import (
     redact,
     resolve_config,
 )
-from ..llm.batch import BatchDeferred, BatchQueue
+from ..llm.batch import BatchDeferred, BatchPending, BatchQueue
 from ..llm.client import CircuitOpenError
 from ..llm.providers import AnthropicProvider, OpenAIProvider, ProviderConfig, _LazySDK
 from ..llm.ratelimit import Limiter, RedisRateLimiter
@@ -336,11 +336,7 @@ class LLMRuntime:
                     result: JudgeResult = judge.judge(question, prediction, spec.client)
             except BatchDeferred as exc:  # --memeval-llm-batch: judged at the run's end
                 scores[key] = None
-                details[key] = {
-                    "unscored": True,
-                    "label": spec.label,
-                    "batch_pending": list(exc.keys),
-                }
+                details[key] = BatchPending(spec.label, tuple(exc.keys)).to_detail()
                 continue
             except CircuitOpenError as exc:  # the endpoint is down: UNSCORED, not an error
                 with self._lock:  # judged on the pipeline's threads

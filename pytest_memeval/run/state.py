@@ -16,6 +16,7 @@ from .question import SystemPool
 
 if TYPE_CHECKING:
     from ..answerers.extractive import Answerer
+    from ..systems.mcp import McpConnections
     from .pipeline import Pipeline
     from .repeats import RepeatedErrors
     from .runtime import LLMRuntime
@@ -71,10 +72,28 @@ class RunState:
     pipeline: Pipeline | None = None
     #: node id -> position in ``session.items`` (where an item looks ahead from)
     item_index: dict[str, int] | None = None
-    #: the run folder's ``batch/`` (--memeval-llm-batch queues and batch ids; plugin.batch)
+    #: the run folder's ``batch/`` (--memeval-llm-batch queues and batch ids; run.batch)
     batch_dir: Path | None = None
     #: this process's memory-system failures: which repeat, which systems stopped
     _repeated: RepeatedErrors | None = None
+    #: this run's MCP server connections (``--memsys=mcp:...``; closed at session end)
+    _mcp: McpConnections | None = None
+
+    def mcp(self) -> McpConnections:
+        """This run's :class:`~pytest_memeval.systems.mcp.McpConnections`, made on first use
+        (the MCP adapter is imported only by a run with an MCP system)."""
+        if self._mcp is None:
+            from ..systems.mcp import McpConnections
+
+            self._mcp = McpConnections()
+        return self._mcp
+
+    def close_services(self) -> None:
+        """Session end: close this run's MCP connections (their servers reaped) and forget the
+        servers that failed to start: a next session in this process starts them afresh."""
+        if self._mcp is not None:
+            self._mcp.close()
+            self._mcp = None
 
     def repeated_errors(self) -> RepeatedErrors:
         """This process's :class:`~.repeats.RepeatedErrors` (--memeval-max-repeated-errors)."""

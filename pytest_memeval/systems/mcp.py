@@ -27,8 +27,9 @@ JSON, else one memory per text block: a list of memories, or an object whose ``m
 ``results`` / ``result`` holds one; a memory is a string or an object with ``text`` (or
 ``memory`` / ``content``) and optional ``id``, ``date``, ``score``, ``source_ids``.
 
-One server connection per process, shared by its conversations (the tools get the conversation
-id), opened on first use and closed at exit. Every call has a timeout; a tool error, a timeout or
+One server connection per run of a process (:class:`McpConnections`, held by the run's state),
+shared by its conversations (the tools get the conversation id), opened on first use and closed
+at the session's end (at exit when nothing closed it). Every call has a timeout; a tool error, a timeout or
 a dead server is an :class:`AdapterError` for that question, never a hung run.
 """
 
@@ -62,7 +63,7 @@ from .wire import (
     spec_settings,
 )
 
-__all__ = ["McpMemorySystem", "McpSettings", "mcp_factories", "parse_mcp_spec"]
+__all__ = ["McpConnections", "McpMemorySystem", "McpSettings", "mcp_factories", "parse_mcp_spec"]
 
 MSG_NO_MCP = (
     "--memsys={spec}: the MCP adapter needs the official MCP SDK: pip install "
@@ -654,55 +655,72 @@ _CLASSES: dict[tuple[bool, bool], type[McpMemorySystem]] = {
 }
 
 
-#: this process's open connections, and the first failure of each ``--memsys`` value whose server
-#: did not start: it is not started again in this process (each xdist worker tries once), and
-#: the system's remaining questions error at once with that line
-_CONNECTIONS: dict[str, McpConnection] = {}
-_FAILED: dict[str, str] = {}
-_LOCK = threading.Lock()
+class McpConnections:
+    """The open connections of one run (``RunState.mcp``: each pytest session of each process has
+    its own), and the first failure of each ``--memsys`` value whose server did not start: it is
+    not started again in that session (each xdist worker tries once), and the system's remaining
+    questions error at once with that line. :meth:`close` (the plugin's session end, which Ctrl-C
+    reaches too; atexit is the fallback) closes them and forgets the failures: a second session
+    in the same process (``pytest.main`` in a loop, pytester) starts its servers afresh."""
+
+    def __init__(self) -> None:
+        self._connections: dict[str, McpConnection] = {}
+        self._failed: dict[str, str] = {}
+        self._lock = threading.Lock()
+        self._at_exit = False
+
+    def connect(self, spec: str, settings: McpSettings, name: str) -> McpConnection:
+        """The open connection of ``spec``, started at the first call (and again when its thread
+        died); a start that failed raises the same AdapterError on every later call."""
+        with self._lock:
+            failed = self._failed.get(spec)
+            if failed is not None:
+                raise AdapterError(failed)
+            conn = self._connections.get(spec)
+            if conn is None or not conn.thread.is_alive():
+                try:
+                    conn = McpConnection(settings, name)
+                except AdapterError as exc:
+                    self._failed[spec] = failed = (
+                        f"{exc}; not started again in this process: the system's remaining "
+                        "questions error"
+                    )
+                    raise AdapterError(failed) from None
+                self._connections[spec] = conn
+                if not self._at_exit:  # the fallback when no session end closes them
+                    atexit.register(self.close)
+                    self._at_exit = True
+            return conn
+
+    def close(self) -> None:
+        """Close every connection and reap its server processes; forget the failed starts."""
+        with self._lock:
+            connections = list(self._connections.values())
+            self._connections.clear()
+            self._failed.clear()
+            if self._at_exit:
+                atexit.unregister(self.close)
+                self._at_exit = False
+        for conn in connections:
+            conn.close()
 
 
-def close_all() -> None:
-    """Close every connection of this process and reap its server processes (the plugin calls
-    this at session end, which Ctrl-C reaches too; atexit is the fallback). The failed starts are
-    forgotten with them: they belong to the session that saw them, and a second session in the
-    same process (``pytest.main`` in a loop, pytester) starts its servers afresh."""
-    with _LOCK:
-        connections = list(_CONNECTIONS.values())
-        _CONNECTIONS.clear()
-        _FAILED.clear()
-    for conn in connections:
-        conn.close()
-
-
-atexit.register(close_all)
-
-
-def mcp_factories(spec: str) -> list[tuple[str, Callable[[], object]]]:
+def mcp_factories(
+    spec: str, connections: McpConnections | None = None
+) -> list[tuple[str, Callable[[], object]]]:
     """``[(name, factory)]`` for ``--memsys=mcp:...``; the server starts at the first
-    conversation of each process (so resolving the name never spawns anything)."""
+    conversation of each process (so resolving the name never spawns anything), as a connection
+    of ``connections`` (the run's, ``RunState.mcp``; None: one of the factory's own, closed at
+    exit)."""
     name, settings = parse_mcp_spec(spec)
     try:
         import mcp  # noqa: F401
     except ImportError:
         raise AdapterError(MSG_NO_MCP.format(spec=spec)) from None
+    registry = connections if connections is not None else McpConnections()
 
     def factory() -> object:
-        with _LOCK:
-            failed = _FAILED.get(spec)
-            if failed is not None:
-                raise AdapterError(failed)
-            conn = _CONNECTIONS.get(spec)
-            if conn is None or not conn.thread.is_alive():
-                try:
-                    conn = McpConnection(settings, name)
-                except AdapterError as exc:
-                    _FAILED[spec] = failed = (
-                        f"{exc}; not started again in this process: the system's remaining "
-                        "questions error"
-                    )
-                    raise AdapterError(failed) from None
-                _CONNECTIONS[spec] = conn
+        conn = registry.connect(spec, settings, name)
         tools = {role: settings.tools.get(role, role) for role in _ROLES}
         for role in ("ingest", "search"):
             if tools[role] not in conn.tools:

@@ -17,11 +17,14 @@ import difflib
 import importlib
 from collections.abc import Callable, Iterable
 from importlib.metadata import EntryPoint, entry_points
-from typing import cast
+from typing import TYPE_CHECKING, cast
 
 from ..errors import MSG_UNKNOWN_SYSTEM, AdapterError, UnknownSystemError
 from .base import MemorySystem
 from .builtin import BUILTIN_SYSTEMS, REPLAY_PREFIX, replay_factories
+
+if TYPE_CHECKING:
+    from .mcp import McpConnections
 
 __all__ = [
     "ENTRY_POINT_GROUP",
@@ -127,7 +130,9 @@ def _import_path(name: str) -> Callable[[], object]:
     return _require_callable(obj, name, f"{module_name}:{attr_path}")
 
 
-def _service_factories(name: str) -> list[tuple[str, Factory]] | None:
+def _service_factories(
+    name: str, mcp: Callable[[], McpConnections] | None = None
+) -> list[tuple[str, Factory]] | None:
     """``http:URL`` and ``mcp:COMMAND`` / ``mcp+http:URL``: memory systems behind a service."""
     if name.startswith("http:"):
         from .http import http_factories
@@ -136,19 +141,26 @@ def _service_factories(name: str) -> list[tuple[str, Factory]] | None:
     if name.startswith(("mcp:", "mcp+http:")):
         from .mcp import mcp_factories
 
-        return cast(list[tuple[str, Factory]], mcp_factories(name))
+        return cast(
+            list[tuple[str, Factory]], mcp_factories(name, mcp() if mcp is not None else None)
+        )
     return None
 
 
 def resolve_system(
-    name: str, *, entry_points_group: str = ENTRY_POINT_GROUP
+    name: str,
+    *,
+    entry_points_group: str = ENTRY_POINT_GROUP,
+    mcp: Callable[[], McpConnections] | None = None,
 ) -> list[tuple[str, Factory]]:
     """Resolve one ``--memsys`` value (not a conftest fixture) to ``[(system_name, factory)]``.
 
     Order: entry point, built-in, ``replay:PATH`` (several pairs for a nested replay file), import
     path. Unknown names raise UnknownSystemError with ``MSG_UNKNOWN_SYSTEM`` listing the built-ins and
     entry points (the caller adds conftest fixture names). Factories of entry points and import
-    paths check each instance with :func:`ensure_memory_system`.
+    paths check each instance with :func:`ensure_memory_system`. ``mcp`` gives the run's MCP
+    connections (``RunState.mcp``, asked for by an ``mcp:`` value only), where that system's
+    server is started, and which the run closes at its end.
     """
     name = name.strip()
     eps = _entry_points(entry_points_group)
@@ -168,7 +180,7 @@ def resolve_system(
         return [(name, builtin)]
     if name.startswith(REPLAY_PREFIX):
         return replay_factories(name)
-    service = _service_factories(name)
+    service = _service_factories(name, mcp)
     if service is not None:
         return service
     if ":" in name and not name.startswith(":"):
