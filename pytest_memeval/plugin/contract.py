@@ -10,7 +10,6 @@ its item with one sentence (no traceback); one that does not apply is skipped wi
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Callable, Generator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -51,12 +50,16 @@ class ContractHooks:
         self.verdicts: dict[str, dict[str, str]] = {}
         #: system -> what its scale item measured, for the summary
         self.scale: dict[str, str] = {}
+        #: the run state the systems were resolved with (it owns their MCP connections)
+        self.state: RunState | None = None
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_sessionstart(self, session: pytest.Session) -> None:
         from ..run.state import RunState
 
-        refs = self.resolve(self.config, RunState(settings=self.settings))
+        # kept: it owns the MCP connections the systems were resolved with (closed at the end)
+        self.state = RunState(settings=self.settings)
+        refs = self.resolve(self.config, self.state)
         seen: set[str] = set()
         for ref in refs:  # the top-k variants of one system share its contract
             if ref.base not in seen:
@@ -70,9 +73,8 @@ class ContractHooks:
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         """The MCP servers this process started go with the session, as after a benchmark run."""
         self.last.clear()
-        mcp = sys.modules.get("pytest_memeval.systems.mcp")  # loaded only when an MCP system ran
-        if mcp is not None:
-            mcp.close_all()
+        if self.state is not None:
+            self.state.close_services()
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         """Each contract item's verdict (here or from an xdist worker), for the summary."""

@@ -10,6 +10,7 @@ import random
 import resource
 import sys
 import threading
+import tracemalloc
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import replace
@@ -160,9 +161,38 @@ def _rss_bytes() -> int | None:
 
 @contextmanager
 def peak_growth() -> Iterator[list[float]]:
-    """The largest growth of the process's resident memory while the block runs, in MiB (the
-    list's one element, filled on exit): sampled every 20 ms from ``/proc/self/statm``; where
-    that is missing, the growth of the peak (``getrusage``'s ``ru_maxrss``)."""
+    """The largest growth of the process's memory while the block runs, in MiB (the list's one
+    element, filled on exit): the larger of the resident size's growth (sampled every 20 ms from
+    ``/proc/self/statm``; where that is missing, the growth of ``getrusage``'s ``ru_maxrss``) and
+    the peak of Python's own allocations (``tracemalloc``)."""
+    out = [0.0]
+    with _traced_peak() as traced, _rss_growth() as rss:
+        yield out
+    out[0] = max(rss[0], traced[0])
+
+
+@contextmanager
+def _traced_peak() -> Iterator[list[float]]:
+    """The peak of Python's own allocations while the block runs, in MiB (``tracemalloc``): a
+    long-lived process reuses memory it freed earlier without its resident size growing, so the
+    resident size alone can miss what an ingest keeps."""
+    out = [0.0]
+    started = not tracemalloc.is_tracing()
+    if started:
+        tracemalloc.start()
+    tracemalloc.reset_peak()
+    base = tracemalloc.get_traced_memory()[0]
+    try:
+        yield out
+    finally:
+        peak = tracemalloc.get_traced_memory()[1]
+        if started:
+            tracemalloc.stop()
+        out[0] = max(0, peak - base) / 2**20
+
+
+@contextmanager
+def _rss_growth() -> Iterator[list[float]]:
     out = [0.0]
     start = _rss_bytes()
     if start is None:

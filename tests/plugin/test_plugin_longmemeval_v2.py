@@ -129,6 +129,7 @@ def test_reader_request_is_upstreams_or_the_labelled_correction(
         result = pytester.runpytest(
             "--memeval=longmemeval-v2",
             f"--memeval-data={DATA}",
+            "--memeval-accept-unpinned",  # a small file at the release's path
             "--memsys=bm25",
             "--memeval-answerer=openai:qwen-reader",
             "--memeval-judge=openai:gpt-5.2",
