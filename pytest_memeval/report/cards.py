@@ -16,11 +16,13 @@ import hashlib
 import importlib
 import json
 import sys
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
 from ..benchmarks import BUILTIN_BENCHMARKS
 from ..benchmarks.base import Deviation
+from .model import RunSummary
 
 __all__ = [
     "Card",
@@ -31,6 +33,7 @@ __all__ = [
     "main",
     "protocol_card",
     "render_protocols_page",
+    "run_cards",
 ]
 
 #: where the generated page lives (reports link each card to its section there)
@@ -186,6 +189,19 @@ def protocol_card(benchmark: str) -> Card:
     return Card(benchmark, None, None, None, (), note, profiles, deviations)
 
 
+def run_cards(runs: Sequence[RunSummary]) -> dict[str, dict[str, Any]]:
+    """Name each run's card (``run.protocol_card``) and return benchmark -> card reference, for
+    the runs of built-in suites (a suite from another package has no card)."""
+    out: dict[str, dict[str, Any]] = {}
+    for run in runs:
+        if run.benchmark not in BUILTIN_BENCHMARKS:
+            continue
+        if run.benchmark not in out:
+            out[run.benchmark] = card_reference(protocol_card(run.benchmark))
+        run.protocol_card = out[run.benchmark]["card"]
+    return out
+
+
 def card_reference(card: Card) -> dict[str, Any]:
     """What a report records of a run's card: its id, where the card is, the upstream commits,
     the data revision and the deviation keys."""
@@ -213,7 +229,7 @@ def _request(shape: dict[str, Any] | None) -> str:
 
 
 def _card_lines(card: Card) -> list[str]:
-    lines = [f'<a id="{card.anchor}"></a>', "", f"## {card.benchmark}", ""]
+    lines = [f"## Card: {card.benchmark}", ""]  # GitHub's anchor: card.anchor
     lines += [f"Card id: `{card.card_id}`", ""]
     lines += ["### Data", ""]
     if card.data_repo is not None:
