@@ -620,9 +620,10 @@ def scoreboard_table(
     ``overall``, the metric's cluster-bootstrap 95% CI, n, errors and unscored, the nearest
     published figure (value and label) and whether the system is a control. ``headline`` maps
     (benchmark, label) to the metric (default: the benchmark's pass metric). ``cards``: a last
-    column names the run's protocol card (linked to its section)."""
+    column names each run's protocol card, linked to its section (when some run has a card)."""
     if not summary.runs:
         return None
+    cards = cards and any(run.protocol_card for run in summary.runs)
     header = (
         Cell("benchmark"),
         Cell("system"),
