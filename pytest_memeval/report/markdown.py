@@ -13,6 +13,7 @@ import re
 from collections.abc import Mapping, Sequence
 
 from ..analysis.baselines import Baseline
+from .cards import card_docs
 from .model import Summary, ci_note, pass_metric, runs_by_benchmark
 from .tables import (
     Table,
@@ -114,7 +115,7 @@ def render_markdown(summary: Summary, baselines: Mapping[str, Sequence[Baseline]
             if run.protocol_card:
                 lines.append(
                     f"Protocol card: {md_text(run.protocol_card)} "
-                    f"(docs/protocols.md#card-{md_text(run.benchmark)})."
+                    f"({md_text(card_docs(run.benchmark))})."
                 )
                 lines.append("")
             lines.extend(render_table(run_table(run)))

@@ -19,7 +19,7 @@ from pytest_memeval.report.cards import (
     run_cards,
 )
 
-SCORING = Path(__file__).resolve().parents[2] / "docs" / "scoring.md"
+SCORING_PAGE = Path(__file__).resolve().parents[2] / "docs" / "scoring.md"
 SUITES = list(BUILTIN_BENCHMARKS)
 
 
@@ -33,7 +33,7 @@ def _slug(heading: str) -> str:
 
 
 def _scoring_anchors() -> set[str]:
-    lines = SCORING.read_text(encoding="utf-8").splitlines()
+    lines = SCORING_PAGE.read_text(encoding="utf-8").splitlines()
     return {_slug(m.group(1)) for line in lines if (m := re.match(r"#{1,6}\s+(.*)", line))}
 
 
