@@ -1,7 +1,8 @@
 """Protocol cards: one per benchmark suite, generated from the code (issue 37 item 4).
 
 A card gathers what fixes a suite's numbers: the upstream code each official protocol reads
-(repository, commit, file sha256, where each prompt lives in it), the data release (revision,
+(repository, commit, file sha256, where each prompt lives in it and the prompt's sha256 from
+``protocols/prompt_pins.py``), the data release (revision,
 file sha256s and sizes: the loader's ``Pins``), the judge and answer requests (model and
 parameters), and the known upstream deviations with what the plugin does about each (the
 benchmark module's ``DEVIATIONS``). Nothing here is hand-written per suite.
@@ -57,13 +58,14 @@ class DataPin:
 @dataclass(frozen=True)
 class PromptPin:
     """One prompt a protocol reads: its key, the upstream file (path, sha256 of the file at the
-    commit) and where the string is in that file. The prompt's own sha256 is computed when the
-    text is read at run time (``provenance.protocol.prompt_sha256``): no upstream text is stored."""
+    commit), where the string is in that file and the prompt's own sha256 (``prompt_pins.py``;
+    None when none is pinned). No upstream text is stored."""
 
     key: str
     path: str
     file_sha256: str
     where: str
+    sha256: str | None
 
 
 @dataclass(frozen=True)
@@ -125,8 +127,11 @@ def _shape(shape: Any) -> dict[str, Any] | None:
 
 
 def _profile_card(profile: Any) -> ProfileCard:
+    from ..protocols.prompt_pins import PROMPT_SHA256
+
+    pinned = PROMPT_SHA256.get(profile.name, {})
     prompts = tuple(
-        PromptPin(key, file.path, file.sha256, ref.describe())
+        PromptPin(key, file.path, file.sha256, ref.describe(), pinned.get(key))
         for key, (file, ref) in profile.prompts.items()
     )
     extra = {
@@ -269,11 +274,12 @@ def _card_lines(card: Card) -> list[str]:
         lines += [f"- note: {_cell(n)}" for n in p.notes]
         lines += [
             "",
-            "| prompt | file | file sha256 | where |",
-            "| --- | --- | --- | --- |",
+            "| prompt | prompt sha256 | file | file sha256 | where |",
+            "| --- | --- | --- | --- | --- |",
         ]
         lines += [
-            f"| `{_cell(q.key)}` | `{q.path}` | `{q.file_sha256}` | {_cell(q.where)} |"
+            f"| `{_cell(q.key)}` | `{q.sha256 or '-'}` | `{q.path}` | `{q.file_sha256}` | "
+            f"{_cell(q.where)} |"
             for q in p.prompts
         ]
         lines.append("")
@@ -302,9 +308,9 @@ def render_protocols_page() -> str:
         "One card per benchmark suite, generated from the code: the data release each loader "
         "pins, the upstream code each official protocol reads (repository, commit, the sha256 of "
         "each file and where each prompt is in it), the judge and answer requests, and the known "
-        "upstream deviations with what the plugin does about each. A prompt's own sha256 is "
-        "computed when its text is read from the pinned file at run time and recorded in the "
-        "run's `provenance.protocol.prompt_sha256`. Every report names each run's card by its id "
+        "upstream deviations with what the plugin does about each. A prompt's sha256 is that of "
+        "its text as read from the pinned file (each f-string field written `{name}`); a run "
+        "records the same digests in `provenance.protocol.prompt_sha256`. Every report names each run's card by its id "
         "`<suite>@<digest>` (the digest changes with any pin, request or deviation).",
         "",
     ]

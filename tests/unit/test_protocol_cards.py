@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import importlib
+import os
 import re
 from pathlib import Path
 
@@ -12,6 +14,8 @@ import pytest
 from pytest_memeval.benchmarks import BUILTIN_BENCHMARKS
 from pytest_memeval.benchmarks.base import Deviation
 from pytest_memeval.protocols.profiles import PROFILES
+from pytest_memeval.protocols.prompt_pins import PROMPT_SHA256
+from pytest_memeval.protocols.source import SourceText, extract
 from pytest_memeval.report.cards import (
     card_reference,
     protocol_card,
@@ -21,6 +25,8 @@ from pytest_memeval.report.cards import (
 
 SCORING_PAGE = Path(__file__).resolve().parents[2] / "docs" / "scoring.md"
 SUITES = list(BUILTIN_BENCHMARKS)
+#: the upstream snapshots (git directories ``<owner>+<name>/repo``, the ``fetch`` mirrors)
+MIRRORS = Path(os.environ.get("MEMEVAL_UPSTREAM_MIRRORS", "/work/.mirror"))
 
 
 def _module(benchmark: str) -> object:
@@ -79,6 +85,8 @@ def test_card_protocols_are_the_profiles(benchmark: str) -> None:
             for key, (file, ref) in profile.prompts.items()
         }
         assert got.notes == tuple(profile.notes)
+        assert {q.key: q.sha256 for q in got.prompts} == dict(PROMPT_SHA256[profile.name])
+        assert all(re.fullmatch(r"[0-9a-f]{64}", q.sha256 or "") for q in got.prompts)
 
 
 @pytest.mark.parametrize("benchmark", SUITES)
@@ -122,8 +130,6 @@ def test_longmemeval_v2_card_lists_the_corrected_variant() -> None:
 
 
 def test_demo_card_hashes_the_shipped_file() -> None:
-    import hashlib
-
     from pytest_memeval.benchmarks import demo
 
     data, _ = demo._resource()
@@ -171,3 +177,24 @@ def test_page_has_every_suite_once() -> None:
     for name in SUITES:
         assert page.count(f"\n## Card: {name}\n") == 1
         assert protocol_card(name).card_id in page
+
+
+@pytest.mark.parametrize("profile", list(PROFILES))
+def test_prompt_pins_are_upstreams_prompts(profile: str) -> None:
+    """Each pinned prompt sha256 is that of the string extracted from the upstream file at the
+    pinned commit (read from the snapshot; skipped without one)."""
+    from mab_upstream import snapshot_file_bytes
+
+    checked = 0
+    for key, (file, ref) in PROFILES[profile].prompts.items():
+        root = MIRRORS / file.repo.replace("/", "+") / "repo"
+        data = snapshot_file_bytes(root, file.commit, file.path)
+        if data is None:
+            continue
+        assert hashlib.sha256(data).hexdigest() == file.sha256, file.path
+        source = SourceText(file, data.decode("utf-8"), str(root), file.sha256)
+        assert extract(source, ref).sha256 == PROMPT_SHA256[profile][key], key
+        checked += 1
+    if not checked:
+        pytest.skip(f"no upstream snapshot of {PROFILES[profile].repo} under {MIRRORS}")
+    assert checked == len(PROFILES[profile].prompts)
