@@ -20,6 +20,7 @@ __all__ = [
     "Benchmark",
     "CategoryInfo",
     "Dataset",
+    "Deviation",
     "LoadRequest",
     "Parsed",
     "check_surrogates",
@@ -191,6 +192,18 @@ def check_surrogates(
             record=where or None,
             field=name or None,
         )
+
+
+@dataclass(frozen=True)
+class Deviation:
+    """One known difference between upstream's code or data and a faithful reading of it, and
+    what the plugin does about it (a benchmark module's ``DEVIATIONS``; the protocol card
+    ``report/cards.py`` lists them; docs/scoring.md has the full text under ``anchor``)."""
+
+    key: str  # a short stable id, e.g. ``category-5``
+    upstream: str  # what upstream does
+    plugin: str  # what the plugin does about it
+    anchor: str  # the docs/scoring.md section (its #anchor) that explains it
 
 
 @dataclass(frozen=True)

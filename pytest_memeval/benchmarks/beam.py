@@ -45,6 +45,7 @@ from .base import (
     ESCAPED_SURROGATE,
     CategoryInfo,
     Dataset,
+    Deviation,
     LoadRequest,
     check_surrogates,
     file_sha256,
@@ -57,6 +58,7 @@ from .base import (
 __all__ = [
     "ABILITIES",
     "BENCHMARK",
+    "DEVIATIONS",
     "GOLD_FIELDS",
     "MAX_LITERAL_CHARS",
     "SIZES",
@@ -665,3 +667,34 @@ class Beam:
 
 
 BENCHMARK = Beam()
+
+
+#: known differences from upstream and what the plugin does (the protocol card lists them)
+DEVIATIONS: tuple[Deviation, ...] = (
+    Deviation(
+        "unreadable-judge-reply",
+        "a reply json_repair cannot read, or without a score, aborts the conversation's evaluation",
+        "the item counts 0 with a warning naming it",
+        "beam-official-protocol",
+    ),
+    Deviation(
+        "json-repair-release",
+        "BEAM pins json_repair 0.44.1",
+        "the installed release is recorded (provenance.protocol.json_repair); another one gives "
+        "a ProtocolWarning",
+        "beam-official-protocol",
+    ),
+    Deviation(
+        "no-overall",
+        "report_results.py has no overall and BEAM's README defines none",
+        "the official table's overall is the unweighted mean of the category values",
+        "beam-official-protocol",
+    ),
+    Deviation(
+        "offline-alignment",
+        "event ordering aligns answer lines to the rubric with LLM equivalence calls",
+        "offline `ordering_tau` aligns by case-insensitive equality (a proxy); the protocol "
+        "sends upstream's calls",
+        "beam-offline-scores",
+    ),
+)

@@ -32,6 +32,7 @@ from ..records import Conversation, Memory, Prediction, Question, Session, Turn
 from .base import (
     CategoryInfo,
     Dataset,
+    Deviation,
     LoadRequest,
     Parsed,
     check_surrogates,
@@ -45,6 +46,7 @@ from .download import PinnedFile, Pins, fetch_pinned
 
 __all__ = [
     "BENCHMARK",
+    "DEVIATIONS",
     "FILES",
     "HF_DATASET",
     "MEMORY_TYPES",
@@ -662,3 +664,27 @@ class HaluMem:
 
 
 BENCHMARK = HaluMem()
+
+
+#: known differences from upstream and what the plugin does (the protocol card lists them)
+DEVIATIONS: tuple[Deviation, ...] = (
+    Deviation(
+        "memory-type-accuracy",
+        "memory_type_accuracy raises KeyError on a record of another type and ZeroDivisionError "
+        "on a type without records",
+        "a record of another type is left out; a figure whose denominator is 0 is None",
+        "halumem-judge",
+    ),
+    Deviation(
+        "zero-denominator",
+        "aggregate_eval_results raises ZeroDivisionError on an empty group",
+        "the figure is None",
+        "halumem-judge",
+    ),
+    Deviation(
+        "no-dump",
+        "every system's stored memories are read for the storage judgments",
+        "a system without dump() gets its storage figures UNSCORED (QA still judged)",
+        "the-dump-hook-what-a-system-stored",
+    ),
+)

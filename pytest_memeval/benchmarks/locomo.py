@@ -24,6 +24,7 @@ from ..records import Conversation, Prediction, Question, Session, Turn
 from .base import (
     CategoryInfo,
     Dataset,
+    Deviation,
     LoadRequest,
     check_surrogates,
     decode_text,
@@ -38,6 +39,7 @@ __all__ = [
     "BENCHMARK",
     "CATEGORIES",
     "DATE_FORMAT",
+    "DEVIATIONS",
     "LOCOMO_FILE",
     "LOCOMO_PINS",
     "LOCOMO_SHA256",
@@ -539,3 +541,23 @@ class LocomoBenchmark:
 
 
 BENCHMARK = LocomoBenchmark()
+
+
+#: known differences from upstream and what the plugin does (the protocol card lists them)
+DEVIATIONS: tuple[Deviation, ...] = (
+    Deviation(
+        "category-5",
+        "category 5 (adversarial) items often have no `answer`; upstream's scorer raises KeyError "
+        "on them, and the Mem0 judge never judges them",
+        "scored by the keyword rule only ('no information available' / 'not mentioned'), the gold "
+        "never read; judges skip it (no score), overall_all includes it, overall excludes it",
+        "locomo-per-category-score",
+    ),
+    Deviation(
+        "category-3-gold",
+        "open-domain golds hold 'answer; rationale'",
+        "token F1 against the gold cut at its first ';' (upstream's rule); Set-F1/BLEU-1 keep "
+        "the whole gold, as Mem0's code does",
+        "set-f1-exact-match-and-bleu-1",
+    ),
+)

@@ -33,6 +33,7 @@ from ..records import Conversation, Prediction, Question, Session, Turn
 from .base import (
     CategoryInfo,
     Dataset,
+    Deviation,
     LoadRequest,
     check_surrogates,
     decode_text,
@@ -48,6 +49,7 @@ __all__ = [
     "BENCHMARK",
     "CATEGORIES",
     "CUE_SESSION",
+    "DEVIATIONS",
     "LOCOMO_PLUS_COMMIT",
     "LOCOMO_PLUS_FILE",
     "LOCOMO_PLUS_PINS",
@@ -479,3 +481,23 @@ class LocomoPlusBenchmark:
 
 
 BENCHMARK = LocomoPlusBenchmark()
+
+
+#: known differences from upstream and what the plugin does (the protocol card lists them)
+DEVIATIONS: tuple[Deviation, ...] = (
+    Deviation(
+        "pairing-i-mod-10",
+        "data/unified_input.py pairs item i with locomo10.json conversation i % 10; the "
+        "stand-alone build_conv.py draws an unseeded random.choice (its output is never scored)",
+        "follows unified_input.py: item i -> conversation i % n (n = 10 for the official file), "
+        "deterministic across workers, shards and resumes; recorded as "
+        "provenance.datasets['locomo-plus'].pairing",
+        "locomo-plus-records",
+    ),
+    Deviation(
+        "api-error-reply",
+        "an API error becomes the reply text '[API Error: ...]', then judged as a reply",
+        "a failed call is retried, then the question is UNSCORED (never a judged 0)",
+        "locomo-plus-judge",
+    ),
+)

@@ -33,6 +33,7 @@ from .base import (
     ESCAPED_SURROGATE,
     CategoryInfo,
     Dataset,
+    Deviation,
     LoadRequest,
     check_surrogates,
     json_value_error,
@@ -42,6 +43,7 @@ from .download import PinnedFile, Pins, fetch_pinned
 
 __all__ = [
     "BENCHMARK",
+    "DEVIATIONS",
     "HF_URL",
     "PINS",
     "QUESTION_TYPES",
@@ -622,3 +624,20 @@ def ranked_session_ids(prediction: Prediction) -> list[str]:
 
 
 BENCHMARK = LongMemEval()
+
+
+#: known differences from upstream and what the plugin does (the protocol card lists them)
+DEVIATIONS: tuple[Deviation, ...] = (
+    Deviation(
+        "noans-sessions",
+        "an `answer` session without a has_answer user turn is renamed `noans`",
+        "such a session is not a retrieval target (the same set of targets as upstream)",
+        "longmemeval-records",
+    ),
+    Deviation(
+        "offline-f1-proxy",
+        "the official metric is the per-type LLM judge",
+        "`f1` is an offline proxy and the pass metric only until a judge runs",
+        "longmemeval-offline-scores",
+    ),
+)

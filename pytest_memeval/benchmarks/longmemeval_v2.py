@@ -36,6 +36,7 @@ from ..records import Conversation, Prediction, Question, Session, Turn
 from .base import (
     CategoryInfo,
     Dataset,
+    Deviation,
     LoadRequest,
     Parsed,
     check_surrogates,
@@ -52,6 +53,7 @@ from .download import PinnedFile, Pins, fetch_pinned
 __all__ = [
     "BENCHMARK",
     "CATEGORIES",
+    "DEVIATIONS",
     "HF_DATASET",
     "LLM_FUNCTIONS",
     "MEMORY_CONTEXT_MAX_TOKENS",
@@ -724,3 +726,28 @@ class LongMemEvalV2:
 
 
 BENCHMARK = LongMemEvalV2()
+
+
+#: known differences from upstream and what the plugin does (the protocol card lists them)
+DEVIATIONS: tuple[Deviation, ...] = (
+    Deviation(
+        "boxed-backspace",
+        "harness.py writes '\\boxed{}' in a non-raw string: the reader system prompt holds a "
+        "backspace (U+0008) then 'oxed{}'",
+        "protocol longmemeval-v2 sends upstream's bytes, backspace included; the labelled variant "
+        "longmemeval-v2-corrected sends '\\boxed{}' (its published figures are then reference)",
+        "longmemeval-v2-answer-request",
+    ),
+    Deviation(
+        "unknown-without-request",
+        "an UNKNOWN boxed answer is sent to the judge and the verdict discarded",
+        "scored 0 without a request (the same score, no cost)",
+        "longmemeval-v2-scores",
+    ),
+    Deviation(
+        "judge-raises",
+        "a judge reply without a label raises (the harness aborts)",
+        "counted as 0 with a warning naming the item",
+        "longmemeval-v2-judge",
+    ),
+)

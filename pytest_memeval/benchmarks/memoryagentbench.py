@@ -35,6 +35,7 @@ from ..records import Conversation, Prediction, Question, Session, Turn
 from .base import (
     CategoryInfo,
     Dataset,
+    Deviation,
     LoadRequest,
     Parsed,
     check_surrogates,
@@ -51,6 +52,7 @@ __all__ = [
     "BENCHMARK",
     "CATEGORIES",
     "CHUNK_WORDS",
+    "DEVIATIONS",
     "HF_DATASET",
     "RECSYS_METRICS",
     "RECSYS_TABLE",
@@ -925,3 +927,23 @@ class MemoryAgentBench:
 
 
 BENCHMARK = MemoryAgentBench()
+
+
+#: known differences from upstream and what the plugin does (the protocol card lists them)
+DEVIATIONS: tuple[Deviation, ...] = (
+    Deviation(
+        "skipped-records",
+        "LongMemEval sources with mismatched question/answer/id/type counts are skipped; "
+        "conversation_creator.py zips other mismatched lists, dropping the extra entries",
+        "every record whose counts differ is skipped and named once in a run note and in "
+        "provenance.datasets.memoryagentbench.notes (no question paired with the wrong answer)",
+        "memoryagentbench-records",
+    ),
+    Deviation(
+        "chunking",
+        "contexts are packed into chunks of at most 4096 gpt-4o-mini tokens",
+        "the same Punkt sentences packed into chunks of at most 3000 whitespace words (o200k_base "
+        "is not available offline): boundaries differ, text and order do not",
+        "memoryagentbench-records",
+    ),
+)

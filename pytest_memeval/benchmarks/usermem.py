@@ -31,6 +31,7 @@ from ..records import Conversation, Prediction, Question, Session, Turn
 from .base import (
     CategoryInfo,
     Dataset,
+    Deviation,
     LoadRequest,
     check_surrogates,
     named_categories,
@@ -38,7 +39,7 @@ from .base import (
     read_data,
 )
 
-__all__ = ["BENCHMARK", "LAYERS", "UserMemory", "parse_gold_facts"]
+__all__ = ["BENCHMARK", "DEVIATIONS", "LAYERS", "UserMemory", "parse_gold_facts"]
 
 NAME = "usermem"
 LAYERS: Mapping[str, str] = {
@@ -487,3 +488,15 @@ class UserMemory:
 
 
 BENCHMARK = UserMemory()
+
+
+#: no upstream scorer to follow: the suite's YAML cases are scored by the project's own rules
+DEVIATIONS: tuple[Deviation, ...] = (
+    Deviation(
+        "no-official-scorer",
+        "the suite ships cases and criteria, no scorer and no download URL",
+        "offline keyword_recall against gold_facts.json (a case without gold facts is skipped, "
+        "not 0); the usermem judge is the project's",
+        "user-memory-suite",
+    ),
+)

@@ -271,6 +271,9 @@ def build_summary(src: SummarySource) -> Summary:
                 runs_key=f"{head}_runs{at}",
             )
         runs.append(run)
+    from ..report.cards import run_cards
+
+    protocol_cards = run_cards(runs)
     order = {name: i for i, name in enumerate(state.settings.selection.benchmarks)}
     runs.sort(key=lambda r: (order.get(r.benchmark, 99), r.flow != "", r.flow))
     summary = Summary(
@@ -279,6 +282,7 @@ def build_summary(src: SummarySource) -> Summary:
         collect_seconds=state.collect_seconds,
         load_seconds=dict(state.load_seconds),
         judge_calibration=src.calibration,
+        protocol_cards=protocol_cards,
     )
     from ..run.overlay import add_overlays
 

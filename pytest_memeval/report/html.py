@@ -41,6 +41,7 @@ from .tables import (
     Row,
     Table,
     baselines_table,
+    cards_table,
     check_lines,
     comparison_table,
     fmt_num,
@@ -335,6 +336,8 @@ def render_table(table: Table, table_id: str = "", table_class: str = "") -> str
         out.append(f'<tr class="{esc(row.kind)}">' if row.kind else "<tr>")
         for cell in row.cells:
             content = esc(cell.text)
+            if cell.link is not None:
+                content = f'<a href="#{esc(cell.link)}">{content}</a>'
             if cell.ci is not None:
                 content = f'{content} <span class="ci">{esc(cell.ci)}</span>'
             out.append(f'<td class="num">{content}</td>' if cell.numeric else f"<td>{content}</td>")
@@ -359,6 +362,28 @@ def _baselines_section(runs: Sequence[RunSummary], baselines: Sequence[Baseline]
         "(same protocol, metric, judge and judge model as this run) or reference (measured "
         "another way; its note below says how).</p>" + render_table(table)
     )
+
+
+def _cards_section(summary: Summary) -> str:
+    """Each suite's protocol card reference, one block per suite (the target of the card links
+    of the scoreboard and the run headers); the full cards are docs/protocols.md."""
+    table = cards_table(summary)
+    if table is None:
+        return ""
+    parts = [render_table(table)]
+    for bench, ref in summary.protocol_cards.items():
+        upstream = ref.get("upstream") or {}
+        items = [
+            f"<li>data revision: {esc(ref.get('data_revision') or '- (not pinned)')}</li>",
+            *(f"<li>protocol {esc(k)}: upstream commit {esc(v)}</li>" for k, v in upstream.items()),
+            f"<li>known deviations: {esc(', '.join(ref.get('deviations') or ()) or '-')}</li>",
+            f"<li>the full card: {esc(ref.get('docs', '-'))}</li>",
+        ]
+        parts.append(
+            f'<div class="card" id="card-{esc(bench)}"><h3>{esc(bench)} · '
+            f"{esc(ref.get('card', '-'))}</h3><ul>{''.join(items)}</ul></div>"
+        )
+    return "".join(parts)
 
 
 def _provenance_section(summary: Summary) -> str:
@@ -728,7 +753,7 @@ def render_html(
     )
     body: list[str] = []
     nav = []
-    board = scoreboard_table(summary, baselines)
+    board = scoreboard_table(summary, baselines, cards=True)
     if board is not None:
         nav.append('<a href="#scoreboard">scoreboard</a>')
         body.append('<h2 id="scoreboard">Scoreboard</h2>')
@@ -744,6 +769,11 @@ def render_html(
                 f"{esc(metric or '-')}; micro means, {esc(ci_note(run))} (each resampled whole) in "
                 "brackets where computed.</p>"
             )
+            if run.protocol_card:
+                body.append(
+                    f'<p class="note">protocol card <a href="#card-{esc(run.benchmark)}">'
+                    f"{esc(run.protocol_card)}</a></p>"
+                )
             body.append(render_table(run_table(run)))
             official = official_table(run)
             if official is not None:
@@ -783,6 +813,10 @@ def render_html(
         nav.append('<a href="#calibration">judge calibration</a>')
         body.append('<h2 id="calibration">Judge calibration</h2>')
         body.append(html_section(summary.judge_calibration, esc))
+    cards = _cards_section(summary)
+    if cards:
+        nav.append('<a href="#protocol-cards">protocol cards</a>')
+        body.append(f'<h2 id="protocol-cards">Protocol cards</h2>{cards}')
     checks = _checks_section(summary)
     if checks:
         nav.append('<a href="#checks">gates</a>')

@@ -13,10 +13,12 @@ import re
 from collections.abc import Mapping, Sequence
 
 from ..analysis.baselines import Baseline
+from .cards import card_docs
 from .model import Summary, ci_note, pass_metric, runs_by_benchmark
 from .tables import (
     Table,
     baselines_table,
+    cards_table,
     check_lines,
     comparison_table,
     halumem_table,
@@ -96,7 +98,7 @@ def render_markdown(summary: Summary, baselines: Mapping[str, Sequence[Baseline]
                 "",
             ]
         )
-    board = scoreboard_table(summary, baselines)
+    board = scoreboard_table(summary, baselines, cards=True)
     if board is not None:
         lines.extend(["### Scoreboard", "", *render_table(board), ""])
     for bench, runs in runs_by_benchmark(summary).items():
@@ -110,6 +112,12 @@ def render_markdown(summary: Summary, baselines: Mapping[str, Sequence[Baseline]
                 "brackets where computed."
             )
             lines.append("")
+            if run.protocol_card:
+                lines.append(
+                    f"Protocol card: {md_text(run.protocol_card)} "
+                    f"({md_text(card_docs(run.benchmark))})."
+                )
+                lines.append("")
             lines.extend(render_table(run_table(run)))
             official = official_table(run)
             if official is not None:
@@ -161,5 +169,8 @@ def render_markdown(summary: Summary, baselines: Mapping[str, Sequence[Baseline]
         lines.extend([f"### {title}", ""])
         lines.extend(f"- {'PASS' if ok else 'FAIL'}: {md_text(text)}" for ok, text in checks)
         lines.append("")
+    cards = cards_table(summary)
+    if cards is not None:
+        lines.extend(["### Protocol cards", "", *render_table(cards), ""])
     lines.extend(["### Provenance", "", *render_table(provenance_table(summary))])
     return "\n".join(lines).rstrip("\n") + "\n"

@@ -90,6 +90,9 @@ class RunSummary:
     official: OfficialComposite | None = None
     #: with --memeval-protocol=halumem: upstream's extraction / update / QA figures
     halumem: HaluMemOfficial | None = None
+    #: the id of the suite's protocol card (``report/cards.py``, docs/protocols.md), None for a
+    #: suite the plugin has no card for
+    protocol_card: str | None = None
 
     @property
     def clusters(self) -> int:
@@ -113,6 +116,7 @@ class RunSummary:
             "benchmark": self.benchmark,
             "system": self.system,
             "flow": self.flow,
+            **({"protocol_card": self.protocol_card} if self.protocol_card else {}),
             "questions": [_report_question(r, self.errata) for r in self.results],
             "summary": self.summary_dict(),
         }
@@ -263,6 +267,8 @@ class Summary:
     judge_calibration: dict[str, Any] | None = None
     #: benchmark -> its published baselines with values, label and reasons (published_entries)
     published: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    #: benchmark -> its protocol card's reference (``report.cards.card_reference``)
+    protocol_cards: dict[str, dict[str, Any]] = field(default_factory=dict)
     extra: dict[str, Any] = field(default_factory=dict)
 
     def extra_dict(self) -> dict[str, Any]:
@@ -301,6 +307,8 @@ class Summary:
             out["judge_calibration"] = self.judge_calibration
         if any(self.published.values()):
             out["published"] = self.published
+        if self.protocol_cards:
+            out["protocol_cards"] = self.protocol_cards
         out.update(self.extra)
         return out
 

@@ -36,6 +36,8 @@ __all__ = [
     "Table",
     "baseline_grid",
     "baselines_table",
+    "card_cell",
+    "cards_table",
     "check_lines",
     "ci_text",
     "comparison_table",
@@ -84,6 +86,8 @@ class Cell:
     text: str
     numeric: bool = False
     ci: str | None = None
+    #: an anchor in the report the cell points at (HTML renders a link; the others the text)
+    link: str | None = None
 
 
 @dataclass(frozen=True)
@@ -564,17 +568,62 @@ def published_cell(near: Baseline | None, metric: str | None) -> str:
     return f"{near.system} {fmt_num(near.overall)}" + "".join(f" {w}" for w in what) + f" ({label})"
 
 
+def card_cell(run: RunSummary) -> Cell:
+    """The run's protocol card id, linked to the card's section (``-`` without a card)."""
+    if not run.protocol_card:
+        return Cell("-")
+    return Cell(run.protocol_card, link=f"card-{run.benchmark}")
+
+
+def cards_table(summary: Summary) -> Table | None:
+    """One row per suite of the run: its protocol card id, the data revision, the upstream code
+    commit of each official protocol and the keys of the known upstream deviations (the cards
+    themselves: docs/protocols.md)."""
+    if not summary.protocol_cards:
+        return None
+    header = (
+        Cell("benchmark"),
+        Cell("protocol card"),
+        Cell("data revision"),
+        Cell("upstream code"),
+        Cell("known deviations"),
+    )
+    rows = []
+    for bench, ref in summary.protocol_cards.items():
+        upstream = ref.get("upstream") or {}
+        rows.append(
+            Row(
+                (
+                    Cell(bench),
+                    Cell(str(ref.get("card", "-")), link=f"card-{bench}"),
+                    Cell(str(ref.get("data_revision") or "- (not pinned)")),
+                    Cell(", ".join(f"{k} {v[:12]}" for k, v in upstream.items()) or "-"),
+                    Cell(", ".join(ref.get("deviations") or ()) or "-"),
+                )
+            )
+        )
+    return Table(
+        header,
+        tuple(rows),
+        caption="Each card in full: docs/protocols.md (python -m pytest_memeval.report.cards).",
+    )
+
+
 def scoreboard_table(
     summary: Summary,
     baselines: Mapping[str, Sequence[Baseline]],
     headline: Mapping[tuple[str, str], str | None] | None = None,
+    *,
+    cards: bool = False,
 ) -> Table | None:
     """The headline first: one row per benchmark x system with its headline metric over
     ``overall``, the metric's cluster-bootstrap 95% CI, n, errors and unscored, the nearest
     published figure (value and label) and whether the system is a control. ``headline`` maps
-    (benchmark, label) to the metric (default: the benchmark's pass metric)."""
+    (benchmark, label) to the metric (default: the benchmark's pass metric). ``cards``: a last
+    column names each run's protocol card, linked to its section (when some run has a card)."""
     if not summary.runs:
         return None
+    cards = cards and any(run.protocol_card for run in summary.runs)
     header = (
         Cell("benchmark"),
         Cell("system"),
@@ -586,6 +635,7 @@ def scoreboard_table(
         _num("unscored"),
         Cell("nearest published"),
         Cell("role"),
+        *((Cell("protocol card"),) if cards else ()),
     )
     if headline is None:
         headline = {}
@@ -624,6 +674,7 @@ def scoreboard_table(
                         if run.system in CONTROL_SYSTEMS
                         else ""
                     ),
+                    *((card_cell(run),) if cards else ()),
                 ),
                 "extra" if run.system in CONTROL_SYSTEMS else "",
             )

@@ -158,3 +158,30 @@ def test_result_travels_once_per_question(pytester: pytest.Pytester, run_mode: l
     assert "overall_all (all categories)" in page
     assert "status=CORRECT" in page or "status=WRONG" in page
     assert "f1=" in page
+
+
+def test_every_report_names_the_runs_protocol_card(
+    pytester: pytest.Pytester, run_mode: list[str]
+) -> None:
+    from pytest_memeval.report.cards import card_reference, protocol_card
+
+    out, md, html = (pytester.path / n for n in ("r.json", "r.md", "r.html"))
+    result = pytester.runpytest(
+        "--memeval=demo",
+        "--memsys=bm25",
+        f"--memeval-json={out}",
+        f"--memeval-markdown={md}",
+        f"--memeval-html={html}",
+        *run_mode,
+    )
+    assert result.ret == 0, result.stdout.str()
+    card = protocol_card("demo")
+    report = read_json(out)
+    assert report["extra"]["protocol_cards"] == {"demo": card_reference(card)}
+    assert [run["protocol_card"] for run in report["runs"]] == [card.card_id]
+    text = md.read_text()
+    assert f"Protocol card: {card.card_id} (docs/protocols.md#card-demo)." in text
+    assert "### Protocol cards" in text and f"| demo | {card.card_id} |" in text
+    page = html.read_text()
+    assert page.count(f'<a href="#card-demo">{card.card_id}</a>') >= 3  # board, run, section
+    assert page.count('id="card-demo"') == 1

@@ -382,3 +382,27 @@ def test_browser_sort_and_filter(tmp_path: Path) -> None:
     # full-context, single-hop, text "q1" matches q1, q10, q11, q12; still sorted by score
     assert ids == "q12,q11,q10,q1"
     assert count == "showing 4 of 4 matching (30 in total)"
+
+
+def test_protocol_card_links_resolve_to_the_card_section() -> None:
+    from pytest_memeval.report.cards import protocol_card, run_cards
+
+    summary = _summary()
+    summary.protocol_cards = run_cards(summary.runs)
+    card = protocol_card("locomo")
+    page = render_html(summary, {})
+    link = f'<a href="#card-locomo">{card.card_id}</a>'
+    board = page[page.index('id="scoreboard-table"') : page.index('id="bench-0"')]
+    assert "<th>protocol card</th>" in board
+    assert board.count(link) == 2  # one row per system
+    run_part = page[page.index('id="bench-0"') : page.index('id="protocol-cards"')]
+    assert run_part.count(f"protocol card {link}") == 2
+    section = page[page.index('<h2 id="protocol-cards">') : page.index('id="config"')]
+    assert section.count('id="card-locomo"') == 1
+    assert f"upstream commit {card.profiles[0].commit}" in section
+    assert f"data revision: {card.data_revision}" in section
+    assert "category-5" in section and "docs/protocols.md#card-locomo" in section
+    assert '<a href="#protocol-cards">protocol cards</a>' in page
+    # without cards (a suite from another package): no column, no links, no section
+    bare = render_html(_summary(), {})
+    assert "card-" not in bare and "protocol-cards" not in bare

@@ -254,3 +254,29 @@ overall: the micro mean over the categories in overall; 95% CI: bootstrap resamp
 | git commit | - |
 """
     assert render_markdown(summary, {}) == expected
+
+
+def test_protocol_card_named_in_scoreboard_run_and_section() -> None:
+    from pytest_memeval.report.cards import protocol_card, run_cards
+
+    summary = report_summary(lambda system: [_result(system, "q1", "single-hop", 4, 1.0)])
+    summary.protocol_cards = run_cards(summary.runs)
+    card = protocol_card("locomo")
+    md = render_markdown(summary, {})
+    lines = md.splitlines()
+    board = lines[lines.index("### Scoreboard") + 2 :]
+    assert board[0].endswith("| role | protocol card |")
+    assert board[2].startswith("| locomo | bm25 |") and board[2].endswith(f"| {card.card_id} |")
+    assert md.count(f"Protocol card: {card.card_id} (docs/protocols.md#card-locomo).") == 2
+    section = lines[lines.index("### Protocol cards") :]
+    assert section[2].startswith("| benchmark | protocol card | data revision |")
+    row = section[4]
+    assert row.startswith(f"| locomo | {card.card_id} | {card.data_revision} |")
+    assert f"mem0 {protocol_card('locomo').profiles[0].commit[:12]}" in row
+    assert "category-5" in row
+    assert lines.index("### Protocol cards") < lines.index("### Provenance")
+    # a summary whose runs have no card (a suite from another package) shows none of it
+    summary.protocol_cards = {}
+    for run in summary.runs:
+        run.protocol_card = None
+    assert "rotocol card" not in render_markdown(summary, {})
