@@ -252,7 +252,8 @@ def test_window_reaches_into_the_next_conversation_in_one_process(
     """At -n 0 the window does not run dry at a conversation's start: the next conversation is
     ingested early (bm25 is a factory: a fresh instance) and its first calls are sent while the
     first conversation's are in flight; each conversation still ingested once per system, and the
-    results those of window 1. Under xdist a worker never reaches across (same results)."""
+    results those of window 1. Under xdist each worker gets one of the two conversations (the
+    scheduler gives every worker one before any gets a second): the same results."""
     reference = shared_runs.reach([])  # window 1 (and 32) without xdist
     runs = shared_runs.reach(mode)
     reports = {1: reference.reports[1], 32: runs.reports[32]}
