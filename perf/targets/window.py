@@ -8,8 +8,8 @@ loopback server at 200 ms per reply, ``--memeval-llm-concurrency=16``:
 - the same at ``-n 2``;
 - ten questions per conversation: LoCoMo, ``--memeval-limit=10`` (10 conversations x 10), ``-n 0``.
 
-Each row is the run's extra wall time over the same run without LLM calls (offline metrics only)
-against the ideal ``calls x 0.2 s / 16``; target ratio <= 1.3. A companion row per run says its
+Each row is the run's extra wall time over the same run without LLM calls (offline metrics only;
+each the best of 2 walls, each LLM run on a cache of its own) against the ideal ``calls x 0.2 s / 16``; target ratio <= 1.3. A companion row per run says its
 per-question results are those of a window of 1 (a run at concurrency 1, server at 0 ms: a reply's
 text does not depend on the latency).
 """
@@ -21,13 +21,15 @@ import json
 from pathlib import Path
 from typing import Any
 
-from targets.common import PYTEST_BASE, Context, Row, run_timed
+from targets.common import PYTEST_BASE, Context, Row, Timing, best_of, run_timed
 from targets.pipeline import LOOPBACK_KEY, SPEC, _reply, _rows
 
 LATENCY = 0.2
 CONCURRENCY = 16
 TARGET = 1.3
 LME_QUESTIONS = 64
+#: each run (with and without LLM calls) is the best of this many, the machine being shared
+REPEATS = 2
 
 
 def _lme_file(work: Path, questions: int) -> Path:
@@ -66,7 +68,9 @@ def section_window(ctx: Context) -> list[Row]:
         env = {**ctx.env, **server.env(LOOPBACK_KEY)}
         for s, (label, suite, modes) in enumerate(shapes):
 
-            def args(mode: str, name: str, *extra: str, _s: int = s, _suite: list[str] = suite):
+            def args(
+                mode: str, name: str, *extra: str, _s: int = s, _suite: list[str] = suite
+            ) -> list[str]:
                 return [
                     *PYTEST_BASE,
                     *_suite,
@@ -90,15 +94,30 @@ def section_window(ctx: Context) -> list[Row]:
             reference = _rows(report("ref"))
             server.latency = LATENCY
             for mode in modes:
-                offline = run_timed(args(mode, f"off{mode}"), proj, env)
+
+                def offline_run(m: str = mode) -> Timing:
+                    return run_timed(args(m, f"off{m}"), proj, env)
+
+                offline, _ = best_of(REPEATS, offline_run)
+                colds: list[Timing] = []
                 before = server.count()
-                cold = run_timed(
-                    args(mode, f"llm{mode}", *llm, f"--memeval-llm-concurrency={CONCURRENCY}"),
-                    proj,
-                    env,
-                )
-                calls = server.count() - before
-                got = _rows(report(f"llm{mode}"))
+                for r in range(REPEATS):  # each on a cache of its own: every call is sent
+                    colds.append(
+                        run_timed(
+                            args(
+                                mode,
+                                f"llm{mode}-{r}",
+                                *llm,
+                                f"--memeval-llm-concurrency={CONCURRENCY}",
+                            ),
+                            proj,
+                            env,
+                        )
+                    )
+                calls = (server.count() - before) // REPEATS
+                best = min(range(REPEATS), key=lambda r: colds[r].wall)
+                cold = colds[best]
+                got = _rows(report(f"llm{mode}-{best}"))
                 same = got == reference and len(got) > 0
                 ideal = calls * LATENCY / CONCURRENCY
                 extra = cold.wall - offline.wall
