@@ -3,7 +3,8 @@
     python perf/run.py                       # everything (about 5 minutes on 2 cores)
     python perf/run.py --quick               # small sizes, well under a minute (the smoke test)
     python perf/run.py --only harness,xdist  # some sections: f1, harness, idle, xdist, judge,
-                                             # warmjudge, pipeline, longmemeval, board
+                                             # warmjudge, pipeline, window, longmemeval,
+                                             # board
     python perf/run.py --json perf.json      # also save every number
     python perf/run.py --profile             # add a cProfile of the instant LoCoMo run (and the
                                              # warm judge rerun)
@@ -37,6 +38,11 @@ pipeline  the plugin's own LLM path: a judged LoCoMo run (bm25, LLM answerer + m
           32, at ``-n 0`` and ``-n 2`` (``-n 0`` only in --quick): wall vs 1.3 x (calls x latency /
           concurrency) + the same run without LLM calls; per-question results vs concurrency 1;
           HTTP requests of the warm rerun.
+window    the LLM window on every suite's shape: judged runs (bm25, LLM answerer + judge) at 200 ms,
+          concurrency 16: one question per conversation (a generated LongMemEval-shaped file, 64
+          q) at ``-n 0`` and ``-n 2``, ten per conversation (LoCoMo ``--memeval-limit=10``) at
+          ``-n 0``; extra wall over the run without LLM calls vs ``calls x 0.2 s / 16`` (<= 1.3x);
+          per-question results vs concurrency 1.
 longmemeval  a generated LongMemEval-S-size file (``perf/gen_longmemeval.py``, ~277 MB, 500
           questions): the loader's peak RSS vs the file size, and a ``pytest --collect-only`` of it.
 
@@ -76,6 +82,7 @@ from targets.pipeline import section_pipeline  # noqa: E402
 from targets.pyspy import format_pyspy, pyspy_phases  # noqa: E402
 from targets.table import format_table, machine_info  # noqa: E402
 from targets.warmjudge import section_warmjudge  # noqa: E402
+from targets.window import section_window  # noqa: E402
 from targets.xdist import section_xdist  # noqa: E402
 
 __all__ = [
@@ -97,6 +104,7 @@ SECTIONS = (
     "judge",
     "warmjudge",
     "pipeline",
+    "window",
     "longmemeval",
     "board",
 )
@@ -109,6 +117,7 @@ RUNNERS: dict[str, Callable[[Context], list[Row]]] = {
     "judge": section_judge,
     "warmjudge": section_warmjudge,
     "pipeline": section_pipeline,
+    "window": section_window,
     "longmemeval": section_longmemeval,
     "board": section_board,
 }

@@ -381,6 +381,12 @@ class Controller:
             approximate=approximate,
             batch_roles=batch_roles(self.state),
             repeats=repeats,
+            questions=len(self.results),
+            conversations=len(
+                {(r.benchmark, r.system, r.conversation_id) for r in self.results.values()}
+            ),
+            ingest_ahead=llm.ingest_ahead,
+            limiter=llm.limiter,
         )
         if self.store is not None:
             self.store.close()

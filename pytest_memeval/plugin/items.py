@@ -16,7 +16,7 @@ Beside it: ``nodes.py`` (the collectors), ``cases.py`` (hand-written ``memeval_c
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -175,11 +175,14 @@ class MemevalItem(pytest.Function):
         order, and its LLM half submitted. A question whose search raises keeps the exception for
         its own setup.
 
-        The window may reach into the next conversation of the benchmark (one conversation
-        ahead), whose system is then ingested here while this conversation's calls are in flight
+        The window reaches into the next conversations of the benchmark, up to
+        ``--memeval-ingest-ahead`` of them (the memory budget: each holds its systems ingested),
+        whose systems are ingested here while the calls already sent are in flight
         (``SystemPool.get_ahead``: only a factory's fresh instance, never an object serving this
-        conversation too), so the window does not run dry at every conversation's start. Not
-        under xdist: a worker does not know which conversation the controller sends it next."""
+        conversation too), so the window stays full where conversations hold one question or a
+        few. Under xdist the next conversations are the ones the scheduler has already sent this
+        worker (``scheduler.worker_queue``; the scheduler sends as many items ahead as the window
+        needs)."""
         state = self.state
         items = self.session.items
         if state.item_index is None:
@@ -194,8 +197,21 @@ class MemevalItem(pytest.Function):
             ingested = state.pool.live.get((self.system.base, conversation_key(*conversation)))
             if ingested is None:
                 return
-        crossed = hasattr(self.config, "workerinput")  # a worker: never cross
-        for other in itertools.islice(items, at + 1, None):  # no copy of the item list per item
+        budget = state.settings.llm.ingest_ahead
+        upcoming: Iterable[pytest.Item]
+        if hasattr(self.config, "workerinput"):
+            from .scheduler import worker_queue
+
+            queued = worker_queue(self.config)
+            if queued is None:
+                budget = 0  # the worker's next items are unknown: stay in this conversation
+                upcoming = itertools.islice(items, at + 1, None)
+            else:
+                upcoming = (items[i] for i in queued if 0 <= i < len(items))
+        else:
+            upcoming = itertools.islice(items, at + 1, None)  # no copy of the list per item
+        crossed = 0
+        for other in upcoming:
             if len(pipeline) >= pipeline.window:
                 return
             if not isinstance(other, MemevalItem):
@@ -203,9 +219,9 @@ class MemevalItem(pytest.Function):
                     continue  # a hand-written case of this conversation
                 return
             if (other.benchmark, other.question.conversation_id) != conversation:
-                if crossed or other.benchmark != self.benchmark:
+                if crossed >= budget or other.benchmark != self.benchmark:
                     return
-                crossed = True
+                crossed += 1
                 conversation = (other.benchmark, other.question.conversation_id)
                 ingested = None  # the next conversation's: ingested for its first question here
             if other.system != self.system or other.nodeid in pipeline:

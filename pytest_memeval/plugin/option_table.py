@@ -220,6 +220,14 @@ OPTIONS: tuple[_Opt, ...] = (
         default="8",
         metavar="N",
     ),
+    _Opt(
+        "memeval-ingest-ahead",
+        "conversations the LLM window may reach ahead of the one being run, each ingested "
+        "(a fresh system instance per system, held in memory) before its questions run "
+        "(default 32; 0: the window stays in the current conversation)",
+        default="32",
+        metavar="N",
+    ),
     _Opt("memeval-llm-timeout", "seconds per LLM request (default 60)", default="60", metavar="S"),
     _Opt(
         "memeval-llm-rpm",

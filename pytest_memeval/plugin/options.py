@@ -342,6 +342,7 @@ def read_settings(config: pytest.Config) -> Settings:
             concurrency=_int(
                 val("memeval_llm_concurrency"), src("memeval_llm_concurrency"), minimum=1
             ),
+            ingest_ahead=_int(val("memeval_ingest_ahead"), src("memeval_ingest_ahead"), minimum=0),
             timeout=timeout,
             max_retries=_int(val("memeval_llm_retries"), src("memeval_llm_retries"), minimum=0),
             backoff=_seconds(val("memeval_llm_backoff"), src("memeval_llm_backoff"), zero=True),

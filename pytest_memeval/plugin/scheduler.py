@@ -6,7 +6,9 @@ public methods (``send_runtest_some``, ``shutdown``, ``shutting_down``, ``gatewa
 
 Scheduling unit: every question of one conversation (all systems, so ``--memeval-top-k`` variants
 share one ingestion), and hand-written ``memeval_case`` tests with it; other tests go by module, as
-``--dist loadscope`` does. A worker gets a unit at a time and the next one before it runs dry.
+``--dist loadscope`` does. A worker gets a unit at a time and the next one before it runs dry; with
+an LLM window (``--memeval-llm-concurrency=N``) it is kept holding at least N items not started, so
+its window can reach into the conversations it runs next (:func:`worker_queue`).
 
 Crashes. When a worker process dies (``os._exit``, a segfault, the OOM killer) xdist asks the
 scheduler for the item it was running and reports that item as failed; xdist's own schedulers then
@@ -26,7 +28,7 @@ from typing import Any
 
 import pytest
 
-__all__ = ["ConversationScheduling"]
+__all__ = ["ConversationScheduling", "worker_queue"]
 
 #: a unit that crashed this many workers is given up (its remaining questions are not run)
 MAX_CRASHES_PER_UNIT = 2
@@ -40,6 +42,46 @@ def _tx_count(config: pytest.Config) -> int:
         head, star, _ = str(spec).partition("*")
         count += int(head) if star and head.isdigit() else 1
     return max(count, 1)
+
+
+def worker_queue(config: pytest.Config) -> list[int] | None:
+    """On an xdist worker, the indices (into ``session.items``) of the items the scheduler has
+    sent it and it has not started, in the order it will run them; None when not a worker or the
+    queue cannot be read (the pipeline then stays in the current conversation).
+
+    The scheduler (:class:`ConversationScheduling`) sends a worker whole conversations, as
+    many items ahead as the LLM window needs; the worker keeps them in xdist's ``WorkerInteractor``
+    (``nextitem_index``, then the ``torun`` queue, read under its lock)."""
+    if not hasattr(config, "workerinput"):
+        return None
+    for plugin in config.pluginmanager.get_plugins():
+        torun = getattr(plugin, "torun", None)
+        lock = getattr(torun, "lock", None)
+        if type(plugin).__name__ != "WorkerInteractor" or not callable(lock):
+            continue
+        try:
+            with lock() as queued:
+                pending = [getattr(plugin, "nextitem_index", None), *queued]
+        except Exception:
+            return None
+        upcoming: list[int] = []
+        for index in pending:
+            if not isinstance(index, int) or isinstance(index, bool):
+                break  # the shutdown marker: nothing after it runs
+            upcoming.append(index)
+        return upcoming
+    return None
+
+
+def _items_ahead(config: pytest.Config) -> int:
+    """Items a worker holds before it is sent more: 2, or the LLM window when the run makes LLM
+    calls through one (so the window can be filled from the worker's next conversations)."""
+    from .keys import STATE_KEY
+
+    state = config.stash.get(STATE_KEY, None)
+    if state is None or not state.settings.llm.uses_llm or state.settings.llm.concurrency < 2:
+        return 2
+    return max(2, state.settings.llm.concurrency)
 
 
 class ConversationScheduling:
@@ -63,6 +105,8 @@ class ConversationScheduling:
         #: (node id, reason) of items given up after their unit crashed twice
         self.dropped: list[tuple[str, str]] = []
         self.completed: set[str] = set()
+        #: items a worker is kept holding (not started) before it is sent the next unit
+        self.ahead = _items_ahead(config)
 
     # ---- the Scheduling protocol -------------------------------------------------------------
     @property
@@ -161,6 +205,8 @@ class ConversationScheduling:
         for node in self.nodes[len(self.nodes) - extra :] if extra > 0 else []:
             self.assigned.pop(node)
             node.shutdown()
+        for node in self.nodes:  # a unit each first: the first worker does not take them all
+            self._reschedule(node, ahead=0)
         for node in self.nodes:
             self._reschedule(node)
 
@@ -178,13 +224,21 @@ class ConversationScheduling:
     def _pending(work: dict[str, dict[str, bool]]) -> int:
         return sum(1 for unit in work.values() for done in unit.values() if not done)
 
-    def _reschedule(self, node: Any) -> None:
+    def _reschedule(self, node: Any, ahead: int | None = None) -> None:
+        """Send ``node`` units until it holds more than ``ahead`` items not started (default
+        :attr:`ahead`, at most its share of the queue, 2 at least: the last units are not all
+        held by one worker while another runs dry)."""
         if node.shutting_down or node not in self.assigned:
             return
         if not self.workqueue:
             node.shutdown()  # it runs what it holds, then stops
             return
-        while self.workqueue and self._pending(self.assigned[node]) <= 2:
+        if ahead is None:
+            ahead = self.ahead
+            if ahead > 2:
+                queued = sum(len(nodeids) for nodeids in self.workqueue.values())
+                ahead = min(ahead, max(2, queued // max(len(self.assigned), 1)))
+        while self.workqueue and self._pending(self.assigned[node]) <= ahead:
             scope, nodeids = self.workqueue.popitem(last=False)
             unit = self.assigned[node].setdefault(scope, {})
             for nid in nodeids:

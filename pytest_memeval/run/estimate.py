@@ -24,11 +24,74 @@ __all__ = [
     "DEFAULT_LATENCY",
     "Estimate",
     "PlaceholderAnswerer",
+    "WallShape",
+    "llm_wall",
     "placeholder_answer",
 ]
 
 #: seconds an LLM call is assumed to take for the wall time (a short judge or answer reply)
 DEFAULT_LATENCY = 1.0
+
+
+@dataclass(frozen=True)
+class WallShape:
+    """What bounds a run's LLM wall time besides its calls: ``--memeval-llm-concurrency`` (the
+    window of each process), the processes (``-n N``), the questions and conversations the calls
+    are for (0: unknown), ``--memeval-ingest-ahead``, ``--memeval-llm-rpm`` / ``-tpm`` and
+    ``--memeval-llm-limiter`` (None: the machine's file limiter)."""
+
+    concurrency: int
+    processes: int = 1
+    questions: int = 0
+    conversations: int = 0
+    ingest_ahead: int = 32
+    rpm: int | None = None
+    tpm: int | None = None
+    limiter: str | None = None
+
+
+def llm_wall(calls: int, tokens: int, shape: WallShape, latency: float) -> tuple[float, str]:
+    """The LLM calls' wall time and what bounds it (pure).
+
+    Each process keeps up to its window of questions in flight, one call of each at a time (a
+    question's answer, then its judges, in a row): ``min(window, questions it can reach)`` calls,
+    where a window reaches into at most ``ingest_ahead`` conversations ahead (0: only the current
+    one's questions) and never beyond the process's share of the questions. The last question's
+    calls run in a row as the window drains: ``(calls a question - 1) x latency`` more. Then the
+    rate limits: ``calls x 60 / rpm`` and ``tokens x 60 / tpm`` when longer; the file limiter's
+    budget is the machine's (its processes share it), a redis:// limiter's is shared with every
+    host drawing on it, so the figure is then a lower bound."""
+    if calls <= 0:
+        return 0.0, "no LLM call"
+    processes = max(1, shape.processes)
+    window = max(1, shape.concurrency)
+    per_call = ""
+    depth = 1
+    if shape.questions > 0:
+        depth = max(1, math.ceil(calls / shape.questions))
+        share = shape.questions / processes
+        per_conversation = shape.questions / max(1, shape.conversations or shape.questions)
+        reach = min(share, per_conversation * (1 + max(0, shape.ingest_ahead)))
+        window = max(1, min(window, math.floor(reach)))
+    in_flight = window * processes
+    wall = calls * latency / in_flight + (depth - 1) * latency
+    if depth > 1:
+        per_call = f" + the last question's {depth} calls in a row"
+    where = f"{processes} processes x " if processes > 1 else ""
+    bound = f"{in_flight} calls in flight ({where}a window of {window}) x {latency:g} s a call"
+    bound += per_call
+    shared = (
+        " (one budget for every host on the redis limiter: a lower bound)"
+        if shape.limiter
+        else f" (one budget for this machine's {processes} processes)"
+        if processes > 1
+        else ""
+    )
+    if shape.rpm is not None and calls * 60.0 / shape.rpm > wall:
+        wall, bound = calls * 60.0 / shape.rpm, f"--memeval-llm-rpm={shape.rpm}{shared}"
+    if shape.tpm is not None and tokens * 60.0 / shape.tpm > wall:
+        wall, bound = tokens * 60.0 / shape.tpm, f"--memeval-llm-tpm={shape.tpm}{shared}"
+    return wall, bound
 
 
 def placeholder_answer(gold: object) -> str:
@@ -100,24 +163,36 @@ class Estimate:
         latency: float = DEFAULT_LATENCY,
         batch_roles: Collection[str] = (),
         repeats: int = 0,
+        questions: int = 0,
+        conversations: int = 0,
+        ingest_ahead: int = 32,
+        limiter: str | None = None,
     ) -> Estimate:
         """``batch_roles``: the roles whose calls ``--memeval-llm-batch`` sends through the
         providers' batch APIs, priced at the batch discount. ``repeats``: the requests the
         estimate's cache served from what the run itself would have written
         (``EstimateCache.repeats``, summed over the processes); the accounting counts them as
-        cache hits, but only requests found in the on-disk cache before the run are."""
+        cache hits, but only requests found in the on-disk cache before the run are.
+        ``questions`` / ``conversations`` (0: unknown), ``ingest_ahead`` and ``limiter``: see
+        :func:`llm_wall`."""
         acc = TokenAccounting.from_dict(tokens)
         total = acc.total()
         by_role = {role: usage.calls for role, usage in acc.by_role().items() if usage.calls}
-        in_flight = max(1, concurrency) * max(1, processes)
-        wall = total.calls * latency / in_flight
-        bound = f"{in_flight} calls in flight x {latency:g} s a call"
-        if rpm is not None and total.calls * 60.0 / rpm > wall:
-            wall, bound = total.calls * 60.0 / rpm, f"--memeval-llm-rpm={rpm}"
-        if tpm is not None:
-            by_tokens = (total.input_tokens + total.output_tokens) * 60.0 / tpm
-            if by_tokens > wall:
-                wall, bound = by_tokens, f"--memeval-llm-tpm={tpm}"
+        wall, bound = llm_wall(
+            total.calls,
+            total.input_tokens + total.output_tokens,
+            WallShape(
+                concurrency=concurrency,
+                processes=processes,
+                questions=questions,
+                conversations=conversations,
+                ingest_ahead=ingest_ahead,
+                rpm=rpm,
+                tpm=tpm,
+                limiter=limiter,
+            ),
+            latency,
+        )
         return cls(
             calls=total.calls,
             input_tokens=total.input_tokens,

@@ -101,6 +101,10 @@ class LLMSettings:
     base_url: str | None = None
     api_key_env: str | None = None
     concurrency: int = 8
+    #: --memeval-ingest-ahead: conversations the LLM window may reach ahead of the one being run,
+    #: each ingested (one fresh system instance per system) before its questions run: the memory
+    #: budget of the pipelined stage (0: the window stays in the current conversation)
+    ingest_ahead: int = 32
     timeout: float = 60.0
     max_retries: int = 6
     backoff: float = 0.5

@@ -274,3 +274,36 @@ def test_repeated_requests_are_counted_as_the_real_run_pays_them(
         f"--memeval-cache-dir={cache}",
     ]
     _compare(pytester, server, args, mode, mode, warm=False)
+
+
+@MODES
+def test_the_wall_line_counts_the_window_each_process_can_fill(
+    pytester: pytest.Pytester, server: LLMServer, mode: list[str]
+) -> None:
+    """demo: 15 questions in 2 conversations (28 calls: an answer each, 13 verdicts). With
+    --memeval-ingest-ahead=0 a window of 16 holds one conversation's questions (7 of 15 / 2); each
+    question's verdict follows its answer, so the last two calls run in a row. Under -n 2 each
+    worker fills its own window of the same size."""
+    calls, _, out = _estimate(
+        pytester,
+        server,
+        "--memeval=demo",
+        *LLM_ARGS,
+        f"--memeval-cache-dir={pytester.path / 'cache'}",
+        "--memeval-llm-concurrency=16",
+        "--memeval-ingest-ahead=0",
+        *mode,
+    )
+    assert calls == 28
+    block = _block(out)
+    if mode:
+        expected = "14 calls in flight (2 processes x a window of 7)"
+        wall = "wall ~3 s"  # 28 / 14 + 1
+    else:
+        expected = "7 calls in flight (a window of 7)"
+        wall = "wall ~5 s"  # 28 / 7 + 1
+    assert block[0].endswith(wall), block
+    assert (
+        f"  wall time bound by {expected} x 1 s a call + the last question's 2 calls in a row"
+        in block
+    ), block

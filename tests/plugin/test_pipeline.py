@@ -252,7 +252,8 @@ def test_window_reaches_into_the_next_conversation_in_one_process(
     """At -n 0 the window does not run dry at a conversation's start: the next conversation is
     ingested early (bm25 is a factory: a fresh instance) and its first calls are sent while the
     first conversation's are in flight; each conversation still ingested once per system, and the
-    results those of window 1. Under xdist a worker never reaches across (same results)."""
+    results those of window 1. Under xdist each worker gets one of the two conversations (the
+    scheduler gives every worker one before any gets a second): the same results."""
     reference = shared_runs.reach([])  # window 1 (and 32) without xdist
     runs = shared_runs.reach(mode)
     reports = {1: reference.reports[1], 32: runs.reports[32]}
@@ -497,3 +498,80 @@ def test_rpm_limit_is_shared_by_two_workers(shared_runs: SharedRuns) -> None:
     span = times[-1] - times[0]
     minimum = (len(times) - 1) * 60.0 / rpm  # 2.7 s at exactly the limit
     assert span < minimum * 4 + 10  # and not absurdly slow
+
+
+def write_one_question_conversations(path: Path, count: int) -> Path:
+    """A LongMemEval-shaped file (the official record fields) of ``count`` questions, each with a
+    haystack of its own: ``count`` conversations of one question each."""
+    records = []
+    for i in range(count):
+        pet = ("beagle", "poodle", "collie", "husky")[i % 4]
+        sessions = [
+            [
+                {"role": "user", "content": f"I adopted a {pet} named Rex{i} last week."},
+                {"role": "assistant", "content": "Congratulations on the new dog!"},
+            ],
+            [
+                {"role": "user", "content": f"My sister lives in city number {i}."},
+                {"role": "assistant", "content": "That sounds lovely."},
+            ],
+        ]
+        records.append(
+            {
+                "question_id": f"{i:08x}",
+                "question_type": "single-session-user",
+                "question": f"What breed is Rex{i}?",
+                "answer": pet,
+                "question_date": "2023/05/30 (Tue) 23:40",
+                "haystack_session_ids": [f"s{i}a", f"answer_s{i}b"],
+                "haystack_dates": ["2023/05/20 (Sat) 10:00", "2023/05/21 (Sun) 11:00"],
+                "haystack_sessions": sessions,
+                "answer_session_ids": [f"answer_s{i}b"],
+            }
+        )
+    path.write_text(json.dumps(records), encoding="utf-8")
+    return path
+
+
+@MODES
+def test_window_stays_full_over_one_question_conversations(
+    pytester: pytest.Pytester, server: LLMServer, mode: list[str]
+) -> None:
+    """Every question its own conversation (LongMemEval's shape): the window of 8 reaches as many
+    conversations ahead as it needs (ingesting each early), without xdist and on each ``-n 2``
+    worker (the conversations the scheduler has sent it), so several questions' calls are in
+    flight at once; the requests and results are window 1's, and each conversation is ingested
+    once."""
+    data = write_one_question_conversations(pytester.path / "lme_one.json", 12)
+    base = [
+        "--memeval=longmemeval",
+        f"--memeval-variant={data}",
+        "--memsys=bm25",
+        "--memeval-answerer=openai:gpt-4o-mini",
+        "--memeval-judge=openai:gpt-4o-mini",
+    ]
+    reports, bodies, in_flight = {}, {}, {}
+    for window, latency, extra in ((1, 0.05, []), (8, 0.5, mode)):
+        server.reset()
+        server.latency = latency
+        out = pytester.path / f"w{window}.json"
+        result = pytester.runpytest(
+            *base,
+            f"--memeval-cache-dir={pytester.path / f'cache{window}'}",
+            f"--memeval-llm-concurrency={window}",
+            f"--memeval-json={out}",
+            *extra,
+        )
+        assert result.ret == 0, result.stdout.str()
+        reports[window] = read_json(out)
+        bodies[window] = _bodies(server)
+        in_flight[window] = server.max_in_flight
+    rows1, rows8 = _rows(reports[1]), _rows(reports[8])
+    assert len(rows1) == 12 and rows1 == rows8
+    assert bodies[1] == bodies[8] and max(bodies[8].values()) == 1
+    assert sum(bodies[8].values()) == 24  # an answer and a verdict per question
+    assert reports[8]["provenance"]["ingests"] == {"bm25": 12}
+    assert in_flight[1] == 1
+    # a window that stopped at the next conversation (or, on a worker, at its own) held at most
+    # two questions (one call each in flight) per process
+    assert in_flight[8] >= 5, in_flight

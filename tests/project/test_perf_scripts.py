@@ -92,6 +92,7 @@ def test_run_quick_prints_the_table(data_dir: Path, tmp_path: Path) -> None:
         "judge",
         "warmjudge",
         "pipeline",
+        "window",
         "board",
     }
     assert len(data["raw"]["idle"]["walls"]["with"]) == 3
@@ -108,6 +109,9 @@ def test_run_quick_prints_the_table(data_dir: Path, tmp_path: Path) -> None:
     assert pipeline["questions"] == 20 and set(pipeline["modes"]) == {"0"}
     mode = pipeline["modes"]["0"]
     assert mode["identical"] is True and mode["warm_requests"] == 0 and mode["calls"] > 20
+    # the window over one question per conversation and ten per conversation: window 1's rows
+    window = data["raw"]["window"]
+    assert len(window) == 2 and all(w["identical"] and w["calls"] > 0 for w in window.values())
     assert data["raw"]["f1"]["identical"] is True
     assert data["raw"]["harness"]["questions"] == 100
     assert data["raw"]["harness"]["statuses"]["CORRECT"] > 0

@@ -3,6 +3,7 @@ and the estimate's figures (the end-to-end comparison is tests/plugin/test_estim
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +19,7 @@ from pytest_memeval.llm.estimate import (
     counter_for,
 )
 from pytest_memeval.llm.providers import resolve_config
-from pytest_memeval.run.estimate import Estimate, placeholder_answer
+from pytest_memeval.run.estimate import Estimate, WallShape, llm_wall, placeholder_answer
 
 
 def test_a_cl100k_model_is_counted_with_its_own_tokenizer() -> None:
@@ -156,11 +157,15 @@ def test_wall_time_is_bounded_by_concurrency_rpm_and_tpm() -> None:
     by_rpm = Estimate.from_accounting(
         _accounting(120, 6000), concurrency=8, processes=2, rpm=60, tpm=None, **common
     )
-    assert by_rpm.wall_seconds == pytest.approx(120.0) and by_rpm.wall_bound.endswith("rpm=60")
+    assert by_rpm.wall_seconds == pytest.approx(120.0) and by_rpm.wall_bound.startswith(
+        "--memeval-llm-rpm=60 "
+    )
     by_tpm = Estimate.from_accounting(
         _accounting(120, 6000), concurrency=8, processes=2, rpm=60, tpm=1000, **common
     )
-    assert by_tpm.wall_seconds == pytest.approx(360.0) and by_tpm.wall_bound.endswith("tpm=1000")
+    assert by_tpm.wall_seconds == pytest.approx(360.0) and by_tpm.wall_bound.startswith(
+        "--memeval-llm-tpm=1000 "
+    )
 
 
 def test_cost_comes_from_the_price_table() -> None:
@@ -239,3 +244,40 @@ def test_batch_tokens_cost_half_the_price_in_the_run_and_the_estimate() -> None:
     assert "$10.0500 (batch pricing for the judge calls: 50% of the price)" in head
     full = Estimate.from_accounting(acc.to_dict(), prices=prices, **common)
     assert full.cost == pytest.approx(14.1) and "batch" not in full.lines(priced=True)[0]
+
+
+def test_wall_time_counts_the_window_the_questions_reach_and_the_last_chain() -> None:
+    # 64 questions of one conversation each, an answer and a verdict each, window 16, one process
+    full = WallShape(concurrency=16, questions=64, conversations=64, ingest_ahead=32)
+    wall, bound = llm_wall(128, 0, full, 0.2)
+    assert wall == pytest.approx(128 * 0.2 / 16 + 0.2)  # + the last verdict after its answer
+    assert bound == (
+        "16 calls in flight (a window of 16) x 0.2 s a call + the last question's 2 calls in a row"
+    )
+    # --memeval-ingest-ahead=0: the window holds one conversation's question
+    alone = llm_wall(128, 0, replace(full, ingest_ahead=0), 0.2)
+    assert alone[0] == pytest.approx(128 * 0.2 + 0.2) and "a window of 1)" in alone[1]
+    # ten a conversation, 3 ahead: 40 reachable, the window (16) bounds
+    ten = WallShape(concurrency=16, questions=100, conversations=10, ingest_ahead=3)
+    assert llm_wall(200, 0, ten, 0.2)[0] == pytest.approx(200 * 0.2 / 16 + 0.2)
+    # -n 2 of 20 questions: 10 each, so 10 in flight per process, not 16
+    two = WallShape(concurrency=16, processes=2, questions=20, conversations=20)
+    wall, bound = llm_wall(40, 0, two, 1.0)
+    assert wall == pytest.approx(40 / 20 + 1.0) and bound.startswith(
+        "20 calls in flight (2 processes x a window of 10)"
+    )
+
+
+def test_wall_time_names_the_limiter_whose_budget_bounds_it() -> None:
+    shape = WallShape(concurrency=16, processes=2, questions=60, conversations=6, rpm=60)
+    wall, bound = llm_wall(120, 0, shape, 1.0)
+    assert wall == pytest.approx(120.0)
+    assert bound == "--memeval-llm-rpm=60 (one budget for this machine's 2 processes)"
+    shared = replace(shape, limiter="redis://127.0.0.1:6379/0", tpm=1000)
+    wall, bound = llm_wall(120, 6000, shared, 1.0)
+    assert wall == pytest.approx(360.0)
+    assert bound == (
+        "--memeval-llm-tpm=1000 (one budget for every host on the redis limiter: a lower bound)"
+    )
+    assert "redis://" not in bound
+    assert llm_wall(0, 0, shape, 1.0) == (0.0, "no LLM call")
