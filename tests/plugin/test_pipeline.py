@@ -573,5 +573,12 @@ def test_window_stays_full_over_one_question_conversations(
     assert reports[8]["provenance"]["ingests"] == {"bm25": 12}
     assert in_flight[1] == 1
     # a window that stopped at the next conversation (or, on a worker, at its own) held at most
-    # two questions (one call each in flight) per process
-    assert in_flight[8] >= 5, in_flight
+    # two questions (one call each in flight) per process. A worker reads what the scheduler
+    # sent it from pytest-xdist's queue, which has the lock it is read under from 3.7 on; with an
+    # older xdist the worker's window stays in its current conversation (docs/scale.md)
+    import xdist.remote
+
+    if mode and not hasattr(xdist.remote, "TestQueue"):
+        assert in_flight[8] >= 2, in_flight
+    else:
+        assert in_flight[8] >= 5, in_flight
