@@ -46,6 +46,7 @@ _LOCAL_OPTIONS = frozenset(
         "memeval_baseline",
         "memeval_save_baseline",
         "memeval_max_drop",
+        "memeval_health_max_rise",
         "memeval_alpha",
         "memeval_show_wrong",
         "memeval_keep_runs",
