@@ -228,12 +228,22 @@ class _Key:
         return key_id(self.key)
 
 
-def _pick(runs: Sequence[Entry], pick: str, metric: str | None) -> Entry:
-    """The run a system's row shows: its latest, or its best (ties and no value: the latest)."""
+def _pick(
+    runs: Sequence[Entry], pick: str, metric: str | None, partial: frozenset[str] = frozenset()
+) -> Entry:
+    """The run a system's row shows: its latest, or its best (a tie goes to a full run over a
+    partial one (``partial``: their ids), then to the later run; no value: the latest)."""
     if pick != PICK_BEST:
         return runs[-1]
     order = list(enumerate(runs))
-    best = max(order, key=lambda ie: (_sort_value(headline_value(ie[1], metric)), ie[0]))
+    best = max(
+        order,
+        key=lambda ie: (
+            _sort_value(headline_value(ie[1], metric)),
+            ie[1].ident not in partial,
+            ie[0],
+        ),
+    )
     return best[1]
 
 
@@ -241,7 +251,9 @@ def _sort_value(value: float | None) -> float:
     return value if value is not None else -math.inf
 
 
-def _key_view(key: Key, entries: list[Entry], pick: str = PICK_LATEST) -> _Key:
+def _key_view(
+    key: Key, entries: list[Entry], pick: str = PICK_LATEST, partial: frozenset[str] = frozenset()
+) -> _Key:
     heads = [e.headline() for e in entries]
     metric = max(set(h for h in heads if h), key=heads.count, default=None)
     categories: list[str] = []
@@ -250,7 +262,9 @@ def _key_view(key: Key, entries: list[Entry], pick: str = PICK_LATEST) -> _Key:
             if row.key not in categories:
                 categories.append(row.key)
     view = _Key(key, entries, metric, categories, pick)
-    view.shown = {label: _pick(runs, pick, metric) for label, runs in _by_label(entries).items()}
+    view.shown = {
+        label: _pick(runs, pick, metric, partial) for label, runs in _by_label(entries).items()
+    }
     view.rows = sorted(
         view.shown.values(),
         key=lambda e: (-_sort_value(headline_value(e, metric)), e.label, e.created()),
@@ -796,7 +810,8 @@ def write_board(
         every = _key_view(key, groups[key], pick)  # diffs and run pages: every result
         ranked = [e for e in groups[key] if tiers[e.ident].ranked(show_partial)]
         apart = [e for e in groups[key] if not tiers[e.ident].ranked(show_partial)]
-        view = _key_view(key, ranked, pick)
+        partial = frozenset(e.ident for e in ranked if tiers[e.ident].partial)
+        view = _key_view(key, ranked, pick, partial)
         kid = every.kid
         pairs = _diff_pairs(every, view)
         for a, b in pairs:
