@@ -28,6 +28,22 @@ SPEC = "openai:gpt-4o-mini"
 LOOPBACK_KEY = "sk-perf-loopback"
 
 
+def identical_row(
+    section: str, mode: object, got: dict[Any, Any], reference: dict[Any, Any], same: bool
+) -> Row:
+    """The row saying a run's per-question results equal those of concurrency 1."""
+    return Row(
+        section,
+        f"  -n {mode}: per-question results identical to concurrency 1",
+        float(sum(1 for k, v in got.items() if reference.get(k) == v)),
+        float(len(reference)),
+        None,
+        "all",
+        same,
+        unit="n",
+    )
+
+
 def _reply(messages: list[dict[str, str]], model: str, params: dict[str, Any]) -> str:
     """Answers and verdicts that depend on the request (so a mix-up would change results)."""
     text = "\n".join(m["content"] for m in messages)
@@ -131,16 +147,7 @@ def section_pipeline(ctx: Context) -> list[Row]:
                     cold.wall <= target,
                     note=f"ideal {ideal:.2f} s, offline {offline.wall:.2f} s",
                 ),
-                Row(
-                    "pipeline",
-                    f"  -n {mode}: per-question results identical to concurrency 1",
-                    float(sum(1 for k, v in got.items() if reference.get(k) == v)),
-                    float(len(reference)),
-                    None,
-                    "all",
-                    same,
-                    unit="n",
-                ),
+                identical_row("pipeline", mode, got, reference, same),
                 Row(
                     "pipeline",
                     f"  -n {mode}: warm rerun, HTTP requests",

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from targets.common import PYTEST_BASE, Context, Row, Timing, best_of, run_timed
-from targets.pipeline import LOOPBACK_KEY, SPEC, _reply, _rows
+from targets.pipeline import LOOPBACK_KEY, SPEC, _reply, _rows, identical_row
 
 LATENCY = 0.2
 CONCURRENCY = 16
@@ -143,16 +143,7 @@ def section_window(ctx: Context) -> list[Row]:
                         ratio is not None and ratio <= TARGET,
                         note=f"wall {cold.wall:.2f} s, offline {offline.wall:.2f} s",
                     ),
-                    Row(
-                        "window",
-                        f"  -n {mode}: per-question results identical to concurrency 1",
-                        float(sum(1 for k, v in got.items() if reference.get(k) == v)),
-                        float(len(reference)),
-                        None,
-                        "all",
-                        same,
-                        unit="n",
-                    ),
+                    identical_row("window", mode, got, reference, same),
                 ]
     ctx.raw["window"] = raw
     return rows

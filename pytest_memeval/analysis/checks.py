@@ -33,6 +33,7 @@ def check_summary(summary: Summary, settings: Settings) -> bool:
         except MemevalError as exc:
             summary.regression_error = str(exc)
             return True
+        gated = bool(settings.checks.max_drops)
         for metric, points in settings.checks.max_drops or (("correct", 0.0),):
             try:
                 comparisons = compare(
@@ -42,28 +43,18 @@ def check_summary(summary: Summary, settings: Settings) -> bool:
                     points,
                     settings.checks.alpha,
                     seed=settings.selection.seed,
+                    gated=gated,
                 )
             except Exception as exc:  # a failing comparison never costs the reports
-                summary.regression_error = (
-                    f"--memeval-baseline {settings.checks.baseline}: comparing {metric} failed "
-                    f"({type(exc).__name__}: {terminal_safe(str(exc), 200)}); the reports are "
-                    "written without it"
-                )
+                summary.regression_error = _failed(settings, f"comparing {metric}", exc)
                 return True
             for c in comparisons:
-                message = c.message
-                if not settings.checks.max_drops:  # the default comparison decides nothing
-                    message = message.replace(
-                        "regression FAILED:",
-                        "regression would fail (not gated: no --memeval-max-drop):",
-                        1,
-                    )
                 summary.regression.append(
                     RegressionOutcome(
                         label=c.label,
                         metric=c.metric,
                         failed=c.failed,
-                        message=message,
+                        message=c.message,
                         details=list(c.details),
                         delta=c.delta,
                         ci=list(c.ci) if c.ci else None,
@@ -76,18 +67,14 @@ def check_summary(summary: Summary, settings: Settings) -> bool:
                         detectable=c.detectable,
                     )
                 )
-        if settings.checks.max_drops:
+        if gated:
             failed |= any(c.failed for c in summary.regression)
         if settings.checks.health_max_rise is not None:
             # the health gate: on whenever a baseline is given, whatever the scores did
             try:
                 health = compare_health(summary, base, settings.checks.health_max_rise)
             except Exception as exc:  # a failing comparison never costs the reports
-                summary.regression_error = (
-                    f"--memeval-baseline {settings.checks.baseline}: the health gate failed "
-                    f"({type(exc).__name__}: {terminal_safe(str(exc), 200)}); the reports are "
-                    "written without it"
-                )
+                summary.regression_error = _failed(settings, "the health gate", exc)
                 return True
             for h in health:
                 summary.health.append(
@@ -102,3 +89,12 @@ def check_summary(summary: Summary, settings: Settings) -> bool:
                 )
                 failed |= h.failed
     return failed
+
+
+def _failed(settings: Settings, what: str, exc: Exception) -> str:
+    """The one line a comparison that raised leaves (the reports are still written)."""
+    return (
+        f"--memeval-baseline {settings.checks.baseline}: {what} failed "
+        f"({type(exc).__name__}: {terminal_safe(str(exc), 200)}); the reports are written "
+        "without it"
+    )

@@ -564,6 +564,7 @@ def _compare_run(
     selection: str = "",
     scoreboard: tuple[float | None, float | None] = (None, None),
     category_order: tuple[str, ...] = (),
+    gated: bool = True,
 ) -> Comparison:
     """One run against its baseline; ``selected``: the category keys gated (None: every
     question), ``scoreboard``: the (baseline, current) figures the scoreboard shows for them."""
@@ -763,6 +764,8 @@ def _compare_run(
         )
     if not failed and not significant:
         extra.append(_power_line(detectable, alpha, grouped.k, unit, cluster_test))
+    if failed and not gated:  # the default comparison (no --memeval-max-drop) decides nothing
+        outcome = "would fail (not gated: no --memeval-max-drop)"
     message = f"regression {outcome}: {result.label} {metric}{_over(selection)} {verdict}."
     return _replace(result, message=message, details=tuple(extra) + _details(result, metric))
 
@@ -918,6 +921,7 @@ def compare(
     round3: Iterable[str] = (),
     seed: int = 0,
     resamples: int = 5000,
+    gated: bool = True,
 ) -> list[Comparison]:
     """Compare every run of ``current`` with the baseline run of the same (benchmark, system, flow)
     on ``metric`` (or the pseudo metric ``correct``; ``judge`` is the first judge's headline metric
@@ -993,6 +997,7 @@ def compare(
                     _current_figure(run, row, resolved),
                 ),
                 category_order=tuple(c.key for c in run.categories) if run is not None else (),
+                gated=gated,
             )
         )
     return out

@@ -74,6 +74,11 @@ class PinnedFile:
     sha256: str
     size: int | None = None
 
+    @classmethod
+    def below(cls, folder: str, path: str, sha256: str, size: int | None) -> PinnedFile:
+        """A file kept locally at ``folder/path`` (the repository's own layout below it)."""
+        return cls(path, f"{folder}/{path}", sha256, size)
+
 
 @dataclass(frozen=True)
 class Pins:

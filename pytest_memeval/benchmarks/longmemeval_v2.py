@@ -85,7 +85,7 @@ TIERS: tuple[str, ...] = ("small", "medium")
 
 
 def _file(path: str, sha256: str, size: int | None) -> PinnedFile:
-    return PinnedFile(path, f"{FOLDER}/{path}", sha256, size)
+    return PinnedFile.below(FOLDER, path, sha256, size)
 
 
 #: the release: the Hugging Face dataset at a revision; its files and the release's own

@@ -106,7 +106,7 @@ SPLITS: tuple[str, ...] = (
 
 
 def _shard(path: str, sha256: str, size: int | None) -> PinnedFile:
-    return PinnedFile(path, f"{FOLDER}/{path}", sha256, size)
+    return PinnedFile.below(FOLDER, path, sha256, size)
 
 
 #: the release: the Hugging Face dataset at a revision, one parquet shard per split and the

@@ -525,3 +525,12 @@ def test_question_health() -> None:
     assert regression.question_health(STATUS_CORRECT, 0, True) == "empty"
     # a system that answers itself has no search: never "empty"
     assert regression.question_health(STATUS_CORRECT, 0, False) == "ok"
+
+
+def test_the_default_comparison_says_it_decides_nothing() -> None:
+    current, baseline = _flipped(10)
+    [c] = compare(current, baseline, "correct", 0.0, gated=False)
+    assert c.failed  # the verdict of the test stands; only its wording says it gates nothing
+    assert c.message.startswith(
+        "regression would fail (not gated: no --memeval-max-drop): locomo (bm25) correct"
+    )
