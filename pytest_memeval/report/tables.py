@@ -609,6 +609,13 @@ def cards_table(summary: Summary) -> Table | None:
     )
 
 
+def _count_cell(run: RunSummary) -> str:
+    """The scoreboard's n: the questions its overall figure covers, ``13 of 15`` when categories
+    outside overall (LoCoMo's adversarial) leave some out."""
+    inside, every = run.overall.count, run.overall_all.count
+    return str(every) if inside == every else f"{inside} of {every}"
+
+
 def scoreboard_table(
     summary: Summary,
     baselines: Mapping[str, Sequence[Baseline]],
@@ -663,7 +670,7 @@ def scoreboard_table(
                     Cell(metric or "-"),
                     _num(fmt_num(value)),
                     Cell(f"[{ci[0]:.2f}, {ci[1]:.2f}]" if ci is not None else "-"),
-                    _num(str(run.overall_all.count)),
+                    _num(_count_cell(run)),
                     _num(str(statuses.get("ERROR", 0))),
                     _num(str(statuses.get("UNSCORED", 0))),
                     Cell(published),
@@ -685,6 +692,11 @@ def scoreboard_table(
         "published overall, labelled comparable or reference; control: a built-in bound "
         "(no-memory floor, full-context, oracle evidence)"
     )
+    if any(run.overall.count != run.overall_all.count for run in summary.runs):
+        caption += (
+            "; n: the questions the overall covers, of all the run's questions (13 of 15); "
+            "errors, unscored: over all the run's questions, as the health gate counts them"
+        )
     if any(run.flow for run in summary.runs):
         caption += (
             "; hand-written: a test of your own (memeval_case), never set beside published figures"

@@ -48,6 +48,24 @@ def test_scoreboard_rows_and_controls() -> None:
     assert floor[9] == "control"
 
 
+def test_scoreboard_n_is_the_overalls_count() -> None:
+    """The n beside the headline counts the questions the headline covers: with an adversarial
+    question outside overall, ``4 of 5`` (the errors and unscored columns count all five, as the
+    health gate does, and the caption says so)."""
+    results = [
+        report_result("bm25", "q1", "single-hop", 4, 1.0),
+        report_result("bm25", "q2", "single-hop", 4, 0.0),
+        report_result("bm25", "q3", "multi-hop", 1, 0.0, status="UNSCORED", scores={}),
+        report_result("bm25", "q4", "multi-hop", 1, 0.0, status="ERROR", scores={}, error="x"),
+        report_result("bm25", "q5", "adversarial", 5, 0.0, status="ERROR", scores={}, error="x"),
+    ]
+    run = aggregate_run("locomo", "bm25", "", results, REPORT_CATS, ["f1"])
+    board = scoreboard_table(Summary(runs=[run], provenance={}), {})
+    assert board is not None
+    assert [c.text for c in board.rows[0].cells][5:8] == ["4 of 5", "2", "1"]
+    assert "n: the questions the overall covers, of all the run's questions" in board.caption
+
+
 def test_terminal_opens_with_the_scoreboard_and_shows_every_baseline() -> None:
     lines = render_summary(_summary(), _baselines(), ["configuration: x"])
     assert lines[0] == "scoreboard" and lines[-1] == "configuration: x"
