@@ -219,5 +219,7 @@ def test_built_wheel_installs_into_a_fresh_project(tmp_path: Path) -> None:
     # the demo's questions, all of them scored: the data file shipped in the wheel was read
     demo = json.loads((REPO / "pytest_memeval" / "benchmarks" / "data" / "demo.json").read_text())
     assert row[:3] == ["demo", "keyword", "f1"] and 0.0 < float(row[3]) <= 1.0, board
-    assert int(row[6]) == sum(len(c["qa"]) for c in demo), board
+    # n reads "<covered> of <all>": the overall leaves the demo's category outside it out
+    assert row[7] == "of" and int(row[8]) == sum(len(c["qa"]) for c in demo), board
+    assert 0 < int(row[6]) < int(row[8]) and row[9:11] == ["0", "0"], board
     assert "memeval/demo/demo-1/keyword" in proc.stdout
