@@ -168,7 +168,7 @@ OPTIONS: tuple[_Opt, ...] = (
     _Opt(
         "memeval-answer-prompt", "answer prompt template file for an LLM answerer", metavar="PATH"
     ),
-    # ---- judge calibration (pytest_memeval/run/calibration.py) ----
+    # ---- judge calibration (pytest_memeval/run/calibrate.py) ----
     _Opt(
         "memeval-judge-calibration",
         "calibrate the --memeval-judge on the gold answers and on known-wrong answers, per "

@@ -269,7 +269,7 @@ def read_settings(config: pytest.Config) -> Settings:
 
     calibration = None
     if val("memeval_judge_calibration") or val("memeval_calibration_wrong"):
-        from ..run.calibration import CalibrationError, calibration_settings
+        from ..run.calibrate import CalibrationError, calibration_settings
 
         try:
             calibration = calibration_settings(
@@ -281,7 +281,7 @@ def read_settings(config: pytest.Config) -> Settings:
         except CalibrationError as exc:
             raise pytest.UsageError(str(exc)) from None
     if calibration is None and benchmarks:
-        from ..analysis.calibration import is_calibration_metric
+        from ..analysis.judge_calibration import is_calibration_metric
 
         for gate in gates:
             if is_calibration_metric(gate.metric):
