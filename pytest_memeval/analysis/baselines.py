@@ -29,7 +29,7 @@ __all__ = [
 
 @dataclass(frozen=True)
 class Baseline:
-    name: str  # short unique key, used by --memeval-baselines
+    name: str  # short unique key, used by --memeval-published-baselines
     benchmark: str
     system: str
     #: the exact run metric it was published as: "f1" (official LoCoMo), "set_f1",
@@ -449,7 +449,7 @@ def _longmemeval_v2() -> list[Baseline]:
 
 BASELINES: tuple[Baseline, ...] = _build()
 
-#: shown when --memeval-baselines is not given
+#: shown when --memeval-published-baselines is not given
 DEFAULT_BASELINES: tuple[str, ...] = (
     "locomo-gpt-3.5-16k",
     "locomo-rag-obs-top5",

@@ -21,7 +21,7 @@ Examples: ``locomo.temporal.f1>=0.40``, ``locomo.overall.judge>=65%``,
 
 Judge calibration figures (``--memeval-judge-calibration``) use the same form with ``[JUDGE]`` in
 place of ``[SYSTEM]``: ``locomo.overall.judge_false_accept<=0.1``,
-``locomo[openai:gpt-4o-mini].temporal.judge_true_accept>=90%`` (see analysis/calibration.py).
+``locomo[openai:gpt-4o-mini].temporal.judge_true_accept>=90%`` (see analysis/judge_calibration.py).
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ from dataclasses import dataclass
 from ..errors import MemevalError
 from ..judges import resolve_judge_alias
 from ..report.model import CategoryRow, RunSummary, Summary, judge_metric
-from .calibration import gate_values, is_calibration_metric
+from .judge_calibration import gate_values, is_calibration_metric
 
 __all__ = [
     "GATE_GRAMMAR",

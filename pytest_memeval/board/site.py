@@ -36,7 +36,7 @@ from .charts import (
     history_chart,
     scatter_chart,
 )
-from .keys import KEY_FIELDS, Key, differences, entry_key, group_by_key, headings, key_id
+from .comparability import KEY_FIELDS, Key, differences, entry_key, group_by_key, headings, key_id
 from .load import Entry, load_inputs, query_latency
 from .verify import TIERS, Verification, verify_entries
 

@@ -37,7 +37,7 @@ from ..benchmarks.base import Benchmark, LoadRequest
 from ..records import STATUS_ERROR, Prediction, Question, QuestionResult
 from ..report.model import REPORT_MEMORIES
 from ..run.question import QuestionSetCheck, check_question_set, select_questions
-from .keys import entry_key, same_key
+from .comparability import entry_key, same_key
 from .load import Entry, folder_provenance
 
 __all__ = [

@@ -38,45 +38,6 @@ class Completion:
     source: str = ""
 
 
-class LLMClient(Protocol):
-    """One configured model (provider + model + base URL). Thread-safe; owns cache, retries and the
-    per-process concurrency limit. ``role`` ("answerer" / "judge") is only used for token accounting;
-    ``run_index`` separates the N runs of a graded judgment in the cache key. ``max_tokens=None``
-    sends no limit (an official protocol that sends none); ``json_mode`` asks an OpenAI-style API
-    for a JSON object (``response_format={"type": "json_object"}``; ignored by Anthropic).
-    ``n`` (only ``None`` or ``1``: one choice is read) is sent as the ``n`` field when given, and
-    ``max_tokens_field`` names the field the limit is sent in (``"max_tokens"`` or
-    ``"max_completion_tokens"``; ``None``: the provider's default), and ``stream=False`` is sent
-    as ``"stream": false`` when given, as an official protocol's request has them; Anthropic's API
-    has none of the three and ignores them. ``temperature=None`` sends no temperature and
-    ``reasoning_effort`` (``"low"``, ``"medium"``, ``"high"``, ...) is sent as that field when
-    given (an official protocol that sends a reasoning model's effort and no temperature:
-    LongMemEval-V2's judge); Anthropic's API has no ``reasoning_effort`` and ignores it.
-    ``extra`` adds ``top_p`` / ``seed`` / ``stop`` fields as given (MemoryAgentBench's
-    summarisation judge); Anthropic's API ignores them too."""
-
-    @property
-    def label(self) -> str:
-        """ "provider:model", never containing a key."""
-        ...
-
-    def complete(
-        self,
-        messages: Sequence[ChatMessage],
-        *,
-        temperature: float | None = 0.0,
-        max_tokens: int | None = 256,
-        run_index: int = 0,
-        role: str = "judge",
-        json_mode: bool = False,
-        n: int | None = None,
-        max_tokens_field: str | None = None,
-        stream: bool | None = None,
-        reasoning_effort: str | None = None,
-        extra: tuple[tuple[str, float | int | None], ...] = (),
-    ) -> Completion: ...
-
-
 def check_request_options(
     n: int | None,
     max_tokens_field: str | None,
@@ -102,8 +63,8 @@ def check_request_options(
 
 @dataclass(frozen=True)
 class Request:
-    """One chat request as :meth:`LLMClient.complete` was asked for it: what a provider sends and
-    what the cache key is made of (the parameters are those of ``complete``)."""
+    """One chat request, what :meth:`LLMClient.send` takes: what a provider sends and what the
+    cache key is made of (the parameters are those of :meth:`LLMClient.complete`)."""
 
     messages: tuple[ChatMessage, ...]
     temperature: float | None = 0.0
@@ -126,3 +87,64 @@ class Request:
                     f"extra field {name}={value!r}: expected one of {', '.join(EXTRA_FIELDS)} "
                     "with a number or None"
                 )
+
+
+class LLMClient(Protocol):
+    """One configured model (provider + model + base URL). Thread-safe; owns cache, retries and the
+    per-process concurrency limit. Its one primitive is :meth:`send` (a :class:`Request`, and the
+    ``role`` asking: ``"answerer"`` / ``"judge"``, used only for token accounting and the batch);
+    :meth:`complete` builds the request from keywords and sends it. A class that subclasses this
+    protocol writes ``send`` and inherits ``complete``.
+
+    ``run_index`` separates the N runs of a graded judgment in the cache key. ``max_tokens=None``
+    sends no limit (an official protocol that sends none); ``json_mode`` asks an OpenAI-style API
+    for a JSON object (``response_format={"type": "json_object"}``; ignored by Anthropic).
+    ``n`` (only ``None`` or ``1``: one choice is read) is sent as the ``n`` field when given, and
+    ``max_tokens_field`` names the field the limit is sent in (``"max_tokens"`` or
+    ``"max_completion_tokens"``; ``None``: the provider's default), and ``stream=False`` is sent
+    as ``"stream": false`` when given, as an official protocol's request has them; Anthropic's API
+    has none of the three and ignores them. ``temperature=None`` sends no temperature and
+    ``reasoning_effort`` (``"low"``, ``"medium"``, ``"high"``, ...) is sent as that field when
+    given (an official protocol that sends a reasoning model's effort and no temperature:
+    LongMemEval-V2's judge); Anthropic's API has no ``reasoning_effort`` and ignores it.
+    ``extra`` adds ``top_p`` / ``seed`` / ``stop`` fields as given (MemoryAgentBench's
+    summarisation judge); Anthropic's API ignores them too."""
+
+    @property
+    def label(self) -> str:
+        """ "provider:model", never containing a key."""
+        ...
+
+    def send(self, request: Request, *, role: str = "judge") -> Completion:
+        """The reply to ``request`` (from the cache or the provider), counted for ``role``."""
+        ...
+
+    def complete(
+        self,
+        messages: Sequence[ChatMessage],
+        *,
+        temperature: float | None = 0.0,
+        max_tokens: int | None = 256,
+        run_index: int = 0,
+        role: str = "judge",
+        json_mode: bool = False,
+        n: int | None = None,
+        max_tokens_field: str | None = None,
+        stream: bool | None = None,
+        reasoning_effort: str | None = None,
+        extra: tuple[tuple[str, float | int | None], ...] = (),
+    ) -> Completion:
+        """``send`` of the :class:`Request` these keywords make."""
+        request = Request(
+            tuple(messages),
+            temperature,
+            max_tokens,
+            run_index,
+            json_mode,
+            n,
+            max_tokens_field,
+            stream,
+            reasoning_effort,
+            tuple(extra),
+        )
+        return self.send(request, role=role)

@@ -13,7 +13,7 @@ from typing import Protocol, TypeVar, cast
 
 from ..errors import JudgeError
 from .accounting import TokenAccounting
-from .base import ChatMessage, Completion, Request
+from .base import Completion, LLMClient, Request
 from .batch import BATCH_ROLES, BatchDeferred, BatchQueue, QueuedRequest
 from .cache import LLMCache, cache_key
 from .providers import Provider, ProviderConfig, build_provider, resolve_config
@@ -67,10 +67,10 @@ class CircuitOpenError(JudgeError):
     """No request sent: the process's circuit breaker is open (the endpoint is down)."""
 
 
-class ProviderClient:
+class ProviderClient(LLMClient):
     """An :class:`~.base.LLMClient` for one provider + model + base URL. Thread-safe.
 
-    ``complete`` looks in the cache first (a hit makes no request), otherwise sends the request
+    ``send`` (and ``complete``, built on it) looks in the cache first (a hit makes no request), otherwise sends the request
     under the shared semaphore (held only while a request is in flight, not during backoff),
     retried per the policy; the result is stored in the cache and counted per role. A request
     identical to one in flight in this process waits for that one and reads its reply from the
@@ -123,7 +123,7 @@ class ProviderClient:
         text = self._redact(completion.text)
         return completion if text == completion.text else dataclasses.replace(completion, text=text)
 
-    def _send(self, request: Request) -> Completion:
+    def _post(self, request: Request) -> Completion:
         sdk = getattr(self.provider, "sdk", None) if self.limiter is not None else None
         if sdk is not None:
             sdk.get()  # build the SDK client (its import) before a rate slot is taken
@@ -137,33 +137,7 @@ class ProviderClient:
         finally:
             self.concurrency.release()
 
-    def complete(
-        self,
-        messages: Sequence[ChatMessage],
-        *,
-        temperature: float | None = 0.0,
-        max_tokens: int | None = 256,
-        run_index: int = 0,
-        role: str = "judge",
-        json_mode: bool = False,
-        n: int | None = None,
-        max_tokens_field: str | None = None,
-        stream: bool | None = None,
-        reasoning_effort: str | None = None,
-        extra: tuple[tuple[str, float | int | None], ...] = (),
-    ) -> Completion:
-        request = Request(
-            tuple(messages),
-            temperature,
-            max_tokens,
-            run_index,
-            json_mode,
-            n,
-            max_tokens_field,
-            stream,
-            reasoning_effort,
-            tuple(extra),
-        )
+    def send(self, request: Request, *, role: str = "judge") -> Completion:
         key: str | None = None
         if self.cache is not None:
             key = cache_key(
@@ -247,7 +221,7 @@ class ProviderClient:
 
         try:
             completion = call_with_retry(
-                lambda: self._send(request),
+                lambda: self._post(request),
                 self.retry,
                 on_retry=on_retry,
             )

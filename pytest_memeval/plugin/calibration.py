@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from ..errors import MemevalError
-from ..run.calibration import (
+from ..run.calibrate import (
     AUDIT_SETS,
     LOCOMO_SHAPED,
     PERTURB,

@@ -19,7 +19,7 @@ from .keys import STATE_KEY
 
 if TYPE_CHECKING:  # imported where used: a pytest run without --memeval never loads them
     from ..report.model import Summary
-    from ..run.estimate import Estimate
+    from ..run.estimate_figures import Estimate
     from ..run.repeats import Stop
     from ..run.state import RunState
     from ..run.store import RunStore
@@ -366,7 +366,7 @@ class Controller:
             tokenizers.update({str(k): str(v) for k, v in (info.get("tokenizers") or {}).items()})
             approximate += [str(x) for x in info.get("approximate") or ()]
             repeats += int(info.get("repeats") or 0)
-        from ..run.estimate import Estimate
+        from ..run.estimate_figures import Estimate
         from .batch import batch_roles
 
         llm = self.state.settings.llm

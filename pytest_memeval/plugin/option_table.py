@@ -3,12 +3,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import argparse
 from dataclasses import dataclass
+from typing import Any
 
 import pytest
 
-__all__ = ["OPTIONS", "addoptions", "split_values"]
+__all__ = ["GROUPS", "OPTIONS", "addoptions", "alias_dest"]
 
 
 @dataclass(frozen=True)
@@ -20,13 +21,15 @@ class _Opt:
     metavar: str | None = None
     multiple: bool = False
     const: str | None = None  # the option's value may be omitted: then it is `const`
+    #: an earlier spelling (and ini key), still read, with a deprecation warning naming this one
+    alias: str | None = None
 
     @property
     def dest(self) -> str:
         return self.name.replace("-", "_")
 
 
-OPTIONS: tuple[_Opt, ...] = (
+_RUN: tuple[_Opt, ...] = (
     _Opt(
         "memeval",
         "benchmark(s) to run: demo, locomo, locomo-plus, longmemeval, beam, usermem, "
@@ -42,44 +45,10 @@ OPTIONS: tuple[_Opt, ...] = (
         metavar="SYS[,SYS]",
     ),
     _Opt(
-        "memeval-data",
-        "folder with one sub-folder per benchmark (DIR/locomo/locomo10.json); "
-        "default $MEMEVAL_DATA_DIR, else download to the cache",
-        metavar="DIR",
-    ),
-    _Opt(
-        "memeval-accept-unpinned",
-        "use a file under --memeval-data at a pinned path whose sha256 is not the pinned "
-        "release's (recorded as unpinned in the provenance); without it such a copy is refused",
-        flag=True,
-    ),
-    _Opt(
-        "memeval-variant",
-        "benchmark variant (LongMemEval oracle|s|m, BEAM 100K|500K|1M|10M)",
-        metavar="NAME",
-    ),
-    _Opt(
-        "memeval-limit",
-        "run only the first N questions of each conversation (file order)",
-        metavar="N",
-    ),
-    _Opt(
-        "memeval-sample",
-        "run N questions per category, stratified, reproducible with --memeval-seed",
-        metavar="N",
-    ),
-    _Opt("memeval-seed", "seed for --memeval-sample (default 0)", default="0", metavar="S"),
-    _Opt(
         "memeval-metrics",
         "metrics to compute and show (default: the benchmark's offline metrics); judge = the "
         "first judge's metric on each benchmark (judge_mem0, nugget, ...)",
         metavar="M[,M]",
-    ),
-    _Opt(
-        "memeval-answerer",
-        "answerer: extractive (offline, default) or PROVIDER:MODEL",
-        default="extractive",
-        metavar="NAME",
     ),
     _Opt(
         "memeval-top-k",
@@ -88,17 +57,18 @@ OPTIONS: tuple[_Opt, ...] = (
         metavar="K[,K]",
     ),
     _Opt(
+        "memeval-context-budget",
+        "at most N tokens (cl100k_base) of memory text handed to the answerer per question, in "
+        "rank order; what was cut is recorded",
+        metavar="N",
+    ),
+    _Opt(
         "memeval-pass-threshold",
         "score at or above which an answer is CORRECT when no judge "
         "runs (default 0.5; usermem 0.6)",
         metavar="X",
     ),
-    _Opt(
-        "memeval-cache-dir",
-        "cache folder for downloads and LLM calls (default <rootdir>/.memeval-cache)",
-        metavar="DIR",
-    ),
-    _Opt("memeval-json", "write the JSON report to PATH", metavar="PATH"),
+    _Opt("memeval-strict", "report WRONG answers as test failures", flag=True),
     _Opt(
         "memeval-timeout",
         "seconds a memory-system call (ingest, search, answer) may take "
@@ -135,18 +105,72 @@ OPTIONS: tuple[_Opt, ...] = (
         const="latest",
     ),
     _Opt(
+        "memeval-rejudge",
+        "re-score the predictions stored by an earlier run (default: the latest under the cache "
+        "folder) without calling the memory system or the answerer",
+        metavar="RUN",
+        const="latest",
+    ),
+    _Opt(
         "memeval-keep-runs",
         "run folders to keep under <cache>/runs: at the end of a run the oldest beyond N are "
         "deleted, never the one resumed or re-judged (default 20; 0 keeps all)",
         default="20",
         metavar="N",
     ),
-    _Opt("memeval-strict", "report WRONG answers as test failures", flag=True),
     _Opt(
-        "memeval-show-wrong",
-        "how many WRONG answers to detail in the terminal summary (default 5; all with -v)",
-        default="5",
+        "memeval-cache-dir",
+        "cache folder for downloads and LLM calls (default <rootdir>/.memeval-cache)",
+        metavar="DIR",
+    ),
+)
+
+_DATA: tuple[_Opt, ...] = (
+    _Opt(
+        "memeval-data",
+        "folder with one sub-folder per benchmark (DIR/locomo/locomo10.json); "
+        "default $MEMEVAL_DATA_DIR, else download to the cache",
+        metavar="DIR",
+    ),
+    _Opt(
+        "memeval-accept-unpinned",
+        "use a file under --memeval-data at a pinned path whose sha256 is not the pinned "
+        "release's (recorded as unpinned in the provenance); without it such a copy is refused",
+        flag=True,
+    ),
+    _Opt(
+        "memeval-variant",
+        "benchmark variant (LongMemEval oracle|s|m, BEAM 100K|500K|1M|10M)",
+        metavar="NAME",
+    ),
+    _Opt(
+        "memeval-limit",
+        "run only the first N questions of each conversation (file order)",
         metavar="N",
+    ),
+    _Opt(
+        "memeval-sample",
+        "run N questions per category, stratified, reproducible with --memeval-seed",
+        metavar="N",
+    ),
+    _Opt("memeval-seed", "seed for --memeval-sample (default 0)", default="0", metavar="S"),
+    _Opt(
+        "memeval-errata",
+        "gold-answer errata overlay: a known name (locomo-audit), or PATH to an audit-shaped "
+        "JSON file or folder; reports add official, sound-gold and ceiling columns",
+        metavar="NAME|PATH",
+    ),
+)
+
+_LLM: tuple[_Opt, ...] = (
+    _Opt(
+        "memeval-answerer",
+        "answerer: extractive (offline, default) or PROVIDER:MODEL",
+        default="extractive",
+        metavar="NAME",
+    ),
+    _Opt(
+        "memeval-answer-prompt", "answer prompt template file for an LLM answerer", metavar="PATH"
     ),
     _Opt(
         "memeval-judge",
@@ -166,10 +190,6 @@ OPTIONS: tuple[_Opt, ...] = (
         metavar="PATH",
     ),
     _Opt(
-        "memeval-answer-prompt", "answer prompt template file for an LLM answerer", metavar="PATH"
-    ),
-    # ---- judge calibration (pytest_memeval/run/calibration.py) ----
-    _Opt(
         "memeval-judge-calibration",
         "calibrate the --memeval-judge on the gold answers and on known-wrong answers, per "
         "category: 'before' runs the calibration first and then the system as usual (the "
@@ -186,22 +206,6 @@ OPTIONS: tuple[_Opt, ...] = (
         "locomo-audit-v1, locomo-audit-v2, or PATH of a JSON file of that shape; default "
         "perturb, plus locomo-audit for --memeval=locomo",
         metavar="SOURCE[,SOURCE]",
-    ),
-    _Opt(
-        "memeval-protocol",
-        "official protocol: mem0, longmemeval, beam, locomo, locomo-plus, memoryagentbench, halumem, "
-        "longmemeval-v2, longmemeval-v2-corrected (a labelled variant: the reader prompt's "
-        "backspace written as \\boxed{}) (upstream prompts, "
-        "request parameters, parsing and aggregation, read from the pinned upstream source; "
-        "locomo-plus and longmemeval-v2 are the default when --memeval=locomo-plus or "
-        "longmemeval-v2 runs with a judge)",
-        metavar="NAME",
-    ),
-    _Opt(
-        "memeval-protocol-source",
-        "local checkout of the protocol's upstream repository (same relative paths) instead "
-        "of downloading the pinned files",
-        metavar="DIR",
     ),
     _Opt(
         "memeval-base-url",
@@ -295,14 +299,16 @@ OPTIONS: tuple[_Opt, ...] = (
         "JSON price table {model: {input: $/Mtok, output: $/Mtok}} for the cost in the summary",
         metavar="PATH",
     ),
-    _Opt(
-        "memeval-rejudge",
-        "re-score the predictions stored by an earlier run (default: the latest under the cache "
-        "folder) without calling the memory system or the answerer",
-        metavar="RUN",
-        const="latest",
-    ),
+)
+
+_REPORTS: tuple[_Opt, ...] = (
+    _Opt("memeval-json", "write the JSON report to PATH", metavar="PATH"),
     _Opt("memeval-html", "write a self-contained HTML report to PATH", metavar="PATH"),
+    _Opt(
+        "memeval-markdown",
+        "write the Markdown summary to PATH (also appended to $GITHUB_STEP_SUMMARY when set)",
+        metavar="PATH",
+    ),
     _Opt(
         "memeval-board",
         "add this run to the board in DIR (its JSON report is kept in DIR/reports) and rewrite "
@@ -310,9 +316,17 @@ OPTIONS: tuple[_Opt, ...] = (
         metavar="DIR",
     ),
     _Opt(
-        "memeval-markdown",
-        "write the Markdown summary to PATH (also appended to $GITHUB_STEP_SUMMARY when set)",
-        metavar="PATH",
+        "memeval-show-wrong",
+        "how many WRONG answers to detail in the terminal summary (default 5; all with -v)",
+        default="5",
+        metavar="N",
+    ),
+    _Opt(
+        "memeval-published-baselines",
+        "published baselines to show next to the run (names from "
+        "pytest_memeval.analysis.baselines, 'all', or 'none'; default: a representative few)",
+        metavar="NAME[,NAME]",
+        alias="memeval-baselines",
     ),
     _Opt(
         "memeval-fail-under",
@@ -351,7 +365,9 @@ OPTIONS: tuple[_Opt, ...] = (
         default="0.05",
         metavar="A",
     ),
-    # ---- at scale (pytest_memeval/scale.py) ----
+)
+
+_SCALE: tuple[_Opt, ...] = (
     _Opt(
         "memeval-shard",
         "run shard I of N: a deterministic 1/N of the conversations, balanced by question "
@@ -396,77 +412,86 @@ OPTIONS: tuple[_Opt, ...] = (
         "after the run, write every LLM-cache entry to FILE (JSON lines) for another machine",
         metavar="FILE",
     ),
+)
+
+_PROTOCOL: tuple[_Opt, ...] = (
     _Opt(
-        "memeval-errata",
-        "gold-answer errata overlay: a known name (locomo-audit), or PATH to an audit-shaped "
-        "JSON file or folder; reports add official, sound-gold and ceiling columns",
-        metavar="NAME|PATH",
+        "memeval-protocol",
+        "official protocol: mem0, longmemeval, beam, locomo, locomo-plus, memoryagentbench, halumem, "
+        "longmemeval-v2, longmemeval-v2-corrected (a labelled variant: the reader prompt's "
+        "backspace written as \\boxed{}) (upstream prompts, "
+        "request parameters, parsing and aggregation, read from the pinned upstream source; "
+        "locomo-plus and longmemeval-v2 are the default when --memeval=locomo-plus or "
+        "longmemeval-v2 runs with a judge)",
+        metavar="NAME",
     ),
     _Opt(
-        "memeval-context-budget",
-        "at most N tokens (cl100k_base) of memory text handed to the answerer per question, in "
-        "rank order; what was cut is recorded",
-        metavar="N",
-    ),
-    _Opt(
-        "memeval-baselines",
-        "published baselines to show next to the run (names from "
-        "pytest_memeval.analysis.baselines, 'all', or 'none'; default: a representative few)",
-        metavar="NAME[,NAME]",
+        "memeval-protocol-source",
+        "local checkout of the protocol's upstream repository (same relative paths) instead "
+        "of downloading the pinned files",
+        metavar="DIR",
     ),
 )
 
+#: the option groups of ``pytest --help``, in order: (group name, heading, options)
+GROUPS: tuple[tuple[str, str, tuple[_Opt, ...]], ...] = (
+    ("memeval-run", "pytest-memeval run: benchmarks, memory systems, outcomes, stored runs", _RUN),
+    ("memeval-data", "pytest-memeval data: benchmark files and question selection", _DATA),
+    ("memeval-llm", "pytest-memeval LLM: answerer, judges, endpoints, limits, cache, cost", _LLM),
+    (
+        "memeval-reports",
+        "pytest-memeval reports and gates: report files, board, gates",
+        _REPORTS,
+    ),
+    ("memeval-scale", "pytest-memeval scale: shards, merge, re-answer, LLM cache transfer", _SCALE),
+    ("memeval-protocol", "pytest-memeval protocol: official upstream protocols", _PROTOCOL),
+)
+OPTIONS: tuple[_Opt, ...] = tuple(opt for _, _, opts in GROUPS for opt in opts)
+
 
 def addoptions(parser: pytest.Parser) -> None:
-    group = parser.getgroup("memeval", "AI-agent memory benchmarks (pytest-memeval)")
-    for opt in OPTIONS:
-        if opt.flag:
-            group.addoption(
-                f"--{opt.name}", action="store_true", default=None, dest=opt.dest, help=opt.help
-            )
-            parser.addini(_ini_name(opt), opt.help, type="bool", default=False)
-        elif opt.const is not None:
-            group.addoption(
-                f"--{opt.name}",
-                action="store",
-                nargs="?",
-                const=opt.const,
-                default=None,
-                dest=opt.dest,
-                metavar=opt.metavar,
-                help=opt.help,
-            )
-            parser.addini(_ini_name(opt), opt.help, default=None)
-        elif opt.multiple:
-            group.addoption(
-                f"--{opt.name}",
-                action="append",
-                default=None,
-                dest=opt.dest,
-                metavar=opt.metavar,
-                help=opt.help,
-            )
-            parser.addini(_ini_name(opt), opt.help, type="linelist", default=[])
-        else:
-            group.addoption(
-                f"--{opt.name}",
-                action="store",
-                default=None,
-                dest=opt.dest,
-                metavar=opt.metavar,
-                help=opt.help,
-            )
-            parser.addini(_ini_name(opt), opt.help, default=None)
+    """Each option in its ``--help`` group, with its ini twin; an ``alias`` too, hidden."""
+    for name, heading, opts in GROUPS:
+        group = parser.getgroup(name, heading)
+        for opt in opts:
+            _add(parser, group, opt, opt.name, opt.dest, opt.help)
+            if opt.alias is not None:
+                ini_help = f"deprecated spelling of {_ini_name(opt)}"
+                _add(parser, group, opt, opt.alias, alias_dest(opt), ini_help, hidden=True)
 
 
-def _ini_name(opt: _Opt) -> str:
+def _add(
+    parser: pytest.Parser,
+    group: pytest.OptionGroup,
+    opt: _Opt,
+    name: str,
+    dest: str,
+    help: str,
+    *,
+    hidden: bool = False,
+) -> None:
+    kwargs: dict[str, Any] = {"action": "store", "metavar": opt.metavar}
+    ini: dict[str, Any] = {"default": None}
+    if opt.flag:
+        kwargs, ini = {"action": "store_true"}, {"type": "bool", "default": False}
+    elif opt.multiple:
+        kwargs["action"], ini = "append", {"type": "linelist", "default": []}
+    elif opt.const is not None:
+        kwargs.update(nargs="?", const=opt.const)
+    cli_help = argparse.SUPPRESS if hidden else help
+    group.addoption(f"--{name}", default=None, dest=dest, help=cli_help, **kwargs)
+    parser.addini(_ini_name(name), help, **ini)
+
+
+def alias_dest(opt: _Opt) -> str:
+    """Where the deprecated spelling's command-line value lands (``deprecated_memeval_...``)."""
+    return f"deprecated_{str(opt.alias).replace('-', '_')}"
+
+
+def _ini_name(opt: _Opt | str) -> str:
     """``memeval`` for --memeval, ``memeval_memsys`` for --memsys, ``memeval_limit`` for
-    --memeval-limit."""
-    if opt.dest == "memeval" or opt.dest.startswith("memeval_"):
-        return opt.dest
-    return f"memeval_{opt.dest}"
-
-
-def split_values(values: Sequence[str]) -> list[str]:
-    """Comma lists and repeated options, flattened."""
-    return [part.strip() for v in values for part in str(v).split(",") if part.strip()]
+    --memeval-limit (an option, or an option's name)."""
+    dest = (opt if isinstance(opt, str) else opt.name).replace("-", "_")
+    if dest == "memeval" or dest.startswith("memeval_"):
+        return dest
+    return f"memeval_{dest}"

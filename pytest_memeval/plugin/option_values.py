@@ -4,12 +4,13 @@ price parsers ``options.read_settings`` uses (pytest glue)."""
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from .option_table import _ini_name
+from .option_table import _ini_name, alias_dest
 
 if TYPE_CHECKING:
     from .option_table import _Opt
@@ -31,15 +32,34 @@ _VARIANTS = (
 MAX_SECONDS = 7 * 24 * 3600.0
 
 
+class MemevalDeprecationWarning(pytest.PytestWarning, DeprecationWarning):
+    """An option or ini key given in a deprecated spelling (it still works)."""
+
+
 def _raw_value(config: pytest.Config, opt: _Opt) -> tuple[Any, str]:
-    """The value and where it came from (for error messages)."""
+    """The value and where it came from (for error messages). A deprecated spelling
+    (``opt.alias``) counts when the current one is not given, with one warning naming it."""
     value = config.getoption(opt.dest)
     if value is not None:
         return value, f"--{opt.name}"
-    ini = config.getini(_ini_name(opt))
-    if ini not in (None, "", []) and not (opt.flag and ini is False):
-        return ini, f"ini option {_ini_name(opt)}"
+    old_value = config.getoption(alias_dest(opt)) if opt.alias is not None else None
+    if old_value is not None:
+        _deprecated(config, f"--{opt.alias}", f"--{opt.name}")
+        return old_value, f"--{opt.alias}"
+    for ini_name in (_ini_name(opt), _ini_name(opt.alias) if opt.alias is not None else None):
+        ini = config.getini(ini_name) if ini_name is not None else None
+        if ini not in (None, "", []) and not (opt.flag and ini is False):
+            if ini_name != _ini_name(opt):
+                _deprecated(config, f"ini option {ini_name}", f"ini option {_ini_name(opt)}")
+            return ini, f"ini option {ini_name}"
     return opt.default, "default"
+
+
+def _deprecated(config: pytest.Config, old: str, new: str) -> None:
+    """One warning per session (the controller's; an xdist worker reads the same options)."""
+    if not hasattr(config, "workerinput"):
+        message = f"{old} is deprecated: use {new} (same values; the old spelling still works)"
+        config.issue_config_time_warning(MemevalDeprecationWarning(message), stacklevel=2)
 
 
 def _csv(value: Any) -> tuple[str, ...]:
@@ -173,3 +193,8 @@ def _prices(value: Any, source: str) -> dict[str, dict[str, float]] | None:
             prices[k] = price
         table[str(model)] = prices
     return table
+
+
+def split_values(values: Sequence[str]) -> list[str]:
+    """Comma lists and repeated options, flattened."""
+    return [part.strip() for v in values for part in str(v).split(",") if part.strip()]

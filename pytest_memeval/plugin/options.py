@@ -31,7 +31,7 @@ from ..run.settings import (
     Selection,
     Settings,
 )
-from .option_table import OPTIONS, addoptions, split_values
+from .option_table import OPTIONS, addoptions
 from .option_values import (
     _NO_VARIANTS,
     _VARIANTS,
@@ -42,6 +42,7 @@ from .option_values import (
     _prices,
     _raw_value,
     _seconds,
+    split_values,
 )
 
 __all__ = ["OPTIONS", "addoptions", "read_settings", "split_values"]
@@ -100,7 +101,7 @@ def read_settings(config: pytest.Config) -> Settings:
     cache = val("memeval_cache_dir")
     cache_dir = Path(str(cache)).expanduser() if cache else config.rootpath / ".memeval-cache"
     metrics = _csv(val("memeval_metrics")) or None
-    baselines_raw = val("memeval_baselines")
+    baselines_raw = val("memeval_published_baselines")
     baselines = _csv(baselines_raw) if baselines_raw is not None else None
     if baselines and benchmarks:
         from ..analysis.baselines import BASELINES
@@ -109,7 +110,7 @@ def read_settings(config: pytest.Config) -> Settings:
         unknown = [n for n in baselines if n not in known and n not in ("all", "none")]
         if unknown or (len(baselines) > 1 and {"all", "none"} & set(baselines)):
             raise pytest.UsageError(
-                f"{src('memeval_baselines')}={baselines_raw}: unknown baseline "
+                f"{src('memeval_published_baselines')}={baselines_raw}: unknown baseline "
                 f"{', '.join(map(repr, unknown)) or '(all/none go alone)'}; use 'all', 'none' or "
                 f"names from: {', '.join(known)}"
             )
@@ -269,7 +270,7 @@ def read_settings(config: pytest.Config) -> Settings:
 
     calibration = None
     if val("memeval_judge_calibration") or val("memeval_calibration_wrong"):
-        from ..run.calibration import CalibrationError, calibration_settings
+        from ..run.calibrate import CalibrationError, calibration_settings
 
         try:
             calibration = calibration_settings(
@@ -281,7 +282,7 @@ def read_settings(config: pytest.Config) -> Settings:
         except CalibrationError as exc:
             raise pytest.UsageError(str(exc)) from None
     if calibration is None and benchmarks:
-        from ..analysis.calibration import is_calibration_metric
+        from ..analysis.judge_calibration import is_calibration_metric
 
         for gate in gates:
             if is_calibration_metric(gate.metric):

@@ -53,7 +53,7 @@ _LOCAL_OPTIONS = frozenset(
         "memeval_cache_import",
         "memeval_cache_export",
         "memeval_timeout",
-        "memeval_baselines",
+        "memeval_published_baselines",
     }
 )
 

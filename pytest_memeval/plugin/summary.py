@@ -224,7 +224,7 @@ def mem0_filing(
 def _calibration_provenance(calibration: dict[str, Any] | None) -> dict[str, Any]:
     if calibration is None:
         return {}
-    from ..run.calibration import provenance
+    from ..run.calibrate import provenance
 
     return {"judge_calibration": provenance(calibration)}
 

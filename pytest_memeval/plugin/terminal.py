@@ -15,7 +15,7 @@ from .summary import SessionView, baselines, mem0_filing, questions_run
 
 if TYPE_CHECKING:
     from ..report.model import Summary
-    from ..run.estimate import Estimate
+    from ..run.estimate_figures import Estimate
     from ..run.repeats import Stop
 
 __all__ = ["TerminalSource", "config_lines", "run_lines", "write_terminal_summary"]
@@ -215,7 +215,7 @@ def write_terminal_summary(
         for line in wrong:
             tr.write_line(line)
     if summary.judge_calibration is not None:
-        from ..report.calibration import terminal_lines
+        from ..report.calibration_section import terminal_lines
 
         tr.write_sep("-", "judge calibration")
         for line in terminal_lines(summary.judge_calibration):

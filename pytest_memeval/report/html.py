@@ -808,7 +808,7 @@ def render_html(
         for run in runs:
             body.append(_worst_best_section(summary, run, 300))
     if summary.judge_calibration is not None:
-        from .calibration import html_section
+        from .calibration_section import html_section
 
         nav.append('<a href="#calibration">judge calibration</a>')
         body.append('<h2 id="calibration">Judge calibration</h2>')

@@ -159,7 +159,7 @@ def render_markdown(summary: Summary, baselines: Mapping[str, Sequence[Baseline]
     if latency is not None:
         lines.extend(["### Latency", "", *render_table(latency), ""])
     if summary.judge_calibration is not None:
-        from .calibration import markdown_section
+        from .calibration_section import markdown_section
 
         lines.extend([*markdown_section(summary.judge_calibration, md_text), ""])
     tokens = tokens_table(summary)

@@ -263,7 +263,7 @@ class Summary:
     context: dict[str, Any] | None = None
     #: the --memeval-errata columns per run (``analysis.overlay``)
     errata: dict[str, Any] | None = None
-    #: --memeval-judge-calibration's block (run.calibration.run_calibration), JSON-ready
+    #: --memeval-judge-calibration's block (run.calibrate.run_calibration), JSON-ready
     judge_calibration: dict[str, Any] | None = None
     #: benchmark -> its published baselines with values, label and reasons (published_entries)
     published: dict[str, list[dict[str, Any]]] = field(default_factory=dict)

@@ -409,7 +409,7 @@ class LLMRuntime:
     def estimate_answerer(self) -> Any:
         """--memeval-estimate: the answerer whose paid answers are gold-length placeholders."""
         from ..llm.estimate import EstimateCache, EstimatingProvider
-        from .estimate import PlaceholderAnswerer
+        from .estimate_figures import PlaceholderAnswerer
 
         assert self.answerer is not None and self.answerer_client is not None
         provider = self.answerer_client.provider

@@ -34,7 +34,7 @@ __all__ = [
 
 @dataclass(frozen=True)
 class CalibrationSettings:
-    """--memeval-judge-calibration (read by ``run.calibration.calibration_settings``)."""
+    """--memeval-judge-calibration (read by ``run.calibrate.calibration_settings``)."""
 
     mode: str  # "before" | "only"
     sources: tuple[str, ...]  # "perturb", audit set names ("audit-v1"), or file paths

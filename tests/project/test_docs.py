@@ -100,7 +100,7 @@ def test_options_page_lists_every_benchmark() -> None:
 def test_options_page_and_readme_say_what_limit_and_baselines_do() -> None:
     """``--memeval-limit`` counts per conversation (``select_questions``), and the published
     baselines beyond the default few (Zep, LangMem, A-Mem on LoCoMo) need
-    ``--memeval-baselines=all``: both pages say so."""
+    ``--memeval-published-baselines=all`` (formerly ``--memeval-baselines``): both pages say so."""
     from pytest_memeval.analysis.baselines import DEFAULT_BASELINES, baselines_for
 
     only_all = {b.system for b in baselines_for("locomo", ("all",))} - {
@@ -110,7 +110,7 @@ def test_options_page_and_readme_say_what_limit_and_baselines_do() -> None:
     assert not {n for n in DEFAULT_BASELINES if "zep" in n or "langmem" in n or "amem" in n}
     for page in (README, OPTIONS_PAGE):
         text = " ".join(page.read_text(encoding="utf-8").split())
-        assert "--memeval-baselines=all" in text, page.name
+        assert "--memeval-published-baselines=all" in text, page.name
         assert all(name in text for name in ("Zep", "LangMem", "A-Mem")), page.name
         pattern = r"--memeval-limit=N` [|(] ?the first N questions \**of \**each conversation"
         assert re.search(pattern, text), page.name

@@ -29,7 +29,7 @@ from pytest_memeval.board.charts import (
     time_ticks,
 )
 from pytest_memeval.board.cli import main as board_main
-from pytest_memeval.board.keys import (
+from pytest_memeval.board.comparability import (
     describe,
     differences,
     entry_key,

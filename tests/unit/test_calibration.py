@@ -12,7 +12,8 @@ import scipy.stats
 from calibration_files import audit_doc
 from file_server import FileServer, Reply, serve_files
 
-from pytest_memeval.analysis.calibration import (
+from pytest_memeval.analysis.gates import parse_gate
+from pytest_memeval.analysis.judge_calibration import (
     Outcome,
     Rate,
     is_calibration_metric,
@@ -25,7 +26,6 @@ from pytest_memeval.analysis.calibration import (
     wrong_date,
     wrong_entity,
 )
-from pytest_memeval.analysis.gates import parse_gate
 from pytest_memeval.benchmarks.locomo_audit import (
     AUDIT_COMMIT,
     AUDIT_SETS,
@@ -37,7 +37,7 @@ from pytest_memeval.benchmarks.locomo_audit import (
 from pytest_memeval.errors import DatasetError
 from pytest_memeval.records import Question
 from pytest_memeval.report.model import Summary
-from pytest_memeval.run.calibration import (
+from pytest_memeval.run.calibrate import (
     CalibrationError,
     build_cases,
     calibration_settings,

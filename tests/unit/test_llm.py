@@ -718,3 +718,79 @@ def test_accounting_merge_and_cost() -> None:
     assert costs["judge"] == pytest.approx((2000 * 3 + 500 * 15 + 10 * 0.15 + 5 * 0.60) / 1e6)
     assert merged.cost(prices) == pytest.approx(costs["answerer"] + costs["judge"])  # type: ignore[operator]
     assert merged.cost({"gpt-4o-mini": {"input": 1, "output": 1}}) is None  # claude unpriced
+
+
+# -- one primitive: send(request), complete(**kw) built on it -----------------------------------
+
+
+def test_complete_is_written_once_on_the_protocol() -> None:
+    """The 12-keyword ``complete`` exists once (``LLMClient.complete``); the client writes
+    ``send`` and inherits it."""
+    assert ProviderClient.complete is LLMClient.complete
+    assert "complete" not in vars(ProviderClient)
+    assert "send" in vars(ProviderClient)
+
+
+def test_complete_sends_the_request_its_keywords_make() -> None:
+    """A client that writes only ``send`` gets ``complete``: every keyword lands in the
+    :class:`Request` (and ``role`` beside it), so the cache key is the one of that request."""
+
+    @dataclasses.dataclass
+    class Recording(LLMClient):
+        sent: list[tuple[Request, str]] = dataclasses.field(default_factory=list)
+
+        @property
+        def label(self) -> str:
+            return "fake:recording"
+
+        def send(self, request: Request, *, role: str = "judge") -> Completion:
+            self.sent.append((request, role))
+            return Completion(text=f"{len(request.messages)} messages")
+
+    client = Recording()
+    extra = (("top_p", 0.9), ("seed", 7))
+    out = client.complete(
+        list(MSGS),
+        temperature=None,
+        max_tokens=None,
+        run_index=3,
+        role="answerer",
+        json_mode=True,
+        n=1,
+        max_tokens_field="max_completion_tokens",
+        stream=False,
+        reasoning_effort="low",
+        extra=extra,
+    )
+    assert out.text == "2 messages"
+    expected = Request(MSGS, None, None, 3, True, 1, "max_completion_tokens", False, "low", extra)
+    assert client.sent == [(expected, "answerer")]
+    client.complete(MSGS)
+    assert client.sent[1] == (Request(MSGS), "judge")  # the defaults of complete are Request's
+
+
+@pytest.mark.parametrize("provider", list(SPECS))
+def test_send_and_complete_share_cache_and_accounting(
+    provider: str, env: pytest.MonkeyPatch, server: LLMServer, tmp_path: Path
+) -> None:
+    """``send(Request(...))`` and ``complete(...)`` of the same request are one cache entry under
+    the same key (a hit the second time, no second HTTP request), counted for the given role."""
+    acc = TokenAccounting()
+    request = Request(MSGS, 0.0, 64, 2)
+    with (
+        LLMCache(tmp_path) as cache,
+        client_for(provider, server, cache=cache, accounting=acc) as c,
+    ):
+        sent = c.send(request, role="answerer")
+        completed = c.complete(MSGS, max_tokens=64, run_index=2, role="answerer")
+        key = cache_key(
+            provider=c.config.provider,
+            model=c.config.model,
+            base_url=c.config.base_url,
+            request=request,
+        )
+        assert cache.get(key) is not None
+    assert server.count() == 1
+    assert not sent.cached and completed.cached and completed.text == sent.text
+    usage = acc.by_role()["answerer"]
+    assert (usage.calls, usage.cache_hits, usage.cache_misses) == (1, 1, 1)

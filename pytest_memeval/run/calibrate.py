@@ -5,7 +5,7 @@ circuit breaker and token accounting of normal judging).
 ``--memeval-judge-calibration=before`` calibrates the configured judge(s) and then runs the system
 as usual; ``=only`` calibrates instead of running the system. The questions are the run's own
 selection (``--memeval-limit`` / ``--memeval-sample`` apply). Sources of wrong answers
-(``--memeval-calibration-wrong``): ``perturb`` (built in, see :mod:`..analysis.calibration`),
+(``--memeval-calibration-wrong``): ``perturb`` (built in, see :mod:`..analysis.judge_calibration`),
 ``locomo-audit`` (both audit sets) or ``locomo-audit-v1`` / ``locomo-audit-v2`` (LoCoMo only), or
 the path of a file of the audit's shape (any LoCoMo-shaped benchmark: ``locomo``, ``demo``).
 """
@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..analysis.calibration import (
+from ..analysis.judge_calibration import (
     ACCEPTED,
     ERROR,
     KIND_GOLD,
