@@ -26,7 +26,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from pytest_memeval.benchmarks.memoryagentbench import UPSTREAM_COMMIT, UPSTREAM_SCORER_SHA256
+from pytest_memeval.benchmarks.memoryagentbench import UPSTREAM
 
 SCORER = "utils/eval_other_utils.py"
 DEFAULT = "/work/.mirror/HUST-AI-HYZ+MemoryAgentBench/repo"
@@ -67,7 +67,7 @@ def snapshot_file_bytes(root: Path, commit: str, path: str) -> bytes | None:
 def upstream_file_bytes(path: str) -> bytes | None:
     """A file of the upstream snapshot at the pinned commit (None when there is no snapshot)."""
     root = Path(os.environ.get("MEMEVAL_MAB_UPSTREAM", DEFAULT))
-    return snapshot_file_bytes(root, UPSTREAM_COMMIT, path)
+    return snapshot_file_bytes(root, UPSTREAM.commit, path)
 
 
 def _source() -> bytes | None:
@@ -98,8 +98,8 @@ def load_upstream(rouge: bool = True) -> dict[str, Any] | None:
     if raw is None:
         return None
     digest = hashlib.sha256(raw).hexdigest()
-    if digest != UPSTREAM_SCORER_SHA256:
-        raise AssertionError(f"{SCORER}: sha256 {digest}, pinned {UPSTREAM_SCORER_SHA256}")
+    if digest != UPSTREAM.scorer[SCORER]:
+        raise AssertionError(f"{SCORER}: sha256 {digest}, pinned {UPSTREAM.scorer[SCORER]}")
     tree = ast.parse(raw)
     keep: list[ast.stmt] = [
         n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name in FUNCTIONS

@@ -22,17 +22,19 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from typing import Protocol
 
 from ..judges.base import PromptTemplate, load_template
 from ..llm.base import ChatMessage, LLMClient
 from ..records import Conversation, Memory, Prediction, Question
 from .lme2 import READER_MAX_COMPLETION_TOKENS, Lme2AnswerPrompts
-from .mab import MabAnswerPrompts
 
 __all__ = [
     "ANSWER_MARKER",
     "ANSWER_TEMPLATE_FILE",
+    "AnswerRequest",
     "LLMAnswerer",
+    "SuiteAnswerer",
     "extract_answer",
     "format_date",
     "format_memories",
@@ -190,6 +192,28 @@ def last_session_dates(conversations: Iterable[Conversation]) -> dict[str, datet
     return out
 
 
+@dataclass(frozen=True)
+class AnswerRequest:
+    """A suite's own answer request (its official protocol's): the messages and how they are
+    sent. The whole reply is the prediction: upstream reads it with its own parsing."""
+
+    messages: list[ChatMessage]
+    max_tokens: int
+    #: None: the field is not sent (the provider's default)
+    temperature: float | None = 0.0
+    #: the request field the limit goes in (``max_tokens`` or ``max_completion_tokens``)
+    max_tokens_field: str = "max_tokens"
+
+
+class SuiteAnswerer(Protocol):
+    """A suite's answer request for its own questions (a benchmark's ``official_answerer`` hook
+    builds one from the loaded protocol's prompts)."""
+
+    def request(self, question: Question, memories: Sequence[Memory]) -> AnswerRequest | None:
+        """The request for ``question``; None: the plugin's own prompt answers it."""
+        ...
+
+
 @dataclass
 class LLMAnswerer:
     """Answers from memories with one temperature-0 call (role ``"answerer"``)."""
@@ -203,9 +227,10 @@ class LLMAnswerer:
     #: conversation id -> benchmark name (picks the benchmark's own prompt)
     benchmark_of: dict[str, str] = field(default_factory=dict)
     by_benchmark: dict[str, PromptTemplate] = field(init=False, default_factory=dict)
-    #: MemoryAgentBench's own request (``--memeval-protocol=memoryagentbench``), used for its
-    #: questions unless ``--memeval-answer-prompt`` replaces every prompt
-    mab: MabAnswerPrompts | None = None
+    #: benchmark -> its own answer request (the ``official_answerer`` hook of a suite under its
+    #: official protocol), used for its questions unless ``--memeval-answer-prompt`` replaces
+    #: every prompt
+    official: dict[str, SuiteAnswerer] = field(default_factory=dict)
     #: LongMemEval-V2's reader request (``--memeval-protocol=longmemeval-v2`` or its corrected
     #: variant), used for its questions unless ``--memeval-answer-prompt`` replaces every prompt
     lme2: Lme2AnswerPrompts | None = None
@@ -233,15 +258,13 @@ class LLMAnswerer:
         self.reference_dates.update(last_session_dates(conversations))
         self.benchmark_of.update((q.conversation_id, benchmark) for q in questions)
 
-    def _mab_request(
+    def _official_request(
         self, question: Question, memories: Sequence[Memory]
-    ) -> tuple[list[ChatMessage], int] | None:
-        if self.mab is None or self.template_path is not None:
+    ) -> AnswerRequest | None:
+        if self.template_path is not None:
             return None
-        if self.benchmark_of.get(question.conversation_id) != "memoryagentbench":
-            return None
-        built = self.mab.messages(question, memories)
-        return None if built is None else (built[0], built[1])
+        suite = self.official.get(self.benchmark_of.get(question.conversation_id, ""))
+        return None if suite is None else suite.request(question, memories)
 
     def _lme2_request(
         self, question: Question, memories: Sequence[Memory]
@@ -291,15 +314,14 @@ class LLMAnswerer:
     ) -> Prediction:
         """``reference_date``: the conversation's last session date, used when the question has no
         date of its own (else the newest memory date is used)."""
-        upstream = self._mab_request(question, memories)
+        upstream = self._official_request(question, memories)
         if upstream is not None:  # upstream scores the whole reply with its own parsing
-            messages, max_tokens = upstream
             reply = self.client.complete(
-                messages,
-                temperature=0.0,
-                max_tokens=max_tokens,
+                upstream.messages,
+                temperature=upstream.temperature,
+                max_tokens=upstream.max_tokens,
                 role="answerer",
-                max_tokens_field="max_tokens",  # upstream's chat.completions.create(max_tokens=)
+                max_tokens_field=upstream.max_tokens_field,
             ).text
             return Prediction(text=reply, memories=tuple(memories), answered_by=self.client.label)
         lme2 = self._lme2_request(question, memories)

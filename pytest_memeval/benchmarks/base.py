@@ -412,6 +412,14 @@ class Benchmark(Protocol):
     #   unscored_metrics() -> Mapping[str, str]
     #                                    metric -> why this installation leaves it UNSCORED (NaN)
     #                                    (an optional library missing); shown as a run note
+    # Optional hooks of a suite's home (benchmarks/<name>/), called for the official protocols that
+    # list the suite (ProtocolProfile.benchmarks) through LoadedProtocol.suite_hooks, so that no
+    # core module branches on the suite's name (tests/project/test_layout.py):
+    #   official_judge(protocol: LoadedProtocol) -> Judge | None
+    #                                    the protocol's judge, built from its loaded prompts
+    #   official_answerer(protocol: LoadedProtocol) -> SuiteAnswerer | None
+    #                                    the suite's own answer request under the protocol
+    #                                    (answerers.llm.SuiteAnswerer: request(question, memories))
 
     def load(self, request: LoadRequest) -> Dataset:
         """Read (or download, then read) the files. Raises DatasetError naming file, record, field."""

@@ -39,6 +39,7 @@ __all__ = [
     "LOOPBACK_HOSTS",
     "PinnedFile",
     "Pins",
+    "SuitePins",
     "Unpinned",
     "check_local_copies",
     "download",
@@ -102,6 +103,26 @@ class Pins:
     @property
     def label(self) -> str:
         return f"{self.repo}@{self.revision[:12]}"
+
+
+@dataclass(frozen=True)
+class SuitePins:
+    """Everything a suite pins, as one record: the upstream code it follows (``repo`` at
+    ``commit``) with the sha256 of each file whose rules it reproduces (``scorer``: the offline
+    scorer, ``loader``: the reading of the data; path -> sha256, the tests compare against those
+    files), and the data release it downloads (``data``; None when the files are only read from
+    ``--memeval-data``)."""
+
+    repo: str
+    commit: str
+    scorer: Mapping[str, str]
+    loader: Mapping[str, str]
+    data: Pins | None = None
+
+    @property
+    def label(self) -> str:
+        """``owner/name@commit`` (recorded in a dataset's meta as ``upstream``)."""
+        return f"{self.repo}@{self.commit}"
 
 
 def hf_endpoint() -> str:

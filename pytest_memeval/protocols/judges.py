@@ -12,16 +12,17 @@ import dataclasses
 import json
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..benchmarks import get_benchmark
 from ..benchmarks.halumem import StorageCall, StoragePlan, storage_plan
 from ..benchmarks.longmemeval_v2 import EvalSpec, extract_boxed, score_reply
 from ..errors import JudgeError
 from ..judges import STYLE_METRICS
-from ..judges.base import JudgeResult, extract_json_mem0, gold_text, parallel_map
+from ..judges.base import Judge, JudgeResult, extract_json_mem0, gold_text, parallel_map
 from ..judges.beam import JSON_REPAIR_UPSTREAM, json_repair_version, read_beam_reply
 from ..judges.longmemeval import QUESTION_TYPE_RULES, strict_yes_no
 from ..judges.mem0 import is_locomo_adversarial
@@ -39,7 +40,6 @@ from .profiles import (
     LONGMEMEVAL,
     LONGMEMEVAL_V2,
     MEM0,
-    MEMORYAGENTBENCH,
     PROFILES,
     ProtocolProfile,
     RequestShape,
@@ -55,7 +55,7 @@ __all__ = [
     "LongMemEvalOfficialJudge",
     "LongMemEvalV2OfficialJudge",
     "Mem0OfficialJudge",
-    "MemoryAgentBenchOfficialJudge",
+    "ask",
     "beam_official_item",
     "halumem_accuracy",
     "halumem_integrity",
@@ -79,7 +79,7 @@ def metric_of_style(style: str) -> str | None:
     return STYLE_METRICS.get(style) or official.get(style)
 
 
-def _ask(client: LLMClient, messages: list[ChatMessage], shape: RequestShape) -> str:
+def ask(client: LLMClient, messages: list[ChatMessage], shape: RequestShape) -> str:
     """One call with the protocol's parameters (:meth:`RequestShape.options`)."""
     return client.complete(
         messages,
@@ -129,7 +129,7 @@ class Mem0OfficialJudge:
     def judge(self, question: Question, prediction: str, client: LLMClient) -> JudgeResult:
         if is_locomo_adversarial(question):
             return JudgeResult(skipped=True, details={"reason": "LoCoMo category 5 is not judged"})
-        reply = _ask(client, [ChatMessage("user", self.render(question, prediction))], self.shape)
+        reply = ask(client, [ChatMessage("user", self.render(question, prediction))], self.shape)
         value = mem0_official_label(reply)
         warnings: list[str] = []
         details: dict[str, Any] = {"protocol": "mem0"}
@@ -185,7 +185,7 @@ class LongMemEvalOfficialJudge:
 
     def judge(self, question: Question, prediction: str, client: LLMClient) -> JudgeResult:
         rule = longmemeval_rule(question)
-        reply = _ask(client, [ChatMessage("user", self.render(question, prediction))], self.shape)
+        reply = ask(client, [ChatMessage("user", self.render(question, prediction))], self.shape)
         label = "yes" in reply.strip().lower()
         strict = strict_yes_no(reply)
         return JudgeResult(
@@ -195,163 +195,6 @@ class LongMemEvalOfficialJudge:
             },
             raw=[reply],
             details={"protocol": "longmemeval", "rule_set": rule},
-        )
-
-
-# --------------------------------------------------------------------------- memoryagentbench
-
-
-def mab_rule(question: Question) -> str | None:
-    """MemoryAgentBench's ``longmem_qa_evaluate.py`` choice: abstention when ``'_abs'`` is in the
-    record's question id, else by question type; None for a question outside its LongMemEval
-    sources (not judged)."""
-    if "longmemeval" not in str(question.meta.get("source", "")):
-        return None
-    if "_abs" in str(question.meta.get("question_id") or ""):
-        return "abstention"
-    qtype = question.meta.get("question_type")
-    if isinstance(qtype, str) and qtype in QUESTION_TYPE_RULES:
-        return QUESTION_TYPE_RULES[qtype]
-    raise JudgeError(
-        f"memoryagentbench protocol: question {question.id!r} has question type {qtype!r}, "
-        "which the official script does not judge"
-    )
-
-
-_MAB_BRACES = re.compile(r"\{.*?\}", re.DOTALL)
-_MAB_FENCE = re.compile(r"(?:```json)(.+)(?:```)", re.DOTALL)
-
-
-def mab_parse_json(text: str) -> Any:
-    """``parse_json`` of summarization_evaluate.py: the last ``{...}`` (non-greedy) parsed; if
-    it does not parse, the last fenced json block; None when neither parses or there is none."""
-    matches = _MAB_BRACES.findall(text)
-    if not matches:
-        return None
-    try:
-        return json.loads(matches[-1])
-    except (ValueError, RecursionError):
-        fenced = _MAB_FENCE.findall(text)
-        try:
-            return json.loads(fenced[-1])
-        except (ValueError, RecursionError, IndexError):
-            return None
-
-
-def _number(data: Any, key: str) -> float | None:
-    value = data.get(key) if isinstance(data, dict) else None
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return None
-    return float(value) if math.isfinite(value) else None
-
-
-def mab_summary_scores(
-    fluency: Any, recall: Any, precision: Any, keypoints: int
-) -> dict[str, float] | None:
-    """The ∞Bench-Sum scores from the three parsed replies as check_metrics computes them
-    (recall = found / key points, 0 without key points; precision = supported / sentences, 0 for
-    no sentence; f1 = fluency x harmonic mean); None where upstream skips or raises (a reply
-    without JSON, a missing or non-numeric field)."""
-    flu = _number(fluency, "fluency")
-    found = _number(recall, "recall")
-    supported = _number(precision, "precision")
-    sentences = _number(precision, "sentence_count")
-    if flu is None or found is None or supported is None or sentences is None:
-        return None
-    rec = found / keypoints if keypoints > 0 else 0.0
-    prec = supported / sentences if sentences > 0 else 0.0
-    f1 = flu * 2 * (rec * prec) / (rec + prec) if rec + prec > 0 else 0.0
-    return {"fluency": flu, "recall": rec, "precision": prec, "f1": f1}
-
-
-@dataclass
-class MemoryAgentBenchOfficialJudge:
-    """MemoryAgentBench's LLM judges. Long-memory QA (``longmemeval`` sources): LongMemEval's
-    templates as its own file holds them, ``template.format(question, answer, response)``,
-    gpt-4o, temperature 0, max tokens 10; label = ``'yes' in reply.strip().lower()``.
-    ∞Bench-Sum (``infbench_sum`` sources): summarization_evaluate.py's three calls (fluency,
-    recall against the record's key points, precision against the expert summary), the
-    metric its F1. Questions of other sources are skipped."""
-
-    templates: Mapping[str, Template]
-    shape: RequestShape
-    summary: Mapping[str, Template] = field(default_factory=dict)
-    summary_shape: RequestShape | None = None
-    name: str = "memoryagentbench-official"
-    metric: str = MEMORYAGENTBENCH.metric
-
-    @property
-    def prompt_hashes(self) -> dict[str, str]:
-        out = {f"memoryagentbench:{rule}": t.sha256 for rule, t in self.templates.items()}
-        out.update({f"memoryagentbench:{key}": t.sha256 for key, t in self.summary.items()})
-        return out
-
-    def summary_prompts(self, question: Question, prediction: str) -> list[str]:
-        """The fluency, recall and precision prompts, filled as check_metrics fills them."""
-        output = prediction.strip()
-        keypoints = question.meta.get("keypoints") or []
-        answers = question.meta.get("answers", [question.gold])
-        return [
-            self.summary["sum_fluency"].text.format(text=output),
-            self.summary["sum_recall"].text.format(
-                keypoints="\n".join(f"{i + 1}. {kp}" for i, kp in enumerate(keypoints)),
-                summary=output,
-            ),
-            self.summary["sum_precision"].text.format(expert_summary=answers[0], summary=output),
-        ]
-
-    def _judge_summary(self, question: Question, prediction: str, client: LLMClient) -> JudgeResult:
-        assert self.summary_shape is not None
-        shape = self.summary_shape
-        replies = [
-            _ask(client, [ChatMessage("user", prompt)], shape)
-            for prompt in self.summary_prompts(question, prediction)
-        ]
-        keypoints = len(question.meta.get("keypoints") or [])
-        fluency, recall, precision = (mab_parse_json(r) for r in replies)
-        scores = mab_summary_scores(fluency, recall, precision, keypoints)
-        details: dict[str, Any] = {"protocol": "memoryagentbench", "rule_set": "infbench_sum"}
-        if scores is None:
-            return JudgeResult(
-                scores={self.metric: None},
-                unscored=True,
-                raw=replies,
-                warnings=[
-                    "memoryagentbench ∞Bench-Sum judge: a reply without the JSON score; "
-                    "upstream skips the question"
-                ],
-                details=details,
-            )
-        details.update({k: scores[k] for k in ("fluency", "recall", "precision")})
-        return JudgeResult(scores={self.metric: scores["f1"]}, raw=replies, details=details)
-
-    def render(self, question: Question, prediction: str) -> str:
-        rule = mab_rule(question)
-        if rule is None:
-            raise JudgeError(f"memoryagentbench protocol: question {question.id!r} is not judged")
-        # upstream's reference answer: the record's answers[i] (one question: answers[0]), as
-        # the record holds it (a list is formatted as Python formats it)
-        meta = question.meta
-        answer = meta.get("reference_answer", meta.get("answers", question.gold))
-        return self.templates[rule].text.format(question.question, answer, prediction)
-
-    def judge(self, question: Question, prediction: str, client: LLMClient) -> JudgeResult:
-        if self.summary and "infbench_sum" in str(question.meta.get("source", "")):
-            return self._judge_summary(question, prediction, client)
-        rule = mab_rule(question)
-        if rule is None:
-            return JudgeResult(
-                skipped=True,
-                details={
-                    "reason": "only LongMemEval and ∞Bench-Sum sources are LLM-judged by "
-                    "MemoryAgentBench"
-                },
-            )
-        reply = _ask(client, [ChatMessage("user", self.render(question, prediction))], self.shape)
-        return JudgeResult(
-            scores={self.metric: float("yes" in reply.strip().lower())},
-            raw=[reply],
-            details={"protocol": "memoryagentbench", "rule_set": rule},
         )
 
 
@@ -447,7 +290,7 @@ class HaluMemOfficialJudge:
         )
 
     def judge(self, question: Question, prediction: str, client: LLMClient) -> JudgeResult:
-        reply = _ask(client, [ChatMessage("user", self.render(question, prediction))], self.shape)
+        reply = ask(client, [ChatMessage("user", self.render(question, prediction))], self.shape)
         label = halumem_label(reply)
         details: dict[str, Any] = {"protocol": "halumem", "label": label}
         storage = question.meta.get(STORED_META)
@@ -472,7 +315,7 @@ class HaluMemOfficialJudge:
 
         def one(call: StorageCall) -> dict[str, Any]:
             try:
-                reply = _ask(client, [ChatMessage("user", self.render_storage(call))], self.shape)
+                reply = ask(client, [ChatMessage("user", self.render_storage(call))], self.shape)
             except (BatchDeferred, CircuitOpenError):
                 raise  # judged later (batch) / the endpoint is down: the carrier says so
             except Exception as exc:  # upstream's `except Exception`: the judgment is None
@@ -623,7 +466,7 @@ class LongMemEvalV2OfficialJudge:
                     f"{temperature!r} is not a number"
                 )
             shape = dataclasses.replace(shape, temperature=temperature)
-        reply = _ask(client, self.messages(question, prediction), shape)
+        reply = ask(client, self.messages(question, prediction), shape)
         label = lme2_label(reply)
         warnings: list[str] = []
         if label is None:
@@ -755,7 +598,7 @@ class LocomoPlusOfficialJudge:
         return prefix + prompt.strip()
 
     def judge(self, question: Question, prediction: str, client: LLMClient) -> JudgeResult:
-        reply = _ask(client, [ChatMessage("user", self.render(question, prediction))], self.shape)
+        reply = ask(client, [ChatMessage("user", self.render(question, prediction))], self.shape)
         label, reason = locomo_plus_label(reply)
         warnings: list[str] = []
         if label.strip().lower() not in _LP_SCORES:
@@ -840,7 +683,7 @@ class BeamOfficialJudge:
         """Upstream's first two steps of ``evaluate_event_ordering``: the fact-extraction call
         (reply unused), then the LLM alignment. Returns the ordering scores and the number of
         equivalence calls."""
-        _ask(
+        ask(
             client,
             [ChatMessage("user", self.render_facts(question.question, prediction))],
             self.shape,
@@ -849,7 +692,7 @@ class BeamOfficialJudge:
 
         def equivalent(reference_item: str, system_line: str) -> bool:
             calls[0] += 1
-            reply = _ask(
+            reply = ask(
                 client, self.equivalence_messages(reference_item, system_line), self.alignment
             )
             return "yes" in reply.lower()
@@ -868,7 +711,7 @@ class BeamOfficialJudge:
         event_ordering = _is_event_ordering(question)
         ordering = self._ordering(question, prediction, rubric, client) if event_ordering else None
         replies = parallel_map(
-            lambda item: _ask(
+            lambda item: ask(
                 client, [ChatMessage("user", self.render(item, prediction))], self.shape
             ),
             rubric,
@@ -957,27 +800,25 @@ class LoadedProtocol:
         | LongMemEvalOfficialJudge
         | BeamOfficialJudge
         | LocomoPlusOfficialJudge
-        | MemoryAgentBenchOfficialJudge
         | HaluMemOfficialJudge
         | LongMemEvalV2OfficialJudge
+        | Judge
         | None
     ):
+        """The protocol's judge: the ``official_judge`` hook of the suite the protocol belongs to
+        (its home builds it from these prompts), else one of the judges here."""
         p, t = self.profile, self.templates
         if p.judge is None:
             return None
+        for _, hook in self.suite_hooks("official_judge"):
+            judge: Judge | None = hook(self)
+            if judge is not None:
+                return judge
         if p.name == "locomo-plus":
             return LocomoPlusOfficialJudge(
                 {k: v for k, v in t.items() if k != "conversation_start"},
                 t["conversation_start"],
                 p.judge,
-            )
-        if p.name == "memoryagentbench":
-            assert p.summary is not None
-            return MemoryAgentBenchOfficialJudge(
-                {k: v for k, v in t.items() if not k.startswith(("answer_", "sum_"))},
-                p.judge,
-                summary={k: v for k, v in t.items() if k.startswith("sum_")},
-                summary_shape=p.summary,
             )
         if p.name == "halumem":
             return HaluMemOfficialJudge(
@@ -1009,6 +850,18 @@ class LoadedProtocol:
                 t["fact_extraction"],
             )
         return None
+
+    def suite_hooks(self, hook: str) -> list[tuple[str, Callable[[LoadedProtocol], Any]]]:
+        """``(benchmark, its hook)`` for the optional ``hook`` (``official_judge``,
+        ``official_answerer``) of each suite the protocol serves (``profile.benchmarks``), in that
+        order; a suite without it is passed over. The suites are found through the registry, so
+        no suite is named here."""
+        out = []
+        for name in self.profile.benchmarks:
+            found = getattr(get_benchmark(name), hook, None)
+            if callable(found):
+                out.append((name, found))
+        return out
 
     def provenance(self, judge_models: list[str]) -> dict[str, Any]:
         p = self.profile

@@ -144,16 +144,11 @@ class LLMRuntime:
                 self.answerer = LLMAnswerer(
                     self.answerer_client, template_path=settings.answer_prompt
                 )
-                if protocol is not None and protocol.name == "memoryagentbench":
-                    from ..answerers.mab import MabAnswerPrompts
-                    from ..protocols.source import ProtocolSourceError
-
-                    try:
-                        self.answerer.mab = MabAnswerPrompts.from_templates(
-                            {k: t.text for k, t in protocol.templates.items()}
-                        )
-                    except ValueError as exc:
-                        raise ProtocolSourceError(str(exc)) from None
+                if protocol is not None:  # the suites' own requests (their answerer hooks)
+                    for name, hook in protocol.suite_hooks("official_answerer"):
+                        suite = hook(protocol)
+                        if suite is not None:
+                            self.answerer.official[name] = suite
                 if protocol is not None and protocol.name in LME2_PROTOCOLS:
                     from ..answerers.lme2 import Lme2AnswerPrompts
 

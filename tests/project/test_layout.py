@@ -14,12 +14,19 @@ import pytest_memeval
 
 PACKAGE = Path(pytest_memeval.__file__).resolve().parent
 
+#: the layer name of the benchmarks' homes (``benchmarks/<name>/``, a package per suite)
+HOMES = "benchmarks/<home>"
+
 #: layers, lowest first: a module may import from its own layer and the ones before it
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("errors", "files", "records", "dates"),
     ("metrics", "llm", "benchmarks", "systems"),
     ("answerers", "judges", "protocols"),  # protocols: official judges over judges/metrics
     ("report", "analysis"),  # report.model is the data analysis fills; renderers read it
+    # a benchmark's home (``benchmarks/<name>/``): its loader and scorer, and its official judge,
+    # figures and answer prompts built on the layers below; nothing below imports a home (the core
+    # reaches a suite through the registry and the Benchmark protocol's hooks)
+    (HOMES,),
     ("run",),
     ("board",),  # the board over many runs: reads reports and run folders, renders the site
     ("plugin",),
@@ -85,7 +92,19 @@ def _graph() -> dict[str, set[str]]:
     return graph
 
 
+def _is_home(module: str) -> bool:
+    """A module of a benchmark's home: ``pytest_memeval.benchmarks.<name>`` is a package."""
+    parts = module.split(".")
+    return (
+        len(parts) > 2
+        and parts[1] == "benchmarks"
+        and (PACKAGE / "benchmarks" / parts[2] / "__init__.py").is_file()
+    )
+
+
 def _top(module: str) -> str:
+    if _is_home(module):
+        return HOMES
     parts = module.split(".")
     return parts[1] if len(parts) > 1 else ""
 
@@ -312,3 +331,117 @@ def test_public_records_import() -> None:
         Session,
         Turn,
     )
+
+
+def _suite_names() -> frozenset[str]:
+    from pytest_memeval.benchmarks import BUILTIN_BENCHMARKS
+
+    return frozenset(BUILTIN_BENCHMARKS)
+
+
+def _named_in_collection(node: ast.expr, names: frozenset[str]) -> set[str]:
+    """The suite names written as string literals in ``node`` (a literal, or a tuple / list / set
+    / dict of them, a ``frozenset({...})`` call included)."""
+    return {
+        sub.value
+        for sub in ast.walk(node)
+        if isinstance(sub, ast.Constant) and isinstance(sub.value, str) and sub.value in names
+    }
+
+
+def suite_branches(source: str, names: frozenset[str]) -> list[tuple[int, str]]:
+    """``(line, suite)`` of each place ``source`` branches on a suite's name: a comparison
+    (``==``, ``!=``, ``in``, ``not in``) with a name literal on either side (inside a tuple or set
+    there too, e.g. ``name in ("beam", "halumem")``), a ``match`` case on one, and a comparison
+    with a module-level constant that holds one (``WHOLE_REPLY = ("beam",)``, then
+    ``bench in WHOLE_REPLY``)."""
+    tree = ast.parse(source)
+    constants: dict[str, set[str]] = {}
+    for node in tree.body:
+        targets: list[ast.expr] = []
+        if isinstance(node, ast.Assign):
+            targets, value = node.targets, node.value
+        elif isinstance(node, ast.AnnAssign) and node.value is not None:
+            targets, value = [node.target], node.value
+        for target in targets:
+            if isinstance(target, ast.Name) and (found := _named_in_collection(value, names)):
+                constants[target.id] = found
+    hits: list[tuple[int, str]] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Compare):
+            for side in (node.left, *node.comparators):
+                hits.extend((node.lineno, n) for n in sorted(_named_in_collection(side, names)))
+                if isinstance(side, ast.Name) and side.id in constants:
+                    hits.extend((node.lineno, n) for n in sorted(constants[side.id]))
+        elif (
+            isinstance(node, ast.MatchValue)
+            and isinstance(node.value, ast.Constant)
+            and node.value.value in names
+        ):
+            hits.append((node.lineno, str(node.value.value)))
+    return hits
+
+
+#: core modules (outside ``benchmarks/``) that still branch on a suite's name, each with why; the
+#: list only shrinks: a module that no longer names a suite must leave it, and no other module
+#: may join it (the suite's behaviour goes to its home, ``benchmarks/<name>/``, behind a hook of
+#: the ``Benchmark`` protocol)
+NAMES_A_SUITE: dict[str, str] = {
+    "analysis/baselines.py": "published baselines keyed by suite (to move into each home)",
+    "analysis/halumem_official.py": "HaluMem's official figures (to move into its home)",
+    "answerers/llm.py": "the plugin's own per-suite prompts (answer_longmemeval.txt, "
+    "answer_beam.txt, whole-reply suites) and LongMemEval-V2's reader request (to the homes)",
+    "board/verify.py": "the demo suite's re-scoring (board/ is being reworked separately)",
+    "judges/__init__.py": "the default judge style of each suite",
+    "plugin/__init__.py": "LoCoMo's errata default (plugin/ is being reworked separately)",
+    "plugin/calibration.py": "judge calibration runs on LoCoMo's audit (plugin/ is being "
+    "reworked separately)",
+    "plugin/options.py": "option checks for locomo-plus and longmemeval-v2 (plugin/ is being "
+    "reworked separately)",
+    "plugin/provenance.py": "LoCoMo's errata provenance (plugin/ is being reworked separately)",
+    "plugin/summary.py": "BEAM's and HaluMem's official figures (plugin/ is being reworked "
+    "separately; the figures go to their homes behind an official-summary hook)",
+    "protocols/judges.py": "the official judges of the suites not yet in a home (LongMemEval, "
+    "BEAM, LoCoMo-Plus, HaluMem, LongMemEval-V2), chosen by protocol name",
+    "protocols/setup.py": "BEAM's json_repair warning",
+    "report/cards.py": "the demo suite's packaged data pin (report/ is being reworked separately)",
+    "run/calibrate.py": "judge calibration runs on LoCoMo's audit",
+}
+
+
+def _core_modules() -> list[Path]:
+    return sorted(
+        p for p in PACKAGE.rglob("*.py") if p.relative_to(PACKAGE).parts[0] != "benchmarks"
+    )
+
+
+def test_no_core_module_names_a_suite() -> None:
+    """Issue 40: a suite lives in its home; the core reaches it through the registry and the
+    ``Benchmark`` protocol's hooks, never by comparing with its name. Only the modules of
+    ``NAMES_A_SUITE`` still do, and each of them still does (the list shrinks as suites move)."""
+    names = _suite_names()
+    found: dict[str, list[tuple[int, str]]] = {}
+    for path in _core_modules():
+        hits = suite_branches(path.read_text(encoding="utf-8"), names)
+        if hits:
+            found[path.relative_to(PACKAGE).as_posix()] = hits
+    new = {m: hits for m, hits in found.items() if m not in NAMES_A_SUITE}
+    assert not new, f"core modules branching on a suite's name (move it to the home): {new}"
+    stale = sorted(set(NAMES_A_SUITE) - set(found))
+    assert not stale, f"no longer names a suite: remove from NAMES_A_SUITE: {stale}"
+
+
+@pytest.mark.parametrize(
+    ("source", "expected"),
+    [
+        ('if name == "beam":\n    pass\n', [(1, "beam")]),
+        ('ok = "halumem" != x\n', [(1, "halumem")]),
+        ('ok = x in ("locomo", "other")\n', [(1, "locomo")]),
+        ('SUITES = ("usermem",)\nok = x in SUITES\n', [(2, "usermem")]),
+        ('match x:\n    case "longmemeval":\n        pass\n', [(2, "longmemeval")]),
+        ('x = "beam"\nprint("beam is a suite")\n', []),  # named, but no branch
+        ('ok = x == "beams"\n', []),
+    ],
+)
+def test_suite_branches_finds_each_form(source: str, expected: list[tuple[int, str]]) -> None:
+    assert suite_branches(source, _suite_names()) == expected

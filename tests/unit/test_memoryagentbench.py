@@ -26,30 +26,34 @@ from mab_upstream import (
     upstream_scores,
 )
 
-from pytest_memeval.answerers.mab import MabAnswerPrompts
 from pytest_memeval.benchmarks import LoadRequest, get_benchmark
-from pytest_memeval.benchmarks.memoryagentbench import (
+from pytest_memeval.benchmarks.memoryagentbench.answer import (
     GENERATION_MAX_LENGTH,
+    MabAnswerPrompts,
+    query_dataset,
+)
+from pytest_memeval.benchmarks.memoryagentbench.judge import (
+    MemoryAgentBenchOfficialJudge,
+    mab_parse_json,
+    mab_summary_scores,
+)
+from pytest_memeval.benchmarks.memoryagentbench.loader import (
+    SPLITS,
+    chunk_context,
+    parse_records,
+)
+from pytest_memeval.benchmarks.memoryagentbench.scorer import (
     RECSYS_METRICS,
     ROUGE_METRICS,
-    SPLITS,
     _rouge_scorer,
-    chunk_context,
     movie_name,
     movie_table,
     parse_output,
-    parse_records,
-    query_dataset,
     recommended_movies,
     score_source,
 )
 from pytest_memeval.errors import DatasetError
-from pytest_memeval.protocols.judges import (
-    MemoryAgentBenchOfficialJudge,
-    load_protocol,
-    mab_parse_json,
-    mab_summary_scores,
-)
+from pytest_memeval.protocols.judges import load_protocol
 from pytest_memeval.records import Memory, Prediction
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "memoryagentbench"

@@ -237,7 +237,7 @@ def test_the_real_pins_point_at_revisions_not_branches() -> None:
 
 
 def test_test_time_learning_brings_the_movie_table(mirror: FileServer, tmp_path: Path) -> None:
-    from pytest_memeval.benchmarks.memoryagentbench import download_splits
+    from pytest_memeval.benchmarks.memoryagentbench.loader import download_splits
 
     table = b'{"Heat (1995)": 1}'
     shard = b"not read here"
