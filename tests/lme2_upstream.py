@@ -21,11 +21,8 @@ from typing import Any
 
 from mab_upstream import snapshot_file_bytes
 
-from pytest_memeval.benchmarks.longmemeval_v2 import (
-    LLM_FUNCTIONS,
-    UPSTREAM_COMMIT,
-    UPSTREAM_SCORER_SHA256,
-)
+from pytest_memeval.benchmarks.longmemeval_v2.pins import UPSTREAM as PINNED
+from pytest_memeval.benchmarks.longmemeval_v2.scorer import LLM_FUNCTIONS
 
 SCORER = "evaluation/qa_eval_metrics.py"
 DEFAULT = "/work/.mirror/xiaowu0162+LongMemEval-V2/repo"
@@ -51,7 +48,7 @@ CONSTANTS = ("DEFAULT_SEPARATORS", "_MULTI_SELECT_FILLER_WORDS")
 
 def upstream_file_bytes(path: str) -> bytes | None:
     """A file of the upstream snapshot at the pinned commit (None when there is no snapshot)."""
-    return snapshot_file_bytes(Path(os.environ.get(ENV, DEFAULT)), UPSTREAM_COMMIT, path)
+    return snapshot_file_bytes(Path(os.environ.get(ENV, DEFAULT)), PINNED.commit, path)
 
 
 def load_upstream() -> dict[str, Any] | None:
@@ -60,8 +57,8 @@ def load_upstream() -> dict[str, Any] | None:
     if raw is None:
         return None
     digest = hashlib.sha256(raw).hexdigest()
-    if digest != UPSTREAM_SCORER_SHA256:
-        raise AssertionError(f"{SCORER}: sha256 {digest}, pinned {UPSTREAM_SCORER_SHA256}")
+    if digest != PINNED.scorer[SCORER]:
+        raise AssertionError(f"{SCORER}: sha256 {digest}, pinned {PINNED.scorer[SCORER]}")
     tree = ast.parse(raw)
     keep: list[ast.stmt] = []
     for node in tree.body:
@@ -88,8 +85,8 @@ def load_upstream_module() -> dict[str, Any] | None:
     if raw is None:
         return None
     digest = hashlib.sha256(raw).hexdigest()
-    if digest != UPSTREAM_SCORER_SHA256:
-        raise AssertionError(f"{SCORER}: sha256 {digest}, pinned {UPSTREAM_SCORER_SHA256}")
+    if digest != PINNED.scorer[SCORER]:
+        raise AssertionError(f"{SCORER}: sha256 {digest}, pinned {PINNED.scorer[SCORER]}")
     ns: dict[str, Any] = {"__name__": "lme2_qa_eval_metrics"}
     exec(compile(raw, SCORER, "exec"), ns)  # tests only
     return ns
@@ -225,7 +222,7 @@ def make_vectors() -> dict[str, Any]:
                 score.append("-" if "lme2_score" not in v else str(int(v["lme2_score"])))
                 unknown.append(str(int(v["lme2_unknown"])))
     return {
-        "commit": UPSTREAM_COMMIT,
+        "commit": PINNED.commit,
         "specs": list(SPECS),
         "replies": list(REPLIES),
         "answers": list(ANSWERS),

@@ -27,7 +27,6 @@ from typing import Protocol
 from ..judges.base import PromptTemplate, load_template
 from ..llm.base import ChatMessage, LLMClient
 from ..records import Conversation, Memory, Prediction, Question
-from .lme2 import READER_MAX_COMPLETION_TOKENS, Lme2AnswerPrompts
 
 __all__ = [
     "ANSWER_MARKER",
@@ -231,9 +230,6 @@ class LLMAnswerer:
     #: official protocol), used for its questions unless ``--memeval-answer-prompt`` replaces
     #: every prompt
     official: dict[str, SuiteAnswerer] = field(default_factory=dict)
-    #: LongMemEval-V2's reader request (``--memeval-protocol=longmemeval-v2`` or its corrected
-    #: variant), used for its questions unless ``--memeval-answer-prompt`` replaces every prompt
-    lme2: Lme2AnswerPrompts | None = None
 
     def __post_init__(self) -> None:
         self.template = load_template(ANSWER_TEMPLATE_FILE, ANSWER_FIELDS, self.template_path)
@@ -265,15 +261,6 @@ class LLMAnswerer:
             return None
         suite = self.official.get(self.benchmark_of.get(question.conversation_id, ""))
         return None if suite is None else suite.request(question, memories)
-
-    def _lme2_request(
-        self, question: Question, memories: Sequence[Memory]
-    ) -> list[ChatMessage] | None:
-        if self.lme2 is None or self.template_path is not None:
-            return None
-        if self.benchmark_of.get(question.conversation_id) != "longmemeval-v2":
-            return None
-        return self.lme2.messages(question, memories)
 
     def _template(self, question: Question) -> PromptTemplate:
         bench = self.benchmark_of.get(question.conversation_id, "")
@@ -323,17 +310,6 @@ class LLMAnswerer:
                 role="answerer",
                 max_tokens_field=upstream.max_tokens_field,
             ).text
-            return Prediction(text=reply, memories=tuple(memories), answered_by=self.client.label)
-        lme2 = self._lme2_request(question, memories)
-        if lme2 is not None:  # upstream's harness: no temperature, max_completion_tokens 20000
-            reply = self.client.complete(
-                lme2,
-                temperature=None,
-                max_tokens=READER_MAX_COMPLETION_TOKENS,
-                role="answerer",
-                max_tokens_field="max_completion_tokens",
-            ).text
-            # the whole reply: upstream scores its last \boxed{} itself
             return Prediction(text=reply, memories=tuple(memories), answered_by=self.client.label)
         prompt = self.render(question, memories, reference_date=reference_date)
         reply = self.client.complete(

@@ -8,7 +8,6 @@ styles). The prompt text comes from :func:`load_protocol` (pinned upstream files
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import math
 import re
@@ -19,7 +18,6 @@ from typing import Any
 
 from ..benchmarks import get_benchmark
 from ..benchmarks.halumem import StorageCall, StoragePlan, storage_plan
-from ..benchmarks.longmemeval_v2 import EvalSpec, extract_boxed, score_reply
 from ..errors import JudgeError
 from ..judges import STYLE_METRICS
 from ..judges.base import Judge, JudgeResult, extract_json_mem0, gold_text, parallel_map
@@ -35,10 +33,8 @@ from ..systems.base import STORED_META
 from .profiles import (
     BEAM,
     HALUMEM,
-    LME2_PROTOCOLS,
     LOCOMO_PLUS,
     LONGMEMEVAL,
-    LONGMEMEVAL_V2,
     MEM0,
     PROFILES,
     ProtocolProfile,
@@ -53,7 +49,6 @@ __all__ = [
     "LoadedProtocol",
     "LocomoPlusOfficialJudge",
     "LongMemEvalOfficialJudge",
-    "LongMemEvalV2OfficialJudge",
     "Mem0OfficialJudge",
     "ask",
     "beam_official_item",
@@ -61,7 +56,6 @@ __all__ = [
     "halumem_integrity",
     "halumem_json",
     "halumem_label",
-    "lme2_label",
     "load_protocol",
     "locomo_plus_category",
     "locomo_plus_label",
@@ -345,154 +339,6 @@ class HaluMemOfficialJudge:
             "accuracy": [r for r, k in zip(judged, kinds, strict=True) if k == "accuracy"],
             "update": [r for r, k in zip(judged, kinds, strict=True) if k == "update"],
         }
-
-
-# --------------------------------------------------------------------------- longmemeval-v2
-
-_LME2_JSON = re.compile(r"\{.*\}", re.DOTALL)
-_LME2_LABELS = (
-    re.compile(r'"label"\s*:\s*([01])', re.IGNORECASE),
-    re.compile(r"'label'\s*:\s*([01])", re.IGNORECASE),
-    re.compile(r"\blabel\b\s*[:=]\s*([01])", re.IGNORECASE),
-)
-
-
-#: json.loads found no JSON in the span (upstream falls through to its regexes)
-_NO_JSON = object()
-
-
-def _lme2_unfence(text: str) -> str:
-    """Upstream ``_strip_markdown_code_fence``: the lines inside a reply that starts and ends
-    with a code fence (three lines at least)."""
-    stripped = text.strip()
-    if stripped.startswith("```") and stripped.endswith("```"):
-        lines = stripped.splitlines()
-        if len(lines) >= 3:
-            return "\n".join(lines[1:-1]).strip()
-    return stripped
-
-
-def lme2_label(reply: str | None) -> int | None:
-    """The judge's label (0 or 1) read from a reply as upstream's
-    ``_parse_llm_binary_judgement`` reads it; None where upstream raises (an empty reply, a JSON
-    span that is not an object or holds an unhashable label, no label the regexes find)."""
-    cleaned = _lme2_unfence((reply or "").strip())
-    if not cleaned:
-        return None
-    match = _LME2_JSON.search(cleaned)
-    if match:
-        try:
-            payload = json.loads(match.group(0))
-        except json.JSONDecodeError:
-            payload = _NO_JSON
-        except (ValueError, RecursionError):  # a number literal too long, nesting too deep
-            return None
-        if payload is not _NO_JSON:
-            if not isinstance(payload, dict):
-                return None  # upstream raises ValueError (not caught there)
-            label = payload.get("label")
-            if isinstance(label, list | dict):
-                return None  # upstream's `label in {...}` raises TypeError
-            if label in {0, 1, "0", "1"}:
-                return int(label)
-    for rx in _LME2_LABELS:
-        found = rx.search(cleaned)
-        if found:
-            return int(found.group(1))
-    return None
-
-
-@dataclass
-class LongMemEvalV2OfficialJudge:
-    """LongMemEval-V2's ``llm_abstention_checker`` / ``llm_gotchas_checker`` as the harness calls
-    them (``score_prediction``): the question's system prompt and the ``_build_<kind>_judge_
-    messages`` f-string (question, reference answer, the full reply, the boxed answer else the
-    reply) as system + user messages, sent with the harness's evaluator settings (no
-    temperature, ``reasoning_effort``, ``max_completion_tokens``); label 1 -> 1.0. An UNKNOWN
-    boxed answer is 0 (upstream forces it), and a question scored by an offline eval function
-    gets that verdict, without a request, so the metric is upstream's accuracy on every
-    question."""
-
-    templates: Mapping[str, Template]
-    shape: RequestShape
-    name: str = "longmemeval-v2-official"
-    metric: str = LONGMEMEVAL_V2.metric
-
-    @property
-    def prompt_hashes(self) -> dict[str, str]:
-        return {f"longmemeval-v2:{key}": t.sha256 for key, t in self.templates.items()}
-
-    def messages(self, question: Question, prediction: str) -> list[ChatMessage]:
-        """The judge request's messages (the question's eval function must be an LLM check)."""
-        spec = _lme2_spec(question)
-        kind = "abstention" if spec.name == "llm_abstention_checker" else "gotchas"
-        full = prediction.strip()
-        user = self.templates[f"{kind}_user"].fill(
-            {
-                "question_text": question.question.strip(),
-                "reference_answer": gold_text(question.gold).strip(),
-                "model_full_response": full,
-                "model_final_answer": extract_boxed(prediction).strip() or full,
-            }
-        )
-        return [
-            ChatMessage("system", self.templates[f"{kind}_system"].text),
-            ChatMessage("user", user),
-        ]
-
-    def judge(self, question: Question, prediction: str, client: LLMClient) -> JudgeResult:
-        spec = _lme2_spec(question)
-        details: dict[str, Any] = {"protocol": "longmemeval-v2", "eval_function": spec.name}
-        offline = score_reply(spec, prediction, gold_text(question.gold))
-        if "lme2_score" in offline:  # an offline eval function, or an UNKNOWN boxed answer
-            details["judged_by"] = "unknown" if offline["lme2_unknown"] else "rule"
-            return JudgeResult(scores={self.metric: offline["lme2_score"]}, details=details)
-        require = spec.options.get("require_non_empty", True)
-        answer = gold_text(question.gold).strip()
-        if require and not (prediction.strip() and answer):
-            details["judged_by"] = "require_non_empty"
-            return JudgeResult(scores={self.metric: 0.0}, details=details)
-        shape = self.shape
-        if spec.options.get("evaluator_top_p") is not None:
-            raise JudgeError(
-                f"longmemeval-v2 protocol: question {question.id!r} sets evaluator_top_p, which "
-                "pytest-memeval cannot send; remove it from its eval_function"
-            )
-        temperature = spec.options.get("evaluator_temperature")
-        if temperature is not None:
-            if isinstance(temperature, bool) or not isinstance(temperature, int | float):
-                raise JudgeError(
-                    f"longmemeval-v2 protocol: question {question.id!r}: evaluator_temperature "
-                    f"{temperature!r} is not a number"
-                )
-            shape = dataclasses.replace(shape, temperature=temperature)
-        reply = ask(client, self.messages(question, prediction), shape)
-        label = lme2_label(reply)
-        warnings: list[str] = []
-        if label is None:
-            warnings.append(
-                "longmemeval-v2 protocol: the judge reply has no label upstream can read (its "
-                "harness would abort); counted as 0"
-            )
-            details["unscored_counted_as"] = 0.0
-        details["judged_by"] = "llm"
-        details["label"] = label
-        return JudgeResult(
-            scores={self.metric: 1.0 if label == 1 else 0.0},
-            raw=[reply],
-            warnings=warnings,
-            details=details,
-        )
-
-
-def _lme2_spec(question: Question) -> EvalSpec:
-    spec = question.meta.get("eval_spec")
-    if not isinstance(spec, EvalSpec):
-        raise JudgeError(
-            f"longmemeval-v2 protocol: question {question.id!r} has no eval_function "
-            "(only --memeval=longmemeval-v2 questions are judged by it)"
-        )
-    return spec
 
 
 # --------------------------------------------------------------------------- locomo-plus
@@ -801,7 +647,6 @@ class LoadedProtocol:
         | BeamOfficialJudge
         | LocomoPlusOfficialJudge
         | HaluMemOfficialJudge
-        | LongMemEvalV2OfficialJudge
         | Judge
         | None
     ):
@@ -823,10 +668,6 @@ class LoadedProtocol:
         if p.name == "halumem":
             return HaluMemOfficialJudge(
                 t["question"], p.judge, {k: t[k] for k in ("integrity", "accuracy", "update")}
-            )
-        if p.name in LME2_PROTOCOLS:
-            return LongMemEvalV2OfficialJudge(
-                {k: v for k, v in t.items() if not k.startswith("answer_")}, p.judge
             )
         if p.name == "mem0":
             return Mem0OfficialJudge(t["judge"], p.judge)

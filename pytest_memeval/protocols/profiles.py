@@ -14,8 +14,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from ..benchmarks.longmemeval_v2 import UPSTREAM_COMMIT as LME2_UPSTREAM_COMMIT
-from ..benchmarks.longmemeval_v2 import UPSTREAM_SCORER_SHA256 as LME2_SCORER_SHA256
+from ..benchmarks.longmemeval_v2.pins import UPSTREAM as LME2_UPSTREAM
+from ..benchmarks.memoryagentbench.pins import UPSTREAM as MAB_UPSTREAM
 from .source import StringRef, UpstreamFile
 
 __all__ = [
@@ -39,9 +39,9 @@ LONGMEMEVAL_COMMIT = "9e0b455f4ef0e2ab8f2e582289761153549043fc"
 BEAM_COMMIT = "b2a3ee8ba12d68f83143dda191097dc3e028ddd3"
 LOCOMO_COMMIT = "92286325a40764bee61f77824ddb95233b11c4d6"  # branch `code` (scorer + QA prompts)
 LOCOMO_PLUS_COMMIT = "059f4e3d38f7f1f96765e8e2cb7de3097551bffb"
-MAB_COMMIT = "455306dcabc3842526eb83cd4e225e5d486c5c5d"  # HUST-AI-HYZ/MemoryAgentBench
+MAB_COMMIT = MAB_UPSTREAM.commit  # HUST-AI-HYZ/MemoryAgentBench (the suite's own pin)
 HALUMEM_COMMIT = "59402b9d662507406b584047d1982e0cbf453a0f"  # MemTensor/HaluMem
-LME2_COMMIT = LME2_UPSTREAM_COMMIT  # xiaowu0162/LongMemEval-V2 (the suite's own pin)
+LME2_COMMIT = LME2_UPSTREAM.commit  # xiaowu0162/LongMemEval-V2 (the suite's own pin)
 
 MEM0_JUDGE_FILE = UpstreamFile(
     "mem0ai/mem0",
@@ -137,7 +137,7 @@ LME2_METRICS_FILE = UpstreamFile(
     "xiaowu0162/LongMemEval-V2",
     LME2_COMMIT,
     "evaluation/qa_eval_metrics.py",
-    LME2_SCORER_SHA256,
+    LME2_UPSTREAM.scorer["evaluation/qa_eval_metrics.py"],
 )
 #: LongMemEval-V2's reader request: DOMAIN_SYSTEM_PROMPTS (the system message per domain)
 LME2_HARNESS_FILE = UpstreamFile(

@@ -36,7 +36,6 @@ from ..llm.client import CircuitOpenError
 from ..llm.providers import AnthropicProvider, OpenAIProvider, ProviderConfig, _LazySDK
 from ..llm.ratelimit import Limiter, RedisRateLimiter
 from ..llm.retry import CircuitBreaker
-from ..protocols.profiles import LME2_CORRECTED, LME2_PROTOCOLS
 from ..records import Question
 from .settings import LLMSettings
 
@@ -149,13 +148,6 @@ class LLMRuntime:
                         suite = hook(protocol)
                         if suite is not None:
                             self.answerer.official[name] = suite
-                if protocol is not None and protocol.name in LME2_PROTOCOLS:
-                    from ..answerers.lme2 import Lme2AnswerPrompts
-
-                    self.answerer.lme2 = Lme2AnswerPrompts.from_templates(
-                        {k: t.text for k, t in protocol.templates.items()},
-                        fix_backspace=protocol.name == LME2_CORRECTED,
-                    )
         self.judges: list[JudgeSpec] = []
         for i, spec in enumerate(settings.judges):
             self.judges.append(JudgeSpec(spec, i == 0, self._client(spec)))

@@ -104,7 +104,9 @@ def _is_home(module: str) -> bool:
 
 def _top(module: str) -> str:
     if _is_home(module):
-        return HOMES
+        # a home's pins.py is data (its SuitePins record): the protocol profiles read the
+        # upstream commits and file hashes from it, so it sits with the benchmarks layer
+        return "benchmarks" if module.endswith(".pins") else HOMES
     parts = module.split(".")
     return parts[1] if len(parts) > 1 else ""
 
@@ -390,7 +392,7 @@ NAMES_A_SUITE: dict[str, str] = {
     "analysis/baselines.py": "published baselines keyed by suite (to move into each home)",
     "analysis/halumem_official.py": "HaluMem's official figures (to move into its home)",
     "answerers/llm.py": "the plugin's own per-suite prompts (answer_longmemeval.txt, "
-    "answer_beam.txt, whole-reply suites) and LongMemEval-V2's reader request (to the homes)",
+    "answer_beam.txt) and whole-reply suites (to move into the LongMemEval and BEAM homes)",
     "board/verify.py": "the demo suite's re-scoring (board/ is being reworked separately)",
     "judges/__init__.py": "the default judge style of each suite",
     "plugin/__init__.py": "LoCoMo's errata default (plugin/ is being reworked separately)",
@@ -402,7 +404,7 @@ NAMES_A_SUITE: dict[str, str] = {
     "plugin/summary.py": "BEAM's and HaluMem's official figures (plugin/ is being reworked "
     "separately; the figures go to their homes behind an official-summary hook)",
     "protocols/judges.py": "the official judges of the suites not yet in a home (LongMemEval, "
-    "BEAM, LoCoMo-Plus, HaluMem, LongMemEval-V2), chosen by protocol name",
+    "BEAM, LoCoMo-Plus, HaluMem), chosen by protocol name",
     "protocols/setup.py": "BEAM's json_repair warning",
     "report/cards.py": "the demo suite's packaged data pin (report/ is being reworked separately)",
     "run/calibrate.py": "judge calibration runs on LoCoMo's audit",

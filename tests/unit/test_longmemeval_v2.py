@@ -16,15 +16,13 @@ from hypothesis import strategies as st
 from lme2_upstream import expand, load_upstream, upstream_file_bytes, upstream_verdict
 
 from pytest_memeval.benchmarks import LoadRequest, get_benchmark
-from pytest_memeval.benchmarks.longmemeval_v2 import (
-    UPSTREAM_LOADER_SHA256,
-    extract_boxed,
+from pytest_memeval.benchmarks.longmemeval_v2.loader import (
     parse_questions,
-    parse_spec,
     parse_trajectories,
-    score_reply,
     stream_jsonl,
 )
+from pytest_memeval.benchmarks.longmemeval_v2.pins import UPSTREAM as PINNED
+from pytest_memeval.benchmarks.longmemeval_v2.scorer import extract_boxed, parse_spec, score_reply
 from pytest_memeval.errors import DatasetError
 from pytest_memeval.records import Prediction
 
@@ -55,7 +53,7 @@ def test_recorded_upstream_vectors_equal_ours() -> None:
 def test_loader_files_are_the_pinned_ones() -> None:
     import hashlib
 
-    for path, digest in UPSTREAM_LOADER_SHA256.items():
+    for path, digest in PINNED.loader.items():
         raw = upstream_file_bytes(path)
         assert raw is not None and hashlib.sha256(raw).hexdigest() == digest, path
 

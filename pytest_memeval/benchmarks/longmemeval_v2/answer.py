@@ -14,10 +14,21 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from ..llm.base import ChatMessage
-from ..records import Memory, Question
+from ...answerers.llm import AnswerRequest
+from ...llm.base import ChatMessage
+from ...protocols.judges import LoadedProtocol
+from ...protocols.profiles import LME2_CORRECTED, LME2_PROTOCOLS
+from ...records import Memory, Question
 
-__all__ = ["BACKSPACE_BOXED", "CORRECTED_BOXED", "DOMAINS", "Lme2AnswerPrompts", "corrected"]
+__all__ = [
+    "BACKSPACE_BOXED",
+    "CORRECTED_BOXED",
+    "DOMAINS",
+    "READER_MAX_COMPLETION_TOKENS",
+    "Lme2AnswerPrompts",
+    "corrected",
+    "official_answerer",
+]
 
 #: what upstream's ``"\boxed{}"`` (a non-raw string) holds: a backspace, then ``oxed{}``
 BACKSPACE_BOXED = "\x08oxed{}"
@@ -65,3 +76,29 @@ class Lme2AnswerPrompts:
         parts.extend(m.text for m in memories)
         parts.append(f"\n\n### Question to answer:\n{question.question}")
         return [ChatMessage("system", self.system(domain)), ChatMessage("user", "".join(parts))]
+
+    def request(self, question: Question, memories: Sequence[Memory]) -> AnswerRequest | None:
+        """Upstream's harness request: no temperature, ``max_completion_tokens``
+        :data:`READER_MAX_COMPLETION_TOKENS`; the whole reply is the prediction (upstream scores
+        its last ``\\boxed{}`` itself). None for a domain upstream has no prompt for."""
+        messages = self.messages(question, memories)
+        if messages is None:
+            return None
+        return AnswerRequest(
+            messages,
+            READER_MAX_COMPLETION_TOKENS,
+            temperature=None,
+            max_tokens_field="max_completion_tokens",
+        )
+
+
+def official_answerer(protocol: LoadedProtocol) -> Lme2AnswerPrompts | None:
+    """The reader request of ``--memeval-protocol=longmemeval-v2`` (upstream's bytes) or of
+    ``longmemeval-v2-corrected`` (``\\boxed{}`` written out) from the loaded
+    ``answer_system:<domain>`` prompts; None under another protocol."""
+    if protocol.name not in LME2_PROTOCOLS:
+        return None
+    return Lme2AnswerPrompts.from_templates(
+        {k: t.text for k, t in protocol.templates.items()},
+        fix_backspace=protocol.name == LME2_CORRECTED,
+    )

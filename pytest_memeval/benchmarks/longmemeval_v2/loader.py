@@ -22,18 +22,16 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import json
-import re
 import stat
-from collections.abc import Callable, Container, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Container, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ..errors import DatasetError
-from ..records import Conversation, Prediction, Question, Session, Turn
-from .base import (
+from ...errors import DatasetError
+from ...records import Conversation, Prediction, Question, Session, Turn
+from ..base import (
     CategoryInfo,
     Dataset,
     Deviation,
@@ -48,80 +46,32 @@ from .base import (
     parse_jsonl,
     read_bytes,
 )
-from .download import PinnedFile, Pins, fetch_pinned
+from ..download import Pins, fetch_pinned
+from .pins import FOLDER, PINS, TIERS, UPSTREAM
+from .scorer import parse_spec, score_longmemeval_v2
+
+if TYPE_CHECKING:
+    from ...answerers.llm import SuiteAnswerer
+    from ...judges.base import Judge
+    from ...protocols.judges import LoadedProtocol
 
 __all__ = [
     "BENCHMARK",
     "CATEGORIES",
     "DEVIATIONS",
-    "HF_DATASET",
-    "LLM_FUNCTIONS",
+    "DOMAINS",
     "MEMORY_CONTEXT_MAX_TOKENS",
-    "OFFLINE_FUNCTIONS",
-    "TIERS",
-    "UPSTREAM_COMMIT",
-    "UPSTREAM_SCORER_SHA256",
-    "EvalSpec",
     "LongMemEvalV2",
-    "extract_boxed",
-    "parse_spec",
-    "score_reply",
+    "build",
+    "check_release_list",
+    "download_tier",
+    "parse_checksums",
+    "parse_haystack",
+    "parse_questions",
+    "parse_trajectories",
+    "stream_jsonl",
 ]
 
-#: the upstream repository commit whose loader and scorer this module follows
-UPSTREAM_COMMIT = "be15ea6e995462f3391c1a610892df3f67dfa7bd"
-#: sha256 of ``evaluation/qa_eval_metrics.py`` at that commit (the scorer the tests compare with)
-UPSTREAM_SCORER_SHA256 = "f8ba659e237c4282a07a92538090ea500ce8483820b390b1d19af187c01417ac"
-#: sha256 of the loader files read at that commit
-UPSTREAM_LOADER_SHA256: Mapping[str, str] = MappingProxyType(
-    {
-        "data/public_data.py": "d2b868bfb0b6f8b66489c9445389eb6d0f26975f940a9c2365be154e63649c89",
-        "evaluation/harness.py": "8c6d1bd124ce2caf8a4bdc8516ef1b54ffca98ea4c49b4e50355ee4207b55eb1",
-    }
-)
-HF_DATASET = "xiaowu0162/longmemeval-v2"
-FOLDER = "longmemeval-v2"
-TIERS: tuple[str, ...] = ("small", "medium")
-
-
-def _file(path: str, sha256: str, size: int | None) -> PinnedFile:
-    return PinnedFile.below(FOLDER, path, sha256, size)
-
-
-#: the release: the Hugging Face dataset at a revision; its files and the release's own
-#: ``checksums.sha256`` (pinned too: every downloaded file is also checked against its line)
-PINS = Pins(
-    host="huggingface",
-    repo=HF_DATASET,
-    revision="f152293e235517d504809563c833d7190b8c713b",
-    files={
-        "questions": _file(
-            "questions.jsonl",
-            "0a3ae5ebea938c24d7800e1e0b0828e08ae1646f939a53853b2b8cdc08e292b7",
-            286_186,
-        ),
-        "trajectories": _file(
-            "trajectories.jsonl",
-            "363cec9a8e87aa8d9101ce4e600aadbf7031d674056ebe4f969e8424abc5f3c6",
-            1_195_604_539,
-        ),
-        "small": _file(
-            "haystacks/lme_v2_small.json",
-            "9b5301defb23a088a5f06e45ff8d5f35e569d78305a66d492046a9fff9b46593",
-            822_632,
-        ),
-        "medium": _file(
-            "haystacks/lme_v2_medium.json",
-            "4756d5126347f0d18f045bb6c47b08cb3b23e9db24386cc48a9b2879e7969b59",
-            None,
-        ),
-        "checksums": _file(
-            "checksums.sha256",
-            "b17a18daa52873f915808502217c3c5fab39d20638544f986401155c9e8d67a6",
-            None,
-        ),
-    },
-)
 DOMAINS: tuple[str, ...] = ("web", "enterprise")
 #: upstream harness ``--memory-context-max-tokens`` default (reader-processor tokens)
 MEMORY_CONTEXT_MAX_TOKENS = 200_000
@@ -142,229 +92,6 @@ CATEGORIES: Mapping[int | str, CategoryInfo] = MappingProxyType(
 )
 
 _HINT = "fix the file or download it again from the Hugging Face dataset"
-
-# ---------------------------------------------------------------------------------------------
-# scoring: upstream evaluation/qa_eval_metrics.py, rule by rule (our own code)
-# ---------------------------------------------------------------------------------------------
-
-#: upstream's functions scored without a model, and those that need its LLM judge
-OFFLINE_FUNCTIONS: tuple[str, ...] = (
-    "norm_phrase_set_match",
-    "norm_phrase_set_match_ordered",
-    "mc_choice_match",
-    "mc_choice_set_match",
-)
-LLM_FUNCTIONS: tuple[str, ...] = ("llm_abstention_checker", "llm_gotchas_checker")
-_PHRASE_OPTIONS = frozenset({"lower", "normalize_hyphen", "strip_punct"})
-_OPTIONS: Mapping[str, frozenset[str]] = MappingProxyType(
-    {
-        "norm_phrase_set_match": _PHRASE_OPTIONS | {"separators", "require_non_empty"},
-        "norm_phrase_set_match_ordered": _PHRASE_OPTIONS | {"separators", "require_non_empty"},
-        # the multiple-choice functions swallow unknown options (upstream ``**_``)
-        "mc_choice_match": frozenset({"strip_chars", "require_non_empty"}),
-        "mc_choice_set_match": frozenset({"require_non_empty"}),
-        # the LLM checks: the options the harness does not override (its eval_config sets the
-        # evaluator model, reasoning effort, token limit and timeout)
-        **dict.fromkeys(
-            LLM_FUNCTIONS,
-            frozenset({"require_non_empty", "evaluator_temperature", "evaluator_top_p"}),
-        ),
-    }
-)
-_SWALLOWS = frozenset({"mc_choice_match", "mc_choice_set_match", *LLM_FUNCTIONS})
-_SEPARATOR_SPLIT = re.compile(r"[,;]")
-_NOT_WORD = re.compile(r"[^\w\s]")
-_SPACES = re.compile(r"\s+")
-_BOXED_LOWER = re.compile(r"\\boxed\{([^}]*)\}")
-_CHOICE_WORD = re.compile(r"\b(choice|option)\b", re.IGNORECASE)
-_CAPS = re.compile(r"[A-Z]+")
-_FILLERS = frozenset(
-    [
-        "AND",
-        "ANSWER",
-        "ANSWERS",
-        "CHOICE",
-        "CHOICES",
-        "FINAL",
-        "LETTER",
-        "LETTERS",
-        "OPTION",
-        "OPTIONS",
-    ]
-)
-
-
-@dataclass(frozen=True)
-class EvalSpec:
-    """A parsed ``eval_function`` spec: the function name and its options."""
-
-    name: str
-    options: Mapping[str, Any] = field(default_factory=dict)
-
-    @property
-    def needs_judge(self) -> bool:
-        return self.name in LLM_FUNCTIONS
-
-
-def _option_value(key: str, value: str) -> Any:
-    """One ``key=value`` option as upstream ``_parse_eval_value`` reads it."""
-    low = value.lower()
-    if low in ("true", "false"):
-        return low == "true"
-    if low in ("none", "null"):
-        return None
-    if key in ("separators", "separator"):
-        if not value:
-            return []
-        text = value.strip()
-        if text[:1] == "[" and text[-1:] == "]":
-            return json.loads(text)
-        return [ch for ch in value if not ch.isspace()]
-    try:
-        return float(value) if "." in value else int(value)
-    except ValueError:
-        return value
-
-
-def parse_spec(spec: str) -> EvalSpec:
-    """``name|key=value|...`` as upstream ``parse_eval_function_spec`` reads it; ValueError names
-    what is wrong (an unknown function, a malformed or repeated option, an option the function
-    does not take, an option of the wrong type)."""
-    name, *rest = (part.strip() for part in spec.split("|"))
-    if name not in _OPTIONS and name not in LLM_FUNCTIONS:
-        raise ValueError(f"unknown eval function {name!r}")
-    options: dict[str, Any] = {}
-    for part in rest:
-        if not part:
-            continue
-        key, eq, value = part.partition("=")
-        key = key.strip()
-        if not eq or not key:
-            raise ValueError(f"invalid option {part!r}")
-        if key in options:
-            raise ValueError(f"duplicate option {key!r}")
-        try:
-            options[key] = _option_value(key, value.strip())
-        except ValueError:
-            raise ValueError(f"option {key!r}: {value.strip()!r} is not a JSON list") from None
-    if name in _SWALLOWS:
-        options = {k: v for k, v in options.items() if k in _OPTIONS.get(name, ())}
-    else:
-        unknown = sorted(set(options) - _OPTIONS[name])
-        if unknown:
-            raise ValueError(f"{name} takes no option {unknown[0]!r}")
-    seps = options.get("separators", [])
-    if not isinstance(seps, list) or not all(isinstance(s, str) and s for s in seps):
-        raise ValueError("separators must be a list of non-empty strings")
-    if not isinstance(options.get("strip_chars", ""), str):
-        raise ValueError("strip_chars must be a string")
-    return EvalSpec(name, MappingProxyType(options))
-
-
-def _normalise(text: str, opts: Mapping[str, Any]) -> str:
-    if opts.get("lower", True):
-        text = text.lower()
-    if opts.get("normalize_hyphen", True):
-        text = text.replace("-", " ").replace("_", " ")
-    text = _SEPARATOR_SPLIT.sub(" ", text)
-    if opts.get("strip_punct", True):
-        text = _NOT_WORD.sub("", text)
-    return _SPACES.sub(" ", text).strip()
-
-
-def _phrases(answer: str, opts: Mapping[str, Any]) -> list[str]:
-    seps: list[str] = opts.get("separators", [",", ";"])
-    parts = re.split("|".join(map(re.escape, seps)), answer) if seps else [answer]
-    return [p for p in (_normalise(part, opts) for part in parts) if p]
-
-
-def _word(phrase: str) -> re.Pattern[str]:
-    return re.compile(r"\b" + re.escape(phrase) + r"\b")
-
-
-def _phrase_match(prediction: str, answer: str, opts: Mapping[str, Any], ordered: bool) -> bool:
-    pred = _normalise(prediction, opts)
-    phrases = _phrases(answer, opts)
-    if opts.get("require_non_empty", True) and not (pred and phrases):
-        return False
-    if not ordered:
-        return all(_word(p).search(pred) for p in set(phrases))
-    rest = pred
-    for p in phrases:
-        m = _word(p).search(rest)
-        if m is None:
-            return False
-        rest = rest[m.end() :]
-    return True
-
-
-def _choice_match(prediction: str, answer: str, opts: Mapping[str, Any]) -> bool:
-    boxed = _BOXED_LOWER.search(prediction.lower())
-    text = _CHOICE_WORD.sub("", boxed[1] if boxed else prediction)
-    for ch in opts.get("strip_chars", "."):
-        text = text.replace(ch, "")
-    got, want = text.strip().upper(), answer.strip().upper()
-    if opts.get("require_non_empty", True) and not (got and want):
-        return False
-    return got == want
-
-
-def _letters(text: str) -> list[str]:
-    return [ch for run in _CAPS.findall(text.upper()) if run not in _FILLERS for ch in run]
-
-
-def _choice_set_match(prediction: str, answer: str, opts: Mapping[str, Any]) -> bool:
-    got, want = _letters(prediction), _letters(answer)
-    if opts.get("require_non_empty", True) and not (got and want):
-        return False
-    return set(got) == set(want)
-
-
-_MATCHERS: Mapping[str, Callable[[str, str, Mapping[str, Any]], bool]] = MappingProxyType(
-    {
-        "norm_phrase_set_match": lambda p, a, o: _phrase_match(p, a, o, ordered=False),
-        "norm_phrase_set_match_ordered": lambda p, a, o: _phrase_match(p, a, o, ordered=True),
-        "mc_choice_match": _choice_match,
-        "mc_choice_set_match": _choice_set_match,
-    }
-)
-
-
-def extract_boxed(text: str) -> str:
-    """The content of the last ``\\boxed{...}`` (nested braces balanced; an unclosed one runs to
-    the end), stripped; the stripped reply when there is none or it is blank."""
-    start = text.rfind("\\boxed{")
-    if start < 0:
-        return text.strip()
-    depth, out = 1, []
-    for ch in text[start + len("\\boxed{") :]:
-        depth += (ch == "{") - (ch == "}")
-        if depth == 0:
-            break
-        out.append(ch)
-    inner = "".join(out).strip()
-    return inner or text.strip()
-
-
-def score_reply(spec: EvalSpec, reply: str, answer: str) -> dict[str, float]:
-    """Upstream's verdict on one reply: ``lme2_unknown`` (the boxed answer is UNKNOWN) and, for the
-    offline functions or an UNKNOWN reply (upstream forces 0 whatever the judge says),
-    ``lme2_score``. The LLM checks of a non-UNKNOWN reply need the judge: no score here."""
-    parsed = extract_boxed(reply)
-    unknown = parsed.strip().lower() == "unknown"
-    scores = {"lme2_unknown": 1.0 if unknown else 0.0}
-    if unknown:
-        scores["lme2_score"] = 0.0
-    elif not spec.needs_judge:
-        scores["lme2_score"] = 1.0 if _MATCHERS[spec.name](parsed, answer, spec.options) else 0.0
-    return scores
-
-
-def score_longmemeval_v2(question: Question, prediction: Prediction) -> dict[str, float]:
-    spec = question.meta["eval_spec"]
-    assert isinstance(spec, EvalSpec)
-    return score_reply(spec, prediction.text, str(question.gold))
-
 
 # ---------------------------------------------------------------------------------------------
 # records
@@ -715,7 +442,7 @@ class LongMemEvalV2:
             f"trajectories.jsonl and haystacks/lme_v2_{tier}.json (upstream's layout)",
             {
                 "source": source,
-                "upstream": f"xiaowu0162/LongMemEval-V2@{UPSTREAM_COMMIT}",
+                "upstream": UPSTREAM.label,
                 "tier": tier,
                 "memory_context_max_tokens": MEMORY_CONTEXT_MAX_TOKENS,
             },
@@ -723,6 +450,19 @@ class LongMemEvalV2:
 
     def score(self, question: Question, prediction: Prediction) -> dict[str, float]:
         return score_longmemeval_v2(question, prediction)
+
+    def official_judge(self, protocol: LoadedProtocol) -> Judge | None:
+        """The judge of ``--memeval-protocol=longmemeval-v2`` and its corrected variant
+        (:mod:`.judge`)."""
+        from .judge import official_judge
+
+        return official_judge(protocol)
+
+    def official_answerer(self, protocol: LoadedProtocol) -> SuiteAnswerer | None:
+        """The reader request of those protocols (:mod:`.answer`)."""
+        from .answer import official_answerer
+
+        return official_answerer(protocol)
 
 
 BENCHMARK = LongMemEvalV2()

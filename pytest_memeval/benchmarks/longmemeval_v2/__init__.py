@@ -1,0 +1,34 @@
+"""LongMemEval-V2's home: everything the plugin knows about the suite.
+
+- :mod:`.pins`: what is pinned, as one record (upstream commit and file hashes, the dataset
+  release);
+- :mod:`.loader`: questions, trajectories and haystacks -> conversations and questions, and the
+  suite object (``BENCHMARK``, registered as ``longmemeval-v2``) with its hooks;
+- :mod:`.scorer`: the offline scorer, upstream's ``evaluation/qa_eval_metrics.py`` rule by rule;
+- :mod:`.judge`: the official judge (``--memeval-protocol=longmemeval-v2`` and its corrected
+  variant);
+- :mod:`.answer`: upstream's reader request under those protocols.
+
+docs/scoring.md#longmemeval-v2 describes the suite.
+"""
+
+from __future__ import annotations
+
+from .loader import BENCHMARK, CATEGORIES, DEVIATIONS, DOMAINS, LongMemEvalV2
+from .pins import PINS, TIERS, UPSTREAM
+from .scorer import EvalSpec, extract_boxed, parse_spec, score_reply
+
+__all__ = [
+    "BENCHMARK",
+    "CATEGORIES",
+    "DEVIATIONS",
+    "DOMAINS",
+    "PINS",
+    "TIERS",
+    "UPSTREAM",
+    "EvalSpec",
+    "LongMemEvalV2",
+    "extract_boxed",
+    "parse_spec",
+    "score_reply",
+]
