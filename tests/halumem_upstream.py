@@ -29,7 +29,8 @@ from typing import Any
 
 from mab_upstream import snapshot_file_bytes
 
-from pytest_memeval.benchmarks.halumem import UPSTREAM_COMMIT, UPSTREAM_SHA256, build
+from pytest_memeval.benchmarks.halumem import UPSTREAM as PINNED
+from pytest_memeval.benchmarks.halumem import build
 from pytest_memeval.records import Conversation, Memory
 
 SCORER = "eval/evaluation.py"
@@ -46,7 +47,7 @@ TYPES = ("Event Memory", "Persona Memory", "Relationship Memory")
 
 def upstream_file_bytes(path: str) -> bytes | None:
     root = Path(os.environ.get("MEMEVAL_HALUMEM_UPSTREAM", DEFAULT))
-    return snapshot_file_bytes(root, UPSTREAM_COMMIT, path)
+    return snapshot_file_bytes(root, PINNED.commit, path)
 
 
 def load_upstream() -> dict[str, Any] | None:
@@ -55,8 +56,8 @@ def load_upstream() -> dict[str, Any] | None:
     if raw is None:
         return None
     digest = hashlib.sha256(raw).hexdigest()
-    if digest != UPSTREAM_SHA256[SCORER]:
-        raise AssertionError(f"{SCORER}: sha256 {digest}, pinned {UPSTREAM_SHA256[SCORER]}")
+    if digest != PINNED.files[SCORER]:
+        raise AssertionError(f"{SCORER}: sha256 {digest}, pinned {PINNED.files[SCORER]}")
     tree = ast.parse(raw)
     keep = [n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name in FUNCTIONS]
     assert {n.name for n in keep} == set(FUNCTIONS)
@@ -115,8 +116,8 @@ def load_judging(
         return None
     for path, raw in ((SCORER, ev), (LLMS, llms)):
         digest = hashlib.sha256(raw).hexdigest()
-        if digest != UPSTREAM_SHA256[path]:
-            raise AssertionError(f"{path}: sha256 {digest}, pinned {UPSTREAM_SHA256[path]}")
+        if digest != PINNED.files[path]:
+            raise AssertionError(f"{path}: sha256 {digest}, pinned {PINNED.files[path]}")
     requests: list[dict[str, Any]] = []
 
     def create(**kwargs: Any) -> Any:

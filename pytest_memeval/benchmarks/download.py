@@ -120,6 +120,11 @@ class SuitePins:
     data: Pins | None = None
 
     @property
+    def files(self) -> dict[str, str]:
+        """Every pinned upstream file, scorer and loader side: path -> sha256."""
+        return {**self.scorer, **self.loader}
+
+    @property
     def label(self) -> str:
         """``owner/name@commit`` (recorded in a dataset's meta as ``upstream``)."""
         return f"{self.repo}@{self.commit}"

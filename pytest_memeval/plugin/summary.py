@@ -18,7 +18,7 @@ from .provenance import _bleu1_tokenizer, _git_commit, dependency_versions
 if TYPE_CHECKING:
     from ..analysis.baselines import Baseline, RunProtocol
     from ..analysis.beam_official import OfficialComposite
-    from ..analysis.halumem_official import HaluMemOfficial
+    from ..benchmarks.halumem.figures import HaluMemOfficial
     from ..report.model import RunSummary, Summary
     from ..run.state import RunState
     from ..run.store import RunStore
@@ -336,7 +336,7 @@ def _halumem(
     state: RunState, benchmark: str, results: Sequence[QuestionResult]
 ) -> HaluMemOfficial | None:
     """HaluMem's official figures when the halumem protocol judged this benchmark."""
-    from ..analysis.halumem_official import halumem_official
+    from ..benchmarks.halumem.figures import halumem_official
 
     protocol = state.protocol
     if (

@@ -17,7 +17,6 @@ from pathlib import Path
 from typing import Any
 
 from ..benchmarks import get_benchmark
-from ..benchmarks.halumem import StorageCall, StoragePlan, storage_plan
 from ..errors import JudgeError
 from ..judges import STYLE_METRICS
 from ..judges.base import Judge, JudgeResult, extract_json_mem0, gold_text, parallel_map
@@ -25,14 +24,10 @@ from ..judges.beam import JSON_REPAIR_UPSTREAM, json_repair_version, read_beam_r
 from ..judges.longmemeval import QUESTION_TYPE_RULES, strict_yes_no
 from ..judges.mem0 import is_locomo_adversarial
 from ..llm.base import ChatMessage, LLMClient
-from ..llm.batch import BatchDeferred
-from ..llm.client import CircuitOpenError, run_parallel
 from ..metrics.ordering import OrderingResult, ordering_score
 from ..records import Question
-from ..systems.base import STORED_META
 from .profiles import (
     BEAM,
-    HALUMEM,
     LOCOMO_PLUS,
     LONGMEMEVAL,
     MEM0,
@@ -45,17 +40,12 @@ from .source import SourceText, Template, extract, read_upstream
 
 __all__ = [
     "BeamOfficialJudge",
-    "HaluMemOfficialJudge",
     "LoadedProtocol",
     "LocomoPlusOfficialJudge",
     "LongMemEvalOfficialJudge",
     "Mem0OfficialJudge",
     "ask",
     "beam_official_item",
-    "halumem_accuracy",
-    "halumem_integrity",
-    "halumem_json",
-    "halumem_label",
     "load_protocol",
     "locomo_plus_category",
     "locomo_plus_label",
@@ -190,155 +180,6 @@ class LongMemEvalOfficialJudge:
             raw=[reply],
             details={"protocol": "longmemeval", "rule_set": rule},
         )
-
-
-# --------------------------------------------------------------------------- halumem
-
-
-#: upstream eval/llms.py ``llm_request_for_json``: the first fenced JSON block
-_HALUMEM_JSON = re.compile(r"```json\s*(\{.*?\})\s*```", re.DOTALL)
-
-
-def halumem_json(reply: str) -> dict[str, Any] | None:
-    """Upstream ``llm_request_for_json``'s reading: ``json.loads`` of the first ```json {...}```
-    block; None where it raises (no block, bad JSON)."""
-    match = _HALUMEM_JSON.search(reply)
-    if not match:
-        return None
-    try:
-        parsed = json.loads(match.group(1).strip())
-    except (ValueError, RecursionError):
-        return None
-    return parsed if isinstance(parsed, dict) else None
-
-
-def halumem_label(reply: str) -> str | None:
-    """``evaluation_result`` of the reply's first ```json block, as upstream reads it; None when
-    upstream's call would raise (no block, bad JSON, not an object) or the key is absent."""
-    parsed = halumem_json(reply)
-    label = parsed.get("evaluation_result") if parsed is not None else None
-    return label if isinstance(label, str) else None
-
-
-#: what upstream's ``except Exception`` around ``int(result.get(...))`` catches in practice
-_INT_ERRORS = (TypeError, ValueError, OverflowError)
-
-
-def halumem_integrity(reply: str) -> int | None:
-    """Upstream's ``int(result.get("score"))`` (``None`` where it raises: no JSON block, a score
-    that ``int`` refuses such as ``"2|1|0"`` or a missing one)."""
-    parsed = halumem_json(reply)
-    if parsed is None:
-        return None
-    try:
-        return int(parsed.get("score"))  # type: ignore[arg-type]  # upstream's call, any value
-    except _INT_ERRORS:
-        return None
-
-
-def halumem_accuracy(reply: str) -> tuple[int | None, Any]:
-    """Upstream's ``(int(result.get("accuracy_score")), result.get(
-    "is_included_in_golden_memories", "false"))``; ``(None, "false")`` where the call or the
-    ``int`` raises (the inclusion flag is then never read, as upstream)."""
-    parsed = halumem_json(reply)
-    if parsed is None:
-        return None, "false"
-    try:
-        score = int(parsed.get("accuracy_score"))  # type: ignore[arg-type]  # as upstream
-    except _INT_ERRORS:
-        return None, "false"
-    return score, parsed.get("is_included_in_golden_memories", "false")
-
-
-#: how many storage judgments of one conversation are in flight at once (the LLM client's own
-#: concurrency limit still applies)
-STORAGE_WORKERS = 8
-
-
-@dataclass
-class HaluMemOfficialJudge:
-    """HaluMem's QA judge (``eval_tools.evaluation_for_question``): the pinned template filled with
-    ``question``, ``reference_answer``, ``key_memory_points`` (the evidence memory points joined by
-    newlines) and ``response``; score 1 for the label ``Correct``, else 0 (an unreadable reply
-    too, as upstream's ``(all)`` ratios count it); the label is kept in the details."""
-
-    template: Template
-    shape: RequestShape
-    #: ``integrity``, ``accuracy``, ``update``: the extraction / update templates
-    storage_templates: Mapping[str, Template] = field(default_factory=dict)
-    name: str = "halumem-official"
-    metric: str = HALUMEM.metric
-
-    @property
-    def prompt_hashes(self) -> dict[str, str]:
-        return {"halumem:question": self.template.sha256} | {
-            f"halumem:{key}": t.sha256 for key, t in sorted(self.storage_templates.items())
-        }
-
-    def render(self, question: Question, prediction: str) -> str:
-        return self.template.text.format(
-            question=question.question,
-            reference_answer=gold_text(question.gold),
-            key_memory_points=str(question.meta.get("key_memory_points", "")),
-            response=prediction,
-        )
-
-    def judge(self, question: Question, prediction: str, client: LLMClient) -> JudgeResult:
-        reply = ask(client, [ChatMessage("user", self.render(question, prediction))], self.shape)
-        label = halumem_label(reply)
-        details: dict[str, Any] = {"protocol": "halumem", "label": label}
-        storage = question.meta.get(STORED_META)
-        if storage is not None:  # this question carries its conversation's storage judgments
-            conversation, stored = storage
-            details["storage"] = self.judge_storage(storage_plan(conversation, stored), client)
-        return JudgeResult(
-            scores={self.metric: float(label == "Correct")}, raw=[reply], details=details
-        )
-
-    def render_storage(self, call: StorageCall) -> str:
-        """The prompt upstream's ``evaluation_for_memory_integrity`` / ``_memory_accuracy`` /
-        ``_update_memory`` builds for the same inputs."""
-        return self.storage_templates[call.kind].text.format(**call.fields)
-
-    def judge_storage(self, plan: StoragePlan, client: LLMClient) -> dict[str, Any]:
-        """One conversation's extraction and update judgments, read as upstream reads them, as
-        upstream's records (``memory_integrity_records``, ``memory_accuracy_records``,
-        ``memory_update_records``) for :func:`benchmarks.halumem.aggregate`."""
-
-        failed: list[str] = []
-
-        def one(call: StorageCall) -> dict[str, Any]:
-            try:
-                reply = ask(client, [ChatMessage("user", self.render_storage(call))], self.shape)
-            except (BatchDeferred, CircuitOpenError):
-                raise  # judged later (batch) / the endpoint is down: the carrier says so
-            except Exception as exc:  # upstream's `except Exception`: the judgment is None
-                failed.append(type(exc).__name__)  # the type only: a message may echo a key
-                reply = ""
-            record = dict(call.record)
-            if call.kind == "integrity":
-                record["memory_integrity_score"] = halumem_integrity(reply)
-            elif call.kind == "accuracy":
-                score, included = halumem_accuracy(reply)
-                record["memory_accuracy_score"] = score
-                record["is_included_in_golden_memories"] = included
-            else:
-                record["memory_update_type"] = halumem_label(reply)
-            return record
-
-        judged = run_parallel(one, plan.calls, max(1, min(STORAGE_WORKERS, len(plan.calls))))
-        kinds = [c.kind for c in plan.calls]
-        return {
-            "granularity": plan.granularity,
-            "calls": len(plan.calls),
-            # calls that raised after the LLM layer's retries (their judgment is None, as
-            # upstream records it; not cached, so a rerun asks again)
-            "failed": sorted(failed),
-            "integrity": [dict(r) for r in plan.settled]
-            + [r for r, k in zip(judged, kinds, strict=True) if k == "integrity"],
-            "accuracy": [r for r, k in zip(judged, kinds, strict=True) if k == "accuracy"],
-            "update": [r for r, k in zip(judged, kinds, strict=True) if k == "update"],
-        }
 
 
 # --------------------------------------------------------------------------- locomo-plus
@@ -646,7 +487,6 @@ class LoadedProtocol:
         | LongMemEvalOfficialJudge
         | BeamOfficialJudge
         | LocomoPlusOfficialJudge
-        | HaluMemOfficialJudge
         | Judge
         | None
     ):
@@ -664,10 +504,6 @@ class LoadedProtocol:
                 {k: v for k, v in t.items() if k != "conversation_start"},
                 t["conversation_start"],
                 p.judge,
-            )
-        if p.name == "halumem":
-            return HaluMemOfficialJudge(
-                t["question"], p.judge, {k: t[k] for k in ("integrity", "accuracy", "update")}
             )
         if p.name == "mem0":
             return Mem0OfficialJudge(t["judge"], p.judge)

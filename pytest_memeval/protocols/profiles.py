@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from ..benchmarks.halumem.pins import UPSTREAM as HALUMEM_UPSTREAM
 from ..benchmarks.longmemeval_v2.pins import UPSTREAM as LME2_UPSTREAM
 from ..benchmarks.memoryagentbench.pins import UPSTREAM as MAB_UPSTREAM
 from .source import StringRef, UpstreamFile
@@ -40,7 +41,7 @@ BEAM_COMMIT = "b2a3ee8ba12d68f83143dda191097dc3e028ddd3"
 LOCOMO_COMMIT = "92286325a40764bee61f77824ddb95233b11c4d6"  # branch `code` (scorer + QA prompts)
 LOCOMO_PLUS_COMMIT = "059f4e3d38f7f1f96765e8e2cb7de3097551bffb"
 MAB_COMMIT = MAB_UPSTREAM.commit  # HUST-AI-HYZ/MemoryAgentBench (the suite's own pin)
-HALUMEM_COMMIT = "59402b9d662507406b584047d1982e0cbf453a0f"  # MemTensor/HaluMem
+HALUMEM_COMMIT = HALUMEM_UPSTREAM.commit  # MemTensor/HaluMem (the suite's own pin)
 LME2_COMMIT = LME2_UPSTREAM.commit  # xiaowu0162/LongMemEval-V2 (the suite's own pin)
 
 MEM0_JUDGE_FILE = UpstreamFile(
@@ -130,7 +131,7 @@ HALUMEM_TOOLS_FILE = UpstreamFile(
     "MemTensor/HaluMem",
     HALUMEM_COMMIT,
     "eval/eval_tools.py",
-    "0c08e5ecb8c93945bafc4bd0336bd6c9756b40d175f442ce44aca4a43169ee3b",
+    HALUMEM_UPSTREAM.scorer["eval/eval_tools.py"],
 )
 #: LongMemEval-V2's judge prompts (module constants) and its message builders (f-strings)
 LME2_METRICS_FILE = UpstreamFile(

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from ..analysis.baselines import Baseline
     from ..analysis.beam_official import OfficialComposite
-    from ..analysis.halumem_official import HaluMemOfficial
+    from ..benchmarks.halumem.figures import HaluMemOfficial
 
 from ..records import QuestionResult
 

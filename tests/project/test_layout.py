@@ -390,7 +390,6 @@ def suite_branches(source: str, names: frozenset[str]) -> list[tuple[int, str]]:
 #: the ``Benchmark`` protocol)
 NAMES_A_SUITE: dict[str, str] = {
     "analysis/baselines.py": "published baselines keyed by suite (to move into each home)",
-    "analysis/halumem_official.py": "HaluMem's official figures (to move into its home)",
     "answerers/llm.py": "the plugin's own per-suite prompts (answer_longmemeval.txt, "
     "answer_beam.txt) and whole-reply suites (to move into the LongMemEval and BEAM homes)",
     "board/verify.py": "the demo suite's re-scoring (board/ is being reworked separately)",
@@ -404,7 +403,7 @@ NAMES_A_SUITE: dict[str, str] = {
     "plugin/summary.py": "BEAM's and HaluMem's official figures (plugin/ is being reworked "
     "separately; the figures go to their homes behind an official-summary hook)",
     "protocols/judges.py": "the official judges of the suites not yet in a home (LongMemEval, "
-    "BEAM, LoCoMo-Plus, HaluMem), chosen by protocol name",
+    "BEAM, LoCoMo-Plus), chosen by protocol name",
     "protocols/setup.py": "BEAM's json_repair warning",
     "report/cards.py": "the demo suite's packaged data pin (report/ is being reworked separately)",
     "run/calibrate.py": "judge calibration runs on LoCoMo's audit",

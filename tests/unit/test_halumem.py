@@ -31,17 +31,21 @@ from halumem_upstream import (
     upstream_user,
 )
 
-from pytest_memeval.analysis.halumem_official import halumem_official
 from pytest_memeval.benchmarks import LoadRequest, get_benchmark
 from pytest_memeval.benchmarks.halumem import (
     aggregate,
     compute_f1,
     memory_type_accuracy,
     parse_users,
+)
+from pytest_memeval.benchmarks.halumem.figures import halumem_official
+from pytest_memeval.benchmarks.halumem.judge import (
+    HaluMemOfficialJudge,
+    halumem_label,
     storage_plan,
 )
 from pytest_memeval.errors import DatasetError
-from pytest_memeval.protocols.judges import HaluMemOfficialJudge, halumem_label, load_protocol
+from pytest_memeval.protocols.judges import load_protocol
 from pytest_memeval.records import Conversation, Memory, Question, Session, Turn
 from pytest_memeval.systems.base import NO_DUMP_REASON, stored_memories
 from pytest_memeval.systems.builtin import BM25System, FullContextSystem, NoMemorySystem

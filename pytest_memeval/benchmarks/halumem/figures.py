@@ -1,5 +1,5 @@
 """HaluMem's official figures of one run (docs/scoring.md#halumem-storage-judgments): upstream
-``aggregate_eval_results`` (:func:`benchmarks.halumem.aggregate`) over the records the
+``aggregate_eval_results`` (:func:`.scorer.aggregate`) over the records the
 ``halumem`` protocol judge wrote, pooled over the run's conversations as upstream pools its users.
 
 The extraction and update records of a conversation ride on the first question of that
@@ -16,8 +16,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..benchmarks.halumem import aggregate
-from ..records import QuestionResult
+from ...records import QuestionResult
+from .scorer import aggregate
 
 __all__ = ["HaluMemOfficial", "halumem_official"]
 

@@ -1,0 +1,35 @@
+"""HaluMem's home: everything the plugin knows about the suite.
+
+- :mod:`.pins`: what is pinned, as one record (upstream commit and file hashes, the dataset
+  release);
+- :mod:`.loader`: the user files -> conversations and questions, and the suite object
+  (``BENCHMARK``, registered as ``halumem``) with its hooks;
+- :mod:`.scorer`: upstream's judgment arithmetic (``aggregate_eval_results``);
+- :mod:`.judge`: the official judge (``--memeval-protocol=halumem``), QA and storage judgments;
+- :mod:`.figures`: the run's official figures, the judged records pooled as upstream pools users.
+
+docs/scoring.md#halumem describes the suite.
+"""
+
+from __future__ import annotations
+
+from .loader import BENCHMARK, CATEGORIES, DEVIATIONS, QUESTION_TYPES, HaluMem, build, parse_users
+from .pins import FILES, PINS, UPSTREAM
+from .scorer import MEMORY_TYPES, aggregate, compute_f1, memory_type_accuracy
+
+__all__ = [
+    "BENCHMARK",
+    "CATEGORIES",
+    "DEVIATIONS",
+    "FILES",
+    "MEMORY_TYPES",
+    "PINS",
+    "QUESTION_TYPES",
+    "UPSTREAM",
+    "HaluMem",
+    "aggregate",
+    "build",
+    "compute_f1",
+    "memory_type_accuracy",
+    "parse_users",
+]
