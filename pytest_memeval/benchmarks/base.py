@@ -420,6 +420,11 @@ class Benchmark(Protocol):
     #   official_answerer(protocol: LoadedProtocol) -> SuiteAnswerer | None
     #                                    the suite's own answer request under the protocol
     #                                    (answerers.llm.SuiteAnswerer: request(question, memories))
+    #   official_provenance(protocol: LoadedProtocol) -> dict[str, Any]
+    #                                    what the suite adds to the protocol's provenance
+    #   official_warnings(protocol: LoadedProtocol) -> list[str]
+    #                                    configure-time warnings (an installed package that reads
+    #                                    replies otherwise than the upstream release)
 
     def load(self, request: LoadRequest) -> Dataset:
         """Read (or download, then read) the files. Raises DatasetError naming file, record, field."""

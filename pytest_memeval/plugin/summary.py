@@ -17,7 +17,7 @@ from .provenance import _bleu1_tokenizer, _git_commit, dependency_versions
 
 if TYPE_CHECKING:
     from ..analysis.baselines import Baseline, RunProtocol
-    from ..analysis.beam_official import OfficialComposite
+    from ..benchmarks.beam.figures import OfficialComposite
     from ..benchmarks.halumem.figures import HaluMemOfficial
     from ..report.model import RunSummary, Summary
     from ..run.state import RunState
@@ -324,7 +324,7 @@ def _official(
     state: RunState, benchmark: str, results: Sequence[QuestionResult], run: RunSummary
 ) -> OfficialComposite | None:
     """BEAM's official composite when the beam protocol scored this benchmark."""
-    from ..analysis.beam_official import official_composite
+    from ..benchmarks.beam.figures import official_composite
 
     protocol = state.protocol
     if protocol is None or protocol.name != "beam" or benchmark not in protocol.profile.benchmarks:

@@ -4,7 +4,6 @@ read from those files by parsing them, and the judges that send them as upstream
 from __future__ import annotations
 
 from .judges import (
-    BeamOfficialJudge,
     LoadedProtocol,
     LongMemEvalOfficialJudge,
     Mem0OfficialJudge,
@@ -16,7 +15,6 @@ from .source import ProtocolSourceError, StringRef, Template, UpstreamFile
 
 __all__ = [
     "PROFILES",
-    "BeamOfficialJudge",
     "LoadedProtocol",
     "LongMemEvalOfficialJudge",
     "Mem0OfficialJudge",

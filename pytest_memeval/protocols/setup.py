@@ -8,7 +8,7 @@ from pathlib import Path
 
 from ..errors import JudgeError
 from ..llm.providers import parse_model_spec
-from .judges import LoadedProtocol, beam_json_repair, load_protocol
+from .judges import LoadedProtocol, load_protocol
 from .profiles import get_profile
 from .source import ProtocolSourceError
 
@@ -125,8 +125,5 @@ def pin_warnings(loaded: LoadedProtocol) -> list[str]:
 
 def dependency_warnings(loaded: LoadedProtocol) -> list[str]:
     """One sentence per installed package that reads replies and is not the upstream release
-    (BEAM: json_repair)."""
-    if loaded.name != "beam":
-        return []
-    repair = beam_json_repair()
-    return [str(repair["warning"])] if "warning" in repair else []
+    (BEAM: json_repair): the ``official_warnings`` hooks of the protocol's suites."""
+    return [w for _, hook in loaded.suite_hooks("official_warnings") for w in hook(loaded)]

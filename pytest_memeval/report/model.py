@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from ..analysis.baselines import Baseline
-    from ..analysis.beam_official import OfficialComposite
+    from ..benchmarks.beam.figures import OfficialComposite
     from ..benchmarks.halumem.figures import HaluMemOfficial
 
 from ..records import QuestionResult

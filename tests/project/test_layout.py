@@ -403,8 +403,7 @@ NAMES_A_SUITE: dict[str, str] = {
     "plugin/summary.py": "BEAM's and HaluMem's official figures (plugin/ is being reworked "
     "separately; the figures go to their homes behind an official-summary hook)",
     "protocols/judges.py": "the official judges of the suites not yet in a home (LongMemEval, "
-    "BEAM, LoCoMo-Plus), chosen by protocol name",
-    "protocols/setup.py": "BEAM's json_repair warning",
+    "LoCoMo-Plus), chosen by protocol name",
     "report/cards.py": "the demo suite's packaged data pin (report/ is being reworked separately)",
     "run/calibrate.py": "judge calibration runs on LoCoMo's audit",
 }

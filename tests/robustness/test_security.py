@@ -22,8 +22,8 @@ from llm_server import LLMServer
 
 import pytest_memeval
 from pytest_memeval.analysis.regression import load_baseline
-from pytest_memeval.benchmarks import beam
 from pytest_memeval.benchmarks.base import LoadRequest
+from pytest_memeval.benchmarks.beam import loader as beam
 from pytest_memeval.benchmarks.download import download
 from pytest_memeval.errors import AdapterError, DatasetError, MemevalError
 from pytest_memeval.systems import builtin
@@ -144,14 +144,14 @@ def test_literal_eval_only_in_the_size_checked_helper() -> None:
             if isinstance(fn, ast.FunctionDef):
                 for node in ast.walk(fn):
                     if isinstance(node, ast.Call) and _dotted(node.func).endswith("literal_eval"):
-                        calls.append((f.name, fn.name))
+                        calls.append((f.relative_to(PACKAGE).as_posix(), fn.name))
     # beam: user data, size-checked before parsing; word_tokenize: the Punkt tables of an
     # installed package, already parsed by ast.parse, evaluated node by node (no text parse), then
     # checked against pinned digests
     assert calls == [
-        ("beam.py", "parse_python_literal"),
-        ("word_tokenize.py", "_literal"),
-        ("word_tokenize.py", "_literal"),
+        ("benchmarks/beam/loader.py", "parse_python_literal"),
+        ("metrics/word_tokenize.py", "_literal"),
+        ("metrics/word_tokenize.py", "_literal"),
     ]
 
 

@@ -54,7 +54,7 @@ def read_official(reply: str) -> object:
 
 def item_score(reply: str) -> object:
     """The rubric item's score as BEAM's loop reads it (``int()``), or "raises"."""
-    from pytest_memeval.protocols.judges import beam_official_item
+    from pytest_memeval.benchmarks.beam.judge import beam_official_item
 
     value, problem = beam_official_item(reply, event_ordering=False)
     return "raises" if problem is not None else value

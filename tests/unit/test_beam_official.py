@@ -14,10 +14,10 @@ from fakes import make_result
 
 from pytest_memeval.analysis.aggregate import CategoryMeta, aggregate_run
 from pytest_memeval.analysis.baselines import baselines_for
-from pytest_memeval.analysis.beam_official import official_composite
+from pytest_memeval.benchmarks.beam.figures import official_composite
+from pytest_memeval.benchmarks.beam.judge import BeamOfficialJudge, beam_official_item
 from pytest_memeval.judges.beam import parse_json_response, read_beam_reply
 from pytest_memeval.llm.base import ChatMessage, Completion
-from pytest_memeval.protocols.judges import BeamOfficialJudge, beam_official_item
 from pytest_memeval.protocols.profiles import BEAM
 from pytest_memeval.protocols.source import Template
 from pytest_memeval.records import Question

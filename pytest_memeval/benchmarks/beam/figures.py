@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..records import QuestionResult
+from ...records import QuestionResult
 
 __all__ = ["OVERALL_RULE", "OfficialCategory", "OfficialComposite", "official_composite"]
 

@@ -36,12 +36,12 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ..errors import DatasetError
-from ..files import not_a_file
-from ..records import Conversation, Prediction, Question, Session, Turn
-from .base import (
+from ...errors import DatasetError
+from ...files import not_a_file
+from ...records import Conversation, Prediction, Question, Session, Turn
+from ..base import (
     ESCAPED_SURROGATE,
     CategoryInfo,
     Dataset,
@@ -54,6 +54,10 @@ from .base import (
     parse_json,
     read_data,
 )
+
+if TYPE_CHECKING:
+    from ...judges.base import Judge
+    from ...protocols.judges import LoadedProtocol
 
 __all__ = [
     "ABILITIES",
@@ -650,7 +654,7 @@ class Beam:
         reference list, ``ordering_tau`` (tau_norm) and ``ordering`` (tau_norm x F1 of the
         answer's lines, aligned by case-insensitive equality). Undefined tau (one-item union)
         leaves both ordering keys out."""
-        from ..metrics import ordering_score, response_lines, token_f1
+        from ...metrics import ordering_score, response_lines, token_f1
 
         scores = {
             "f1": float(
@@ -664,6 +668,24 @@ class Beam:
                 scores["ordering_tau"] = float(result.tau_norm)
                 scores["ordering"] = float(result.final_score)
         return scores
+
+    def official_judge(self, protocol: LoadedProtocol) -> Judge | None:
+        """The judge of ``--memeval-protocol=beam`` (:mod:`.judge`)."""
+        from .judge import official_judge
+
+        return official_judge(protocol)
+
+    def official_provenance(self, protocol: LoadedProtocol) -> dict[str, Any]:
+        """The protocol's extra provenance: the json_repair release (:mod:`.judge`)."""
+        from .judge import official_provenance
+
+        return official_provenance(protocol)
+
+    def official_warnings(self, protocol: LoadedProtocol) -> list[str]:
+        """A json_repair release other than BEAM's (:mod:`.judge`)."""
+        from .judge import official_warnings
+
+        return official_warnings(protocol)
 
 
 BENCHMARK = Beam()

@@ -1,0 +1,37 @@
+"""BEAM's home: everything the plugin knows about the suite.
+
+- :mod:`.loader`: the chat and probing-question files (GitHub, 10M plan and Hugging Face row
+  layouts) -> conversations and questions, the offline proxies (``score``), and the suite object
+  (``BENCHMARK``, registered as ``beam``) with its hooks;
+- :mod:`.judge`: the official judge (``--memeval-protocol=beam``) and the json_repair check;
+- :mod:`.figures`: the official composite of a run, as BEAM's ``report_results.py`` forms it.
+
+Its upstream files are pinned with the protocol (``protocols/profiles.py``: ``BEAM``); the data has
+no pinned release. docs/scoring.md#beam describes the suite.
+"""
+
+from __future__ import annotations
+
+from .loader import (
+    ABILITIES,
+    BENCHMARK,
+    DEVIATIONS,
+    GOLD_FIELDS,
+    MAX_LITERAL_CHARS,
+    SIZES,
+    Beam,
+    parse_python_literal,
+    parse_time_anchor,
+)
+
+__all__ = [
+    "ABILITIES",
+    "BENCHMARK",
+    "DEVIATIONS",
+    "GOLD_FIELDS",
+    "MAX_LITERAL_CHARS",
+    "SIZES",
+    "Beam",
+    "parse_python_literal",
+    "parse_time_anchor",
+]
