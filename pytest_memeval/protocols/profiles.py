@@ -15,6 +15,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..benchmarks.halumem.pins import UPSTREAM as HALUMEM_UPSTREAM
+from ..benchmarks.locomo_plus.pins import UPSTREAM as LOCOMO_PLUS_UPSTREAM
 from ..benchmarks.longmemeval_v2.pins import UPSTREAM as LME2_UPSTREAM
 from ..benchmarks.memoryagentbench.pins import UPSTREAM as MAB_UPSTREAM
 from .source import StringRef, UpstreamFile
@@ -39,7 +40,7 @@ MEM0_COMMIT = "b3ede5b7c0ac0e847b03786a603c107ac943b3ee"
 LONGMEMEVAL_COMMIT = "9e0b455f4ef0e2ab8f2e582289761153549043fc"
 BEAM_COMMIT = "b2a3ee8ba12d68f83143dda191097dc3e028ddd3"
 LOCOMO_COMMIT = "92286325a40764bee61f77824ddb95233b11c4d6"  # branch `code` (scorer + QA prompts)
-LOCOMO_PLUS_COMMIT = "059f4e3d38f7f1f96765e8e2cb7de3097551bffb"
+LOCOMO_PLUS_COMMIT = LOCOMO_PLUS_UPSTREAM.commit  # xjtuleeyf/Locomo-Plus (the suite's own pin)
 MAB_COMMIT = MAB_UPSTREAM.commit  # HUST-AI-HYZ/MemoryAgentBench (the suite's own pin)
 HALUMEM_COMMIT = HALUMEM_UPSTREAM.commit  # MemTensor/HaluMem (the suite's own pin)
 LME2_COMMIT = LME2_UPSTREAM.commit  # xiaowu0162/LongMemEval-V2 (the suite's own pin)
@@ -153,7 +154,7 @@ LOCOMO_PLUS_JUDGE_FILE = UpstreamFile(
     "xjtuleeyf/Locomo-Plus",
     LOCOMO_PLUS_COMMIT,
     "evaluation_framework/task_eval/llm_as_judge.py",
-    "9ca4997392b1e97a03635379ca601ec5fadfe09ead471542f10433f9af071a33",
+    LOCOMO_PLUS_UPSTREAM.scorer["evaluation_framework/task_eval/llm_as_judge.py"],
 )
 #: PROMPT_TEMPLATES keys: upstream's category names (LoCoMo 1-5, then Cognitive) and "default"
 LOCOMO_PLUS_TEMPLATE_KEYS: tuple[str, ...] = (

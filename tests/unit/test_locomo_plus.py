@@ -23,20 +23,19 @@ from pytest_memeval.benchmarks import LoadRequest, get_benchmark
 from pytest_memeval.benchmarks.locomo import evidence_text, load_locomo_file
 from pytest_memeval.benchmarks.locomo_plus import (
     CUE_SESSION,
-    LOCOMO_PLUS_COMMIT,
-    LOCOMO_PLUS_SHA256,
     pairing_rule,
     parse_locomo_plus,
     parse_time_gap,
 )
-from pytest_memeval.errors import DatasetError
-from pytest_memeval.protocols import StringRef, load_protocol
-from pytest_memeval.protocols.judges import (
+from pytest_memeval.benchmarks.locomo_plus.judge import (
     LocomoPlusOfficialJudge,
     locomo_plus_category,
     locomo_plus_label,
     locomo_plus_score,
 )
+from pytest_memeval.benchmarks.locomo_plus.pins import LOCOMO_PLUS_COMMIT, LOCOMO_PLUS_SHA256
+from pytest_memeval.errors import DatasetError
+from pytest_memeval.protocols import StringRef, load_protocol
 from pytest_memeval.protocols.profiles import LOCOMO_PLUS, LOCOMO_PLUS_JUDGE_FILE
 from pytest_memeval.protocols.source import SourceText, UpstreamFile, extract
 from pytest_memeval.records import Memory, Prediction

@@ -25,12 +25,12 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ..errors import DatasetError
-from ..files import not_a_file
-from ..records import Conversation, Prediction, Question, Session, Turn
-from .base import (
+from ...errors import DatasetError
+from ...files import not_a_file
+from ...records import Conversation, Prediction, Question, Session, Turn
+from ..base import (
     CategoryInfo,
     Dataset,
     Deviation,
@@ -41,20 +41,25 @@ from .base import (
     parse_json,
     read_bytes,
 )
-from .categories import shared_category
-from .download import PinnedFile, Pins, download
-from .locomo import LOCOMO_FILE, LOCOMO_PINS, LOCOMO_SHA256, LOCOMO_URL, load_locomo_file
+from ..categories import shared_category
+from ..download import Pins, download
+from ..locomo import LOCOMO_FILE, LOCOMO_PINS, LOCOMO_SHA256, LOCOMO_URL, load_locomo_file
+from .pins import (
+    LOCOMO_PLUS_FILE,
+    LOCOMO_PLUS_PINS,
+    LOCOMO_PLUS_SHA256,
+    LOCOMO_PLUS_URL,
+)
+
+if TYPE_CHECKING:
+    from ...judges.base import Judge
+    from ...protocols.judges import LoadedProtocol
 
 __all__ = [
     "BENCHMARK",
     "CATEGORIES",
     "CUE_SESSION",
     "DEVIATIONS",
-    "LOCOMO_PLUS_COMMIT",
-    "LOCOMO_PLUS_FILE",
-    "LOCOMO_PLUS_PINS",
-    "LOCOMO_PLUS_SHA256",
-    "LOCOMO_PLUS_URL",
     "LocomoPlusBenchmark",
     "PlusItem",
     "cue_evidence_text",
@@ -65,24 +70,6 @@ __all__ = [
     "stitch",
 ]
 
-LOCOMO_PLUS_COMMIT = "059f4e3d38f7f1f96765e8e2cb7de3097551bffb"
-#: path of the file below --memeval-data (and below the cache's ``data`` folder)
-LOCOMO_PLUS_FILE = "locomo-plus/locomo_plus.json"
-#: the release: upstream's file at that commit
-LOCOMO_PLUS_PINS = Pins(
-    host="github",
-    repo="xjtuleeyf/Locomo-Plus",
-    revision=LOCOMO_PLUS_COMMIT,
-    files={
-        "locomo_plus": PinnedFile(
-            "data/locomo_plus.json",
-            LOCOMO_PLUS_FILE,
-            "af2fc6e5e0e88735e28d8dd1ef474b718861a73beb21779809e3b9e1a4fe3d23",
-        )
-    },
-)
-LOCOMO_PLUS_URL = LOCOMO_PLUS_PINS.url(LOCOMO_PLUS_PINS.files["locomo_plus"])
-LOCOMO_PLUS_SHA256 = LOCOMO_PLUS_PINS.files["locomo_plus"].sha256
 #: the id of the inserted cue session; its turns are ``CUE:1``, ``CUE:2``, ...
 CUE_SESSION = "CUE"
 
@@ -478,6 +465,12 @@ class LocomoPlusBenchmark:
 
     def score(self, question: Question, prediction: Prediction) -> dict[str, float]:
         return score_locomo_plus(question, prediction)
+
+    def official_judge(self, protocol: LoadedProtocol) -> Judge | None:
+        """The judge of ``--memeval-protocol=locomo-plus`` (:mod:`.judge`)."""
+        from .judge import official_judge
+
+        return official_judge(protocol)
 
 
 BENCHMARK = LocomoPlusBenchmark()

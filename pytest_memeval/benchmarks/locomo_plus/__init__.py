@@ -1,0 +1,39 @@
+"""LoCoMo-Plus's home: everything the plugin knows about the suite.
+
+- :mod:`.pins`: what is pinned, as one record (upstream commit, the judge file's hash, the data
+  file);
+- :mod:`.loader`: the cue / trigger pairs stitched into the LoCoMo-10 conversations, the offline
+  ``cue_recall``, and the suite object (``BENCHMARK``, registered as ``locomo-plus``) with its
+  hook;
+- :mod:`.judge`: the official judge (``--memeval-protocol=locomo-plus``).
+
+docs/scoring.md#locomo-plus describes the suite.
+"""
+
+from __future__ import annotations
+
+from .loader import (
+    BENCHMARK,
+    CATEGORIES,
+    CUE_SESSION,
+    DEVIATIONS,
+    LocomoPlusBenchmark,
+    pairing_rule,
+    parse_locomo_plus,
+    parse_time_gap,
+)
+from .pins import LOCOMO_PLUS_PINS, LOCOMO_PLUS_SHA256, UPSTREAM
+
+__all__ = [
+    "BENCHMARK",
+    "CATEGORIES",
+    "CUE_SESSION",
+    "DEVIATIONS",
+    "LOCOMO_PLUS_PINS",
+    "LOCOMO_PLUS_SHA256",
+    "UPSTREAM",
+    "LocomoPlusBenchmark",
+    "pairing_rule",
+    "parse_locomo_plus",
+    "parse_time_gap",
+]
