@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from .judges import (
     LoadedProtocol,
-    LongMemEvalOfficialJudge,
     Mem0OfficialJudge,
     load_protocol,
     metric_of_style,
@@ -16,7 +15,6 @@ from .source import ProtocolSourceError, StringRef, Template, UpstreamFile
 __all__ = [
     "PROFILES",
     "LoadedProtocol",
-    "LongMemEvalOfficialJudge",
     "Mem0OfficialJudge",
     "ProtocolProfile",
     "ProtocolSourceError",

@@ -9,21 +9,18 @@ styles). The prompt text comes from :func:`load_protocol` (pinned upstream files
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ..benchmarks import get_benchmark
-from ..errors import JudgeError
 from ..judges import STYLE_METRICS
 from ..judges.base import Judge, JudgeResult, extract_json_mem0, gold_text
-from ..judges.longmemeval import QUESTION_TYPE_RULES, strict_yes_no
 from ..judges.mem0 import is_locomo_adversarial
 from ..llm.base import ChatMessage, LLMClient
 from ..records import Question
 from .profiles import (
-    LONGMEMEVAL,
     MEM0,
     PROFILES,
     ProtocolProfile,
@@ -34,11 +31,9 @@ from .source import SourceText, Template, extract, read_upstream
 
 __all__ = [
     "LoadedProtocol",
-    "LongMemEvalOfficialJudge",
     "Mem0OfficialJudge",
     "ask",
     "load_protocol",
-    "longmemeval_rule",
     "mem0_official_label",
     "metric_of_style",
 ]
@@ -119,57 +114,6 @@ class Mem0OfficialJudge:
         )
 
 
-# --------------------------------------------------------------------------- longmemeval
-
-
-def longmemeval_rule(question: Question) -> str:
-    """Upstream's choice: abstention when ``'_abs' in question_id``, else by question type
-    (an unknown type raises, as upstream's ``NotImplementedError``)."""
-    if "_abs" in question.id:
-        return "abstention"
-    for c in (question.meta.get("question_type"), question.category):
-        if isinstance(c, str) and c in QUESTION_TYPE_RULES:
-            return QUESTION_TYPE_RULES[c]
-    raise JudgeError(
-        f"longmemeval protocol: question {question.id!r} has question type "
-        f"{question.category!r}, which the official script does not judge"
-    )
-
-
-@dataclass
-class LongMemEvalOfficialJudge:
-    """``template.format(question, answer, response)`` (positional) as one user message,
-    temperature 0, max tokens 10; label = ``'yes' in reply.strip().lower()``. The strict
-    whole-line parse is kept as the diagnostic ``judge_lme_official_strict``."""
-
-    templates: Mapping[str, Template]
-    shape: RequestShape
-    name: str = "longmemeval-official"
-    metric: str = LONGMEMEVAL.metric
-
-    @property
-    def prompt_hashes(self) -> dict[str, str]:
-        return {f"longmemeval:{rule}": t.sha256 for rule, t in self.templates.items()}
-
-    def render(self, question: Question, prediction: str) -> str:
-        template = self.templates[longmemeval_rule(question)]
-        return template.text.format(question.question, gold_text(question.gold), prediction)
-
-    def judge(self, question: Question, prediction: str, client: LLMClient) -> JudgeResult:
-        rule = longmemeval_rule(question)
-        reply = ask(client, [ChatMessage("user", self.render(question, prediction))], self.shape)
-        label = "yes" in reply.strip().lower()
-        strict = strict_yes_no(reply)
-        return JudgeResult(
-            scores={
-                self.metric: float(label),
-                f"{self.metric}_strict": None if strict is None else float(strict),
-            },
-            raw=[reply],
-            details={"protocol": "longmemeval", "rule_set": rule},
-        )
-
-
 # --------------------------------------------------------------------------- loading
 
 
@@ -187,7 +131,7 @@ class LoadedProtocol:
 
     def judge(
         self,
-    ) -> Mem0OfficialJudge | LongMemEvalOfficialJudge | Judge | None:
+    ) -> Mem0OfficialJudge | Judge | None:
         """The protocol's judge: the ``official_judge`` hook of the suite the protocol belongs to
         (its home builds it from these prompts), else one of the judges here."""
         p, t = self.profile, self.templates
@@ -199,15 +143,6 @@ class LoadedProtocol:
                 return judge
         if p.name == "mem0":
             return Mem0OfficialJudge(t["judge"], p.judge)
-        if p.name == "longmemeval":
-            return LongMemEvalOfficialJudge(
-                {
-                    k: v
-                    for k, v in t.items()
-                    if k in QUESTION_TYPE_RULES.values() or k == "abstention"
-                },
-                p.judge,
-            )
         return None
 
     def suite_hooks(self, hook: str) -> list[tuple[str, Callable[[LoadedProtocol], Any]]]:

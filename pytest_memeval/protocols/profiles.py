@@ -16,6 +16,7 @@ from typing import Any
 
 from ..benchmarks.halumem.pins import UPSTREAM as HALUMEM_UPSTREAM
 from ..benchmarks.locomo_plus.pins import UPSTREAM as LOCOMO_PLUS_UPSTREAM
+from ..benchmarks.longmemeval.pins import UPSTREAM as LONGMEMEVAL_UPSTREAM
 from ..benchmarks.longmemeval_v2.pins import UPSTREAM as LME2_UPSTREAM
 from ..benchmarks.memoryagentbench.pins import UPSTREAM as MAB_UPSTREAM
 from .source import StringRef, UpstreamFile
@@ -37,7 +38,7 @@ __all__ = [
 ]
 
 MEM0_COMMIT = "b3ede5b7c0ac0e847b03786a603c107ac943b3ee"
-LONGMEMEVAL_COMMIT = "9e0b455f4ef0e2ab8f2e582289761153549043fc"
+LONGMEMEVAL_COMMIT = LONGMEMEVAL_UPSTREAM.commit  # xiaowu0162/LongMemEval (the suite's own pin)
 BEAM_COMMIT = "b2a3ee8ba12d68f83143dda191097dc3e028ddd3"
 LOCOMO_COMMIT = "92286325a40764bee61f77824ddb95233b11c4d6"  # branch `code` (scorer + QA prompts)
 LOCOMO_PLUS_COMMIT = LOCOMO_PLUS_UPSTREAM.commit  # xjtuleeyf/Locomo-Plus (the suite's own pin)
@@ -61,7 +62,7 @@ LONGMEMEVAL_FILE = UpstreamFile(
     "xiaowu0162/LongMemEval",
     LONGMEMEVAL_COMMIT,
     "src/evaluation/evaluate_qa.py",
-    "ecce9c4c79dc89d99534ac17b383a5cbb5b9f0c69ee98adaf0684742e3d95251",
+    LONGMEMEVAL_UPSTREAM.scorer["src/evaluation/evaluate_qa.py"],
 )
 BEAM_PROMPTS_FILE = UpstreamFile(
     "mohammadtavakoli78/BEAM",

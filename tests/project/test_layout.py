@@ -402,8 +402,6 @@ NAMES_A_SUITE: dict[str, str] = {
     "plugin/provenance.py": "LoCoMo's errata provenance (plugin/ is being reworked separately)",
     "plugin/summary.py": "BEAM's and HaluMem's official figures (plugin/ is being reworked "
     "separately; the figures go to their homes behind an official-summary hook)",
-    "protocols/judges.py": "the official judge of LongMemEval, not yet in its home, chosen by "
-    "protocol name",
     "report/cards.py": "the demo suite's packaged data pin (report/ is being reworked separately)",
     "run/calibrate.py": "judge calibration runs on LoCoMo's audit",
 }

@@ -16,7 +16,7 @@ import pytest
 
 from pytest_memeval.benchmarks import download as download_module
 from pytest_memeval.benchmarks.base import Benchmark, LoadRequest
-from pytest_memeval.benchmarks.longmemeval import (
+from pytest_memeval.benchmarks.longmemeval.loader import (
     BENCHMARK,
     iter_json_array,
     parse_longmemeval_date,

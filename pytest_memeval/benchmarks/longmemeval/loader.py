@@ -24,12 +24,12 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ..errors import DatasetError
-from ..files import not_a_file
-from ..records import Conversation, Prediction, Question, Session, Turn
-from .base import (
+from ...errors import DatasetError
+from ...files import not_a_file
+from ...records import Conversation, Prediction, Question, Session, Turn
+from ..base import (
     ESCAPED_SURROGATE,
     CategoryInfo,
     Dataset,
@@ -39,49 +39,22 @@ from .base import (
     json_value_error,
     named_categories,
 )
-from .download import PinnedFile, Pins, fetch_pinned
+from ..download import Pins, fetch_pinned
+from .pins import HF_URL, NAME, PINS
+
+if TYPE_CHECKING:
+    from ...judges.base import Judge
+    from ...protocols.judges import LoadedProtocol
 
 __all__ = [
     "BENCHMARK",
     "DEVIATIONS",
-    "HF_URL",
-    "PINS",
     "QUESTION_TYPES",
     "VARIANT_FILES",
     "LongMemEval",
     "iter_json_array",
     "parse_longmemeval_date",
 ]
-
-NAME = "longmemeval"
-#: the release: xiaowu0162/longmemeval-cleaned at a revision; variant -> its file
-PINS = Pins(
-    host="huggingface",
-    repo="xiaowu0162/longmemeval-cleaned",
-    revision="98d7416c24c778c2fee6e6f3006e7a073259d48f",
-    files={
-        "oracle": PinnedFile(
-            "longmemeval_oracle.json",
-            f"{NAME}/longmemeval_oracle.json",
-            "821a2034d219ab45846873dd14c14f12cfe7776e73527a483f9dac095d38620c",
-            15_388_478,
-        ),
-        "s": PinnedFile(
-            "longmemeval_s_cleaned.json",
-            f"{NAME}/longmemeval_s_cleaned.json",
-            "d6f21ea9d60a0d56f34a05b609c79c88a451d2ae03597821ea3d5a9678c3a442",
-            277_383_467,
-        ),
-        "m": PinnedFile(
-            "longmemeval_m_cleaned.json",
-            f"{NAME}/longmemeval_m_cleaned.json",
-            "9d79e5524794a2e6900a3aa9cb7d9152c5a3e8319c9a87c25494ba1eacee495f",
-            2_737_100_077,
-        ),
-    },
-)
-#: where the pinned files live (the default endpoint; ``HF_ENDPOINT`` replaces it at run time)
-HF_URL = f"https://huggingface.co/datasets/{PINS.repo}/resolve/{PINS.revision}/{{file}}"
 
 #: variant -> accepted file names under ``DATA/longmemeval/`` (first one is downloaded)
 VARIANT_FILES: Mapping[str, tuple[str, ...]] = {
@@ -596,7 +569,7 @@ class LongMemEval:
         the official judge) and, when memories carry ``source_ids`` and the item is not an
         abstention item, session-level recall_all@k / ndcg_any@k for k = 5, 10
         (docs/scoring.md#longmemeval-offline-scores)."""
-        from ..metrics import ndcg_any_at_k, recall_all_at_k, token_f1
+        from ...metrics import ndcg_any_at_k, recall_all_at_k, token_f1
 
         scores: dict[str, float] = {"f1": float(token_f1(prediction.text, str(question.gold)))}
         if question.abstention:
@@ -610,6 +583,12 @@ class LongMemEval:
             scores[f"recall_all@{k}"] = float(recall_all_at_k(ranked, correct, k))
             scores[f"ndcg_any@{k}"] = float(ndcg_any_at_k(ranked, correct, k, corpus_ids=corpus))
         return scores
+
+    def official_judge(self, protocol: LoadedProtocol) -> Judge | None:
+        """The judge of ``--memeval-protocol=longmemeval`` (:mod:`.judge`)."""
+        from .judge import official_judge
+
+        return official_judge(protocol)
 
 
 def ranked_session_ids(prediction: Prediction) -> list[str]:

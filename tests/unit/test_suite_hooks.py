@@ -1,0 +1,72 @@
+"""The Benchmark protocol's optional hooks (issue 40): each official protocol reaches the judge
+and the answer request of its suite through the suite's home, never by its name. A hook left out
+(or defined outside the suite's class) would silently drop the protocol's judge or answer request
+and fall back to the plugin's own: these checks fail then, without an LLM or upstream files."""
+
+from __future__ import annotations
+
+import pytest
+
+from pytest_memeval.benchmarks import get_benchmark
+from pytest_memeval.protocols.judges import LoadedProtocol
+from pytest_memeval.protocols.profiles import MEM0, PROFILES, ProtocolProfile
+from pytest_memeval.protocols.source import Template
+
+#: the protocols whose judge or answer request is the core's own (Mem0's protocol, not a suite's)
+CORE_PROTOCOLS = frozenset({MEM0.name})
+
+
+def _with_prompts(profile: ProtocolProfile) -> LoadedProtocol:
+    """The protocol with a placeholder text for each of its prompts (no upstream file read)."""
+    templates = {key: Template((f"{{question}} <{key}>",)) for key in profile.prompts}
+    return LoadedProtocol(profile, templates)
+
+
+def _judged() -> list[ProtocolProfile]:
+    return [p for p in PROFILES.values() if p.judge is not None and p.name not in CORE_PROTOCOLS]
+
+
+@pytest.mark.parametrize("profile", _judged(), ids=lambda p: p.name)
+def test_every_suite_protocol_judge_comes_from_its_home(profile: ProtocolProfile) -> None:
+    loaded = _with_prompts(profile)
+    hooks = loaded.suite_hooks("official_judge")
+    assert hooks, f"no suite of {profile.name} has an official_judge hook"
+    judges = [judge for _, hook in hooks if (judge := hook(loaded)) is not None]
+    assert len(judges) == 1
+    assert judges[0].name == profile.judge_style
+    assert judges[0].metric == profile.metric
+    assert type(loaded.judge()) is type(judges[0])  # the protocol's judge is the hook's
+
+
+def _answering() -> list[ProtocolProfile]:
+    """Judged protocols that read the suite's own answer request (``answer_*`` prompts) and have
+    no request shape of the core's (Mem0's ``answer``); the ``locomo`` profile pins its QA prompts
+    for the provenance only (no judge, the plugin's own answer request)."""
+    return [
+        p for p in _judged() if p.answer is None and any(k.startswith("answer_") for k in p.prompts)
+    ]
+
+
+@pytest.mark.parametrize("profile", _answering(), ids=lambda p: p.name)
+def test_every_suite_answer_request_comes_from_its_home(profile: ProtocolProfile) -> None:
+    loaded = _with_prompts(profile)
+    built = {name: hook(loaded) for name, hook in loaded.suite_hooks("official_answerer")}
+    assert [name for name, suite in built.items() if suite is not None] == list(profile.benchmarks)
+
+
+def test_the_answering_protocols_are_found() -> None:
+    """The parametrisation above is not empty: MemoryAgentBench and both LongMemEval-V2
+    profiles read their own answer requests."""
+    assert len(_answering()) >= 3
+    assert len(_judged()) >= 6
+
+
+def test_a_hook_answers_only_its_own_protocol() -> None:
+    """A suite's hook returns None under a protocol that is not its own (the hooks are called for
+    every suite a protocol lists)."""
+    for profile in _judged():
+        loaded = _with_prompts(profile)
+        for other in {b for p in PROFILES.values() for b in p.benchmarks} - set(profile.benchmarks):
+            hook = getattr(get_benchmark(other), "official_judge", None)
+            if hook is not None:
+                assert hook(loaded) is None, (other, profile.name)
