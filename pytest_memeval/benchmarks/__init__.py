@@ -23,7 +23,7 @@ ENTRY_POINT_GROUP = "pytest_memeval.benchmarks"
 
 #: name -> "module:attribute" of a Benchmark object (imported lazily)
 BUILTIN_BENCHMARKS: dict[str, str] = {
-    "demo": "pytest_memeval.benchmarks.demo:BENCHMARK",
+    "demo": "pytest_memeval.benchmarks.locomo.demo:BENCHMARK",
     "locomo": "pytest_memeval.benchmarks.locomo:BENCHMARK",
     "locomo-plus": "pytest_memeval.benchmarks.locomo_plus:BENCHMARK",
     "longmemeval": "pytest_memeval.benchmarks.longmemeval:BENCHMARK",

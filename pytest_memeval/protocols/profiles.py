@@ -15,6 +15,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..benchmarks.halumem.pins import UPSTREAM as HALUMEM_UPSTREAM
+from ..benchmarks.locomo.pins import UPSTREAM as LOCOMO_UPSTREAM
 from ..benchmarks.locomo_plus.pins import UPSTREAM as LOCOMO_PLUS_UPSTREAM
 from ..benchmarks.longmemeval.pins import UPSTREAM as LONGMEMEVAL_UPSTREAM
 from ..benchmarks.longmemeval_v2.pins import UPSTREAM as LME2_UPSTREAM
@@ -40,7 +41,7 @@ __all__ = [
 MEM0_COMMIT = "b3ede5b7c0ac0e847b03786a603c107ac943b3ee"
 LONGMEMEVAL_COMMIT = LONGMEMEVAL_UPSTREAM.commit  # xiaowu0162/LongMemEval (the suite's own pin)
 BEAM_COMMIT = "b2a3ee8ba12d68f83143dda191097dc3e028ddd3"
-LOCOMO_COMMIT = "92286325a40764bee61f77824ddb95233b11c4d6"  # branch `code` (scorer + QA prompts)
+LOCOMO_COMMIT = LOCOMO_UPSTREAM.commit  # branch `code` (scorer + QA prompts; the suite's own pin)
 LOCOMO_PLUS_COMMIT = LOCOMO_PLUS_UPSTREAM.commit  # xjtuleeyf/Locomo-Plus (the suite's own pin)
 MAB_COMMIT = MAB_UPSTREAM.commit  # HUST-AI-HYZ/MemoryAgentBench (the suite's own pin)
 HALUMEM_COMMIT = HALUMEM_UPSTREAM.commit  # MemTensor/HaluMem (the suite's own pin)

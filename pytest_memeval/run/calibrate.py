@@ -31,7 +31,7 @@ from ..analysis.judge_calibration import (
     perturb,
     summarize,
 )
-from ..benchmarks.locomo_audit import (
+from ..benchmarks.locomo.audit import (
     AUDIT_SETS,
     WrongAnswerSet,
     load_audit_set,

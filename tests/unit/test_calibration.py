@@ -26,7 +26,7 @@ from pytest_memeval.analysis.judge_calibration import (
     wrong_date,
     wrong_entity,
 )
-from pytest_memeval.benchmarks.locomo_audit import (
+from pytest_memeval.benchmarks.locomo.audit import (
     AUDIT_COMMIT,
     AUDIT_SETS,
     load_audit_set,

@@ -21,7 +21,7 @@ from pytest_memeval.answerers.mem0 import Mem0Answerer
 from pytest_memeval.benchmarks.errata import parse_audit_entries
 from pytest_memeval.benchmarks.locomo import BENCHMARK as LOCOMO
 from pytest_memeval.benchmarks.locomo import parse_locomo
-from pytest_memeval.benchmarks.locomo_audit import parse_audit
+from pytest_memeval.benchmarks.locomo.audit import parse_audit
 from pytest_memeval.errors import DatasetError, JudgeError, MemevalError
 from pytest_memeval.metrics import evidence_recall
 from pytest_memeval.protocols.profiles import PROFILES

@@ -130,7 +130,7 @@ def test_longmemeval_v2_card_lists_the_corrected_variant() -> None:
 
 
 def test_demo_card_hashes_the_shipped_file() -> None:
-    from pytest_memeval.benchmarks import demo
+    from pytest_memeval.benchmarks.locomo import demo
 
     data, _ = demo._resource()
     (pin,) = protocol_card("demo").data_files

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_memeval.benchmarks.demo import load_demo
+from pytest_memeval.benchmarks.locomo.demo import load_demo
 from pytest_memeval.errors import MemevalError
 from pytest_memeval.llm import tokenizer as tok
 

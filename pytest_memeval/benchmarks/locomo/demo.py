@@ -1,6 +1,6 @@
 """The demo benchmark: two short conversations in the LoCoMo schema, shipped as package data.
 
-Same parser, categories and scoring rules as LoCoMo (``locomo.py``); it needs no download and
+Same parser, categories and scoring rules as LoCoMo (:mod:`.loader`); it needs no download and
 ignores ``--memeval-data``, so ``pytest --memeval=demo`` works offline in seconds.
 """
 
@@ -12,9 +12,9 @@ from dataclasses import dataclass, field
 from importlib.resources import files
 from pathlib import Path
 
-from ..records import Prediction, Question
-from .base import CategoryInfo, Dataset, Deviation, LoadRequest
-from .locomo import CATEGORIES, METRICS, ParsedLocomo, build_dataset, parse_locomo, score_locomo
+from ...records import Prediction, Question
+from ..base import CategoryInfo, Dataset, Deviation, LoadRequest
+from .loader import CATEGORIES, METRICS, ParsedLocomo, build_dataset, parse_locomo, score_locomo
 
 __all__ = ["BENCHMARK", "DEMO_FILE", "DEVIATIONS", "DemoBenchmark", "load_demo"]
 

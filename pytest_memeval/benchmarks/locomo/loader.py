@@ -18,10 +18,10 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-from ..errors import DatasetError
-from ..files import not_a_file
-from ..records import Conversation, Prediction, Question, Session, Turn
-from .base import (
+from ...errors import DatasetError
+from ...files import not_a_file
+from ...records import Conversation, Prediction, Question, Session, Turn
+from ..base import (
     CategoryInfo,
     Dataset,
     Deviation,
@@ -32,18 +32,15 @@ from .base import (
     parse_json,
     read_bytes,
 )
-from .categories import shared_category
-from .download import PinnedFile, Pins, download
+from ..categories import shared_category
+from ..download import Pins, download
+from .pins import LOCOMO_FILE, LOCOMO_PINS, LOCOMO_SHA256, LOCOMO_URL
 
 __all__ = [
     "BENCHMARK",
     "CATEGORIES",
     "DATE_FORMAT",
     "DEVIATIONS",
-    "LOCOMO_FILE",
-    "LOCOMO_PINS",
-    "LOCOMO_SHA256",
-    "LOCOMO_URL",
     "METRICS",
     "LocomoBenchmark",
     "ParsedLocomo",
@@ -55,24 +52,6 @@ __all__ = [
     "score_locomo",
 ]
 
-#: path of the file below --memeval-data (and below the cache's ``data`` folder)
-LOCOMO_FILE = "locomo/locomo10.json"
-#: the release: snap-research/locomo at a commit (not ``main``), its one file's size and sha256
-LOCOMO_PINS = Pins(
-    host="github",
-    repo="snap-research/locomo",
-    revision="3eb6f2c585f5e1699204e3c3bdf7adc5c28cb376",
-    files={
-        "locomo10": PinnedFile(
-            "data/locomo10.json",
-            LOCOMO_FILE,
-            "79fa87e90f04081343b8c8debecb80a9a6842b76a7aa537dc9fdf651ea698ff4",
-            2_805_274,
-        )
-    },
-)
-LOCOMO_SHA256 = LOCOMO_PINS.files["locomo10"].sha256
-LOCOMO_URL = LOCOMO_PINS.url(LOCOMO_PINS.files["locomo10"])
 DATE_FORMAT = "%I:%M %p on %d %B, %Y"
 METRICS: tuple[str, ...] = ("f1", "set_f1", "bleu1")
 
@@ -456,7 +435,7 @@ def score_locomo(question: Question, prediction: Prediction) -> dict[str, float]
     ids that are turns or sessions of the question's conversation count, so a memory claiming
     every id it can think of gains nothing from the ids that do not exist).
     """
-    from ..metrics import bleu1, evidence_recall, locomo_f1, set_f1
+    from ...metrics import bleu1, evidence_recall, locomo_f1, set_f1
 
     cat = question.category_id
     if not isinstance(cat, int):

@@ -27,10 +27,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..errors import DatasetError
-from ..records import Question
-from .base import read_bytes
-from .download import download
+from ...errors import DatasetError
+from ...records import Question
+from ..base import read_bytes
+from ..download import download
 
 __all__ = [
     "AUDIT_COMMIT",
