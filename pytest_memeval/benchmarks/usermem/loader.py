@@ -25,10 +25,10 @@ from typing import Any
 
 import yaml
 
-from ..errors import DatasetError
-from ..files import not_a_file
-from ..records import Conversation, Prediction, Question, Session, Turn
-from .base import (
+from ...errors import DatasetError
+from ...files import not_a_file
+from ...records import Conversation, Prediction, Question, Session, Turn
+from ..base import (
     CategoryInfo,
     Dataset,
     Deviation,
@@ -480,7 +480,7 @@ class UserMemory:
 
     def score(self, question: Question, prediction: Prediction) -> dict[str, float]:
         """``keyword_recall`` of the case's gold facts in the answer (omitted without facts)."""
-        from ..metrics import keyword_recall
+        from ...metrics import keyword_recall
 
         facts = question.meta.get("facts") or ()
         value = keyword_recall(prediction.text, list(facts))
