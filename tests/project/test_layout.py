@@ -1,7 +1,9 @@
 """The package's layering, checked on the source: which modules may import pytest, which packages
 may import which, no import cycle anywhere (module-level and function-level imports alike; imports
 under ``if TYPE_CHECKING:`` are for the type checker only and do not count there), none inside
-``plugin/`` or ``run/`` even for the type checker, and no module there over ``MAX_LINES``."""
+``plugin/`` or ``run/`` even for the type checker, and no module there over ``MAX_LINES``; each
+benchmark's home (``benchmarks/<name>/``) is a layer of its own, and no core module branches on
+a suite's name (issue 40) beyond a shrinking allowlist."""
 
 from __future__ import annotations
 
@@ -389,21 +391,26 @@ def suite_branches(source: str, names: frozenset[str]) -> list[tuple[int, str]]:
 #: may join it (the suite's behaviour goes to its home, ``benchmarks/<name>/``, behind a hook of
 #: the ``Benchmark`` protocol)
 NAMES_A_SUITE: dict[str, str] = {
-    "analysis/baselines.py": "published baselines keyed by suite (to move into each home)",
-    "answerers/llm.py": "the plugin's own per-suite prompts (answer_longmemeval.txt, "
-    "answer_beam.txt) and whole-reply suites (to move into the LongMemEval and BEAM homes)",
+    "analysis/baselines.py": "the published baselines and the protocol each needs, keyed by suite "
+    "(_needs compares with 'longmemeval'; to move into each home behind a registry hook)",
+    "answerers/llm.py": "the plugin's own per-suite prompts (templates/answer_longmemeval.txt, "
+    "answer_beam.txt) and whole-reply suites; all are loaded up front (prompt_hashes lists them "
+    "without a dataset), so a hook would import every suite: to move into the homes",
     "board/verify.py": "the demo suite's re-scoring (board/ is being reworked separately)",
-    "judges/__init__.py": "the default judge style of each suite",
+    "judges/__init__.py": "the built-in judge styles 'longmemeval' and 'usermem' are named after "
+    "their suites (get_judge compares style names), and DEFAULT_STYLE maps a suite to its style",
     "plugin/__init__.py": "LoCoMo's errata default (plugin/ is being reworked separately)",
     "plugin/calibration.py": "judge calibration runs on LoCoMo's audit (plugin/ is being "
     "reworked separately)",
     "plugin/options.py": "option checks for locomo-plus and longmemeval-v2 (plugin/ is being "
     "reworked separately)",
     "plugin/provenance.py": "LoCoMo's errata provenance (plugin/ is being reworked separately)",
-    "plugin/summary.py": "BEAM's and HaluMem's official figures (plugin/ is being reworked "
-    "separately; the figures go to their homes behind an official-summary hook)",
+    "plugin/summary.py": "picks BEAM's and HaluMem's official figures (now in their homes' "
+    "figures.py) by protocol name into RunSummary's typed fields (plugin/ and report/ are being "
+    "reworked separately)",
     "report/cards.py": "the demo suite's packaged data pin (report/ is being reworked separately)",
-    "run/calibrate.py": "judge calibration runs on LoCoMo's audit",
+    "run/calibrate.py": "judge calibration's default wrong-answer sets: LoCoMo's audit only for "
+    "--memeval=locomo",
 }
 
 
