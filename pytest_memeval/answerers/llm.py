@@ -8,10 +8,12 @@ the same for every question of a conversation), else the newest memory date. The
 marker when the reply has one (or after ``Answer:`` / "the answer is:", which small models write
 instead), first line only, else the whole reply, stripped.
 
-The prompt is our own text, one per benchmark: ``templates/answer.txt`` (LoCoMo, demo and the
-others: a few words), ``answer_longmemeval.txt`` (a chat assistant recalling past sessions: latest
-fact wins, preferences, "I do not know" when the history lacks it) and ``answer_beam.txt`` (a full
-reply, one item per line for ordering questions; the whole reply is the prediction, no marker).
+The prompt is our own text: ``templates/answer.txt`` (LoCoMo, demo and the others: a few words),
+or the suite's own when the registry names one (``benchmarks.SUITE_ANSWER_PROMPTS``: LongMemEval's
+``benchmarks/longmemeval/answer_prompt.txt``, a chat assistant recalling past sessions: latest
+fact wins, preferences, "I do not know" when the history lacks it; BEAM's
+``benchmarks/beam/answer_prompt.txt``, a full reply, one item per line for ordering questions,
+the whole reply being the prediction, no marker).
 Placeholders ``{memories}``, ``{question}`` and ``{reference_date}``; ``--memeval-answer-prompt=PATH``
 replaces all of them.
 """
@@ -24,6 +26,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Protocol
 
+from ..benchmarks import SUITE_ANSWER_PROMPTS
 from ..judges.base import PromptTemplate, load_template
 from ..llm.base import ChatMessage, LLMClient
 from ..records import Conversation, Memory, Prediction, Question
@@ -44,10 +47,6 @@ __all__ = [
 ANSWER_MARKER = "ANSWER:"
 ANSWER_TEMPLATE_FILE = "answer.txt"
 ANSWER_FIELDS = ("memories", "question", "reference_date")
-#: benchmarks with a prompt of their own (``templates/answer_<name>.txt``)
-BENCHMARK_PROMPTS = ("longmemeval", "beam")
-#: benchmarks whose prediction is the whole reply (long-form answers, ordered lists)
-WHOLE_REPLY = frozenset({"beam"})
 
 _DATE_FORMATS = (
     "%Y/%m/%d %H:%M",
@@ -235,8 +234,8 @@ class LLMAnswerer:
         self.template = load_template(ANSWER_TEMPLATE_FILE, ANSWER_FIELDS, self.template_path)
         if self.template_path is None:  # a user's prompt replaces every benchmark's
             self.by_benchmark = {
-                bench: load_template(f"answer_{bench}.txt", ANSWER_FIELDS)
-                for bench in BENCHMARK_PROMPTS
+                bench: load_template(prompt.file, ANSWER_FIELDS, folder=prompt.folder)
+                for bench, prompt in SUITE_ANSWER_PROMPTS.items()
             }
 
     @property
@@ -318,6 +317,7 @@ class LLMAnswerer:
             max_tokens=self.max_tokens,
             role="answerer",
         ).text
-        whole = self.benchmark_of.get(question.conversation_id) in WHOLE_REPLY
+        own = SUITE_ANSWER_PROMPTS.get(self.benchmark_of.get(question.conversation_id, ""))
+        whole = own is not None and own.whole_reply
         text = reply.strip() if whole and self.template_path is None else extract_answer(reply)
         return Prediction(text=text, memories=tuple(memories), answered_by=self.client.label)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+from dataclasses import dataclass
 from importlib.metadata import entry_points
 
 from ..errors import MSG_UNKNOWN_BENCHMARK, MemevalError
@@ -11,10 +12,12 @@ from .base import Benchmark, CategoryInfo, Dataset, LoadRequest
 __all__ = [
     "BUILTIN_BENCHMARKS",
     "ENTRY_POINT_GROUP",
+    "SUITE_ANSWER_PROMPTS",
     "Benchmark",
     "CategoryInfo",
     "Dataset",
     "LoadRequest",
+    "SuiteAnswerPrompt",
     "available_benchmarks",
     "get_benchmark",
 ]
@@ -32,6 +35,26 @@ BUILTIN_BENCHMARKS: dict[str, str] = {
     "memoryagentbench": "pytest_memeval.benchmarks.memoryagentbench:BENCHMARK",
     "longmemeval-v2": "pytest_memeval.benchmarks.longmemeval_v2:BENCHMARK",
     "halumem": "pytest_memeval.benchmarks.halumem:BENCHMARK",
+}
+
+
+@dataclass(frozen=True)
+class SuiteAnswerPrompt:
+    """The plugin's own answer prompt of a suite (not an upstream one): a file in the suite's
+    home, ``pytest_memeval/<folder>/<file>``, shipped as package data, and whether the whole
+    reply is the prediction (long-form answers, ordered lists) rather than the text after the
+    answer marker."""
+
+    folder: str
+    file: str = "answer_prompt.txt"
+    whole_reply: bool = False
+
+
+#: suite -> its own answer prompt, for the suites that have one (the others get
+#: ``templates/answer.txt``); read as data, without importing the suite
+SUITE_ANSWER_PROMPTS: dict[str, SuiteAnswerPrompt] = {
+    "longmemeval": SuiteAnswerPrompt("benchmarks/longmemeval"),
+    "beam": SuiteAnswerPrompt("benchmarks/beam", whole_reply=True),
 }
 
 

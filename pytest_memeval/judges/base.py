@@ -191,9 +191,14 @@ MAX_TEMPLATE_BYTES = 1 << 20
 
 
 def load_template(
-    default_file: str, allowed: Iterable[str], path: str | None = None
+    default_file: str,
+    allowed: Iterable[str],
+    path: str | None = None,
+    *,
+    folder: str = "templates",
 ) -> PromptTemplate:
-    """Load the built-in template ``templates/<default_file>`` or, when ``path`` is given, the
+    """Load the built-in template ``<folder>/<default_file>`` (``folder`` below the package:
+    ``templates`` or a suite's home such as ``benchmarks/beam``) or, when ``path`` is given, the
     user's file instead. Placeholders are checked against ``allowed``."""
     allowed_set = frozenset(allowed)
     if path is not None:
@@ -213,9 +218,13 @@ def load_template(
             raise JudgeError(f"cannot read prompt template {path}: {exc.strerror or exc}") from exc
         source = str(p)
     else:
-        resource = resources.files("pytest_memeval").joinpath("templates", default_file)
+        resource = resources.files("pytest_memeval").joinpath(*folder.split("/"), default_file)
         text = resource.read_text(encoding="utf-8")
-        source = f"builtin:{default_file}"
+        source = (
+            f"builtin:{default_file}"
+            if folder == "templates"
+            else f"builtin:{folder}/{default_file}"
+        )
     _template_fields(text, source, allowed_set)
     return PromptTemplate(name=default_file, text=text, source=source, allowed=allowed_set)
 

@@ -37,6 +37,7 @@ from realmodel_server import (
 )
 
 import pytest_memeval
+from pytest_memeval.benchmarks import SUITE_ANSWER_PROMPTS
 
 pytestmark = [pytest.mark.realmodel, pytest.mark.usefixtures("memeval_env")]
 
@@ -183,10 +184,17 @@ def _judged(q: dict[str, Any], metric: str) -> bool:
     return isinstance(info, dict) and not info.get("skipped")
 
 
-#: the first line of every answer prompt (one per benchmark), which no judge prompt shares
+#: the first line of every answer prompt (the default one, and each suite's own in its home),
+#: which no judge prompt shares
 ANSWER_PROMPT_OPENINGS = tuple(
     path.read_text(encoding="utf-8").splitlines()[0]
-    for path in sorted((Path(pytest_memeval.__file__).parent / "templates").glob("answer*.txt"))
+    for path in (
+        *sorted((Path(pytest_memeval.__file__).parent / "templates").glob("answer*.txt")),
+        *(
+            Path(pytest_memeval.__file__).parent / prompt.folder / prompt.file
+            for prompt in SUITE_ANSWER_PROMPTS.values()
+        ),
+    )
 )
 
 

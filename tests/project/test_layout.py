@@ -393,9 +393,6 @@ def suite_branches(source: str, names: frozenset[str]) -> list[tuple[int, str]]:
 NAMES_A_SUITE: dict[str, str] = {
     "analysis/baselines.py": "the published baselines and the protocol each needs, keyed by suite "
     "(_needs compares with 'longmemeval'; to move into each home behind a registry hook)",
-    "answerers/llm.py": "the plugin's own per-suite prompts (templates/answer_longmemeval.txt, "
-    "answer_beam.txt) and whole-reply suites; all are loaded up front (prompt_hashes lists them "
-    "without a dataset), so a hook would import every suite: to move into the homes",
     "board/verify.py": "the demo suite's re-scoring (board/ is being reworked separately)",
     "judges/__init__.py": "the built-in judge styles 'longmemeval' and 'usermem' are named after "
     "their suites (get_judge compares style names), and DEFAULT_STYLE maps a suite to its style",
