@@ -124,6 +124,11 @@ class LoadedProtocol:
     profile: ProtocolProfile
     templates: dict[str, Template]
     sources: dict[str, SourceText] = field(default_factory=dict)
+    #: hook name -> the suites' hooks, looked up once (the registry scans the entry points on
+    #: each lookup, about 2 ms, and ``judge()`` is asked for every judged question)
+    _hooks: dict[str, list[tuple[str, Callable[[LoadedProtocol], Any]]]] = field(
+        default_factory=dict, repr=False, compare=False
+    )
 
     @property
     def name(self) -> str:
@@ -149,13 +154,16 @@ class LoadedProtocol:
         """``(benchmark, its hook)`` for the optional ``hook`` (``official_judge``,
         ``official_answerer``) of each suite the protocol serves (``profile.benchmarks``), in that
         order; a suite without it is passed over. The suites are found through the registry, so
-        no suite is named here."""
-        out = []
-        for name in self.profile.benchmarks:
-            found = getattr(get_benchmark(name), hook, None)
-            if callable(found):
-                out.append((name, found))
-        return out
+        no suite is named here. Looked up once per hook name."""
+        found = self._hooks.get(hook)
+        if found is None:
+            found = []
+            for name in self.profile.benchmarks:
+                method = getattr(get_benchmark(name), hook, None)
+                if callable(method):
+                    found.append((name, method))
+            self._hooks[hook] = found
+        return list(found)
 
     def provenance(self, judge_models: list[str]) -> dict[str, Any]:
         p = self.profile
