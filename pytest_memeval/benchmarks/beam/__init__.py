@@ -12,17 +12,21 @@ no pinned release. docs/scoring.md#beam describes the suite.
 
 from __future__ import annotations
 
-from .loader import (
-    ABILITIES,
-    BENCHMARK,
-    DEVIATIONS,
-    GOLD_FIELDS,
-    MAX_LITERAL_CHARS,
-    SIZES,
-    Beam,
-    parse_python_literal,
-    parse_time_anchor,
-)
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .loader import (
+        ABILITIES,
+        BENCHMARK,
+        DEVIATIONS,
+        GOLD_FIELDS,
+        MAX_LITERAL_CHARS,
+        SIZES,
+        Beam,
+        parse_python_literal,
+        parse_time_anchor,
+    )
 
 __all__ = [
     "ABILITIES",
@@ -35,3 +39,26 @@ __all__ = [
     "parse_python_literal",
     "parse_time_anchor",
 ]
+
+#: public name -> the module of the home that defines it, imported on first use: reading the
+#: pins record (``.pins``, as protocols/profiles.py does) does not load the loader
+_WHERE: dict[str, str] = {
+    "ABILITIES": ".loader",
+    "BENCHMARK": ".loader",
+    "Beam": ".loader",
+    "DEVIATIONS": ".loader",
+    "GOLD_FIELDS": ".loader",
+    "MAX_LITERAL_CHARS": ".loader",
+    "SIZES": ".loader",
+    "parse_python_literal": ".loader",
+    "parse_time_anchor": ".loader",
+}
+
+
+def __getattr__(name: str) -> Any:
+    where = _WHERE.get(name)
+    if where is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(where, __name__), name)
+    globals()[name] = value  # later lookups are plain attribute reads
+    return value

@@ -13,9 +13,21 @@ docs/scoring.md#halumem describes the suite.
 
 from __future__ import annotations
 
-from .loader import BENCHMARK, CATEGORIES, DEVIATIONS, QUESTION_TYPES, HaluMem, build, parse_users
-from .pins import FILES, PINS, UPSTREAM
-from .scorer import MEMORY_TYPES, aggregate, compute_f1, memory_type_accuracy
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .loader import (
+        BENCHMARK,
+        CATEGORIES,
+        DEVIATIONS,
+        QUESTION_TYPES,
+        HaluMem,
+        build,
+        parse_users,
+    )
+    from .pins import FILES, PINS, UPSTREAM
+    from .scorer import MEMORY_TYPES, aggregate, compute_f1, memory_type_accuracy
 
 __all__ = [
     "BENCHMARK",
@@ -33,3 +45,31 @@ __all__ = [
     "memory_type_accuracy",
     "parse_users",
 ]
+
+#: public name -> the module of the home that defines it, imported on first use: reading the
+#: pins record (``.pins``, as protocols/profiles.py does) does not load the loader
+_WHERE: dict[str, str] = {
+    "BENCHMARK": ".loader",
+    "CATEGORIES": ".loader",
+    "DEVIATIONS": ".loader",
+    "FILES": ".pins",
+    "HaluMem": ".loader",
+    "MEMORY_TYPES": ".scorer",
+    "PINS": ".pins",
+    "QUESTION_TYPES": ".loader",
+    "UPSTREAM": ".pins",
+    "aggregate": ".scorer",
+    "build": ".loader",
+    "compute_f1": ".scorer",
+    "memory_type_accuracy": ".scorer",
+    "parse_users": ".loader",
+}
+
+
+def __getattr__(name: str) -> Any:
+    where = _WHERE.get(name)
+    if where is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(where, __name__), name)
+    globals()[name] = value  # later lookups are plain attribute reads
+    return value

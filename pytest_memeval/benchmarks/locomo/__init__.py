@@ -13,21 +13,25 @@ docs/scoring.md#locomo describes the suite.
 
 from __future__ import annotations
 
-from .loader import (
-    BENCHMARK,
-    CATEGORIES,
-    DATE_FORMAT,
-    DEVIATIONS,
-    METRICS,
-    LocomoBenchmark,
-    ParsedLocomo,
-    build_dataset,
-    evidence_text,
-    load_locomo_file,
-    parse_locomo,
-    score_locomo,
-)
-from .pins import LOCOMO_FILE, LOCOMO_PINS, LOCOMO_SHA256, LOCOMO_URL, UPSTREAM
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .loader import (
+        BENCHMARK,
+        CATEGORIES,
+        DATE_FORMAT,
+        DEVIATIONS,
+        METRICS,
+        LocomoBenchmark,
+        ParsedLocomo,
+        build_dataset,
+        evidence_text,
+        load_locomo_file,
+        parse_locomo,
+        score_locomo,
+    )
+    from .pins import LOCOMO_FILE, LOCOMO_PINS, LOCOMO_SHA256, LOCOMO_URL, UPSTREAM
 
 __all__ = [
     "BENCHMARK",
@@ -48,3 +52,34 @@ __all__ = [
     "parse_locomo",
     "score_locomo",
 ]
+
+#: public name -> the module of the home that defines it, imported on first use: reading the
+#: pins record (``.pins``, as protocols/profiles.py does) does not load the loader
+_WHERE: dict[str, str] = {
+    "BENCHMARK": ".loader",
+    "CATEGORIES": ".loader",
+    "DATE_FORMAT": ".loader",
+    "DEVIATIONS": ".loader",
+    "LOCOMO_FILE": ".pins",
+    "LOCOMO_PINS": ".pins",
+    "LOCOMO_SHA256": ".pins",
+    "LOCOMO_URL": ".pins",
+    "LocomoBenchmark": ".loader",
+    "METRICS": ".loader",
+    "ParsedLocomo": ".loader",
+    "UPSTREAM": ".pins",
+    "build_dataset": ".loader",
+    "evidence_text": ".loader",
+    "load_locomo_file": ".loader",
+    "parse_locomo": ".loader",
+    "score_locomo": ".loader",
+}
+
+
+def __getattr__(name: str) -> Any:
+    where = _WHERE.get(name)
+    if where is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(where, __name__), name)
+    globals()[name] = value  # later lookups are plain attribute reads
+    return value

@@ -12,16 +12,20 @@ docs/scoring.md#longmemeval describes the suite.
 
 from __future__ import annotations
 
-from .loader import (
-    BENCHMARK,
-    DEVIATIONS,
-    QUESTION_TYPES,
-    VARIANT_FILES,
-    LongMemEval,
-    iter_json_array,
-    parse_longmemeval_date,
-)
-from .pins import HF_URL, PINS, UPSTREAM
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .loader import (
+        BENCHMARK,
+        DEVIATIONS,
+        QUESTION_TYPES,
+        VARIANT_FILES,
+        LongMemEval,
+        iter_json_array,
+        parse_longmemeval_date,
+    )
+    from .pins import HF_URL, PINS, UPSTREAM
 
 __all__ = [
     "BENCHMARK",
@@ -35,3 +39,27 @@ __all__ = [
     "iter_json_array",
     "parse_longmemeval_date",
 ]
+
+#: public name -> the module of the home that defines it, imported on first use: reading the
+#: pins record (``.pins``, as protocols/profiles.py does) does not load the loader
+_WHERE: dict[str, str] = {
+    "BENCHMARK": ".loader",
+    "DEVIATIONS": ".loader",
+    "HF_URL": ".pins",
+    "LongMemEval": ".loader",
+    "PINS": ".pins",
+    "QUESTION_TYPES": ".loader",
+    "UPSTREAM": ".pins",
+    "VARIANT_FILES": ".loader",
+    "iter_json_array": ".loader",
+    "parse_longmemeval_date": ".loader",
+}
+
+
+def __getattr__(name: str) -> Any:
+    where = _WHERE.get(name)
+    if where is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(where, __name__), name)
+    globals()[name] = value  # later lookups are plain attribute reads
+    return value

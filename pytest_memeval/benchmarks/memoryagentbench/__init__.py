@@ -13,18 +13,22 @@ docs/scoring.md#memoryagentbench describes the suite.
 
 from __future__ import annotations
 
-from .loader import (
-    BENCHMARK,
-    CATEGORIES,
-    CHUNK_WORDS,
-    DEVIATIONS,
-    SPLITS,
-    MemoryAgentBench,
-    chunk_context,
-    parse_records,
-)
-from .pins import PINS, UPSTREAM
-from .scorer import score_memoryagentbench, score_source
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .loader import (
+        BENCHMARK,
+        CATEGORIES,
+        CHUNK_WORDS,
+        DEVIATIONS,
+        SPLITS,
+        MemoryAgentBench,
+        chunk_context,
+        parse_records,
+    )
+    from .pins import PINS, UPSTREAM
+    from .scorer import score_memoryagentbench, score_source
 
 __all__ = [
     "BENCHMARK",
@@ -40,3 +44,29 @@ __all__ = [
     "score_memoryagentbench",
     "score_source",
 ]
+
+#: public name -> the module of the home that defines it, imported on first use: reading the
+#: pins record (``.pins``, as protocols/profiles.py does) does not load the loader
+_WHERE: dict[str, str] = {
+    "BENCHMARK": ".loader",
+    "CATEGORIES": ".loader",
+    "CHUNK_WORDS": ".loader",
+    "DEVIATIONS": ".loader",
+    "MemoryAgentBench": ".loader",
+    "PINS": ".pins",
+    "SPLITS": ".loader",
+    "UPSTREAM": ".pins",
+    "chunk_context": ".loader",
+    "parse_records": ".loader",
+    "score_memoryagentbench": ".scorer",
+    "score_source": ".scorer",
+}
+
+
+def __getattr__(name: str) -> Any:
+    where = _WHERE.get(name)
+    if where is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(where, __name__), name)
+    globals()[name] = value  # later lookups are plain attribute reads
+    return value

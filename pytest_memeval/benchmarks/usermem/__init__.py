@@ -10,6 +10,29 @@ docs/scoring.md#user-memory-suite describes it.
 
 from __future__ import annotations
 
-from .loader import BENCHMARK, DEVIATIONS, LAYERS, UserMemory, parse_gold_facts
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .loader import BENCHMARK, DEVIATIONS, LAYERS, UserMemory, parse_gold_facts
 
 __all__ = ["BENCHMARK", "DEVIATIONS", "LAYERS", "UserMemory", "parse_gold_facts"]
+
+#: public name -> the module of the home that defines it, imported on first use: reading the
+#: pins record (``.pins``, as protocols/profiles.py does) does not load the loader
+_WHERE: dict[str, str] = {
+    "BENCHMARK": ".loader",
+    "DEVIATIONS": ".loader",
+    "LAYERS": ".loader",
+    "UserMemory": ".loader",
+    "parse_gold_facts": ".loader",
+}
+
+
+def __getattr__(name: str) -> Any:
+    where = _WHERE.get(name)
+    if where is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(where, __name__), name)
+    globals()[name] = value  # later lookups are plain attribute reads
+    return value
