@@ -74,6 +74,7 @@ def test_demo_runs_through_the_sdk(
         *run_mode,
     )
     assert result.ret == 0, result.stdout.str()
+    assert "warnings" not in result.parseoutcomes(), result.stdout.str()
     text = out.read_text(encoding="utf-8")
     assert KEY not in text and KEY not in result.stdout.str() + result.stderr.str()
     [run] = _read(out)["runs"]
@@ -93,7 +94,7 @@ def test_demo_runs_through_the_sdk(
     gc.collect()
     conversations = {q["conversation"] for q in questions.values()}
     assert _stores_made(hosted) == len(conversations) == len(hosted.deleted)
-    assert not hosted.stores or all(not items for items in hosted.stores.values())
+    assert hosted.stores == {}
     schemes = {"zep": f"Api-Key {KEY}"}
     assert {r[4] for r in hosted.requests} == {schemes.get(name, f"Bearer {KEY}")}
 
@@ -116,13 +117,14 @@ def test_contract_holds(
     passed = {key for key, (outcome, _) in found.items() if outcome == "PASSED"}
     assert len(passed) == 9 - len(skipped), found
     holds = 9 - len(skipped)
-    na = ", ".join(sorted(NOT_APPLICABLE[name]))
     result.stdout.fnmatch_lines(
         [
             "*= memeval contract =*",
-            f"{name}: holds the contract ({holds} properties); not applicable: {na}; scale: *",
+            # with -n 2 the skipped items are listed in the order they finished
+            f"{name}: holds the contract ({holds} properties); not applicable: *; scale: *",
         ]
     )
+    assert "warnings" not in result.parseoutcomes(), result.stdout.str()
     assert KEY not in result.stdout.str()
     # the scale item sent the LongMemEval-S-sized conversation to the service
     assert len(hosted.requests) > 50
@@ -143,3 +145,59 @@ def test_a_wrong_key_fails_without_showing_it(
     shown = result.stdout.str() + result.stderr.str() + out.read_text(encoding="utf-8")
     assert wrong not in shown and "401" in shown
     assert f"{hosted.api} (" in shown
+
+
+def _demo() -> tuple[Any, list[Any]]:
+    from pytest_memeval.run.contract_data import demo_conversation, demo_questions
+
+    return demo_conversation("demo-1"), list(demo_questions("demo-1"))
+
+
+def test_zep_waits_for_processing_and_searches_episodes() -> None:
+    """Unprocessed episodes are not searchable: ``wait_ready`` says False when they stay so,
+    True once they are; ``MEMEVAL_ZEP_SCOPE=episodes`` returns the stored turns."""
+    pytest.importorskip("zep_cloud", reason="the zep extra is not installed")
+    from pytest_memeval.systems.zep import ZepSystem
+
+    conversation, questions = _demo()
+    with HostedServer("zep", api_key=KEY, ready_delay=60.0) as srv:
+        slow = ZepSystem(environ=srv.env())
+        slow.ingest(conversation)
+        assert slow.search(questions[0], 3) == []
+        assert slow.wait_ready(0.3) is False
+        slow.reset()
+        assert srv.stores == {} and len(srv.deleted) == 1
+    with HostedServer("zep", api_key=KEY) as srv:
+        system = ZepSystem(environ={**srv.env(), "MEMEVAL_ZEP_SCOPE": "episodes"})
+        system.ingest(conversation)
+        assert system.wait_ready(10.0) is True
+        found = system.search(questions[0], 2)
+        assert 1 <= len(found) <= 2
+        assert "beagle" in found[0].text and found[0].speaker == "Jonas"
+        assert found[0].source_ids == ("D1:6", "S1")
+        searches = [r for r in srv.requests if r[1].endswith("/search/episodes")]
+        assert searches and searches[-1][2]["page_size"] == ["2"]
+        sent = len(srv.requests)
+        assert system.search(questions[0], 0) == []  # k <= 0: nothing asked of the service
+        assert len(srv.requests) == sent
+        system.reset()
+
+
+def test_supermemory_waits_for_documents() -> None:
+    pytest.importorskip("supermemory", reason="the supermemory extra is not installed")
+    from pytest_memeval.systems.supermemory import SupermemorySystem
+
+    conversation, questions = _demo()
+    with HostedServer("supermemory", api_key=KEY, ready_delay=60.0) as srv:
+        system = SupermemorySystem(environ=srv.env())
+        system.ingest(conversation)
+        # one document per session, each with its session id and date
+        posts = [r[3] for r in srv.requests if r[0] == "POST" and r[1].endswith("/document")]
+        assert [p["metadata"]["memeval_session"] for p in posts] == [
+            s.id for s in conversation.sessions_by_date()
+        ]
+        assert all(p["date"].startswith("2024-") for p in posts)
+        assert system.search(questions[0], 3) == []
+        assert system.wait_ready(0.3) is False
+        system.reset()
+        assert srv.stores == {}

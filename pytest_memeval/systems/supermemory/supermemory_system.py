@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import time
+import warnings
 from collections.abc import Mapping
 from typing import Any
 
@@ -35,6 +36,20 @@ SEARCH_MODES = ("hybrid", "memories", "chunks")
 FINAL_STATES = frozenset({"done", "failed"})
 #: seconds between two polls of a document's status in ``wait_ready``
 POLL_SECONDS = 0.2
+
+
+def _delete_namespace(client: Any, namespace: str) -> Any:
+    """``namespaces.delete``; the SDK (5.0.1) parses its reply's union with Pydantic's deprecated
+    ``__fields__``, a DeprecationWarning on every call that says nothing about the run: silenced
+    for this call only (never concurrent with this instance's searches: it runs at reset or when
+    the instance is dropped)."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings(
+            "ignore",
+            message=r"The `__fields__` attribute is deprecated",
+            category=DeprecationWarning,
+        )
+        return client.namespaces.delete(namespace)
 
 
 class SupermemorySystem:
@@ -99,7 +114,7 @@ class SupermemorySystem:
         namespace = self._namespace = store_name(conversation.id)
         client = self.client
         self._release = release_on_drop(
-            self, lambda: client.namespaces.delete(namespace), self._http.close
+            self, lambda: _delete_namespace(client, namespace), self._http.close
         )
         known: set[str] = set()
         for session in conversation.sessions_by_date():
@@ -179,7 +194,7 @@ class SupermemorySystem:
         self._known = frozenset()
         try:
             if namespace is not None:
-                self._call("namespaces.delete", lambda: self.client.namespaces.delete(namespace))
+                self._call("namespaces.delete", lambda: _delete_namespace(self.client, namespace))
         finally:
             if http is not None:
                 http.close()
