@@ -12,13 +12,15 @@ adapters in ``pytest_memeval/systems/{zep,letta,supermemory}`` call, so that eac
 Paths and payloads follow the SDKs' own request code (read from the installed packages):
 
 - ``zep``, base URL ``/api/v4``: ``POST graphs``, ``POST graphs/{g}/episodes``,
-  ``GET graphs/{g}/episodes/{e}``, ``POST graphs/{g}/search/edges?page_size=N``,
+  ``GET graphs/{g}/episodes/{e}``, ``POST graphs/{g}/edges/list?page_size=N&cursor=C``,
+  ``POST graphs/{g}/search/edges?page_size=N``,
   ``POST graphs/{g}/search/episodes?page_size=N``, ``DELETE graphs/{g}``; key in
   ``Authorization: Api-Key KEY``.
 - ``letta``: ``POST /v1/archives/``, ``POST /v1/archives/{a}/passages/batch``,
   ``POST /v1/passages/search``, ``DELETE /v1/archives/{a}``; key in ``Authorization: Bearer KEY``.
 - ``supermemory``: ``POST /ns/{ns}/document``, ``GET /ns/{ns}/document/{id}``,
-  ``POST /ns/{ns}/search``, ``DELETE /ns/{ns}``; key in ``Authorization: Bearer KEY``.
+  ``POST /ns/{ns}/search``, ``POST /ns/{ns}/list/memories?page=P&limit=N``, ``DELETE /ns/{ns}``;
+  key in ``Authorization: Bearer KEY``.
 
 What the real services do with an LLM or an embedding model is stood in for, deterministically:
 Zep's graph extraction makes one fact (edge) per message episode, the episode's text; Supermemory's
@@ -180,6 +182,20 @@ class HostedServer:
             "source_description": item.extra.get("source_description"),
         }
 
+    def _zep_edge(self, graph: str, item: Item, score: float | None) -> dict[str, Any]:
+        """The one fact the stand-in extraction makes of an episode: its text."""
+        return {
+            "uuid": f"edge-{item.uid}",
+            "graph_uuid": graph,
+            "fact": item.text,
+            "name": "STATED",
+            "episode_uuids": [item.uid],
+            "created_at": item.created_at,
+            "valid_at": item.extra.get("reference_time"),
+            "score": score,
+            "relevance": score,
+        }
+
     def _zep(
         self, method: str, parts: list[str], query: dict[str, list[str]], body: Any
     ) -> tuple[int, Any]:
@@ -215,6 +231,14 @@ class HostedServer:
                 if item.uid == rest[2]:
                     return 200, self._zep_episode(graph, item)
             return self._missing(f"episode {rest[2]}")
+        if method == "POST" and rest[1:] == ["edges", "list"]:
+            # one fact per processed episode, pages by an offset cursor
+            size = int((query.get("page_size") or ["50"])[0])
+            start = int((query.get("cursor") or ["0"])[0] or 0)
+            edges = [self._zep_edge(graph, item, None) for item in items if item.ready()]
+            page = edges[start : start + size]
+            more = start + size < len(edges)
+            return 200, {"items": page, "next_cursor": str(start + size) if more else None}
         if method == "POST" and rest[1:2] == ["search"] and len(rest) == 3:
             text = body.get("query")
             if not isinstance(text, str) or not text.strip():
@@ -223,20 +247,7 @@ class HostedServer:
             ready = [(i.text, i) for i in items if i.ready()]
             ranked = overlap_rank(text, ready, limit)
             if rest[2] == "edges":
-                page = [
-                    {
-                        "uuid": f"edge-{item.uid}",
-                        "graph_uuid": graph,
-                        "fact": item.text,
-                        "name": "STATED",
-                        "episode_uuids": [item.uid],
-                        "created_at": item.created_at,
-                        "valid_at": item.extra.get("reference_time"),
-                        "score": score,
-                        "relevance": score,
-                    }
-                    for score, item in ranked
-                ]
+                page = [self._zep_edge(graph, item, score) for score, item in ranked]
             elif rest[2] == "episodes":
                 page = [
                     {**self._zep_episode(graph, item), "score": score, "relevance": score}
@@ -349,6 +360,37 @@ class HostedServer:
                         },
                     }
             return self._missing(f"document {rest[1]}")
+        if method == "POST" and rest == ["list", "memories"]:
+            limit = int((query.get("limit") or ["10"])[0])
+            page = int((query.get("page") or ["1"])[0])
+            every = [
+                {
+                    "id": f"{item.uid}-{n}",
+                    "memory": line,
+                    "metadata": item.metadata,
+                    "isStatic": False,
+                    "isInference": False,
+                    "isLatest": True,
+                    "isForgotten": False,
+                    "version": 1,
+                    "system": self._sm_system(item),
+                }
+                for item in items
+                if item.ready()
+                for n, line in enumerate(_lines(item.text))
+            ]
+            pages = max(1, -(-len(every) // limit))
+            return 200, {
+                "documents": [],
+                "chunks": [],
+                "memories": every[(page - 1) * limit : page * limit],
+                "pagination": {
+                    "currentPage": page,
+                    "limit": limit,
+                    "totalItems": len(every),
+                    "totalPages": pages,
+                },
+            }
         if method == "POST" and rest == ["search"]:
             text = body.get("query")
             if not isinstance(text, str) or not text.strip():

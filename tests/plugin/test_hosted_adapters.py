@@ -22,11 +22,7 @@ pytestmark = pytest.mark.usefixtures("memeval_env")
 SDKS = {"zep": "zep_cloud", "letta": "letta_client", "supermemory": "supermemory"}
 KEY = "hk-loopback-27182818"
 #: contract items that do not apply, and why (the system's own declarations)
-NOT_APPLICABLE = {
-    "zep": {"determinism", "dump"},
-    "letta": {"dump"},
-    "supermemory": {"determinism", "dump"},
-}
+NOT_APPLICABLE = {"zep": {"determinism"}, "letta": {"dump"}, "supermemory": {"determinism"}}
 
 
 @pytest.fixture(params=list(SDKS))
@@ -104,7 +100,7 @@ def test_contract_holds(
 ) -> None:
     """``pytest --memsys=NAME --memeval-contract``: every property that applies holds; the ones a
     system declares away (an LLM-extracting service is not deterministic; none lists its store)
-    are skipped with that reason."""
+    are skipped with that reason (Letta's SDK offers no listing of an archive's passages)."""
     name = hosted.api
     xml = pytester.path / "contract.xml"
     result = pytester.runpytest(
@@ -147,6 +143,16 @@ def test_a_wrong_key_fails_without_showing_it(
     assert f"{hosted.api} (" in shown
 
 
+def _dumped_everything(system: Any, conversation: Any, srv: HostedServer, path: str) -> None:
+    """``dump`` of a LongMemEval-S-sized conversation lists all its 500 turns (the stand-in
+    extraction makes one memory of each), reading every page, and nothing for another id."""
+    stored = system.dump(conversation.id)
+    assert len(stored) == 500 and len({m.id for m in stored}) == 500
+    assert {m.source_ids[-1] for m in stored} == {s.id for s in conversation.sessions}
+    assert system.dump("another-conversation") == []
+    assert srv.count("POST", path) == 5  # 100 a page
+
+
 def _demo() -> tuple[Any, list[Any]]:
     from pytest_memeval.run.contract_data import demo_conversation, demo_questions
 
@@ -181,6 +187,27 @@ def test_zep_waits_for_processing_and_searches_episodes() -> None:
         assert system.search(questions[0], 0) == []  # k <= 0: nothing asked of the service
         assert len(srv.requests) == sent
         system.reset()
+        assert system.dump(conversation.id) == []
+
+
+def test_zep_and_supermemory_dump_every_page() -> None:
+    pytest.importorskip("zep_cloud", reason="the zep extra is not installed")
+    pytest.importorskip("supermemory", reason="the supermemory extra is not installed")
+    from pytest_memeval.run.contract_data import scale_conversation
+    from pytest_memeval.systems.supermemory import SupermemorySystem
+    from pytest_memeval.systems.zep import ZepSystem
+
+    conversation = scale_conversation()
+    for api, cls, path in (
+        ("zep", ZepSystem, "/edges/list"),
+        ("supermemory", SupermemorySystem, "/list/memories"),
+    ):
+        with HostedServer(api, api_key=KEY, ready_delay=0.0) as srv:
+            system = cls(environ=srv.env())
+            system.ingest(conversation)
+            assert system.wait_ready(30.0) is True
+            _dumped_everything(system, conversation, srv, path)
+            system.reset()
 
 
 def test_supermemory_waits_for_documents() -> None:

@@ -92,6 +92,7 @@ class SupermemorySystem:
         self._http: Any = None
         self._release: Any = None
         self._namespace: str | None = None
+        self._conversation_id = ""
         self._documents: list[str] = []
         self._known: frozenset[str] = frozenset()
 
@@ -112,6 +113,7 @@ class SupermemorySystem:
         self.reset()
         self._connect()
         namespace = self._namespace = store_name(conversation.id)
+        self._conversation_id = conversation.id
         client = self.client
         self._release = release_on_drop(
             self, lambda: _delete_namespace(client, namespace), self._http.close
@@ -158,6 +160,35 @@ class SupermemorySystem:
             time.sleep(POLL_SECONDS)
         return True
 
+    def _memory(self, text: object, hit: Any, score: float | None) -> Memory:
+        meta = hit.metadata or {}
+        return Memory(
+            text=str(text or ""),
+            id=str(hit.id),
+            date=parse_date(meta.get("memeval_date")),
+            score=score,
+            source_ids=source_ids([meta.get("memeval_session")], self._known),
+        )
+
+    def dump(self, conversation_id: str) -> list[Memory]:
+        """Every memory Supermemory learned in this conversation's namespace, every page
+        (``list(namespace, "memories")``); ``[]`` for another conversation or after ``reset()``."""
+        namespace = self._namespace
+        if namespace is None or conversation_id != self._conversation_id:
+            return []
+        out: list[Memory] = []
+        page = 1
+        while True:
+            listed = self._call(
+                "list memories",
+                lambda page=page: self.client.list(namespace, "memories", page=page, limit=100),
+            )
+            out.extend(self._memory(m.memory, m, None) for m in listed.memories or [])
+            pagination = getattr(listed, "pagination", None)
+            if not listed.memories or page >= int(getattr(pagination, "total_pages", 0) or 0):
+                return out
+            page += 1
+
     def search(self, question: Question, k: int) -> list[Memory]:
         namespace = self._namespace
         if k <= 0 or namespace is None or not question.question.strip():
@@ -168,18 +199,14 @@ class SupermemorySystem:
                 namespace, query=question.question, limit=k, search_mode=self.mode
             ),
         )
-        out = []
-        for hit in getattr(found, "results", None) or []:
-            meta = hit.metadata or {}
-            out.append(
-                Memory(
-                    text=str(hit.memory if hit.memory is not None else hit.chunk or ""),
-                    id=str(hit.id),
-                    date=parse_date(meta.get("memeval_date")),
-                    score=float(hit.similarity) if hit.similarity is not None else None,
-                    source_ids=source_ids([meta.get("memeval_session")], self._known),
-                )
+        out = [
+            self._memory(
+                hit.memory if hit.memory is not None else hit.chunk,
+                hit,
+                float(hit.similarity) if hit.similarity is not None else None,
             )
+            for hit in getattr(found, "results", None) or []
+        ]
         return cut_top_k(out, k)
 
     def reset(self) -> None:
@@ -192,6 +219,7 @@ class SupermemorySystem:
             self._release = None
         self._documents = []
         self._known = frozenset()
+        self._conversation_id = ""
         try:
             if namespace is not None:
                 self._call("namespaces.delete", lambda: _delete_namespace(self.client, namespace))

@@ -72,6 +72,7 @@ class ZepSystem:
         self._http: Any = None
         self._release: Any = None
         self._graph: str | None = None
+        self._conversation_id = ""
         #: episode uuid -> (turn id, session id) of what this instance added
         self._episodes: dict[str, tuple[str, str]] = {}
         self._known: frozenset[str] = frozenset()
@@ -107,6 +108,7 @@ class ZepSystem:
         if not graph_uuid:
             raise AdapterError("zep: graph.create returned no uuid")
         self._graph = graph_id = str(graph_uuid)
+        self._conversation_id = conversation.id
         client = self.client
         self._release = release_on_drop(
             self, lambda: client.graph.delete(graph_id), self._http.close
@@ -160,6 +162,26 @@ class ZepSystem:
             ids.extend(self._episodes.get(str(uid), ()))
         return source_ids(ids, self._known)
 
+    def _edge_memory(self, edge: Any) -> Memory:
+        return Memory(
+            text=str(edge.fact or ""),
+            id=str(edge.uuid_) if edge.uuid_ else None,
+            date=parse_date(edge.valid_at or edge.created_at),
+            score=edge.score,
+            source_ids=self._sources(edge.episode_uuids),
+        )
+
+    def dump(self, conversation_id: str) -> list[Memory]:
+        """Every fact (edge) of this conversation's graph, every page (``graph.edge.list``);
+        ``[]`` for another conversation or after ``reset()``."""
+        graph = self._graph
+        if graph is None or conversation_id != self._conversation_id:
+            return []
+        edges = self._call(
+            "graph.edge.list", lambda: list(self.client.graph.edge.list(graph, page_size=100))
+        )
+        return [self._edge_memory(e) for e in edges]
+
     def search(self, question: Question, k: int) -> list[Memory]:
         graph = self._graph
         if k <= 0 or graph is None or not question.question.strip():
@@ -187,16 +209,7 @@ class ZepSystem:
                 "graph.search_edges",
                 lambda: self.client.graph.search_edges(graph, query=question.question, page_size=k),
             )
-            out = [
-                Memory(
-                    text=str(e.fact or ""),
-                    id=str(e.uuid_) if e.uuid_ else None,
-                    date=parse_date(e.valid_at or e.created_at),
-                    score=e.score,
-                    source_ids=self._sources(e.episode_uuids),
-                )
-                for e in (page.items or [])
-            ]
+            out = [self._edge_memory(e) for e in (page.items or [])]
         return cut_top_k(out, k)
 
     def reset(self) -> None:
@@ -208,6 +221,7 @@ class ZepSystem:
             self._release = None
         self._episodes = {}
         self._known = frozenset()
+        self._conversation_id = ""
         try:
             if graph is not None:
                 self._call("graph.delete", lambda: self.client.graph.delete(graph))
