@@ -99,7 +99,6 @@ class SupermemorySystem:
     def _call(self, what: str, fn: Any) -> Any:
         return call_service(self.settings, what, fn)
 
-    # -- the MemorySystem protocol ----------------------------------------------------------
     def _connect(self) -> None:
         self._http = self._httpx.Client(timeout=self.settings.timeout)
         self.client = self._sdk.Supermemory(
@@ -109,6 +108,7 @@ class SupermemorySystem:
             httpx_client=self._http,
         )
 
+    # -- the MemorySystem protocol ----------------------------------------------------------
     def ingest(self, conversation: Conversation) -> None:
         self.reset()
         self._connect()

@@ -80,7 +80,6 @@ class ZepSystem:
     def _call(self, what: str, fn: Any) -> Any:
         return call_service(self.settings, what, fn)
 
-    # -- the MemorySystem protocol ----------------------------------------------------------
     def _connect(self) -> None:
         self._http = self._httpx.Client(timeout=self.settings.timeout)
         self.client = self._sdk.Zep(
@@ -90,6 +89,7 @@ class ZepSystem:
             httpx_client=self._http,
         )
 
+    # -- the MemorySystem protocol ----------------------------------------------------------
     def ingest(self, conversation: Conversation) -> None:
         self.reset()
         self._connect()
