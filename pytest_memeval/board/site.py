@@ -3,10 +3,11 @@ baselines, Pareto charts, history, diff links), ``run-<id>.html`` (one result's 
 verification) and ``diff-<a>--<b>.html`` (two runs question by question, with the regression
 gate's paired test).
 
-Safety is the HTML report's (``report.html``): every string from a report goes through ``esc``,
-the script's data travels through ``json_for_script`` and the script writes with ``textContent``
-only, each page carries the same Content-Security-Policy (no network, only its one inline script
-by hash), and no page links to anything outside the board's folder.
+Each page is ``templates/html/board.html.j2`` (the report's stylesheet, then ``board.css``; the
+index's script ``board.js``). Safety is the HTML report's (``report/pages.py``): every string from
+a report is escaped, the script's data travels through ``json_for_script`` and the script writes
+with ``textContent`` only, each page carries the same Content-Security-Policy (no network, only its
+one inline script by hash), and no page links to anything outside the board's folder.
 """
 
 from __future__ import annotations
@@ -24,11 +25,7 @@ from ..analysis.baselines import RunProtocol, baselines_for, mark_comparability
 from ..analysis.regression import Comparison, compare_questions, questions_from_report
 from ..errors import MemevalError
 from ..records import STATUS_CORRECT, STATUS_WRONG, STATUSES, QuestionResult
-from ..report.headline import HEADLINE_ROW
-from ..report.html import PAGE_CSS, content_security_policy, esc, json_for_script, render_table
-from ..report.json_report import write_text_atomic
-from ..report.tables import baselines_table, fmt_num, run_table
-from .charts import (
+from ..report.charts import (
     HistoryPoint,
     ScatterPoint,
     fmt_seconds,
@@ -36,6 +33,18 @@ from .charts import (
     history_chart,
     scatter_chart,
 )
+from ..report.headline import HEADLINE_ROW
+from ..report.html import render_table
+from ..report.json_report import write_text_atomic
+from ..report.pages import (
+    Markup,
+    content_security_policy,
+    esc,
+    inline,
+    render_page,
+    script_json,
+)
+from ..report.tables import baselines_table, fmt_num, run_table
 from .comparability import KEY_FIELDS, Key, differences, entry_key, group_by_key, headings, key_id
 from .load import Entry, load_inputs, query_latency
 from .verify import TIERS, Verification, verify_entries
@@ -66,71 +75,6 @@ _PICK_TEXT = {
 }
 _QUESTION_TEXT = 600
 
-_BOARD_CSS = """
-tr.control td{background:#fff8e6}
-table.systems td:nth-child(2){white-space:nowrap}
-.ctl{font-size:11px;color:#b07a00;border:1px solid #e0c27a;border-radius:6px;padding:0 4px}
-tr.control td:first-child::before{content:"\\25C6 ";color:#b07a00}
-.tier{display:inline-block;padding:0 6px;border-radius:8px;font-size:11px;font-weight:600}
-.tier-self-reported{background:#eee;color:#555}.tier-re-scored{background:#e3eefb;color:#1f4f8f}
-.tier-re-run{background:#dff3e4;color:#1e6b34}
-.tier-incomplete,.tier-unverified{background:#fff1d6;color:#8a5a00}
-.tier-invalid{background:#fbe3e3;color:#9b1c1c}
-.partial{font-size:11px;color:#8a5a00;border:1px solid #e0c27a;border-radius:6px;padding:0 4px}
-table.apart td{color:#555}
-.keybox{border:1px solid var(--line);border-radius:6px;padding:4px 12px;margin:14px 0}
-.flip-down td{background:#fbe3e3}.flip-up td{background:#dff3e4}
-table.history tr.shown td{font-weight:600}
-.chart-legend{font-size:12px;columns:3;margin:2px 0 10px}
-[hidden]{display:none!important}
-"""
-
-# Filters and the diff picker; writes through textContent / attributes only.
-_JS = """
-(function () {
-  "use strict";
-  var data = JSON.parse(document.getElementById("board-data").textContent);
-  var controls = document.getElementById("filters");
-  if (!controls) { return; }
-  controls.hidden = false;
-  var fBench = document.getElementById("f-bench");
-  var fTier = document.getElementById("f-tier");
-  var fText = document.getElementById("f-text");
-  function apply() {
-    var bench = fBench.value, tier = fTier.value, text = fText.value.toLowerCase();
-    document.querySelectorAll("section.key").forEach(function (sec) {
-      var show = !bench || sec.getAttribute("data-bench") === bench;
-      sec.hidden = !show;
-      sec.querySelectorAll("tr[data-system]").forEach(function (tr) {
-        var ok = (!tier || tr.getAttribute("data-tier") === tier) &&
-          (!text || tr.getAttribute("data-system").toLowerCase().indexOf(text) >= 0);
-        tr.hidden = !ok;
-      });
-    });
-  }
-  [fBench, fTier].forEach(function (s) { s.addEventListener("change", apply); });
-  fText.addEventListener("input", apply);
-  document.querySelectorAll("form.diff-pick").forEach(function (form) {
-    var a = form.querySelector("select[name=a]"), b = form.querySelector("select[name=b]");
-    var link = form.querySelector("a.diff-go"), msg = form.querySelector(".diff-msg");
-    function update() {
-      var page = data.diffs[a.value + "--" + b.value];
-      if (page) { link.setAttribute("href", page); link.hidden = false; msg.textContent = ""; }
-      else {
-        link.hidden = true;
-        msg.textContent = a.value === b.value ? "pick two different runs" :
-          "no diff page for this pair: write it with memeval-board INPUTS --diff " +
-          a.value + " " + b.value + " -o DIR";
-      }
-    }
-    form.hidden = false;
-    a.addEventListener("change", update); b.addEventListener("change", update);
-    update();
-  });
-  document.body.setAttribute("data-board-ready", "1");
-})();
-"""
-
 
 @dataclass
 class BoardOutput:
@@ -143,21 +87,14 @@ class BoardOutput:
     keys: int = 0
 
 
-def _page(title: str, body: str, script: str | None = None, data: object = None) -> str:
-    policy = content_security_policy(script or "")
-    script_part = ""
-    if script is not None:
-        script_part = (
-            f'<script type="application/json" id="board-data">{json_for_script(data)}</script>'
-            f"<script>{script}</script>"
-        )
-    return (
-        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
-        f'<meta http-equiv="Content-Security-Policy" content="{esc(policy)}">'
-        '<meta name="viewport" content="width=device-width, initial-scale=1">'
-        f"<title>{esc(title)}</title><style>{PAGE_CSS}{_BOARD_CSS}</style></head>\n<body>"
-        f"<header><h1>{esc(title)}</h1><p>pytest-memeval board</p></header>"
-        f"<main>{body}</main>{script_part}</body></html>\n"
+def _page(title: str, body: str, script: Markup | None = None, data: object = None) -> str:
+    return render_page(
+        "board.html.j2",
+        csp=content_security_policy(script or ""),
+        title=title,
+        body=Markup(body),
+        data=script_json(data) if script is not None else None,
+        script=script,
     )
 
 
@@ -847,7 +784,7 @@ def write_board(
             + _diff_section(every, pairs)
             + "</div></section>"
         )
-    index = _page("memeval board", "".join(body), _JS, {"diffs": diffs})
+    index = _page("memeval board", "".join(body), inline("board.js"), {"diffs": diffs})
     output.pages.append(write_text_atomic(out_dir / "index.html", index))
     output.index_bytes = len(index.encode("utf-8"))
     return output

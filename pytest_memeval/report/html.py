@@ -1,24 +1,20 @@
 """One self-contained HTML report: inline CSS, inline SVG, a small inline script, no network.
 
-Safety rules, all enforced here:
+The page is ``templates/html/report.html.j2`` with its stylesheet and script (``report.css``,
+``report.js``); the safety rules are the pages' (``report/pages.py``):
 
-* every string from data, models or configuration goes through :func:`esc`
-  (``html.escape(quote=True)``), in text and in attribute values alike;
+* every string from data, models or configuration is escaped (:func:`~.pages.esc`, the
+  templates' autoescaping), in text and in attribute values alike;
 * per-question data for the script travels as JSON inside ``<script type="application/json">``
-  with ``<``, ``>`` and ``&`` written as ``\\u003c``, ``\\u003e``, ``\\u0026`` (so ``</script>``
-  can never close the block), and the script builds the table with ``textContent`` only;
+  (:func:`~.pages.json_for_script`: ``</script>`` can never close the block), and the script
+  builds the table with ``textContent`` only;
 * a Content-Security-Policy ``<meta>`` allows exactly the one inline script (by its sha256) and no
   network at all, as a second line of defence should an escape ever be missed;
 * the page holds no ``http://`` or ``https://`` address of its own.
-
-Only the stdlib is used (no template engine, no added dependency).
 """
 
 from __future__ import annotations
 
-import base64
-import hashlib
-import html
 import json
 from collections.abc import Mapping, Sequence
 from datetime import datetime
@@ -26,6 +22,7 @@ from typing import Any
 
 from ..analysis.baselines import Baseline
 from ..records import STATUS_CORRECT, QuestionResult, finite_float
+from .charts import BarSeries, bar_chart
 from .model import (
     RunSummary,
     Summary,
@@ -36,6 +33,7 @@ from .model import (
     pass_metric,
     runs_by_benchmark,
 )
+from .pages import Markup, content_security_policy, esc, inline, render_page, script_json
 from .tables import (
     Cell,
     Row,
@@ -57,36 +55,10 @@ from .tables import (
 )
 
 __all__ = [
-    "PAGE_CSS",
-    "content_security_policy",
-    "esc",
-    "json_for_script",
     "render_html",
     "render_table",
     "summary_tables",
 ]
-
-_PALETTE_RUNS = ("#2f6db5", "#d9822b", "#3c9a5f", "#8e5cb5", "#c94f4f", "#4aa3a3", "#7a7a2e")
-_PALETTE_BASE = ("#8a8a8a", "#b5a27a", "#7a9bb5", "#b58aa8", "#9bb57a", "#5f5f5f", "#c7b299")
-
-
-def esc(value: object) -> str:
-    """HTML-escape any value (quotes included, so it is safe in attribute values too)."""
-    if value is None:
-        return ""
-    return html.escape(value if isinstance(value, str) else str(value), quote=True)
-
-
-def json_for_script(data: object) -> str:
-    """JSON fit for a ``<script type="application/json">`` block: no ``<``, ``>`` or ``&``."""
-    text = json.dumps(data, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
-    return (
-        text.replace("&", "\\u0026")
-        .replace("<", "\\u003c")
-        .replace(">", "\\u003e")
-        .replace("\u2028", "\\u2028")
-        .replace("\u2029", "\\u2029")
-    )
 
 
 def _short(text: str, limit: int) -> str:
@@ -101,220 +73,6 @@ def _plain(value: object) -> str:
     if isinstance(value, (dict, list, tuple)):
         return json.dumps(value, ensure_ascii=False, default=str, sort_keys=True)
     return str(value)
-
-
-# ---- static pieces -----------------------------------------------------------------------------
-
-PAGE_CSS = """
-:root{--fg:#1d2330;--muted:#5d6675;--line:#d9dde5;--bg:#fff;--alt:#f6f7fa;--accent:#2f6db5}
-*{box-sizing:border-box}
-body{margin:0;font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;color:var(--fg);
-background:var(--bg)}
-header{padding:18px 28px;background:#1d2330;color:#fff}
-header h1{margin:0 0 4px;font-size:22px}
-header p{margin:0;color:#c9d1de}
-nav{padding:8px 28px;background:#eef1f6;border-bottom:1px solid var(--line);font-size:13px}
-nav a{margin-right:14px;color:var(--accent);text-decoration:none}
-main{padding:8px 28px 40px;max-width:1500px}
-h2{margin:28px 0 8px;font-size:19px;border-bottom:2px solid var(--line);padding-bottom:4px}
-h3{margin:20px 0 6px;font-size:16px}
-p.note,.muted{color:var(--muted);font-size:13px}
-.scroll{overflow-x:auto;max-width:100%}
-table{border-collapse:collapse;margin:6px 0 10px;font-size:13px}
-th,td{border:1px solid var(--line);padding:4px 8px;vertical-align:top;text-align:left}
-th{background:#eef1f6;font-weight:600;max-width:220px}
-tbody tr:nth-child(even){background:var(--alt)}
-td.num,th.num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
-tr.total td{font-weight:600;background:#eef3fb}
-tr.published td{font-style:italic;color:#4b5260}
-.ci{color:var(--muted);font-size:11px}
-.st{display:inline-block;padding:0 6px;border-radius:8px;font-size:11px;font-weight:600}
-.st-CORRECT{background:#dff3e4;color:#1e6b34}.st-WRONG{background:#fbe3e3;color:#8f2323}
-.st-UNSCORED{background:#fff1cc;color:#7a5a00}.st-ERROR{background:#e9e0f5;color:#5b2d8e}
-ol.notes{font-size:12px;color:var(--muted);margin:4px 0 12px;padding-left:22px}
-ul.legend{list-style:none;padding:0;margin:4px 0;font-size:12px}
-ul.legend li{margin:2px 0}
-.swatch{display:inline-block;width:11px;height:11px;margin-right:6px;vertical-align:-1px}
-.swatch.hatched{border:2px solid;background:repeating-linear-gradient(45deg,currentColor 0 2px,
-#fff 2px 5px)}
-details.provenance{margin-top:28px}details.provenance>summary{font-size:17px;font-weight:600}
-table.scoreboard td,table.scoreboard th{font-size:14px}
-svg text{font:12px system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;fill:#1d2330}
-svg .grid{stroke:#e3e6ec}
-.controls{display:flex;flex-wrap:wrap;gap:10px;align-items:center;margin:8px 0}
-.controls label{font-size:13px;color:var(--muted)}
-.controls select,.controls input{font:inherit;padding:3px 6px}
-#qtable th[data-key]{cursor:pointer;user-select:none}
-#qtable th[aria-sort=ascending]::after{content:" \\25B2"}
-#qtable th[aria-sort=descending]::after{content:" \\25BC"}
-#qtable td.text{max-width:360px;word-wrap:break-word}
-#qtable td:last-child{min-width:300px}
-details summary{cursor:pointer;color:var(--accent)}
-details ol{margin:4px 0;padding-left:20px}
-details li{margin-bottom:3px}
-.mem-date{color:var(--muted);font-size:11px}
-ul.checks li.fail{color:#8f2323}ul.checks li.pass{color:#1e6b34}
-button{font:inherit;padding:3px 10px;margin:6px 0}
-"""
-
-# The script only ever writes text through textContent, never innerHTML.
-_JS = """
-(function () {
-  "use strict";
-  var data = JSON.parse(document.getElementById("memeval-data").textContent);
-  var rows = data.rows;
-  rows.forEach(function (r, i) {
-    r.i = i;
-    r.t = [r.id, r.q, r.g, r.p || "", r.c].join(" ").toLowerCase();
-  });
-  var mems = data.memories;
-  var table = document.getElementById("qtable");
-  var tbody = table.tBodies[0];
-  var fCat = document.getElementById("f-category");
-  var fSt = document.getElementById("f-status");
-  var fSys = document.getElementById("f-system");
-  var fText = document.getElementById("f-text");
-  var count = document.getElementById("q-count");
-  var more = document.getElementById("q-more");
-  var state = {key: null, dir: 1, limit: data.page};
-
-  function fill(select, values) {
-    values.forEach(function (v) {
-      var o = document.createElement("option");
-      o.value = v; o.textContent = v; select.appendChild(o);
-    });
-  }
-  function uniq(key) {
-    var seen = {}, out = [];
-    rows.forEach(function (r) {
-      var v = r[key];
-      if (!Object.prototype.hasOwnProperty.call(seen, v)) { seen[v] = 1; out.push(v); }
-    });
-    return out;
-  }
-  fill(fCat, uniq("c")); fill(fSt, uniq("st")); fill(fSys, uniq("s"));
-
-  function el(tag, text, cls) {
-    var e = document.createElement(tag);
-    if (text !== undefined && text !== null) { e.textContent = String(text); }
-    if (cls) { e.className = cls; }
-    return e;
-  }
-  function num(v) { return (v === null || v === undefined) ? "-" : v.toFixed(3); }
-
-  function expand(details, r) {
-    var box = el("div");
-    var parts = [];
-    Object.keys(r.sc).forEach(function (k) { parts.push(k + "=" + num(r.sc[k])); });
-    box.appendChild(el("div", "scores: " + (parts.join(", ") || "-")));
-    if (r.e) { box.appendChild(el("div", "error: " + r.e, "q-error")); }
-    if (r.j) { box.appendChild(el("div", "judge: " + r.j, "q-judge")); }
-    if (r.jr) { box.appendChild(el("div", "judge reasoning: " + r.jr, "q-reasoning")); }
-    if (r.m.length) {
-      var title = "memories (" + r.m.length +
-        (r.mn > r.m.length ? " of " + r.mn + " stored" : "") + ")";
-      box.appendChild(el("div", title));
-      var ol = el("ol");
-      r.m.forEach(function (ref) {
-        var mem = mems[ref[0]];
-        var li = el("li", null, "q-memory");
-        if (mem[1]) { li.appendChild(el("span", "[" + mem[1] + "] ", "mem-date")); }
-        li.appendChild(document.createTextNode(mem[0]));
-        if (ref[1] !== null) { li.appendChild(el("span", " (score " + ref[1] + ")", "mem-date")); }
-        ol.appendChild(li);
-      });
-      box.appendChild(ol);
-    } else {
-      box.appendChild(el("div", "no memories stored"));
-    }
-    details.appendChild(box);
-  }
-
-  function cmp(a, b) {
-    var k = state.key, x = a[k], y = b[k];
-    var xn = (x === null || x === undefined || x === "");
-    var yn = (y === null || y === undefined || y === "");
-    if (xn && yn) { return a.i - b.i; }
-    if (xn) { return 1; }
-    if (yn) { return -1; }
-    if (typeof x === "number" && typeof y === "number") {
-      return x === y ? a.i - b.i : (x - y) * state.dir;
-    }
-    var c = String(x).localeCompare(String(y), undefined, {numeric: true});
-    return c === 0 ? a.i - b.i : c * state.dir;
-  }
-
-  function render() {
-    var cat = fCat.value, st = fSt.value, sys = fSys.value;
-    var text = fText.value.trim().toLowerCase();
-    var list = rows.filter(function (r) {
-      if (cat && r.c !== cat) { return false; }
-      if (st && r.st !== st) { return false; }
-      if (sys && r.s !== sys) { return false; }
-      if (text && r.t.indexOf(text) < 0) { return false; }
-      return true;
-    });
-    if (state.key) { list.sort(cmp); }
-    var shown = list.slice(0, state.limit);
-    var body = document.createElement("tbody");
-    shown.forEach(function (r) {
-      var tr = el("tr");
-      tr.appendChild(el("td", r.s));
-      tr.appendChild(el("td", r.c));
-      tr.appendChild(el("td", r.id));
-      tr.appendChild(el("td", r.q, "text"));
-      tr.appendChild(el("td", r.g, "text"));
-      tr.appendChild(el("td", r.p === null ? "(none)" : r.p, "text"));
-      var stc = el("td"); stc.appendChild(el("span", r.st, "st st-" + r.st)); tr.appendChild(stc);
-      tr.appendChild(el("td", num(r.pm), "num"));
-      var dc = el("td");
-      var d = el("details");
-      d.appendChild(el("summary", r.m.length + " memories" + (r.jr ? ", judge" : "")));
-      expand(d, r);
-      dc.appendChild(d); tr.appendChild(dc);
-      body.appendChild(tr);
-    });
-    table.replaceChild(body, tbody);
-    tbody = body;
-    count.textContent = "showing " + shown.length + " of " + list.length + " matching (" +
-      rows.length + " in total)";
-    more.hidden = shown.length >= list.length;
-  }
-
-  Array.prototype.forEach.call(table.tHead.rows[0].cells, function (th) {
-    var key = th.getAttribute("data-key");
-    if (!key) { return; }
-    function sortBy() {
-      if (state.key === key) { state.dir = -state.dir; } else { state.key = key; state.dir = 1; }
-      Array.prototype.forEach.call(table.tHead.rows[0].cells, function (o) {
-        if (o.getAttribute("data-key")) { o.setAttribute("aria-sort", "none"); }
-      });
-      th.setAttribute("aria-sort", state.dir > 0 ? "ascending" : "descending");
-      render();
-    }
-    th.addEventListener("click", sortBy);
-    th.addEventListener("keydown", function (ev) {
-      if (ev.key === "Enter" || ev.key === " ") { ev.preventDefault(); sortBy(); }
-    });
-  });
-  [fCat, fSt, fSys].forEach(function (s) {
-    s.addEventListener("change", function () { state.limit = data.page; render(); });
-  });
-  fText.addEventListener("input", function () { state.limit = data.page; render(); });
-  more.addEventListener("click", function () { state.limit += data.page; render(); });
-  render();
-  document.body.setAttribute("data-memeval-ready", "1");
-})();
-"""
-
-
-def content_security_policy(script: str) -> str:
-    """The pages' policy: no network, only ``script`` (by its sha256) may run."""
-    digest = base64.b64encode(hashlib.sha256(script.encode("utf-8")).digest()).decode("ascii")
-    return (
-        f"default-src 'none'; script-src 'sha256-{digest}'; style-src 'unsafe-inline'; "
-        "img-src data:; base-uri 'none'; form-action 'none'"
-    )
 
 
 # ---- tables ------------------------------------------------------------------------------------
@@ -422,97 +180,32 @@ def _chart(
     baselines: Sequence[tuple[int, Baseline]],
     metric: str,
 ) -> str:
-    """Horizontal grouped bars: one group per category (and overall rows), one bar per series;
-    this run's bars solid, published bars (``(note number, baseline)``, all of ``metric``) hatched
-    and outlined in their colour, labelled comparable or reference (the legend says which)."""
+    """Horizontal grouped bars (:func:`~.charts.bar_chart`): one group per category (and overall
+    rows), one bar per series; this run's bars solid, published bars (``(note number,
+    baseline)``, all of ``metric``) hatched and outlined in their colour, labelled comparable or
+    reference (the legend says which)."""
     first = runs[0]
     scopes = overall_scopes(first)
     groups = [*first.categories, first.overall, first.overall_all]
-    series: list[tuple[str, str, list[float | None]]] = []
-    published: set[int] = set()
-    for i, run in enumerate(r for r in runs if metric in r.metrics):
+    series: list[BarSeries] = []
+    for run in (r for r in runs if metric in r.metrics):
         values = []
         for row in groups:
             match = run.row(row.key)
             values.append(finite_float(match.metrics.get(metric)) if match else None)
-        series.append((f"{run.label} ({metric}, this run)", _PALETTE_RUNS[i % 7], values))
-    for i, (n, b) in enumerate(baselines):
+        series.append(BarSeries(f"{run.label} ({metric}, this run)", values))
+    for n, b in baselines:
         values = [finite_float(baseline_value(b, row)) for row in groups]
         why = f": {'; '.join(b.reasons)}" if b.reasons else ""
         label = f"[{n}] {b.system}, published {b.metric}, {b.label}{why}"
-        published.add(len(series))
-        series.append((label, _PALETTE_BASE[i % 7], values))
-    if not series:
-        return ""
-    top = max([1.0, *(v for _, _, vals in series for v in vals if v is not None)])
-    label_w, plot_w, right = 210, 460, 60
-    bar_h, bar_gap, group_gap = 13, 2, 12
-    legend_h = 0
-    group_h = len(series) * (bar_h + bar_gap) + group_gap
-    axis_y = legend_h + 4
-    plot_top = axis_y + 18
-    height = plot_top + group_h * len(groups) + 6
-    width = label_w + plot_w + right
-    parts = [
-        f'<svg width="{width}" height="{height}" viewBox="0 0 {width} {height}" role="img" '
-        f'aria-label="{esc(f"{metric} by category, this run against published baselines")}">'
-    ]
-    hatch = []
-    for s_index in sorted(published):
-        color = series[s_index][1]
-        hatch.append(
-            f'<pattern id="hatch-{s_index}" width="6" height="6" patternUnits="userSpaceOnUse" '
-            f'patternTransform="rotate(45)"><rect width="6" height="6" fill="#fff"/>'
-            f'<line x1="0" y1="0" x2="0" y2="6" stroke="{color}" stroke-width="3"/></pattern>'
-        )
-    if hatch:
-        parts.append(f"<defs>{''.join(hatch)}</defs>")
-    for tick in range(5):
-        tick_value = top * tick / 4
-        x = label_w + plot_w * tick / 4
-        parts.append(
-            f'<line class="grid" x1="{x:.1f}" y1="{axis_y + 12}" x2="{x:.1f}" y2="{height - 4}"/>'
-        )
-        parts.append(
-            f'<text x="{x:.1f}" y="{axis_y + 8}" text-anchor="middle">{tick_value:.2f}</text>'
-        )
-    for g, row in enumerate(groups):
-        gy = plot_top + g * group_h
-        mid = gy + (len(series) * (bar_h + bar_gap)) / 2 + 4
-        parts.append(
-            f'<text x="{label_w - 8}" y="{mid:.1f}" text-anchor="end">'
-            f"{esc(_short(row_label(row, scopes), 30))}</text>"
-        )
-        for s, (label, color, values) in enumerate(series):
-            y = gy + s * (bar_h + bar_gap)
-            value = values[g]
-            if value is None:
-                parts.append(
-                    f'<text x="{label_w + 4}" y="{y + bar_h - 2}" fill="#8a8a8a">n/a</text>'
-                )
-                continue
-            w = max(plot_w * value / top, 0.5)
-            tip = esc(f"{label}: {row.key} = {value:.3f}")
-            fill = (
-                f'fill="url(#hatch-{s})" stroke="{color}" class="published"'
-                if s in published
-                else f'fill="{color}"'
-            )
-            parts.append(
-                f'<rect x="{label_w}" y="{y}" width="{w:.1f}" height="{bar_h}" {fill}>'
-                f"<title>{tip}</title></rect>"
-            )
-            parts.append(f'<text x="{label_w + w + 4:.1f}" y="{y + bar_h - 2}">{value:.3f}</text>')
-    parts.append("</svg>")
-    legend = "".join(
-        (
-            f'<li class="published"><span class="swatch hatched" style="border-color:{color};'
-            f'color:{color}"></span>{esc(label)}</li>'
-            if i in published
-            else f'<li><span class="swatch" style="background:{color}"></span>{esc(label)}</li>'
-        )
-        for i, (label, color, _) in enumerate(series)
+        series.append(BarSeries(label, values, published=True))
+    chart = bar_chart(
+        [(row_label(row, scopes), row.key) for row in groups],
+        series,
+        f"{metric} by category, this run against published baselines",
     )
+    if not chart:
+        return ""
     ran = any(metric in r.metrics for r in runs)
     solid = (
         f"Solid bars: this run ({esc(metric)}). "
@@ -523,8 +216,7 @@ def _chart(
         f"<h3>Chart: {esc(metric)} by category</h3>"
         f'<p class="note">{solid}Hatched bars: published {esc(metric)} figures, '
         "each labelled comparable (measured as this run) or reference (measured another way, "
-        "the reasons in the legend); one metric per chart.</p>"
-        f'<ul class="legend">{legend}</ul><div class="scroll">{"".join(parts)}</div>'
+        f"the reasons in the legend); one metric per chart.</p>{chart}"
     )
 
 
@@ -752,14 +444,14 @@ def render_html(
         f"systems: {', '.join(systems) or '-'} · created {prov.get('created', '-')}"
     )
     body: list[str] = []
-    nav = []
+    nav: list[tuple[str, str]] = []
     board = scoreboard_table(summary, baselines, cards=True)
     if board is not None:
-        nav.append('<a href="#scoreboard">scoreboard</a>')
+        nav.append(("scoreboard", "scoreboard"))
         body.append('<h2 id="scoreboard">Scoreboard</h2>')
         body.append(render_table(board, "scoreboard-table", "scoreboard"))
     for b_index, (bench, runs) in enumerate(benches.items()):
-        nav.append(f'<a href="#bench-{b_index}">{esc(bench)}</a>')
+        nav.append((f"bench-{b_index}", bench))
         body.append(f'<h2 id="bench-{b_index}">{esc(bench)}</h2>')
         for run in runs:
             metric = pass_metric(summary, run)
@@ -810,44 +502,35 @@ def render_html(
     if summary.judge_calibration is not None:
         from .calibration_section import html_section
 
-        nav.append('<a href="#calibration">judge calibration</a>')
+        nav.append(("calibration", "judge calibration"))
         body.append('<h2 id="calibration">Judge calibration</h2>')
         body.append(html_section(summary.judge_calibration, esc))
     cards = _cards_section(summary)
     if cards:
-        nav.append('<a href="#protocol-cards">protocol cards</a>')
+        nav.append(("protocol-cards", "protocol cards"))
         body.append(f'<h2 id="protocol-cards">Protocol cards</h2>{cards}')
     checks = _checks_section(summary)
     if checks:
-        nav.append('<a href="#checks">gates</a>')
+        nav.append(("checks", "gates"))
         body.append(f'<h2 id="checks">Gates and regression</h2>{checks}')
-    nav.append('<a href="#latency">latency and tokens</a>')
+    nav.append(("latency", "latency and tokens"))
     body.append('<h2 id="latency">Latency and tokens</h2>')
     body.append(_latency_section(summary))
     body.append(_tokens_section(summary))
-    nav.append('<a href="#questions">questions</a>')
+    nav.append(("questions", "questions"))
     body.append('<h2 id="questions">Questions</h2>')
     body.append(_questions_section(summary))
-    nav.append('<a href="#config">configuration</a>')
+    nav.append(("config", "configuration"))
     body.append(_provenance_section(summary))
-    data = json_for_script(_question_data(summary, max_memories, memory_chars, text_chars))
-    csp_meta = (
-        f'<meta http-equiv="Content-Security-Policy" content="{esc(content_security_policy(_JS))}">'
-        if csp
-        else ""
-    )
-    return (
-        "<!DOCTYPE html>\n"
-        '<html lang="en"><head><meta charset="utf-8">'
-        f"{csp_meta}"
-        '<meta name="viewport" content="width=device-width, initial-scale=1">'
-        "<title>pytest-memeval report</title>"
-        f"<style>{PAGE_CSS}</style></head>\n<body>"
-        f"<header><h1>pytest-memeval report</h1><p>{esc(subtitle)}</p></header>"
-        f"<nav>{''.join(nav)}</nav><main>"
-        f"{''.join(body)}</main>\n"
-        f'<script type="application/json" id="memeval-data">{data}</script>\n'
-        f"<script>{_JS}</script>\n</body></html>\n"
+    script = inline("report.js")
+    return render_page(
+        "report.html.j2",
+        csp=content_security_policy(script) if csp else None,
+        subtitle=subtitle,
+        nav=nav,
+        body=Markup("".join(body)),
+        data=script_json(_question_data(summary, max_memories, memory_chars, text_chars)),
+        script=script,
     )
 
 
