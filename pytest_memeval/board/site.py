@@ -87,14 +87,24 @@ class BoardOutput:
     keys: int = 0
 
 
-def _page(title: str, body: str, script: Markup | None = None, data: object = None) -> str:
+def _page(
+    title: str,
+    body: str = "",
+    script: Markup | None = None,
+    data: object = None,
+    template: str = "board.html.j2",
+    **context: object,
+) -> str:
+    """A board page: ``template`` (``board.html.j2`` or one extending it) with ``body`` or its
+    own ``context``; ``script``, when given, runs over ``data`` and is the policy's one script."""
     return render_page(
-        "board.html.j2",
+        template,
         csp=content_security_policy(script or ""),
         title=title,
         body=Markup(body),
         data=script_json(data) if script is not None else None,
         script=script,
+        **context,
     )
 
 
@@ -478,29 +488,21 @@ def _overall_categories(entry: Entry) -> set[str]:
     return {row.key for row in entry.computed.categories if row.in_overall}
 
 
-def _headline_table(a: Entry, b: Entry, metric: str) -> str:
+def _headline_rows(
+    a: Entry, b: Entry, metric: str
+) -> list[tuple[str, Entry, float | None, str, int]]:
     """The two results' headline figures exactly as the index shows them (:func:`headline_value`
-    over ``overall``, its cluster CI, its n)."""
-    cells = []
+    over ``overall``, its cluster CI, its n): (side, result, value, interval, n)."""
+    rows = []
     for side, e in (("from", a), ("to", b)):
-        value = headline_value(e, metric)
         overall = e.computed.row("overall")
-        cells.append(
-            f'<tr data-side="{side}"><td>{side}</td><td>{esc(e.label)} ({esc(e.run_id)})</td>'
-            f'<td class="num" id="headline-{side}">{esc(fmt_num(value))}</td>'
-            f'<td class="num">{esc(_ci_text(e.ci("overall", metric)))}</td>'
-            f'<td class="num">{overall.count if overall else 0}</td></tr>'
-        )
-    va, vb = headline_value(a, metric), headline_value(b, metric)
-    change = "-" if va is None or vb is None else fmt_num(vb - va, 4)
-    return (
-        f"<h2>Headline: {esc(metric)} (overall), as on the board's index</h2>"
-        '<table id="headline"><thead><tr><th></th><th>result</th>'
-        f'<th class="num">{esc(metric)}</th><th class="num">95% cluster CI</th>'
-        f'<th class="num">n</th></tr></thead><tbody>{"".join(cells)}'
-        f'<tr><td>change</td><td></td><td class="num" id="headline-change">{esc(change)}</td>'
-        "<td></td><td></td></tr></tbody></table>"
-    )
+        ci = _ci_text(e.ci("overall", metric))
+        rows.append((side, e, headline_value(e, metric), ci, overall.count if overall else 0))
+    return rows
+
+
+def _p_text(value: float | None) -> str:
+    return "-" if value is None else f"{value:.4g}"
 
 
 def _diff_page(a: Entry, b: Entry, metric: str | None, note: str = "") -> str:
@@ -517,78 +519,33 @@ def _diff_page(a: Entry, b: Entry, metric: str | None, note: str = "") -> str:
             round3=metric in bench_round3,
         )
     flips = _flips(a, b)
-    body = [
-        f'<p><a href="index.html">board</a> · from <a href="{esc(run_page_name(a))}">'
-        f'{esc(a.label)} ({esc(a.run_id)})</a> to <a href="{esc(run_page_name(b))}">'
-        f"{esc(b.label)} ({esc(b.run_id)})</a></p>"
-    ]
-    if note:
-        body.append(f'<p class="note" id="diff-note">{esc(note)}</p>')
-    if metric is not None:
-        body.append(_headline_table(a, b, metric))
-    if comparison is not None:
-        ci = comparison.ci
-        body.append(
-            '<h2>Paired test (the regression gate\'s)</h2><p class="note">Over the questions '
-            "both results hold in the categories the headline counts "
-            f"({esc(', '.join(sorted(counted)) or '-')}); when both hold the same questions, "
-            "its means are the headline's (rounded per question as the benchmark scores).</p>"
-            '<table id="paired"><tbody>'
-            f"<tr><td>metric</td><td>{esc(metric)}</td></tr>"
-            f'<tr><td>paired questions</td><td class="num">{comparison.paired}</td></tr>'
-            f'<tr><td>from mean</td><td class="num">{esc(fmt_num(comparison.baseline_mean))}</td></tr>'
-            f'<tr><td>to mean</td><td class="num">{esc(fmt_num(comparison.current_mean))}</td></tr>'
-            f'<tr><td>delta</td><td class="num" id="delta">{esc(fmt_num(comparison.delta, 4))} '
-            f'<span class="ci">{esc(_ci_text(ci))}</span></td></tr>'
-            f"<tr><td>test</td><td>{esc(comparison.test)} over "
-            f"{comparison.clusters} {esc(comparison.cluster_unit)}(s)</td></tr>"
-            f'<tr><td>p-value</td><td class="num" id="p-value">'
-            f"{esc('-' if comparison.p_value is None else f'{comparison.p_value:.4g}')}</td></tr>"
-            f"<tr><td>question-level test</td><td>{esc(comparison.question_test)} p = "
-            f"{esc('-' if comparison.question_p_value is None else f'{comparison.question_p_value:.4g}')}"
-            "</td></tr></tbody></table>"
-            f'<p class="note">{esc(comparison.message)}</p><ul>'
-            + "".join(f"<li>{esc(line)}</li>" for line in comparison.details)
-            + "</ul>"
-        )
     by_cat: dict[str, list[int]] = {}
     by_conv: dict[str, list[int]] = {}
     for _old, new in flips:
         slot = 0 if new.status == STATUS_WRONG else 1
         by_cat.setdefault(new.category, [0, 0])[slot] += 1
         by_conv.setdefault(new.conversation_id, [0, 0])[slot] += 1
-    body.append(
-        f"<h2>Flipped questions ({len(flips)})</h2>"
-        '<p class="note">CORRECT → WRONG (red) and WRONG → CORRECT (green), by status.</p>'
+    va, vb = (headline_value(a, metric), headline_value(b, metric)) if metric else (None, None)
+    return _page(
+        f"Diff: {a.label} → {b.label}",
+        template="board_diff.html.j2",
+        a=a,
+        b=b,
+        page_a=run_page_name(a),
+        page_b=run_page_name(b),
+        note=note,
+        metric=metric,
+        headline=_headline_rows(a, b, metric) if metric else [],
+        change="-" if va is None or vb is None else fmt_num(vb - va, 4),
+        comparison=comparison,
+        counted=", ".join(sorted(counted)) or "-",
+        delta_ci=_ci_text(comparison.ci) if comparison else "",
+        p_value=_p_text(comparison.p_value) if comparison else "",
+        question_p_value=_p_text(comparison.question_p_value) if comparison else "",
+        flips=flips,
+        flip_counts=[("category", by_cat), ("conversation", by_conv)],
+        wrong=STATUS_WRONG,
     )
-    for title, groups in (("category", by_cat), ("conversation", by_conv)):
-        counts = "".join(
-            f'<tr><td>{esc(k)}</td><td class="num">{v[0]}</td><td class="num">{v[1]}</td></tr>'
-            for k, v in sorted(groups.items())
-        )
-        body.append(
-            f'<table class="flips-by-{title}"><thead><tr><th>{title}</th>'
-            '<th class="num">correct → wrong</th><th class="num">wrong → correct</th></tr>'
-            f"</thead><tbody>{counts}</tbody></table>"
-        )
-    rows: list[str] = []
-    for old, new in flips:
-        cls = "flip-down" if new.status == STATUS_WRONG else "flip-up"
-        rows.append(
-            f'<tr class="{cls}" data-question="{esc(new.question_id)}">'
-            f'<td><a href="{esc(run_page_name(a))}#q-{esc(old.question_id)}">{esc(old.question_id)}</a></td>'
-            f"<td>{esc(new.category)}</td><td>{esc(new.conversation_id)}</td>"
-            f"<td>{esc(old.status)} → {esc(new.status)}</td>"
-            f"<td>{esc(_short(str(old.prediction or ''), 200))}</td>"
-            f'<td><a href="{esc(run_page_name(b))}#q-{esc(new.question_id)}">'
-            f"{esc(_short(str(new.prediction or ''), 200))}</a></td></tr>"
-        )
-    body.append(
-        '<div class="scroll"><table id="flips"><thead><tr><th>question</th><th>category</th>'
-        "<th>conversation</th><th>status</th><th>from: prediction</th><th>to: prediction</th>"
-        f"</tr></thead><tbody>{''.join(rows)}</tbody></table></div>"
-    )
-    return _page(f"Diff: {a.label} → {b.label}", "".join(body))
 
 
 def _short(text: str, limit: int) -> str:
@@ -599,22 +556,22 @@ def _apart_reasons(v: Verification) -> list[str]:
     return [*v.set_problems, *(f"partial run: {reason}" for reason in v.partial)]
 
 
-def _set_lines(v: Verification) -> str:
-    """The run page's question-set check and partial-run reasons (why it is shown apart)."""
+def _question_set_line(v: Verification) -> str:
+    """The run page's question-set check (its partial-run reasons follow: why it is apart)."""
     check = v.question_set
     if check is not None and check.complete:
-        head = (
+        return (
             f"Question set: the {check.expected} selected question(s), each held once "
             "(checked against the dataset)."
         )
-    elif check is not None:
-        head = f"Question set: {check.held} record(s) held against {check.expected} selected."
-    else:
-        head = "Question set: not verified."
-    lines = "".join(f"<li>{esc(line)}</li>" for line in _apart_reasons(v))
-    return f'<p class="note" id="question-set">{esc(head)}</p>' + (
-        f'<ul class="apart-reasons">{lines}</ul>' if lines else ""
-    )
+    if check is not None:
+        return f"Question set: {check.held} record(s) held against {check.expected} selected."
+    return "Question set: not verified."
+
+
+def _verdicts(result: QuestionResult) -> list[tuple[str, object]]:
+    """The judge's verdicts and reasons among a question's details."""
+    return [(k, v) for k, v in result.details.items() if "judge" in k or "verdict" in k]
 
 
 def _apart_table(entries: Sequence[Entry], tiers: Mapping[str, Verification]) -> str:
@@ -650,60 +607,20 @@ def _apart_table(entries: Sequence[Entry], tiers: Mapping[str, Verification]) ->
 
 
 def _run_page(entry: Entry, v: Verification, key: Key) -> str:
-    body = [
-        f'<p><a href="index.html#{esc(key_id(key))}">board</a> · {esc(entry.kind)} '
-        f"{esc(entry.source)} · run {esc(entry.run_id)}</p>",
-        f"<h2>{esc(entry.benchmark)} · {esc(entry.label)}</h2>",
-        _key_fields(key),
-        '<h3 id="verification">Verification: '
-        f'<span class="tier tier-{esc(v.tier)}">{esc(v.tier)}</span></h3>',
-        f'<p class="note">{v.questions} questions re-scored, {v.values} values compared, '
-        f"{v.mismatch_count} mismatch(es)"
-        + (f"; reproduced by run folder {esc(v.folder)}" if v.folder else "")
-        + ".</p>",
-    ]
-    body.append(_set_lines(v))
-    if v.mismatches:
-        body.append(
-            '<ul class="mismatches">'
-            + "".join(f"<li>{esc(m)}</li>" for m in v.mismatches)
-            + "</ul>"
-        )
-    if v.notes:
-        body.append('<ul class="notes">' + "".join(f"<li>{esc(n)}</li>" for n in v.notes) + "</ul>")
-    body.append("<h3>Tables (computed from the questions)</h3>")
-    body.append(render_table(run_table(entry.computed)))
-    metric = entry.headline()
-    rows = []
-    for r in entry.results:
-        memories = "".join(
-            f"<li>{esc(_short(m.text, _QUESTION_TEXT))}</li>" for m in r.memories[:10]
-        )
-        verdicts = "".join(
-            f"<li>{esc(k)}: {esc(_short(str(val), _QUESTION_TEXT))}</li>"
-            for k, val in r.details.items()
-            if "judge" in k or "verdict" in k
-        )
-        value = r.scores.get(metric) if metric else None
-        rows.append(
-            f'<tr id="q-{esc(r.question_id)}"><td>{esc(r.question_id)}</td><td>{esc(r.category)}</td>'
-            f"<td>{esc(r.conversation_id)}</td>"
-            f'<td><span class="st st-{esc(r.status)}">{esc(r.status)}</span></td>'
-            f'<td class="num">{esc(fmt_num(value))}</td>'
-            f"<td>{esc(_short(r.question, _QUESTION_TEXT))}</td>"
-            f"<td>{esc(_short(str(r.gold), _QUESTION_TEXT))}</td>"
-            f"<td>{esc(_short(str(r.prediction or r.error or ''), _QUESTION_TEXT))}</td>"
-            f"<td><details><summary>{len(r.memories)} memories</summary><ol>{memories}</ol>"
-            f"</details>" + (f"<ul>{verdicts}</ul>" if verdicts else "") + "</td></tr>"
-        )
-    body.append(
-        f"<h3>Questions ({len(entry.results)})</h3>"
-        '<div class="scroll"><table id="questions"><thead><tr><th>id</th><th>category</th>'
-        f'<th>conversation</th><th>status</th><th class="num">{esc(metric or "-")}</th>'
-        "<th>question</th><th>gold</th><th>prediction</th><th>memories · judge</th></tr></thead>"
-        f"<tbody>{''.join(rows)}</tbody></table></div>"
+    return _page(
+        f"{entry.benchmark} · {entry.label} · {entry.run_id}",
+        template="board_run.html.j2",
+        entry=entry,
+        v=v,
+        key_id=key_id(key),
+        key_fields=Markup(_key_fields(key)),
+        question_set=_question_set_line(v),
+        apart_reasons=_apart_reasons(v),
+        tables=Markup(render_table(run_table(entry.computed))),
+        metric=entry.headline(),
+        limit=_QUESTION_TEXT,
+        verdicts_of=_verdicts,
     )
-    return _page(f"{entry.benchmark} · {entry.label} · {entry.run_id}", "".join(body))
 
 
 def write_board(
@@ -726,23 +643,7 @@ def write_board(
     titles = headings(keys)
     output = BoardOutput(out_dir, entries=len(entries), keys=len(keys))
     diffs: dict[str, str] = {}
-    body = [
-        f'<p class="note">{len(entries)} results from '
-        f"{len({e.source for e in entries})} sources in {len(keys)} comparability key(s). Tiers: "
-        + ", ".join(f"{sum(t.tier == tier for t in tiers.values())} {tier}" for tier in TIERS)
-        + f"; {sum(not t.ranked(show_partial) for t in tiers.values())} shown apart, not ranked. "
-        "Rows marked ◆ are controls.</p>",
-        '<div class="controls" id="filters" hidden><label>benchmark <select id="f-bench">'
-        '<option value="">all</option>'
-        + "".join(
-            f'<option value="{esc(b)}">{esc(b)}</option>'
-            for b in dict.fromkeys(e.benchmark for e in entries)
-        )
-        + '</select></label><label>tier <select id="f-tier"><option value="">all</option>'
-        + "".join(f'<option value="{t}">{t}</option>' for t in TIERS)
-        + '</select></label><label>system <input id="f-text" type="search"></label></div>',
-        _differences(keys, titles),
-    ]
+    sections: list[str] = []
     for key in keys:
         every = _key_view(key, groups[key], pick)  # diffs and run pages: every result
         ranked = [e for e in groups[key] if tiers[e.ident].ranked(show_partial)]
@@ -759,7 +660,7 @@ def write_board(
             output.pages.append(
                 write_text_atomic(out_dir / run_page_name(e), _run_page(e, tiers[e.ident], key))
             )
-        body.append(
+        sections.append(
             f'<section class="key" id="{esc(kid)}" data-bench="{esc(every.entries[0].benchmark)}">'
             f'<div class="keybox"><h2>{esc(titles[key])} <span class="muted">({esc(kid)})</span></h2>'
             + _key_fields(key)
@@ -784,7 +685,21 @@ def write_board(
             + _diff_section(every, pairs)
             + "</div></section>"
         )
-    index = _page("memeval board", "".join(body), inline("board.js"), {"diffs": diffs})
+    index = _page(
+        "memeval board",
+        script=inline("board.js"),
+        data={"diffs": diffs},
+        template="board_index.html.j2",
+        entries=len(entries),
+        sources=len({e.source for e in entries}),
+        keys=len(keys),
+        tiers=", ".join(f"{sum(t.tier == tier for t in tiers.values())} {tier}" for tier in TIERS),
+        apart=sum(not t.ranked(show_partial) for t in tiers.values()),
+        benchmarks=list(dict.fromkeys(e.benchmark for e in entries)),
+        tier_names=TIERS,
+        differences=Markup(_differences(keys, titles)),
+        sections=[Markup(section) for section in sections],
+    )
     output.pages.append(write_text_atomic(out_dir / "index.html", index))
     output.index_bytes = len(index.encode("utf-8"))
     return output

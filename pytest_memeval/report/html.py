@@ -151,14 +151,9 @@ def _provenance_section(summary: Summary) -> str:
     nested = []
     for key, value in provenance_items(summary.provenance, files=True):
         if isinstance(value, Mapping) and value:
-            inner = "".join(
-                f"<tr><td>{esc(k)}</td><td>{esc(_plain(v) or '-')}</td></tr>"
-                for k, v in value.items()
-            )
+            inner = tuple(Row((Cell(str(k)), Cell(_plain(v) or "-"))) for k, v in value.items())
             nested.append(
-                f"<h4>{esc(key)}</h4>"
-                '<div class="scroll"><table><thead><tr><th>name</th><th>value</th></tr></thead>'
-                f"<tbody>{inner}</tbody></table></div>"
+                f"<h4>{esc(key)}</h4>" + render_table(Table((Cell("name"), Cell("value")), inner))
             )
             continue
         if isinstance(value, list):
@@ -387,36 +382,6 @@ def _question_data(
     return {"page": 200, "memories": memories, "rows": rows}
 
 
-def _questions_section(summary: Summary) -> str:
-    metrics = sorted({m for m in (pass_metric(summary, run) for run in summary.runs) if m})
-    score_label = " / ".join(metrics) if metrics else "score"
-    header = (
-        '<th data-key="s" tabindex="0" aria-sort="none">system</th>'
-        '<th data-key="c" tabindex="0" aria-sort="none">category</th>'
-        '<th data-key="id" tabindex="0" aria-sort="none">id</th>'
-        '<th data-key="q" tabindex="0" aria-sort="none">question</th>'
-        '<th data-key="g" tabindex="0" aria-sort="none">gold</th>'
-        '<th data-key="p" tabindex="0" aria-sort="none">prediction</th>'
-        '<th data-key="st" tabindex="0" aria-sort="none">status</th>'
-        f'<th data-key="pm" tabindex="0" aria-sort="none" class="num">{esc(score_label)}</th>'
-        "<th>memories, judge</th>"
-    )
-    return (
-        '<div class="controls">'
-        '<label>category <select id="f-category"><option value="">all</option></select></label>'
-        '<label>status <select id="f-status"><option value="">all</option></select></label>'
-        '<label>system <select id="f-system"><option value="">all</option></select></label>'
-        '<label>search <input id="f-text" type="search" placeholder="question, gold, answer">'
-        "</label>"
-        '<span id="q-count" class="muted"></span></div>'
-        "<noscript><p>The question table needs JavaScript; the JSON report holds the same "
-        "data.</p></noscript>"
-        f'<div class="scroll"><table id="qtable"><thead><tr>{header}</tr></thead>'
-        "<tbody></tbody></table></div>"
-        '<button id="q-more" type="button" hidden>show more</button>'
-    )
-
-
 # ---- entry point -------------------------------------------------------------------------------
 
 
@@ -518,10 +483,8 @@ def render_html(
     body.append(_latency_section(summary))
     body.append(_tokens_section(summary))
     nav.append(("questions", "questions"))
-    body.append('<h2 id="questions">Questions</h2>')
-    body.append(_questions_section(summary))
     nav.append(("config", "configuration"))
-    body.append(_provenance_section(summary))
+    metrics = sorted({m for m in (pass_metric(summary, run) for run in summary.runs) if m})
     script = inline("report.js")
     return render_page(
         "report.html.j2",
@@ -529,6 +492,8 @@ def render_html(
         subtitle=subtitle,
         nav=nav,
         body=Markup("".join(body)),
+        score_label=" / ".join(metrics) if metrics else "score",
+        provenance=Markup(_provenance_section(summary)),
         data=script_json(_question_data(summary, max_memories, memory_chars, text_chars)),
         script=script,
     )

@@ -26,6 +26,8 @@ from typing import Any
 from jinja2 import Environment, PackageLoader, StrictUndefined
 from markupsafe import Markup
 
+from .tables import fmt_num
+
 __all__ = [
     "Markup",
     "asset",
@@ -35,6 +37,7 @@ __all__ = [
     "json_for_script",
     "render_page",
     "script_json",
+    "short",
 ]
 
 
@@ -55,6 +58,11 @@ def json_for_script(data: object) -> str:
         .replace("\u2028", "\\u2028")
         .replace("\u2029", "\\u2029")
     )
+
+
+def short(text: str, limit: int) -> str:
+    """``text`` cut to ``limit`` characters, the last one an ellipsis when cut."""
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def script_json(data: object) -> Markup:
@@ -99,6 +107,8 @@ def _environment() -> Environment:
         auto_reload=False,
     )
     env.globals["asset"] = inline
+    env.filters["short"] = short
+    env.filters["num"] = fmt_num
     return env
 
 
