@@ -39,7 +39,6 @@ from ..report.json_report import write_text_atomic
 from ..report.pages import (
     Markup,
     content_security_policy,
-    esc,
     inline,
     render_page,
     script_json,
@@ -112,21 +111,8 @@ def _ci_text(ci: Sequence[float] | None) -> str:
     return f"[{ci[0]:.3f}, {ci[1]:.3f}]" if ci else ""
 
 
-def _value_cell(value: float | None, ci: Sequence[float] | None, attrs: str = "") -> str:
-    span = f' <span class="ci">{esc(_ci_text(ci))}</span>' if ci else ""
-    return f'<td class="num"{attrs}>{esc(fmt_num(value))}{span}</td>'
-
-
-def _num_cell(text: str) -> str:
-    return f'<td class="num">{esc(text)}</td>'
-
-
 def _seconds(value: float | None) -> str:
     return "-" if value is None else f"{value * 1000:.1f} ms"
-
-
-def _tier_badge(v: Verification, href: str) -> str:
-    return f'<a class="tier tier-{esc(v.tier)}" href="{esc(href)}#verification">{esc(v.tier)}</a>'
 
 
 def run_page_name(entry: Entry) -> str:
@@ -223,9 +209,10 @@ def _history_anchor(view: _Key, label: str) -> str:
     return f"{view.kid}-h{hashlib.sha256(label.encode()).hexdigest()[:10]}"
 
 
-def _systems_table(view: _Key, tiers: Mapping[str, Verification]) -> str:
+def _system_head(view: _Key) -> list[str]:
+    """The systems table's header (the first cell and those from the headline on: numeric)."""
     metric = view.metric or "-"
-    head = [
+    return [
         "#",
         "system",
         "run",
@@ -241,61 +228,46 @@ def _systems_table(view: _Key, tiers: Mapping[str, Verification]) -> str:
         "p95 latency",
         "cost (USD)",
     ]
-    numeric_from = 6
-    out = ['<div class="scroll"><table class="systems"><thead><tr>']
-    out.extend(
-        f'<th class="num">{esc(h)}</th>' if i >= numeric_from or i == 0 else f"<th>{esc(h)}</th>"
-        for i, h in enumerate(head)
-    )
-    out.append("</tr></thead><tbody>")
+
+
+def _system_rows(view: _Key, tiers: Mapping[str, Verification]) -> list[dict[str, object]]:
+    """One row per system, ranked: the figures of the run it shows."""
     runs_of = _by_label(view.entries)
+    metric = view.metric
+    rows: list[dict[str, object]] = []
     for rank, e in enumerate(view.rows, 1):
-        v = tiers[e.ident]
-        control = e.system in CONTROL_SYSTEMS
         statuses = e.statuses()
         lat = query_latency(e.results)
         cost = e.cost()
         cost_text = "-" if cost is None else f"{cost:.4f}"
         if cost is not None and e.session_runs > 1:
             cost_text += f" (session of {e.session_runs} runs)"
-        page = run_page_name(e)
-        label = esc(e.label) + (
-            f' <span class="ctl" title="{esc(CONTROL_SYSTEMS[e.system])}">control</span>'
-            if control
-            else ""
-        )
-        if v.partial:
-            label += f' <span class="partial" title="{esc("; ".join(v.partial))}">partial</span>'
         overall = e.computed.row("overall")
-        out.append(
-            f'<tr data-system="{esc(e.label)}" data-tier="{esc(v.tier)}" '
-            f'data-entry="{esc(e.ident)}"' + (' class="control">' if control else ">")
-        )
-        out.append(_num_cell(str(rank)))
-        others = len(runs_of[e.label]) - 1
-        more = (
-            f' <a class="runs" href="#{esc(_history_anchor(view, e.label))}">'
-            f"+{others} run{'s' if others > 1 else ''}</a>"
-            if others
-            else ""
-        )
-        out.append(f'<td><a href="{esc(page)}">{label}</a>{more}</td>')
-        out.append(f"<td>{esc(e.run_id)}</td><td>{esc(e.created()[:19])}</td>")
-        out.append(f"<td>{esc(e.commit()[:12] or '-')}</td><td>{_tier_badge(v, page)}</td>")
-        value = headline_value(e, view.metric)
-        ci = e.ci("overall", view.metric) if view.metric else None
-        out.append(_value_cell(value, ci, ' data-metric="headline"'))
-        out.append(_num_cell(str(overall.count if overall else 0)))
-        for c in view.categories:
-            cv = e.value(c, view.metric) if view.metric else None
-            out.append(_value_cell(cv, e.ci(c, view.metric) if view.metric else None))
-        out.extend(_num_cell(str(statuses.get(s, 0))) for s in STATUSES)
         tokens = e.context_tokens()
-        out.append(_num_cell("-" if tokens is None else f"{tokens:.1f}"))
-        out.append(_num_cell(_seconds(lat["p50"])) + _num_cell(_seconds(lat["p95"])))
-        out.append(_num_cell(cost_text) + "</tr>")
-    out.append("</tbody></table></div>")
-    return "".join(out)
+        rows.append(
+            {
+                "rank": rank,
+                "e": e,
+                "v": tiers[e.ident],
+                "page": run_page_name(e),
+                "control": CONTROL_SYSTEMS.get(e.system),
+                "others": len(runs_of[e.label]) - 1,
+                "anchor": _history_anchor(view, e.label),
+                "value": headline_value(e, metric),
+                "ci": e.ci("overall", metric) if metric else None,
+                "n": overall.count if overall else 0,
+                "categories": [
+                    (e.value(c, metric), e.ci(c, metric)) if metric else (None, None)
+                    for c in view.categories
+                ],
+                "statuses": [statuses.get(s, 0) for s in STATUSES],
+                "tokens": "-" if tokens is None else f"{tokens:.1f}",
+                "p50": _seconds(lat["p50"]),
+                "p95": _seconds(lat["p95"]),
+                "cost": cost_text,
+            }
+        )
+    return rows
 
 
 def _run_protocol(entry: Entry) -> RunProtocol:
@@ -368,29 +340,14 @@ def _paretos(view: _Key) -> str:
     )
 
 
-def _history(view: _Key) -> str:
+def _history(view: _Key) -> list[dict[str, object]]:
     """Per system with two or more runs in the key: the runs oldest first (all overall
     metrics, with CIs) and a line of the headline metric with its intervals."""
-    out = []
+    out: list[dict[str, object]] = []
     for label, runs in _by_label(view.entries).items():
         if len(runs) < 2:
             continue
-        metrics = list(dict.fromkeys(m for e in runs for m in e.metrics))
-        shown = view.shown[label]
-        rows = [
-            ('<tr class="shown">' if e is shown else "<tr>")
-            + f"<td>{esc(e.created()[:19])}</td><td>{esc(e.commit()[:12] or '-')}</td>"
-            + f'<td><a href="{esc(run_page_name(e))}">{esc(e.run_id)}</a></td>'
-            + "".join(_value_cell(e.value("overall", m), e.ci("overall", m)) for m in metrics)
-            + "</tr>"
-            for e in runs
-        ]
-        head = "".join(f'<th class="num">{esc(m)}</th>' for m in metrics)
-        out.append(
-            f'<h4 id="{esc(_history_anchor(view, label))}">History: {esc(label)}</h4>'
-            f'<div class="scroll"><table class="history"><thead><tr><th>date</th><th>commit</th>'
-            f"<th>run</th>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table></div>"
-        )
+        chart = ""
         if view.metric:
             points = [
                 HistoryPoint(
@@ -402,8 +359,18 @@ def _history(view: _Key) -> str:
                 )
                 for e in runs
             ]
-            out.append(history_chart(label, points, view.metric))
-    return "".join(out)
+            chart = history_chart(label, points, view.metric)
+        out.append(
+            {
+                "label": label,
+                "anchor": _history_anchor(view, label),
+                "runs": runs,
+                "metrics": list(dict.fromkeys(m for e in runs for m in e.metrics)),
+                "shown": view.shown[label],
+                "chart": Markup(chart),
+            }
+        )
+    return out
 
 
 def _diff_pairs(every: _Key, ranked: _Key) -> list[tuple[Entry, Entry]]:
@@ -420,57 +387,9 @@ def _diff_pairs(every: _Key, ranked: _Key) -> list[tuple[Entry, Entry]]:
     return pairs
 
 
-def _diff_section(view: _Key, pairs: Sequence[tuple[Entry, Entry]]) -> str:
-    if not pairs:
-        return ""
-    links = "".join(
-        f'<li><a class="diff-link" href="{esc(diff_page_name(a, b))}">{esc(a.label)} '
-        f"({esc(a.run_id)}) → {esc(b.label)} ({esc(b.run_id)})</a></li>"
-        for a, b in pairs
-    )
-    options = "".join(
-        f'<option value="{esc(e.ident)}">{esc(e.label)} · {esc(e.run_id)}</option>'
-        for e in _order(view.entries)
-    )
-    return (
-        "<h4>Diffs</h4>"
-        '<p class="note">Each run against its system\'s previous run, and each system against '
-        "the key's best (from the best to it). Any other pair: <code>memeval-board INPUTS --diff "
-        "A B -o DIR</code> with A and B the ids below (the run pages' names).</p>"
-        f'<form class="diff-pick" hidden id="pick-{esc(view.kid)}"><label>from <select name="a">'
-        f'{options}</select></label> <label>to <select name="b">{options}</select></label> '
-        '<a class="diff-go" hidden href="#">open the diff</a> <span class="diff-msg muted"></span>'
-        f"</form><ul>{links}</ul>"
-    )
-
-
-def _key_fields(key: Key) -> str:
+def _key_fields(key: Key) -> list[tuple[str, str]]:
     labels = dict(KEY_FIELDS)
-    rows = "".join(
-        f"<tr><td>{esc(labels[name])}</td><td>{esc(value)}</td></tr>" for name, value in key
-    )
-    return (
-        f'<details><summary>comparability key</summary><table class="keyfields"><tbody>{rows}'
-        "</tbody></table></details>"
-    )
-
-
-def _differences(keys: Sequence[Key], titles: Mapping[Key, str]) -> str:
-    diffs = differences(keys)
-    if len(keys) < 2:
-        return '<p class="note">One comparability key: every result below is ranked together.</p>'
-    head = "".join(f'<th><a href="#{esc(key_id(k))}">{esc(titles[k])}</a></th>' for k in keys)
-    rows = "".join(
-        f"<tr><td>{esc(label)}</td>{''.join(f'<td>{esc(v)}</td>' for v in values)}</tr>"
-        for label, values in diffs
-    )
-    return (
-        f'<h2 id="differences">What differs between the {len(keys)} keys</h2>'
-        '<p class="note">Results are ranked only within one key; these fields tell the keys '
-        "apart (every other field is the same).</p>"
-        f'<div class="scroll"><table id="key-differences"><thead><tr><th>field</th>{head}'
-        f"</tr></thead><tbody>{rows}</tbody></table></div>"
-    )
+    return [(labels[name], value) for name, value in key]
 
 
 def _flips(a: Entry, b: Entry) -> list[tuple[QuestionResult, QuestionResult]]:
@@ -548,8 +467,10 @@ def _diff_page(a: Entry, b: Entry, metric: str | None, note: str = "") -> str:
     )
 
 
-def _short(text: str, limit: int) -> str:
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+def _apart_value(e: Entry) -> float | None:
+    """A result shown apart: its own headline metric over ``overall`` (not ranked)."""
+    metric = e.headline()
+    return e.value("overall", metric) if metric else None
 
 
 def _apart_reasons(v: Verification) -> list[str]:
@@ -574,38 +495,6 @@ def _verdicts(result: QuestionResult) -> list[tuple[str, object]]:
     return [(k, v) for k, v in result.details.items() if "judge" in k or "verdict" in k]
 
 
-def _apart_table(entries: Sequence[Entry], tiers: Mapping[str, Verification]) -> str:
-    """The results of a key shown apart: not ranked, each with its tier and why."""
-    if not entries:
-        return ""
-    rows = []
-    for e in _order(entries):
-        v = tiers[e.ident]
-        page = run_page_name(e)
-        metric = e.headline()
-        value = e.value("overall", metric) if metric else None
-        rows.append(
-            f'<tr class="apart" data-system="{esc(e.label)}" data-tier="{esc(v.tier)}" '
-            f'data-entry="{esc(e.ident)}"><td><a href="{esc(page)}">{esc(e.label)}</a></td>'
-            f"<td>{esc(e.run_id)}</td><td>{esc(e.created()[:19])}</td>"
-            f"<td>{_tier_badge(v, page)}</td>"
-            f"<td>{esc('; '.join(_apart_reasons(v)) or '-')}</td>"
-            f'<td class="num">{esc(fmt_num(value))}</td>'
-            f'<td class="num">{len(e.results)}</td></tr>'
-        )
-    return (
-        f'<h3 class="apart">Shown apart, not ranked ({len(entries)})</h3>'
-        '<p class="note">Results whose question set is not the complete, duplicate-free '
-        "selection of this key (or could not be checked), and partial runs (stopped early, "
-        "narrowed by -k / -m / --deselect / a shard, more than half ERROR; "
-        "<code>--show-partial</code> ranks these, marked). Their figures are not comparable "
-        'with the ranked ones.</p><div class="scroll"><table class="apart"><thead><tr>'
-        "<th>system</th><th>run</th><th>date</th><th>tier</th><th>why shown apart</th>"
-        '<th class="num">headline (overall, unranked)</th><th class="num">records</th></tr>'
-        f"</thead><tbody>{''.join(rows)}</tbody></table></div>"
-    )
-
-
 def _run_page(entry: Entry, v: Verification, key: Key) -> str:
     return _page(
         f"{entry.benchmark} · {entry.label} · {entry.run_id}",
@@ -613,7 +502,7 @@ def _run_page(entry: Entry, v: Verification, key: Key) -> str:
         entry=entry,
         v=v,
         key_id=key_id(key),
-        key_fields=Markup(_key_fields(key)),
+        fields=_key_fields(key),
         question_set=_question_set_line(v),
         apart_reasons=_apart_reasons(v),
         tables=Markup(render_table(run_table(entry.computed))),
@@ -643,7 +532,7 @@ def write_board(
     titles = headings(keys)
     output = BoardOutput(out_dir, entries=len(entries), keys=len(keys))
     diffs: dict[str, str] = {}
-    sections: list[str] = []
+    sections: list[dict[str, object]] = []
     for key in keys:
         every = _key_view(key, groups[key], pick)  # diffs and run pages: every result
         ranked = [e for e in groups[key] if tiers[e.ident].ranked(show_partial)]
@@ -661,29 +550,24 @@ def write_board(
                 write_text_atomic(out_dir / run_page_name(e), _run_page(e, tiers[e.ident], key))
             )
         sections.append(
-            f'<section class="key" id="{esc(kid)}" data-bench="{esc(every.entries[0].benchmark)}">'
-            f'<div class="keybox"><h2>{esc(titles[key])} <span class="muted">({esc(kid)})</span></h2>'
-            + _key_fields(key)
-            + (
-                f"<h3>Systems ranked by {esc(view.metric or '-')} (overall)</h3>"
-                + f'<p class="note pick" data-pick="{esc(pick)}">One row per system: its '
-                + f"{_PICK_TEXT[pick]}"
-                + (
-                    " (<code>--pick best</code> shows each system's best run instead)"
-                    if pick == PICK_LATEST
-                    else " (<code>--pick latest</code> shows each system's latest run instead)"
-                )
-                + "; its other runs are in its history below.</p>"
-                + _systems_table(view, tiers)
-                + _baselines(view)
-                + _paretos(view)
-                + _history(view)
-                if ranked
-                else '<p class="note">No result of this key is ranked.</p>'
-            )
-            + _apart_table(apart, tiers)
-            + _diff_section(every, pairs)
-            + "</div></section>"
+            {
+                "kid": kid,
+                "bench": every.entries[0].benchmark,
+                "title": titles[key],
+                "fields": _key_fields(key),
+                "metric": view.metric,
+                "head": _system_head(view),
+                "systems": _system_rows(view, tiers) if ranked else [],
+                "baselines": Markup(_baselines(view)) if ranked else "",
+                "paretos": Markup(_paretos(view)) if ranked else "",
+                "history": _history(view) if ranked else [],
+                "apart": [
+                    (e, tiers[e.ident], "; ".join(_apart_reasons(tiers[e.ident])), _apart_value(e))
+                    for e in _order(apart)
+                ],
+                "pairs": pairs,
+                "entries": _order(every.entries),
+            }
         )
     index = _page(
         "memeval board",
@@ -697,8 +581,13 @@ def write_board(
         apart=sum(not t.ranked(show_partial) for t in tiers.values()),
         benchmarks=list(dict.fromkeys(e.benchmark for e in entries)),
         tier_names=TIERS,
-        differences=Markup(_differences(keys, titles)),
-        sections=[Markup(section) for section in sections],
+        differences=differences(keys),
+        sections=sections,
+        pick=pick,
+        pick_text=_PICK_TEXT[pick],
+        page_of=run_page_name,
+        diff_page_of=diff_page_name,
+        interval=_ci_text,
     )
     output.pages.append(write_text_atomic(out_dir / "index.html", index))
     output.index_bytes = len(index.encode("utf-8"))
