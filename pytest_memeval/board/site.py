@@ -34,13 +34,13 @@ from ..report.charts import (
     scatter_chart,
 )
 from ..report.headline import HEADLINE_ROW
-from ..report.html import render_table
 from ..report.json_report import write_text_atomic
 from ..report.pages import (
     Markup,
     content_security_policy,
     inline,
     render_page,
+    render_table,
     script_json,
 )
 from ..report.tables import baselines_table, fmt_num, run_table

@@ -33,7 +33,15 @@ from .model import (
     pass_metric,
     runs_by_benchmark,
 )
-from .pages import Markup, content_security_policy, esc, inline, render_page, script_json
+from .pages import (
+    Markup,
+    content_security_policy,
+    esc,
+    inline,
+    render_page,
+    render_table,
+    script_json,
+)
 from .tables import (
     Cell,
     Row,
@@ -42,7 +50,6 @@ from .tables import (
     cards_table,
     check_lines,
     comparison_table,
-    fmt_num,
     halumem_table,
     latency_table,
     official_table,
@@ -56,7 +63,6 @@ from .tables import (
 
 __all__ = [
     "render_html",
-    "render_table",
     "summary_tables",
 ]
 
@@ -78,92 +84,36 @@ def _plain(value: object) -> str:
 # ---- tables ------------------------------------------------------------------------------------
 
 
-def render_table(table: Table, table_id: str = "", table_class: str = "") -> str:
-    """A table as HTML: cells escaped, numeric cells right-aligned, intervals in a muted span
-    after their value, a row class per kind (``total``, ``extra``, ``published``), numbered notes
-    and the caption below."""
-    id_attr = f' id="{esc(table_id)}"' if table_id else ""
-    if table_class:
-        id_attr += f' class="{esc(table_class)}"'
-    out = [f'<div class="scroll"><table{id_attr}><thead><tr>']
-    for cell in table.header:
-        text = esc(cell.text)
-        out.append(f'<th class="num">{text}</th>' if cell.numeric else f"<th>{text}</th>")
-    out.append("</tr></thead><tbody>")
-    for row in table.rows:
-        out.append(f'<tr class="{esc(row.kind)}">' if row.kind else "<tr>")
-        for cell in row.cells:
-            content = esc(cell.text)
-            if cell.link is not None:
-                content = f'<a href="#{esc(cell.link)}">{content}</a>'
-            if cell.ci is not None:
-                content = f'{content} <span class="ci">{esc(cell.ci)}</span>'
-            out.append(f'<td class="num">{content}</td>' if cell.numeric else f"<td>{content}</td>")
-        out.append("</tr>")
-    out.append("</tbody></table></div>")
-    if table.notes:
-        out.append('<ol class="notes">')
-        out.extend(f"<li>{esc(note)}</li>" for note in table.notes)
-        out.append("</ol>")
-    if table.caption:
-        out.append(f'<p class="note">{esc(table.caption)}</p>')
-    return "".join(out)
-
-
-def _baselines_section(runs: Sequence[RunSummary], baselines: Sequence[Baseline]) -> str:
-    table = baselines_table(runs, baselines)
-    if table is None:
-        return ""
-    return (
-        "<h3>This run beside the published figures</h3>"
-        '<p class="note">Every published figure of the benchmark, with its label: comparable '
-        "(same protocol, metric, judge and judge model as this run) or reference (measured "
-        "another way; its note below says how).</p>" + render_table(table)
-    )
-
-
-def _cards_section(summary: Summary) -> str:
+def _card_refs(summary: Summary) -> list[dict[str, object]]:
     """Each suite's protocol card reference, one block per suite (the target of the card links
     of the scoreboard and the run headers); the full cards are docs/protocols.md."""
-    table = cards_table(summary)
-    if table is None:
-        return ""
-    parts = [render_table(table)]
-    for bench, ref in summary.protocol_cards.items():
-        upstream = ref.get("upstream") or {}
-        items = [
-            f"<li>data revision: {esc(ref.get('data_revision') or '- (not pinned)')}</li>",
-            *(f"<li>protocol {esc(k)}: upstream commit {esc(v)}</li>" for k, v in upstream.items()),
-            f"<li>known deviations: {esc(', '.join(ref.get('deviations') or ()) or '-')}</li>",
-            f"<li>the full card: {esc(ref.get('docs', '-'))}</li>",
-        ]
-        parts.append(
-            f'<div class="card" id="card-{esc(bench)}"><h3>{esc(bench)} · '
-            f"{esc(ref.get('card', '-'))}</h3><ul>{''.join(items)}</ul></div>"
-        )
-    return "".join(parts)
+    return [
+        {
+            "bench": bench,
+            "card": ref.get("card", "-"),
+            "data_revision": ref.get("data_revision") or "- (not pinned)",
+            "upstream": list((ref.get("upstream") or {}).items()),
+            "deviations": ", ".join(ref.get("deviations") or ()) or "-",
+            "docs": ref.get("docs", "-"),
+        }
+        for bench, ref in summary.protocol_cards.items()
+    ]
 
 
-def _provenance_section(summary: Summary) -> str:
-    """Configuration and provenance, last and collapsed: one key/value table, each nested
-    mapping (package versions, tokenizer digests) as a small table of its own, never raw JSON."""
+def _provenance_tables(summary: Summary) -> tuple[Table, list[tuple[str, Table]]]:
+    """Configuration and provenance: one key/value table, and each nested mapping (package
+    versions, tokenizer digests) as a small table of its own, never raw JSON."""
     rows = []
     nested = []
     for key, value in provenance_items(summary.provenance, files=True):
         if isinstance(value, Mapping) and value:
             inner = tuple(Row((Cell(str(k)), Cell(_plain(v) or "-"))) for k, v in value.items())
-            nested.append(
-                f"<h4>{esc(key)}</h4>" + render_table(Table((Cell("name"), Cell("value")), inner))
-            )
+            nested.append((str(key), Table((Cell("name"), Cell("value")), inner)))
             continue
         if isinstance(value, list):
             value = ", ".join(_plain(v) for v in value)
         rows.append(Row((Cell(str(key)), Cell("-" if value in (None, "") else _plain(value)))))
-    table = render_table(Table((Cell("key"), Cell("value")), tuple(rows)))
-    return (
-        '<details class="provenance" id="config"><summary>Configuration and provenance'
-        f"</summary>{table}{''.join(nested)}</details>"
-    )
+    return Table((Cell("key"), Cell("value")), tuple(rows)), nested
 
 
 # ---- chart -------------------------------------------------------------------------------------
@@ -236,95 +186,33 @@ def _gold_text(result: QuestionResult, limit: int) -> str:
     return "(none)" if result.gold is None else _short(_plain(result.gold), limit)
 
 
-def _raw_table(
-    header: Sequence[tuple[str, bool]], rows: Sequence[tuple[str, Sequence[tuple[str, bool]]]]
-) -> str:
-    """An HTML-only table (the worst/best questions, with status badges): ``header`` is
-    (escaped text, numeric); ``rows`` (row class, [(escaped html, numeric)])."""
-    out = ['<div class="scroll"><table><thead><tr>']
-    for text, numeric in header:
-        out.append(f'<th class="num">{text}</th>' if numeric else f"<th>{text}</th>")
-    out.append("</tr></thead><tbody>")
-    for cls, cells in rows:
-        out.append(f'<tr class="{esc(cls)}">' if cls else "<tr>")
-        for content, numeric in cells:
-            out.append(f'<td class="num">{content}</td>' if numeric else f"<td>{content}</td>")
-        out.append("</tr>")
-    out.append("</tbody></table></div>")
-    return "".join(out)
-
-
-def _worst_best_section(summary: Summary, run: RunSummary, text_limit: int) -> str:
+def _worst_best_section(summary: Summary, run: RunSummary, text_limit: int) -> dict[str, Any]:
+    """Per category: the five worst and five best questions by the pass metric, as
+    (label, result, question, gold, prediction, value) rows."""
     metric = pass_metric(summary, run)
+    blocks: list[tuple[str, list[tuple[Any, ...]]]] = []
     if metric is None:
-        return ""
+        return {"metric": metric, "label": run.label, "blocks": blocks}
     by_cat: dict[str, list[QuestionResult]] = {}
     for r in run.results:
         by_cat.setdefault(r.category, []).append(r)
-    header = [
-        ("", False),
-        ("id", False),
-        ("question", False),
-        ("gold", False),
-        ("prediction", False),
-        ("status", False),
-        (esc(metric), True),
-    ]
-    blocks = []
     for row in run.categories:
         worst, best = _worst_best(by_cat.get(row.key, []), metric)
-        if not worst and not best:
-            continue
-        rows = []
-        for kind, items in (("worst", worst), ("best", best)):
-            for rank, r in enumerate(items, 1):
-                rows.append(
-                    (
-                        "",
-                        [
-                            (f"{kind} {rank}", False),
-                            (esc(r.question_id), False),
-                            (esc(_short(r.question, text_limit)), False),
-                            (esc(_gold_text(r, text_limit)), False),
-                            (esc(_short(_plain(r.prediction), text_limit)), False),
-                            (f'<span class="st st-{esc(r.status)}">{esc(r.status)}</span>', False),
-                            (esc(fmt_num(finite_float(r.scores.get(metric)))), True),
-                        ],
-                    )
-                )
-        blocks.append(f"<h4>{esc(row.key)}</h4>" + _raw_table(header, rows))
-    if not blocks:
-        return ""
-    return (
-        f"<details><summary>Five worst and five best questions per category "
-        f"(by {esc(metric)}) — {esc(run.label)}</summary>{''.join(blocks)}</details>"
-    )
-
-
-# ---- latency, tokens, provenance, gates --------------------------------------------------------
-
-
-def _latency_section(summary: Summary) -> str:
-    table = latency_table(summary.runs)
-    return render_table(table) if table is not None else ""
-
-
-def _tokens_section(summary: Summary) -> str:
-    table = tokens_table(summary)
-    if table is None:
-        return f'<p class="note">{esc(tokens_note(summary))}</p>'
-    return render_table(table)
-
-
-def _checks_section(summary: Summary) -> str:
-    parts = []
-    for title, checks in check_lines(summary):
-        items = "".join(
-            f'<li class="{"pass" if ok else "fail"}">{"PASS" if ok else "FAIL"}: {esc(text)}</li>'
-            for ok, text in checks
-        )
-        parts.append(f'<h3>{esc(title)}</h3><ul class="checks">{items}</ul>')
-    return "".join(parts)
+        rows = [
+            (
+                f"{kind} {rank}",
+                r,
+                _short(r.question, text_limit),
+                _gold_text(r, text_limit),
+                _short(_plain(r.prediction), text_limit),
+                finite_float(r.scores.get(metric)),
+            )
+            for kind, items in (("worst", worst), ("best", best))
+            for rank, r in enumerate(items, 1)
+        ]
+        if rows:
+            blocks.append((row.key, rows))
+    return {"metric": metric, "label": run.label, "blocks": blocks}
 
 
 # ---- per-question data -------------------------------------------------------------------------
@@ -408,44 +296,13 @@ def render_html(
         f"{n_questions:,} question results · benchmarks: {', '.join(benches) or '-'} · "
         f"systems: {', '.join(systems) or '-'} · created {prov.get('created', '-')}"
     )
-    body: list[str] = []
     nav: list[tuple[str, str]] = []
-    board = scoreboard_table(summary, baselines, cards=True)
-    if board is not None:
+    scoreboard = scoreboard_table(summary, baselines, cards=True)
+    if scoreboard is not None:
         nav.append(("scoreboard", "scoreboard"))
-        body.append('<h2 id="scoreboard">Scoreboard</h2>')
-        body.append(render_table(board, "scoreboard-table", "scoreboard"))
+    sections = []
     for b_index, (bench, runs) in enumerate(benches.items()):
         nav.append((f"bench-{b_index}", bench))
-        body.append(f'<h2 id="bench-{b_index}">{esc(bench)}</h2>')
-        for run in runs:
-            metric = pass_metric(summary, run)
-            body.append(f"<h3>{esc(run.label)}</h3>")
-            body.append(
-                f'<p class="note">{run.overall_all.count} questions; pass metric '
-                f"{esc(metric or '-')}; micro means, {esc(ci_note(run))} (each resampled whole) in "
-                "brackets where computed.</p>"
-            )
-            if run.protocol_card:
-                body.append(
-                    f'<p class="note">protocol card <a href="#card-{esc(run.benchmark)}">'
-                    f"{esc(run.protocol_card)}</a></p>"
-                )
-            body.append(render_table(run_table(run)))
-            official = official_table(run)
-            if official is not None:
-                body.append(f"<h4>{esc(run.label)} · BEAM official</h4>")
-                body.append(render_table(official))
-            halu = halumem_table(run)
-            if halu is not None:
-                body.append(f"<h4>{esc(run.label)} · HaluMem official</h4>")
-                body.append(render_table(halu))
-            for note in run.notes:
-                body.append(f'<p class="note">note: {esc(note)}</p>')
-        if len(runs) > 1:
-            body.append("<h3>Comparison across systems</h3>")
-            body.append(render_table(comparison_table(summary, runs)))
-        body.append(_baselines_section(runs, list(baselines.get(bench, ()))))
         # every published figure goes in a chart, hatched and labelled, in its own metric's
         # chart: a chart never puts two metrics on one axis (a published judge accuracy gets a
         # chart of its own when this run has no such metric)
@@ -455,45 +312,70 @@ def render_html(
             if b.metric not in chart_metrics:
                 chart_metrics.append(b.metric)
         benchmark_runs = [r for r in runs if not r.flow]  # hand-written tests: not beside them
-        for metric in chart_metrics if benchmark_runs else ():
-            own = [(n, b) for n, b in numbered if b.metric == metric]
-            body.append(_chart(summary, benchmark_runs, own, metric))
+        charts = [
+            Markup(
+                _chart(summary, benchmark_runs, [(n, b) for n, b in numbered if b.metric == m], m)
+            )
+            for m in (chart_metrics if benchmark_runs else ())
+        ]
         from .overlays import html_overlays
 
-        body.append(html_overlays(summary, bench))
-        body.append("<h3>Worst and best questions</h3>")
-        for run in runs:
-            body.append(_worst_best_section(summary, run, 300))
+        sections.append(
+            {
+                "name": bench,
+                "runs": [
+                    {
+                        "run": run,
+                        "metric": pass_metric(summary, run),
+                        "ci_note": ci_note(run),
+                        "table": run_table(run),
+                        "extras": _official_tables(run),
+                    }
+                    for run in runs
+                ],
+                "comparison": comparison_table(summary, runs) if len(runs) > 1 else None,
+                "baselines": baselines_table(runs, list(baselines.get(bench, ()))),
+                "charts": charts,
+                "overlays": Markup(html_overlays(summary, bench)),
+                "worst_best": [_worst_best_section(summary, run, 300) for run in runs],
+            }
+        )
+    calibration = None
     if summary.judge_calibration is not None:
         from .calibration_section import html_section
 
         nav.append(("calibration", "judge calibration"))
-        body.append('<h2 id="calibration">Judge calibration</h2>')
-        body.append(html_section(summary.judge_calibration, esc))
-    cards = _cards_section(summary)
-    if cards:
+        calibration = Markup(html_section(summary.judge_calibration, esc))
+    cards = cards_table(summary)
+    if cards is not None:
         nav.append(("protocol-cards", "protocol cards"))
-        body.append(f'<h2 id="protocol-cards">Protocol cards</h2>{cards}')
-    checks = _checks_section(summary)
+    checks = check_lines(summary)
     if checks:
         nav.append(("checks", "gates"))
-        body.append(f'<h2 id="checks">Gates and regression</h2>{checks}')
     nav.append(("latency", "latency and tokens"))
-    body.append('<h2 id="latency">Latency and tokens</h2>')
-    body.append(_latency_section(summary))
-    body.append(_tokens_section(summary))
     nav.append(("questions", "questions"))
     nav.append(("config", "configuration"))
     metrics = sorted({m for m in (pass_metric(summary, run) for run in summary.runs) if m})
+    provenance, nested = _provenance_tables(summary)
+    tokens = tokens_table(summary)
     script = inline("report.js")
     return render_page(
         "report.html.j2",
         csp=content_security_policy(script) if csp else None,
         subtitle=subtitle,
         nav=nav,
-        body=Markup("".join(body)),
+        scoreboard=scoreboard,
+        benches=sections,
+        calibration=calibration,
+        cards=cards,
+        card_refs=_card_refs(summary) if cards is not None else [],
+        checks=checks,
+        latency=latency_table(summary.runs),
+        tokens=tokens,
+        tokens_note=tokens_note(summary) if tokens is None else "",
         score_label=" / ".join(metrics) if metrics else "score",
-        provenance=Markup(_provenance_section(summary)),
+        provenance=provenance,
+        provenance_nested=nested,
         data=script_json(_question_data(summary, max_memories, memory_chars, text_chars)),
         script=script,
     )
@@ -505,10 +387,11 @@ def summary_tables(summary: Summary) -> str:
     for run in summary.runs:
         parts.append(f"<h3>memeval · {esc(run.benchmark)} · {esc(run.label)}</h3>")
         parts.append(render_table(run_table(run)))
-        official = official_table(run)
-        if official is not None:
-            parts.append(render_table(official))
-        halu = halumem_table(run)
-        if halu is not None:
-            parts.append(render_table(halu))
+        parts.extend(render_table(table) for _, table in _official_tables(run))
     return "\n".join(parts)
+
+
+def _official_tables(run: RunSummary) -> list[tuple[str, Table]]:
+    """The run's official-scorer tables, each with its heading."""
+    tables = [("BEAM official", official_table(run)), ("HaluMem official", halumem_table(run))]
+    return [(heading, table) for heading, table in tables if table is not None]

@@ -26,7 +26,7 @@ from typing import Any
 from jinja2 import Environment, PackageLoader, StrictUndefined
 from markupsafe import Markup
 
-from .tables import fmt_num
+from .tables import Table, fmt_num
 
 __all__ = [
     "Markup",
@@ -36,6 +36,7 @@ __all__ = [
     "inline",
     "json_for_script",
     "render_page",
+    "render_table",
     "script_json",
     "short",
 ]
@@ -109,9 +110,17 @@ def _environment() -> Environment:
     env.globals["asset"] = inline
     env.filters["short"] = short
     env.filters["num"] = fmt_num
+    env.globals["table"] = lambda *args: Markup(render_table(*args))
     return env
 
 
 def render_page(template: str, **context: Any) -> str:
     """Render ``templates/html/<template>`` with ``context``."""
     return _environment().get_template(template).render(**context)
+
+
+def render_table(table: Table, table_id: str = "", table_class: str = "") -> str:
+    """A :class:`~.tables.Table` as HTML (``table.html.j2``; in templates ``table(...)``):
+    cells escaped, numeric cells right-aligned, intervals in a muted span after their value, a
+    row class per kind (``total``, ``extra``, ``published``), numbered notes and the caption."""
+    return render_page("table.html.j2", table=table, table_id=table_id, table_class=table_class)
