@@ -345,7 +345,7 @@ def render_html(
         from .calibration_section import html_section
 
         nav.append(("calibration", "judge calibration"))
-        calibration = Markup(html_section(summary.judge_calibration, esc))
+        calibration = Markup(html_section(summary.judge_calibration))
     cards = cards_table(summary)
     if cards is not None:
         nav.append(("protocol-cards", "protocol cards"))

@@ -5,10 +5,11 @@ ceiling per category). Every renderer reads ``summary.context`` / ``summary.erra
 
 from __future__ import annotations
 
-import html
 import math
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
+
+from markupsafe import Markup
 
 from .charts import tradeoff_svg
 from .model import Summary
@@ -34,11 +35,6 @@ def _pct(value: object) -> str:
     if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
         return "-"
     return f"{100 * value:.2f}%"
-
-
-def esc(value: object) -> str:
-    """HTML-escape any value, quotes included (as ``report.html.esc``)."""
-    return html.escape(value if isinstance(value, str) else str(value), quote=True)
 
 
 def _runs(summary: Summary, bench: str, key: str) -> list[Mapping[str, Any]]:
@@ -220,36 +216,21 @@ def markdown_overlays(
 # ---- html --------------------------------------------------------------------------------------
 
 
-def _html_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
-    out = ['<div class="scroll"><table><thead><tr>']
-    out.extend(f"<th{' class=num' if i else ''}>{esc(h)}</th>" for i, h in enumerate(header))
-    out.append("</tr></thead><tbody>")
-    for row in rows:
-        out.append("<tr>")
-        out.extend(f"<td{' class=num' if i else ''}>{esc(c)}</td>" for i, c in enumerate(row))
-        out.append("</tr>")
-    out.append("</tbody></table></div>")
-    return "".join(out)
-
-
 def html_overlays(summary: Summary, bench: str) -> str:
-    parts: list[str] = []
-    tables = errata_tables(summary, bench)
-    for title, header, rows in tables:
-        parts.append(f"<h3>{esc(title)}</h3>{_html_table(header, rows)}")
-    if tables:
-        parts.append(f'<p class="note">{esc(_errata_source_line(summary))}</p>')
+    """The HTML sections (``templates/html/overlays.html.j2``): errata tables, then context
+    tokens (the accuracy-vs-tokens chart and its table), then budget warnings."""
+    from .pages import render_page
+
     header, rows = context_table(summary, bench)
-    if rows:
-        tokenizer = (summary.context or {}).get("tokenizer", "")
-        parts.append(
-            f'<h3 id="tradeoff-{esc(bench)}">{esc(bench)} · accuracy vs context tokens</h3>'
-            f'<p class="note">Tokens of the memory texts handed to the answerer per question '
-            f"({esc(tokenizer)}). Orange: the Pareto front (no other system is as accurate with "
-            "fewer tokens), the orange line its staircase.</p>"
-        )
-        chart = tradeoff_svg(_runs(summary, bench, "context"), f"{bench}: accuracy vs tokens")
-        parts.append(f'<div class="scroll">{chart}</div>{_html_table(header, rows)}')
-    for warning in context_warnings(summary, bench):
-        parts.append(f'<p class="note warn">budget warning: {esc(warning)}</p>')
-    return "".join(parts)
+    return render_page(
+        "overlays.html.j2",
+        bench=bench,
+        errata=[(title, _as_table(h, r)) for title, h, r in errata_tables(summary, bench)],
+        errata_source=_errata_source_line(summary),
+        context=_as_table(header, rows) if rows else None,
+        tokenizer=str((summary.context or {}).get("tokenizer", "")),
+        chart=Markup(tradeoff_svg(_runs(summary, bench, "context"), f"{bench}: accuracy vs tokens"))
+        if rows
+        else "",
+        warnings=context_warnings(summary, bench),
+    )
