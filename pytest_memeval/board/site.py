@@ -43,7 +43,7 @@ from ..report.pages import (
     render_table,
     script_json,
 )
-from ..report.tables import baselines_table, fmt_num, run_table
+from ..report.tables import Table, baselines_table, fmt_num, run_table
 from .comparability import KEY_FIELDS, Key, differences, entry_key, group_by_key, headings, key_id
 from .load import Entry, load_inputs, query_latency
 from .verify import TIERS, Verification, verify_entries
@@ -288,7 +288,8 @@ def _run_protocol(entry: Entry) -> RunProtocol:
     )
 
 
-def _baselines(view: _Key) -> str:
+def _baselines(view: _Key) -> Table | None:
+    """The shown run of each system beside the published figures of the benchmark."""
     runs = [e.computed for e in view.rows]
     first = view.entries[0]
     variant = None
@@ -298,21 +299,13 @@ def _baselines(view: _Key) -> str:
     listed = mark_comparability(
         baselines_for(first.benchmark, ("all",), variant=variant), _run_protocol(first)
     )
-    table = baselines_table(runs, listed)
-    if table is None:
-        return '<p class="note">No published baseline of this benchmark.</p>'
-    return (
-        "<h4>Published baselines</h4>"
-        f'<p class="note">The {_PICK_TEXT[view.pick]} of each system beside the published '
-        "figures measured the way this key measures (one column each, its protocol and source in the notes); "
-        "published figures measured otherwise are listed apart with the reason.</p>"
-        + render_table(table)
-    )
+    return baselines_table(runs, listed)
 
 
-def _paretos(view: _Key) -> str:
+def _paretos(view: _Key) -> list[Markup]:
+    """The headline metric against mean context tokens and against p50 latency."""
     if view.metric is None:
-        return ""
+        return []
     tokens = [
         ScatterPoint(e.label, e.context_tokens(), headline_value(e, view.metric)) for e in view.rows
     ]
@@ -320,24 +313,26 @@ def _paretos(view: _Key) -> str:
         ScatterPoint(e.label, query_latency(e.results)["p50"], headline_value(e, view.metric))
         for e in view.rows
     ]
-    return (
-        f'<p class="note">The {_PICK_TEXT[view.pick]} of each system; larger dots: the Pareto '
-        "front (no other system is at least as accurate for fewer tokens / less time).</p>"
-        + scatter_chart(
-            f"{view.metric} vs mean context tokens",
-            tokens,
-            "mean context tokens",
-            view.metric,
-            fmt_tokens,
-        )
-        + scatter_chart(
-            f"{view.metric} vs p50 latency",
-            latency,
-            "p50 search+answer latency",
-            view.metric,
-            fmt_seconds,
-        )
-    )
+    return [
+        Markup(
+            scatter_chart(
+                f"{view.metric} vs mean context tokens",
+                tokens,
+                "mean context tokens",
+                view.metric,
+                fmt_tokens,
+            )
+        ),
+        Markup(
+            scatter_chart(
+                f"{view.metric} vs p50 latency",
+                latency,
+                "p50 search+answer latency",
+                view.metric,
+                fmt_seconds,
+            )
+        ),
+    ]
 
 
 def _history(view: _Key) -> list[dict[str, object]]:
@@ -558,8 +553,8 @@ def write_board(
                 "metric": view.metric,
                 "head": _system_head(view),
                 "systems": _system_rows(view, tiers) if ranked else [],
-                "baselines": Markup(_baselines(view)) if ranked else "",
-                "paretos": Markup(_paretos(view)) if ranked else "",
+                "baselines": _baselines(view) if ranked else None,
+                "paretos": _paretos(view) if ranked else [],
                 "history": _history(view) if ranked else [],
                 "apart": [
                     (e, tiers[e.ident], "; ".join(_apart_reasons(tiers[e.ident])), _apart_value(e))

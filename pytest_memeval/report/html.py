@@ -125,7 +125,7 @@ def _chart(
     baselines: Sequence[tuple[int, Baseline]],
     metric: str,
 ) -> str:
-    """Horizontal grouped bars (:func:`~.charts.bar_chart`): one group per category (and overall
+    """Horizontal grouped bars (:func:`~.charts.bar_chart`; "" when nothing to draw): one group per category (and overall
     rows), one bar per series; this run's bars solid, published bars (``(note number,
     baseline)``, all of ``metric``) hatched and outlined in their colour, labelled comparable or
     reference (the legend says which)."""
@@ -144,24 +144,10 @@ def _chart(
         why = f": {'; '.join(b.reasons)}" if b.reasons else ""
         label = f"[{n}] {b.system}, published {b.metric}, {b.label}{why}"
         series.append(BarSeries(label, values, published=True))
-    chart = bar_chart(
+    return bar_chart(
         [(row_label(row, scopes), row.key) for row in groups],
         series,
         f"{metric} by category, this run against published baselines",
-    )
-    if not chart:
-        return ""
-    ran = any(metric in r.metrics for r in runs)
-    solid = (
-        f"Solid bars: this run ({esc(metric)}). "
-        if ran
-        else f"This run has no {esc(metric)} figure: only the published ones are drawn. "
-    )
-    return (
-        f"<h3>Chart: {esc(metric)} by category</h3>"
-        f'<p class="note">{solid}Hatched bars: published {esc(metric)} figures, '
-        "each labelled comparable (measured as this run) or reference (measured another way, "
-        f"the reasons in the legend); one metric per chart.</p>{chart}"
     )
 
 
@@ -312,12 +298,13 @@ def render_html(
             if b.metric not in chart_metrics:
                 chart_metrics.append(b.metric)
         benchmark_runs = [r for r in runs if not r.flow]  # hand-written tests: not beside them
-        charts = [
-            Markup(
-                _chart(summary, benchmark_runs, [(n, b) for n, b in numbered if b.metric == m], m)
-            )
-            for m in (chart_metrics if benchmark_runs else ())
-        ]
+        charts = []
+        for metric in chart_metrics if benchmark_runs else ():
+            own = [(n, b) for n, b in numbered if b.metric == metric]
+            svg = _chart(summary, benchmark_runs, own, metric)
+            if svg:
+                ran = any(metric in r.metrics for r in benchmark_runs)
+                charts.append({"metric": metric, "ran": ran, "svg": Markup(svg)})
         from .overlays import html_overlays
 
         sections.append(
