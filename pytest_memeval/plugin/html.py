@@ -34,7 +34,7 @@ class PytestHtmlHooks:
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_html_results_table_row(self, report: pytest.TestReport, cells: list[str]) -> None:
-        from ..report.html import esc
+        from ..report.pages import esc
 
         parts = []
         for name, value in getattr(report, "user_properties", []):
