@@ -8,6 +8,7 @@ controller through ``pytest_runtest_logreport``, so the numbers are the same wit
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -24,18 +25,17 @@ if TYPE_CHECKING:  # imported where used: a pytest run without --memeval never l
     from ..run.state import RunState
     from ..run.store import RunStore
 
-from .outputs import (
+from ..run.outputs import (
     PROPERTY_NAME,
     STOPPED_PROPERTY,
     flat_properties,
     merge_outputs,
-    worker_output,
+    session_outputs,
 )
-from .reports import resumed_exit_status, write_reports
-from .summary import baselines, build_summary, questions_run, session_record
+from ..run.provenance import session_record
 from .terminal import write_terminal_summary
 
-__all__ = ["PROPERTY_NAME", "Controller", "flat_properties", "merge_outputs", "worker_output"]
+__all__ = ["Controller"]
 
 
 class Controller:
@@ -60,7 +60,7 @@ class Controller:
         self.report_errors: list[tuple[Path, str]] = []
         #: stored rows (merged or resumed) whose numbers differed from the re-computed ones
         self.rescored: list[str] = []
-        #: --memeval-llm-batch: what sending the batches did (plugin.batch.settle_run)
+        #: --memeval-llm-batch: what sending the batches did (run.batch.settle_run)
         self.batch_lines: list[str] = []
         #: --memeval-cache-import-verify: what re-asking the judge found (None: not asked)
         self.import_verify: dict[str, Any] | None = None
@@ -99,10 +99,11 @@ class Controller:
                 check_resume_config(folder, settings.numbers())
                 self.store = RunStore(folder)
                 self.store.repair_torn_tail()
-                from .stored import check_rows
+                from ..run.stored import check_rows
+                from .questions import question_run
 
                 checked = check_rows(
-                    self.config,
+                    lambda bench: question_run(self.config, state, bench),
                     state,
                     (
                         (f"{folder}", r)
@@ -122,7 +123,7 @@ class Controller:
                 # the resume check reads NUMBERS_KEY; the merge reads the fingerprint and shard
                 self.store.write_config(run_config(state) | {NUMBERS_KEY: settings.numbers()})
             if self.store is not None:  # an estimate queues no batch either
-                from .batch import start_batch
+                from ..run.batch import start_batch
 
                 start_batch(state, self.store.folder)
             if settings.run.merge:
@@ -259,11 +260,17 @@ class Controller:
         return self.config.stash[STATE_KEY]
 
     def merged(self) -> dict[str, Any]:
-        outputs = list(self.worker_outputs) or [worker_output(self.state)]
-        if self.worker_outputs and (self.calibration is not None or self.batch_lines):
-            # the calibration's and the batch's judge calls were made here, on the controller
-            outputs.append(worker_output(self.state) | {"ingests": {}})
-        return merge_outputs(outputs)
+        # the calibration's and the batch's judge calls were made here, on the controller
+        called = self.calibration is not None or bool(self.batch_lines)
+        return merge_outputs(session_outputs(self.state, self.worker_outputs, called))
+
+    @property
+    def rootpath(self) -> Path:
+        return self.config.rootpath
+
+    @property
+    def pytest_version(self) -> str:
+        return pytest.__version__
 
     @property
     def calibration(self) -> dict[str, Any] | None:
@@ -277,66 +284,68 @@ class Controller:
             self._finish_estimate(session)
             return
         self._record_unfinished()
-        from .batch import settle_run
-
-        self.batch_lines = settle_run(self.config)
+        self.batch_lines = self._settle_batches()
         self._prune_runs()
         if not self.results and self.calibration is None:
             return
-        from ..analysis.checks import check_summary
+        from ..run.session import finish_summary, write_run_files
 
-        settings = self.state.settings
-        self.session_end = session_record(session, settings.selection.shard)
-        summary = build_summary(self)
-        from ..report.model import (
-            dataset_notes,
-            published_entries,
-            unscored_metric_notes,
-            unscored_notes,
+        status = session.exitstatus
+        try:
+            name: str | None = pytest.ExitCode(status).name
+        except ValueError:
+            name = None
+        self.session_end = session_record(
+            status,
+            name,
+            session.shouldfail or session.shouldstop,
+            session.config.option,
+            self.state.settings.selection.shard,
         )
-
-        unscored_notes(
-            summary,
-            {
-                name: getattr(bench, "unscored_reason", None)
-                for name, bench in self.state.benchmarks.items()
-            },
+        summary, failed = finish_summary(
+            self,
+            lambda s: self.config.hook.pytest_memeval_modify_summary(config=self.config, summary=s),
         )
-        unscored_metric_notes(
-            summary,
-            {
-                name: getattr(bench, "unscored_metrics", dict)()
-                for name, bench in self.state.benchmarks.items()
-            },
-        )
-        dataset_notes(summary, self.state.datasets)
-        summary.published = published_entries(baselines(self.state, summary))
-        for name, ds in (summary.provenance.get("datasets") or {}).items():
-            if isinstance(ds, dict):
-                ds["questions_run"] = questions_run(self.state, summary, name)
-        failed = check_summary(summary, settings)
-        self.config.hook.pytest_memeval_modify_summary(config=self.config, summary=summary)
         self.summary = summary
-        self.report_errors = write_reports(
-            summary,
-            baselines(self.state, summary),
-            settings,
-            self.store.folder if self.store is not None else None,
-        )
+        self.report_errors = write_run_files(self, summary, _add_to_board)
         if self.report_errors:
             failed = True
-        if self.store is not None:
-            from ..run.shards import write_outputs
-
-            write_outputs(self.store.folder, self.merged())
-            self.store.close()
-        resumed_exit_status(session, self.state, bool(self.results))
+        if (
+            self.state.settings.run.resume is not None
+            and self.results
+            and session.exitstatus == pytest.ExitCode.NO_TESTS_COLLECTED
+        ):
+            # resuming a finished run deselects every item: pytest would exit 5 (no tests ran),
+            # yet the stored results are reported. That is a complete run: exit status OK
+            session.exitstatus = pytest.ExitCode.OK
         only = self.calibration is not None and self.calibration["mode"] == "only"
         if only and session.exitstatus == pytest.ExitCode.NO_TESTS_COLLECTED:
             # nothing of the benchmark was meant to run: "no tests ran" is not a failure here
             session.exitstatus = pytest.ExitCode.OK
         if failed and session.exitstatus == pytest.ExitCode.OK:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+    def _settle_batches(self) -> list[str]:
+        """``--memeval-llm-batch``: ``run.batch.settle_run`` over the results, its progress
+        written to the terminal as it goes, the results it settles appended to the store."""
+        from ..llm.redact import redact
+        from ..run.batch import settle_run
+        from .questions import question_run
+
+        state = self.state
+        writer = self.config.pluginmanager.get_plugin("terminalreporter")
+
+        def log(line: str) -> None:
+            if writer is not None:
+                writer.write_line(f"memeval: {redact(line)}")
+
+        return settle_run(
+            state,
+            list(self.results.values()),
+            lambda bench: question_run(self.config, state, bench),
+            store=self.store.append if self.store is not None else None,
+            log=log,
+        )
 
     def _prune_runs(self) -> None:
         """--memeval-keep-runs: the oldest run folders beyond N go (never this run's folder, the
@@ -354,39 +363,12 @@ class Controller:
     def _finish_estimate(self, session: pytest.Session) -> None:
         """--memeval-estimate: no summary, report or run folder; the estimate, exit status 0
         (the placeholder verdicts decide nothing)."""
-        outputs = list(self.worker_outputs) or [worker_output(self.state)]
-        if self.worker_outputs and self.calibration is not None:
-            # the calibration's judge calls are made here, on the controller (as in merged())
-            outputs.append(worker_output(self.state) | {"ingests": {}})
-        tokenizers: dict[str, str] = {}
-        approximate: list[str] = []
-        repeats = 0
-        for out in outputs:
-            info = out.get("estimate") or {}
-            tokenizers.update({str(k): str(v) for k, v in (info.get("tokenizers") or {}).items()})
-            approximate += [str(x) for x in info.get("approximate") or ()]
-            repeats += int(info.get("repeats") or 0)
-        from ..run.estimate_figures import Estimate
-        from .batch import batch_roles
+        from ..run.session import build_estimate
 
-        llm = self.state.settings.llm
-        self.estimate = Estimate.from_accounting(
-            merge_outputs(outputs)["tokens"],
-            prices=llm.prices,
-            concurrency=llm.concurrency,
-            processes=len(self.worker_outputs) or 1,
-            rpm=llm.rpm,
-            tpm=llm.tpm,
-            tokenizers=tokenizers,
-            approximate=approximate,
-            batch_roles=batch_roles(self.state),
-            repeats=repeats,
-            questions=len(self.results),
-            conversations=len(
-                {(r.benchmark, r.system, r.conversation_id) for r in self.results.values()}
-            ),
-            ingest_ahead=llm.ingest_ahead,
-            limiter=llm.limiter,
+        # the calibration's judge calls are made here, on the controller (as in merged())
+        outputs = session_outputs(self.state, self.worker_outputs, self.calibration is not None)
+        self.estimate = build_estimate(
+            self.state, outputs, len(self.worker_outputs) or 1, self.results
         )
         if self.store is not None:
             self.store.close()
@@ -399,3 +381,16 @@ class Controller:
         self, terminalreporter: Any, exitstatus: int, config: pytest.Config
     ) -> None:
         write_terminal_summary(terminalreporter, config, self)
+
+
+def _add_to_board(
+    board: Path,
+    report_json: str,
+    provenance: Mapping[str, Any],
+    run_folder: Path | None,
+    data_dir: Path | None,
+) -> None:
+    """``--memeval-board``'s writer (``board.site``, imported when a board is written)."""
+    from ..board.site import add_to_board
+
+    add_to_board(board, report_json, provenance, run_folder, data_dir)

@@ -140,10 +140,11 @@ class ScaleHooks:
                 f"{', '.join(diffs[:5])} (e.g. another dataset file under --memeval-data, or an "
                 "option given here); give the shards' options or none"
             )
-        from .stored import check_rows
+        from ..run.stored import check_rows
+        from .questions import question_run
 
         checked = check_rows(
-            self.config,
+            lambda bench: question_run(self.config, state, bench),
             state,
             ((str(run.folder), r) for run in shards.runs for r in run.results.values()),
             "--memeval-merge",

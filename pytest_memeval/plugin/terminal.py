@@ -10,8 +10,9 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import pytest
 
-from .reports import _report_targets
-from .summary import SessionView, baselines, mem0_filing, questions_run
+from ..run.outputs import report_targets
+from ..run.provenance import mem0_filing
+from ..run.session import SessionView, baselines, questions_run
 
 if TYPE_CHECKING:
     from ..report.model import Summary
@@ -260,7 +261,7 @@ def write_terminal_summary(
     for line in run_lines(src):
         tr.write_line(line)
     failed_paths = {path for path, _ in src.report_errors}
-    for label, path in _report_targets(settings):
+    for label, path in report_targets(settings):
         if path is not None and path not in failed_paths:
             tr.write_line(f"memeval: {label} written to {path}")
     for _, line in src.report_errors:

@@ -71,7 +71,7 @@ class XdistHooks:
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_testnodedown(self, node: Any, error: Any) -> None:
-        from .controller import PROPERTY_NAME
+        from ..run.outputs import PROPERTY_NAME
         from .keys import CONTROLLER_KEY
 
         controller = self.config.stash.get(CONTROLLER_KEY, None)

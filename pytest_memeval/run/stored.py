@@ -1,5 +1,6 @@
 """Stored results are data, not truth: every row read back from a run folder (a merge's shards, a
-resumed run) is checked against the dataset loaded here and scored again (pytest glue).
+resumed run) is checked against the dataset loaded here and scored again (pytest-free; moved out of
+``plugin/``, issue 40: the glue passes how a benchmark's questions are scored, ``question_run``).
 
 A run folder may come from another machine (a CI artifact, a colleague's upload), so a row's
 benchmark, question id, conversation and system must name a question of this session's
@@ -13,20 +14,18 @@ whose stored offline numbers differ from the re-computed ones is named (``rescor
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-import pytest
-
 from ..errors import MemevalError
 from ..records import STATUS_CORRECT, STATUS_ERROR, Prediction, QuestionResult, ResultKey
-from ..run.question import clean_scores, decide
+from .question import clean_scores, decide, new_result
 
 if TYPE_CHECKING:
     from ..records import Question
-    from ..run.state import RunState
-    from ..run.verdict import QuestionRun
+    from .state import RunState
+    from .verdict import QuestionRun
 
 __all__ = ["CheckedRows", "check_rows"]
 
@@ -49,7 +48,7 @@ def _differs(a: float | None, b: float | None) -> bool:
 
 
 def check_rows(
-    config: pytest.Config,
+    question_run: Callable[[str], QuestionRun],
     state: RunState,
     rows: Iterable[tuple[str, QuestionResult]],
     option: str,
@@ -57,9 +56,8 @@ def check_rows(
     """``rows`` are (where it came from, result). Raises MemevalError naming the first row that
     names no question or system of this session (an invented id, another benchmark's row, a
     question of another conversation), a hand-written test's row included; re-scores every other
-    row (a hand-written test's: the offline metrics it recorded)."""
-    from .questions import question_run, result_skeleton
-
+    row (a hand-written test's: the offline metrics it recorded). ``question_run``: how a
+    benchmark's questions are scored and decided (the plugin's, with its score hooks)."""
     questions: dict[tuple[str, str], Question] = {
         (bench, q.id): q for bench, qs in state.selected.items() for q in qs
     }
@@ -91,10 +89,10 @@ def check_rows(
             )
         assert question is not None
         if row.benchmark not in runs:
-            runs[row.benchmark] = question_run(config, state, row.benchmark)
+            runs[row.benchmark] = question_run(row.benchmark)
         run = runs[row.benchmark]
         ref = systems[row.system]
-        fresh = result_skeleton(row.benchmark, ref, question, row.nodeid, flow=row.flow)
+        fresh = new_result(row.benchmark, ref.label, ref.k, question, row.nodeid, row.flow)
         fresh.latency = dict(row.latency)
         fresh.memories = list(row.memories)
         fresh.details = dict(row.details) | fresh.details
