@@ -26,9 +26,9 @@ from .item_hooks import (
     pytest_runtest_makereport,
     pytest_runtest_teardown,
 )
-from .keys import CONTROLLER_KEY, STATE_KEY
 from .options import addoptions, read_settings
 from .setup_files import download_lines, read_protocol
+from .stash import CONTROLLER_KEY, STATE_KEY
 
 __all__ = [
     "Recorder",
@@ -141,7 +141,7 @@ def pytest_configure(config: pytest.Config) -> None:
 
         config.pluginmanager.register(ScaleHooks(config), "memeval-scale")
     if settings.checks.calibration is not None and not hasattr(config, "workerinput"):
-        from .calibration import CalibrationHooks
+        from .calibration_hooks import CalibrationHooks
 
         config.pluginmanager.register(CalibrationHooks(config), "memeval-calibration")
     if not hasattr(config, "workerinput"):
@@ -297,7 +297,7 @@ def pytest_collection_modifyitems(
             items[:] = [item for item in items if result_key(item) not in resume]
             config.hook.pytest_deselected(items=done)
     if state.settings.checks.calibration is not None:
-        from .calibration import deselect_questions
+        from .calibration_hooks import deselect_questions
 
         deselect_questions(config, items)
     state.collect_seconds += time.perf_counter() - start

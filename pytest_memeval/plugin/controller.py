@@ -16,7 +16,7 @@ import pytest
 
 from ..errors import MemevalError
 from ..records import STATUS_ERROR, QuestionResult, ResultKey
-from .keys import STATE_KEY
+from .stash import STATE_KEY
 
 if TYPE_CHECKING:  # imported where used: a pytest run without --memeval never loads them
     from ..report.model import Summary
@@ -242,7 +242,7 @@ class Controller:
 
     def _record_unfinished(self) -> None:
         """What the xdist scheduler gave up, or never ran because the run stopped."""
-        from .keys import SCHEDULER_KEY
+        from .stash import SCHEDULER_KEY
 
         scheduler = self.config.stash.get(SCHEDULER_KEY, None)
         if scheduler is None:
@@ -274,7 +274,7 @@ class Controller:
 
     @property
     def calibration(self) -> dict[str, Any] | None:
-        from .calibration import calibration_block
+        from .calibration_hooks import calibration_block
 
         return calibration_block(self.config)
 

@@ -20,7 +20,7 @@ class PytestHtmlHooks:
     ) -> None:
         from ..report.html import summary_tables
         from ..run.session import build_summary
-        from .keys import CONTROLLER_KEY
+        from .stash import CONTROLLER_KEY
 
         controller = self.config.stash.get(CONTROLLER_KEY, None)
         if controller is None or not controller.results:

@@ -12,7 +12,7 @@ import pytest
 from ..errors import MemevalError
 from ..records import STATUS_CORRECT, STATUS_UNSCORED, STATUS_WRONG
 from ..run.outputs import STOPPED_PROPERTY
-from .keys import RECORDER_KEY, RESULT_KEY, STATE_KEY
+from .stash import RECORDER_KEY, RESULT_KEY, STATE_KEY
 
 if TYPE_CHECKING:
     from ..records import QuestionResult

@@ -103,7 +103,7 @@ class ScaleHooks:
 
     @property
     def settings(self) -> Any:
-        from .keys import STATE_KEY
+        from .stash import STATE_KEY
 
         return self.config.stash[STATE_KEY].settings
 
@@ -124,7 +124,7 @@ class ScaleHooks:
         """Read and check the shards, and hand their results to the controller (from the stash:
         this module does not import the controller's)."""
         from ..run.shards import fingerprint_difference, load_shards
-        from .keys import CONTROLLER_KEY
+        from .stash import CONTROLLER_KEY
 
         controller = self.config.stash[CONTROLLER_KEY]
 
@@ -164,7 +164,7 @@ class ScaleHooks:
         if not self.settings.run.merge:
             return
         from .items import MemevalItem, result_key
-        from .keys import CONTROLLER_KEY
+        from .stash import CONTROLLER_KEY
 
         controller = config.stash.get(CONTROLLER_KEY, None)
         dropped = [item for item in items if result_key(item) is not None]
@@ -182,7 +182,7 @@ class ScaleHooks:
         """A shard with no conversation (more shards than conversations) is a success, and its
         run folder still holds a (then empty) results file, so the merge finds every shard."""
         from ..run.store import RESULTS_FILE
-        from .keys import CONTROLLER_KEY, STATE_KEY
+        from .stash import CONTROLLER_KEY, STATE_KEY
 
         state = self.config.stash[STATE_KEY]
         empty = not any(state.selected.values())
@@ -240,7 +240,7 @@ class ScaleHooks:
     def verify_imports(self) -> None:
         """Re-ask the judge, bypassing the cache, for a seeded random sample of the verdicts that
         came from imported files, and record how many disagree on the controller."""
-        from .keys import CONTROLLER_KEY, STATE_KEY
+        from .stash import CONTROLLER_KEY, STATE_KEY
 
         n = self.verify_count()
         controller = self.config.stash.get(CONTROLLER_KEY, None)

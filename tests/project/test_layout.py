@@ -115,7 +115,7 @@ KNOTLESS = ("plugin", "run")
 #: the one module whose ``if TYPE_CHECKING:`` imports are exempt: the stash keys name the type each
 #: key holds (the controller, the run state), which is what lets every glue module reach that state
 #: through ``config.stash`` instead of importing the module that builds it
-KEYS_MODULE = "pytest_memeval.plugin.keys"
+KEYS_MODULE = "pytest_memeval.plugin.stash"
 
 
 def _design_imports(module: str, path: Path, is_pkg: bool) -> set[str]:

@@ -9,9 +9,10 @@ import json
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import SimpleNamespace
-from typing import Any
+from typing import Any, cast
 
 import pytest
+from calibration_files import audit_doc
 
 from pytest_memeval.benchmarks import get_benchmark
 from pytest_memeval.errors import MemevalError
@@ -24,6 +25,7 @@ from pytest_memeval.records import (
     ResultKey,
 )
 from pytest_memeval.report.model import Summary
+from pytest_memeval.run.calibrate import CalibrationError, calibrate_run
 from pytest_memeval.run.outputs import (
     merge_outputs,
     report_targets,
@@ -40,7 +42,12 @@ from pytest_memeval.run.session import (
     questions_run,
     write_run_files,
 )
-from pytest_memeval.run.settings import ReportSettings, Selection, Settings
+from pytest_memeval.run.settings import (
+    CalibrationSettings,
+    ReportSettings,
+    Selection,
+    Settings,
+)
 from pytest_memeval.run.shards import OUTPUTS_FILE
 from pytest_memeval.run.start import Process, StartError, load_run
 from pytest_memeval.run.state import RunState, SystemRef
@@ -373,3 +380,36 @@ def test_an_errored_stored_row_stays_an_error(data_dir: Path, tmp_path: Path) ->
     checked = check_rows(lambda b: _run(state), state, [("run-1", failed)], "--memeval-resume")
     again = checked.results[failed.key]
     assert again.status == STATUS_ERROR and again.error == "boom"
+
+
+# ---- run.calibrate.calibrate_run ------------------------------------------------------------
+
+
+def _calibrating(data_dir: Path, tmp_path: Path, wrong: Path) -> RunState:
+    state = _loaded(data_dir, tmp_path)
+    calibration = CalibrationSettings(mode="only", sources=(str(wrong),))
+    state.settings = replace(
+        state.settings, checks=replace(state.settings.checks, calibration=calibration)
+    )
+    # the runtime is never reached: both problems are found before the judge is asked
+    state.llm = cast("Any", object())
+    return state
+
+
+def test_a_wrong_answer_file_that_matches_no_question_is_a_calibration_error(
+    data_dir: Path, tmp_path: Path
+) -> None:
+    stray = tmp_path / "stray.json"
+    stray.write_bytes(audit_doc([(7, 0, "Not a LoCoMo question?", "x")]))
+    with pytest.raises(CalibrationError) as caught:
+        calibrate_run(_calibrating(data_dir, tmp_path, stray))
+    assert str(caught.value).startswith(f"--memeval-calibration-wrong={stray}: none of its 1 ")
+
+
+def test_a_wrong_answer_file_that_does_not_read_is_a_calibration_error(
+    data_dir: Path, tmp_path: Path
+) -> None:
+    broken = tmp_path / "broken.json"
+    broken.write_text('{"detailed_results": {"u": [{"question_id": "x"}]}}', encoding="utf-8")
+    with pytest.raises(CalibrationError, match=r"^--memeval-judge-calibration: .*broken\.json"):
+        calibrate_run(_calibrating(data_dir, tmp_path, broken))
