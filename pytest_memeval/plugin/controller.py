@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from ..errors import MemevalError
-from ..records import STATUS_ERROR, QuestionResult, ResultKey
+from ..records import QuestionResult, ResultKey
 from .stash import STATE_KEY
 
 if TYPE_CHECKING:  # imported where used: a pytest run without --memeval never loads them
@@ -78,54 +78,23 @@ class Controller:
     def pytest_sessionstart(self, session: pytest.Session) -> None:
         """Open the results store (or the run being resumed) once the data loaded and before any
         xdist worker starts (xdist starts them in a trylast implementation)."""
-        from ..run.store import NUMBERS_KEY, RunStore, check_resume_config, find_run
+        from ..run.start import metric_name_problem, open_run
+        from .questions import question_run
 
         state = self.state
         settings = state.settings
         if not settings.active:
             return
-        self._check_metric_names()
+        scorers = self.config.pluginmanager.hook.pytest_memeval_question_scores.get_hookimpls()
+        problem = metric_name_problem(state, extra_scores=len(scorers) > 1)
+        if problem is not None:
+            raise pytest.UsageError(problem)
         try:
-            if settings.run.rejudge is not None:
-                state.rejudge_run = find_run(
-                    settings.cache_dir, settings.run.rejudge, option="--memeval-rejudge"
-                )
-            if settings.run.reanswer is not None:  # stored retrievals, answered again
-                state.rejudge_run = find_run(
-                    settings.cache_dir, settings.run.reanswer, option="--memeval-reanswer"
-                )
-            if settings.run.resume is not None:
-                folder = find_run(settings.cache_dir, settings.run.resume)
-                check_resume_config(folder, settings.numbers())
-                self.store = RunStore(folder)
-                self.store.repair_torn_tail()
-                from ..run.stored import check_rows
-                from .questions import question_run
-
-                checked = check_rows(
-                    lambda bench: question_run(self.config, state, bench),
-                    state,
-                    (
-                        (f"{folder}", r)
-                        for r in self.store.stored().values()
-                        if r.status != STATUS_ERROR
-                    ),
-                    "--memeval-resume",
-                )
-                stored = checked.results
-                self.rescored += checked.rescored
-                self.results.update(stored)
-                state.resume_ids = frozenset(stored)
-            elif not settings.llm.estimate:  # an estimate leaves no run folder behind
-                from ..run.fingerprint import run_config
-
-                self.store = RunStore.create(settings.cache_dir)
-                # the resume check reads NUMBERS_KEY; the merge reads the fingerprint and shard
-                self.store.write_config(run_config(state) | {NUMBERS_KEY: settings.numbers()})
-            if self.store is not None:  # an estimate queues no batch either
-                from ..run.batch import start_batch
-
-                start_batch(state, self.store.folder)
+            opened = open_run(state, lambda bench: question_run(self.config, state, bench))
+            self.store = opened.store
+            if opened.resumed is not None:
+                self.rescored += opened.resumed.rescored
+                self.results.update(opened.resumed.results)
             if settings.run.merge:
                 scale = self.config.pluginmanager.get_plugin("memeval-scale")
                 assert scale is not None  # registered with --memeval-merge
@@ -136,38 +105,6 @@ class Controller:
             raise pytest.UsageError(
                 f"--memeval-cache-dir={settings.cache_dir}: cannot write the results store ({exc})"
             ) from None
-
-    def _check_metric_names(self) -> None:
-        """Every metric a gate or ``--memeval-max-drop`` names is one this run produces (the
-        benchmarks' metrics, the judges' names), checked before any question runs. Hand-written
-        ``memeval_case`` tests (explicit paths) and score plugins can record any name: then only
-        the run's end can tell."""
-        state = self.state
-        checks = state.settings.checks
-        named: list[tuple[str, str, str | None, str]] = [
-            ("--memeval-fail-under", g.text, g.benchmark, g.metric) for g in checks.gates
-        ]
-        named += [
-            # ROW.METRIC gates one category (or overall_all): the name checked is the metric
-            ("--memeval-max-drop", f"{m}:{p:g}", None, m.rpartition(".")[2])
-            for m, p in checks.max_drops
-        ]
-        if not named or state.settings.selection.explicit_paths:
-            return
-        # imported here: without gates (every xdist worker's common case) a worker never needs
-        # them (the summary is the controller's): ~0.08 s of imports saved per process
-        from ..analysis.gates import check_metric_names
-        from ..analysis.regression import CORRECT_METRIC
-
-        scorers = self.config.pluginmanager.hook.pytest_memeval_question_scores.get_hookimpls()
-        if len(scorers) > 1:  # a plugin or conftest adds scores of its own
-            return
-        llm = state.llm
-        heads = {b: llm.judge_keys(b) if llm is not None else [] for b in state.benchmarks}
-        metrics = {b: tuple(bench.metrics) for b, bench in state.benchmarks.items()}
-        problem = check_metric_names(named, metrics, heads, always=(CORRECT_METRIC,))
-        if problem is not None:
-            raise pytest.UsageError(problem)
 
     # ---- gathering ---------------------------------------------------------------------------
     @pytest.hookimpl(tryfirst=True)

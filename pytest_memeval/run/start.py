@@ -16,8 +16,11 @@ from ..errors import MemevalError
 
 if TYPE_CHECKING:
     from .state import RunState, SystemRef
+    from .store import RunStore
+    from .stored import CheckedRows
+    from .verdict import QuestionRun
 
-__all__ = ["Process", "StartError", "load_run"]
+__all__ = ["OpenedRun", "Process", "StartError", "load_run", "metric_name_problem", "open_run"]
 
 
 class StartError(MemevalError):
@@ -163,3 +166,85 @@ def _start_llm(state: RunState, process: Process) -> None:
             raise StartError(problem)
     if process.runs_items:
         llm.prewarm()
+
+
+def metric_name_problem(state: RunState, extra_scores: bool) -> str | None:
+    """Every metric a gate or ``--memeval-max-drop`` names is one this run produces (the
+    benchmarks' metrics, the judges' names), checked before any question runs; the problem, or
+    None. Hand-written ``memeval_case`` tests (explicit paths) and score plugins
+    (``extra_scores``: a plugin or conftest adds scores of its own) can record any name: then
+    only the run's end can tell."""
+    checks = state.settings.checks
+    named: list[tuple[str, str, str | None, str]] = [
+        ("--memeval-fail-under", g.text, g.benchmark, g.metric) for g in checks.gates
+    ]
+    named += [
+        # ROW.METRIC gates one category (or overall_all): the name checked is the metric
+        ("--memeval-max-drop", f"{m}:{p:g}", None, m.rpartition(".")[2])
+        for m, p in checks.max_drops
+    ]
+    if not named or state.settings.selection.explicit_paths or extra_scores:
+        return None
+    # imported here: without gates (every xdist worker's common case) a worker never needs
+    # them (the summary is the controller's): ~0.08 s of imports saved per process
+    from ..analysis.gates import check_metric_names
+    from ..analysis.regression import CORRECT_METRIC
+
+    llm = state.llm
+    heads = {b: llm.judge_keys(b) if llm is not None else [] for b in state.benchmarks}
+    metrics = {b: tuple(bench.metrics) for b, bench in state.benchmarks.items()}
+    return check_metric_names(named, metrics, heads, always=(CORRECT_METRIC,))
+
+
+@dataclass
+class OpenedRun:
+    """The run folder the session writes to (None: ``--memeval-estimate`` leaves none) and, when
+    resuming, its stored rows checked again."""
+
+    store: RunStore | None
+    resumed: CheckedRows | None = None
+
+
+def open_run(state: RunState, question_run: Callable[[str], QuestionRun]) -> OpenedRun:
+    """On the controller once the data loaded, before any question runs: the run folder that
+    ``--memeval-rejudge`` / ``--memeval-reanswer`` read, and the results store: the run being
+    resumed (its configuration checked, a torn last line repaired, its rows checked and scored
+    again with ``question_run``; they become ``state.resume_ids``) or a new one, where a batch
+    queues. Raises ``MemevalError`` (a run that cannot be found or resumed) and ``OSError``."""
+    from .batch import start_batch
+    from .store import NUMBERS_KEY, RunStore, check_resume_config, find_run
+
+    settings = state.settings
+    if settings.run.rejudge is not None:
+        state.rejudge_run = find_run(
+            settings.cache_dir, settings.run.rejudge, option="--memeval-rejudge"
+        )
+    if settings.run.reanswer is not None:  # stored retrievals, answered again
+        state.rejudge_run = find_run(
+            settings.cache_dir, settings.run.reanswer, option="--memeval-reanswer"
+        )
+    opened = OpenedRun(store=None)
+    if settings.run.resume is not None:
+        from ..records import STATUS_ERROR
+        from .stored import check_rows
+
+        folder = find_run(settings.cache_dir, settings.run.resume)
+        check_resume_config(folder, settings.numbers())
+        opened.store = RunStore(folder)
+        opened.store.repair_torn_tail()
+        opened.resumed = check_rows(
+            question_run,
+            state,
+            ((f"{folder}", r) for r in opened.store.stored().values() if r.status != STATUS_ERROR),
+            "--memeval-resume",
+        )
+        state.resume_ids = frozenset(opened.resumed.results)
+    elif not settings.llm.estimate:  # an estimate leaves no run folder behind
+        from .fingerprint import run_config
+
+        opened.store = RunStore.create(settings.cache_dir)
+        # the resume check reads NUMBERS_KEY; the merge reads the fingerprint and shard
+        opened.store.write_config(run_config(state) | {NUMBERS_KEY: settings.numbers()})
+    if opened.store is not None:  # an estimate queues no batch either
+        start_batch(state, opened.store.folder)
+    return opened

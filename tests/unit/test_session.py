@@ -14,6 +14,7 @@ from typing import Any, cast
 import pytest
 from calibration_files import audit_doc
 
+from pytest_memeval.analysis.gates import parse_gate
 from pytest_memeval.benchmarks import get_benchmark
 from pytest_memeval.errors import MemevalError
 from pytest_memeval.records import (
@@ -25,6 +26,7 @@ from pytest_memeval.records import (
     ResultKey,
 )
 from pytest_memeval.report.model import Summary
+from pytest_memeval.run.batch import BATCH_DIR
 from pytest_memeval.run.calibrate import CalibrationError, calibrate_run
 from pytest_memeval.run.outputs import (
     merge_outputs,
@@ -49,7 +51,13 @@ from pytest_memeval.run.settings import (
     Settings,
 )
 from pytest_memeval.run.shards import OUTPUTS_FILE
-from pytest_memeval.run.start import Process, StartError, load_run
+from pytest_memeval.run.start import (
+    Process,
+    StartError,
+    load_run,
+    metric_name_problem,
+    open_run,
+)
 from pytest_memeval.run.state import RunState, SystemRef
 from pytest_memeval.run.store import RunStore
 from pytest_memeval.run.stored import check_rows
@@ -413,3 +421,56 @@ def test_a_wrong_answer_file_that_does_not_read_is_a_calibration_error(
     broken.write_text('{"detailed_results": {"u": [{"question_id": "x"}]}}', encoding="utf-8")
     with pytest.raises(CalibrationError, match=r"^--memeval-judge-calibration: .*broken\.json"):
         calibrate_run(_calibrating(data_dir, tmp_path, broken))
+
+
+# ---- run.start: the run folder and the gates' metric names ---------------------------------
+
+
+def test_open_run_creates_a_store_then_resumes_it_with_its_rows_checked_again(
+    data_dir: Path, tmp_path: Path
+) -> None:
+    state = _loaded(data_dir, tmp_path)
+    opened = open_run(state, lambda b: _run(state))
+    assert opened.store is not None and opened.resumed is None
+    assert state.batch_dir == opened.store.folder / BATCH_DIR
+    results = _answered(state, right=2)
+    first, second = list(results.values())[:2]
+    failed = replace(second, status=STATUS_ERROR, prediction=None, error="boom")
+    for result in (first, failed):
+        opened.store.append(result)
+    opened.store.close()
+
+    again = _state(data_dir, tmp_path)
+    again.settings = replace(
+        again.settings, run=replace(again.settings.run, resume=opened.store.run_id)
+    )
+    load_run(again, Process(), lambda: [BM25])
+    resumed = open_run(again, lambda b: _run(again))
+    assert resumed.store is not None and resumed.store.folder == opened.store.folder
+    assert resumed.resumed is not None
+    # an errored row runs again: only the answered one is restored
+    assert set(resumed.resumed.results) == {first.key}
+    assert again.resume_ids == frozenset({first.key})
+
+
+def test_an_estimate_opens_no_run_folder(data_dir: Path, tmp_path: Path) -> None:
+    state = _loaded(data_dir, tmp_path)
+    state.settings = replace(state.settings, llm=replace(state.settings.llm, estimate=True))
+    assert open_run(state, lambda b: _run(state)).store is None
+    assert not (tmp_path / "runs").exists()
+
+
+def test_a_gate_on_a_metric_the_run_does_not_produce_is_named_before_it_runs(
+    data_dir: Path, tmp_path: Path
+) -> None:
+    state = _loaded(data_dir, tmp_path)
+
+    def gated(text: str) -> RunState:
+        checks = replace(state.settings.checks, gates=(parse_gate(text),))
+        return replace(state, settings=replace(state.settings, checks=checks))
+
+    assert metric_name_problem(gated("locomo.overall.f1>=0.1"), extra_scores=False) is None
+    problem = metric_name_problem(gated("locomo.overall.f2>=0.1"), extra_scores=False)
+    assert problem is not None and "f2" in problem and "--memeval-fail-under" in problem
+    # a score plugin may add any name: only the run's end can tell
+    assert metric_name_problem(gated("locomo.overall.f2>=0.1"), extra_scores=True) is None
