@@ -60,7 +60,7 @@ from pytest_memeval.run.start import (
 )
 from pytest_memeval.run.state import RunState, SystemRef
 from pytest_memeval.run.store import RunStore
-from pytest_memeval.run.stored import check_rows
+from pytest_memeval.run.stored import check_rows, merge_shards
 
 BM25 = SystemRef("bm25", "bm25", 10)
 
@@ -474,3 +474,23 @@ def test_a_gate_on_a_metric_the_run_does_not_produce_is_named_before_it_runs(
     assert problem is not None and "f2" in problem and "--memeval-fail-under" in problem
     # a score plugin may add any name: only the run's end can tell
     assert metric_name_problem(gated("locomo.overall.f2>=0.1"), extra_scores=True) is None
+
+
+def test_merge_shards_checks_the_configuration_then_the_rows(
+    data_dir: Path, tmp_path: Path
+) -> None:
+    state = _loaded(data_dir, tmp_path)
+    store = open_run(state, lambda b: _run(state)).store
+    assert store is not None
+    results = _answered(state, right=3)
+    for result in results.values():
+        store.append(result)
+    store.close()
+    merging = _loaded(data_dir, tmp_path)
+    checked, _ = merge_shards(merging, [store.folder], lambda b: _run(merging))
+    assert set(checked.results) == set(results) and checked.rescored == []
+    other = _state(data_dir, tmp_path)
+    other.settings = replace(other.settings, selection=replace(other.settings.selection, limit=2))
+    load_run(other, Process(), lambda: [BM25])
+    with pytest.raises(MemevalError, match=r"^--memeval-merge: this session's configuration"):
+        merge_shards(other, [store.folder], lambda b: _run(other))
