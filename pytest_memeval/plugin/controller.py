@@ -39,9 +39,9 @@ __all__ = ["Controller"]
 
 
 class Controller:
-    """The session's results and what is built from them; the summary (``summary.py``) and the
-    terminal output (``terminal.py``) are functions that read it (``SummarySource``,
-    ``TerminalSource``)."""
+    """The session's results and what is built from them; the summary (``run/session.py``) and the
+    terminal lines (``run/session_lines.py``) are pytest-free functions that read it
+    (``SummarySource``, ``TerminalSource``)."""
 
     def __init__(self, config: pytest.Config) -> None:
         self.config = config

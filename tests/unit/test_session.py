@@ -28,6 +28,7 @@ from pytest_memeval.records import (
 from pytest_memeval.report.model import Summary
 from pytest_memeval.run.batch import BATCH_DIR
 from pytest_memeval.run.calibrate import CalibrationError, calibrate_run
+from pytest_memeval.run.estimate_figures import Estimate
 from pytest_memeval.run.outputs import (
     merge_outputs,
     report_targets,
@@ -37,6 +38,7 @@ from pytest_memeval.run.outputs import (
 )
 from pytest_memeval.run.provenance import SummarySource, session_record
 from pytest_memeval.run.question import QuestionRun, clean_scores, decide, new_result
+from pytest_memeval.run.repeats import Stop
 from pytest_memeval.run.session import (
     build_estimate,
     build_summary,
@@ -44,6 +46,7 @@ from pytest_memeval.run.session import (
     questions_run,
     write_run_files,
 )
+from pytest_memeval.run.session_lines import Line, TerminalSource, summary_lines
 from pytest_memeval.run.settings import (
     CalibrationSettings,
     ReportSettings,
@@ -494,3 +497,39 @@ def test_merge_shards_checks_the_configuration_then_the_rows(
     load_run(other, Process(), lambda: [BM25])
     with pytest.raises(MemevalError, match=r"^--memeval-merge: this session's configuration"):
         merge_shards(other, [store.folder], lambda b: _run(other))
+
+
+# ---- run.session_lines ----------------------------------------------------------------------
+
+
+@dataclass
+class Ended(Session):
+    """A :class:`Session` at its end, as the terminal summary reads it."""
+
+    summary: Summary | None = None
+    report_errors: list[tuple[Path, str]] = field(default_factory=list)
+    batch_lines: list[str] = field(default_factory=list)
+    pruned: list[Path] = field(default_factory=list)
+    estimate: Estimate | None = None
+    stops: dict[Stop, int] = field(default_factory=dict)
+
+
+def test_summary_lines_are_the_terminal_summary_in_order(data_dir: Path, tmp_path: Path) -> None:
+    state = _loaded(data_dir, tmp_path, json_path=tmp_path / "r.json")
+    src = Ended(state, _answered(state, right=4), rootpath=tmp_path)
+    _: TerminalSource = src
+    assert summary_lines(src, verbose=False) == []  # nothing built yet: nothing to say
+    src.summary, _failed = finish_summary(src, lambda s: None)
+    src.rescored = ["run-1: locomo/bm25//conv-26-q1: f1 0.25 -> 1.0"]
+    src.report_errors = [(tmp_path / "r.html", "memeval: HTML report NOT written (x)")]
+    lines = summary_lines(src, verbose=False)
+    assert lines[0] == Line("memeval summary", sep="=")
+    texts = [line.text for line in lines]
+    assert any(t.startswith("configuration: locomo: 10/") for t in texts)
+    assert Line("WRONG answers", sep="-") in lines
+    (rescored,) = [line for line in lines if "re-scored" in line.text]
+    assert rescored.markup == {"yellow": True}
+    assert lines[-2] == Line(f"memeval: JSON report written to {tmp_path / 'r.json'}")
+    assert lines[-1] == Line("memeval: HTML report NOT written (x)", markup={"red": True})
+    # -v: every WRONG answer, not the first --memeval-show-wrong
+    assert len(summary_lines(src, verbose=True)) > len(lines)
