@@ -115,7 +115,7 @@ KNOTLESS = ("plugin", "run")
 #: the one module whose ``if TYPE_CHECKING:`` imports are exempt: the stash keys name the type each
 #: key holds (the controller, the run state), which is what lets every glue module reach that state
 #: through ``config.stash`` instead of importing the module that builds it
-KEYS_MODULE = "pytest_memeval.plugin.keys"
+KEYS_MODULE = "pytest_memeval.plugin.stash"
 
 
 def _design_imports(module: str, path: Path, is_pkg: bool) -> set[str]:
@@ -279,8 +279,8 @@ def _declared_not_set(cls: ast.ClassDef) -> list[str]:
 def test_no_mixin_declares_what_another_class_sets() -> None:
     """Issue 26: the controller's summary and terminal halves were mixins declaring the
     controller's attributes (and stub methods) for the type checker. Code that reads another
-    object's state takes it as a parameter typed by a small Protocol (``summary.SummarySource``,
-    ``terminal.TerminalSource``), so no class in plugin/ or run/ declares attributes it never
+    object's state takes it as a parameter typed by a small Protocol (``provenance.SummarySource``,
+    ``session_lines.TerminalSource``), so no class in plugin/ or run/ declares attributes it never
     sets."""
     found = []
     for package in KNOTLESS:
