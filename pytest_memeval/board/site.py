@@ -3,10 +3,11 @@ baselines, Pareto charts, history, diff links), ``run-<id>.html`` (one result's 
 verification) and ``diff-<a>--<b>.html`` (two runs question by question, with the regression
 gate's paired test).
 
-Safety is the HTML report's (``report.html``): every string from a report goes through ``esc``,
-the script's data travels through ``json_for_script`` and the script writes with ``textContent``
-only, each page carries the same Content-Security-Policy (no network, only its one inline script
-by hash), and no page links to anything outside the board's folder.
+Each page is ``templates/html/board.html.j2`` (the report's stylesheet, then ``board.css``; the
+index's script ``board.js``). Safety is the HTML report's (``report/pages.py``): every string from
+a report is escaped, the script's data travels through ``json_for_script`` and the script writes
+with ``textContent`` only, each page carries the same Content-Security-Policy (no network, only its
+one inline script by hash), and no page links to anything outside the board's folder.
 """
 
 from __future__ import annotations
@@ -24,11 +25,7 @@ from ..analysis.baselines import RunProtocol, baselines_for, mark_comparability
 from ..analysis.regression import Comparison, compare_questions, questions_from_report
 from ..errors import MemevalError
 from ..records import STATUS_CORRECT, STATUS_WRONG, STATUSES, QuestionResult
-from ..report.headline import HEADLINE_ROW
-from ..report.html import PAGE_CSS, content_security_policy, esc, json_for_script, render_table
-from ..report.json_report import write_text_atomic
-from ..report.tables import baselines_table, fmt_num, run_table
-from .charts import (
+from ..report.charts import (
     HistoryPoint,
     ScatterPoint,
     fmt_seconds,
@@ -36,6 +33,17 @@ from .charts import (
     history_chart,
     scatter_chart,
 )
+from ..report.headline import HEADLINE_ROW
+from ..report.json_report import write_text_atomic
+from ..report.pages import (
+    Markup,
+    content_security_policy,
+    inline,
+    render_page,
+    render_table,
+    script_json,
+)
+from ..report.tables import Table, baselines_table, fmt_num, run_table
 from .comparability import KEY_FIELDS, Key, differences, entry_key, group_by_key, headings, key_id
 from .load import Entry, load_inputs, query_latency
 from .verify import TIERS, Verification, verify_entries
@@ -66,71 +74,6 @@ _PICK_TEXT = {
 }
 _QUESTION_TEXT = 600
 
-_BOARD_CSS = """
-tr.control td{background:#fff8e6}
-table.systems td:nth-child(2){white-space:nowrap}
-.ctl{font-size:11px;color:#b07a00;border:1px solid #e0c27a;border-radius:6px;padding:0 4px}
-tr.control td:first-child::before{content:"\\25C6 ";color:#b07a00}
-.tier{display:inline-block;padding:0 6px;border-radius:8px;font-size:11px;font-weight:600}
-.tier-self-reported{background:#eee;color:#555}.tier-re-scored{background:#e3eefb;color:#1f4f8f}
-.tier-re-run{background:#dff3e4;color:#1e6b34}
-.tier-incomplete,.tier-unverified{background:#fff1d6;color:#8a5a00}
-.tier-invalid{background:#fbe3e3;color:#9b1c1c}
-.partial{font-size:11px;color:#8a5a00;border:1px solid #e0c27a;border-radius:6px;padding:0 4px}
-table.apart td{color:#555}
-.keybox{border:1px solid var(--line);border-radius:6px;padding:4px 12px;margin:14px 0}
-.flip-down td{background:#fbe3e3}.flip-up td{background:#dff3e4}
-table.history tr.shown td{font-weight:600}
-.chart-legend{font-size:12px;columns:3;margin:2px 0 10px}
-[hidden]{display:none!important}
-"""
-
-# Filters and the diff picker; writes through textContent / attributes only.
-_JS = """
-(function () {
-  "use strict";
-  var data = JSON.parse(document.getElementById("board-data").textContent);
-  var controls = document.getElementById("filters");
-  if (!controls) { return; }
-  controls.hidden = false;
-  var fBench = document.getElementById("f-bench");
-  var fTier = document.getElementById("f-tier");
-  var fText = document.getElementById("f-text");
-  function apply() {
-    var bench = fBench.value, tier = fTier.value, text = fText.value.toLowerCase();
-    document.querySelectorAll("section.key").forEach(function (sec) {
-      var show = !bench || sec.getAttribute("data-bench") === bench;
-      sec.hidden = !show;
-      sec.querySelectorAll("tr[data-system]").forEach(function (tr) {
-        var ok = (!tier || tr.getAttribute("data-tier") === tier) &&
-          (!text || tr.getAttribute("data-system").toLowerCase().indexOf(text) >= 0);
-        tr.hidden = !ok;
-      });
-    });
-  }
-  [fBench, fTier].forEach(function (s) { s.addEventListener("change", apply); });
-  fText.addEventListener("input", apply);
-  document.querySelectorAll("form.diff-pick").forEach(function (form) {
-    var a = form.querySelector("select[name=a]"), b = form.querySelector("select[name=b]");
-    var link = form.querySelector("a.diff-go"), msg = form.querySelector(".diff-msg");
-    function update() {
-      var page = data.diffs[a.value + "--" + b.value];
-      if (page) { link.setAttribute("href", page); link.hidden = false; msg.textContent = ""; }
-      else {
-        link.hidden = true;
-        msg.textContent = a.value === b.value ? "pick two different runs" :
-          "no diff page for this pair: write it with memeval-board INPUTS --diff " +
-          a.value + " " + b.value + " -o DIR";
-      }
-    }
-    form.hidden = false;
-    a.addEventListener("change", update); b.addEventListener("change", update);
-    update();
-  });
-  document.body.setAttribute("data-board-ready", "1");
-})();
-"""
-
 
 @dataclass
 class BoardOutput:
@@ -143,21 +86,24 @@ class BoardOutput:
     keys: int = 0
 
 
-def _page(title: str, body: str, script: str | None = None, data: object = None) -> str:
-    policy = content_security_policy(script or "")
-    script_part = ""
-    if script is not None:
-        script_part = (
-            f'<script type="application/json" id="board-data">{json_for_script(data)}</script>'
-            f"<script>{script}</script>"
-        )
-    return (
-        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
-        f'<meta http-equiv="Content-Security-Policy" content="{esc(policy)}">'
-        '<meta name="viewport" content="width=device-width, initial-scale=1">'
-        f"<title>{esc(title)}</title><style>{PAGE_CSS}{_BOARD_CSS}</style></head>\n<body>"
-        f"<header><h1>{esc(title)}</h1><p>pytest-memeval board</p></header>"
-        f"<main>{body}</main>{script_part}</body></html>\n"
+def _page(
+    title: str,
+    body: str = "",
+    script: Markup | None = None,
+    data: object = None,
+    template: str = "board.html.j2",
+    **context: object,
+) -> str:
+    """A board page: ``template`` (``board.html.j2`` or one extending it) with ``body`` or its
+    own ``context``; ``script``, when given, runs over ``data`` and is the policy's one script."""
+    return render_page(
+        template,
+        csp=content_security_policy(script or ""),
+        title=title,
+        body=Markup(body),
+        data=script_json(data) if script is not None else None,
+        script=script,
+        **context,
     )
 
 
@@ -165,21 +111,8 @@ def _ci_text(ci: Sequence[float] | None) -> str:
     return f"[{ci[0]:.3f}, {ci[1]:.3f}]" if ci else ""
 
 
-def _value_cell(value: float | None, ci: Sequence[float] | None, attrs: str = "") -> str:
-    span = f' <span class="ci">{esc(_ci_text(ci))}</span>' if ci else ""
-    return f'<td class="num"{attrs}>{esc(fmt_num(value))}{span}</td>'
-
-
-def _num_cell(text: str) -> str:
-    return f'<td class="num">{esc(text)}</td>'
-
-
 def _seconds(value: float | None) -> str:
     return "-" if value is None else f"{value * 1000:.1f} ms"
-
-
-def _tier_badge(v: Verification, href: str) -> str:
-    return f'<a class="tier tier-{esc(v.tier)}" href="{esc(href)}#verification">{esc(v.tier)}</a>'
 
 
 def run_page_name(entry: Entry) -> str:
@@ -276,9 +209,10 @@ def _history_anchor(view: _Key, label: str) -> str:
     return f"{view.kid}-h{hashlib.sha256(label.encode()).hexdigest()[:10]}"
 
 
-def _systems_table(view: _Key, tiers: Mapping[str, Verification]) -> str:
+def _system_head(view: _Key) -> list[str]:
+    """The systems table's header (the first cell and those from the headline on: numeric)."""
     metric = view.metric or "-"
-    head = [
+    return [
         "#",
         "system",
         "run",
@@ -294,61 +228,46 @@ def _systems_table(view: _Key, tiers: Mapping[str, Verification]) -> str:
         "p95 latency",
         "cost (USD)",
     ]
-    numeric_from = 6
-    out = ['<div class="scroll"><table class="systems"><thead><tr>']
-    out.extend(
-        f'<th class="num">{esc(h)}</th>' if i >= numeric_from or i == 0 else f"<th>{esc(h)}</th>"
-        for i, h in enumerate(head)
-    )
-    out.append("</tr></thead><tbody>")
+
+
+def _system_rows(view: _Key, tiers: Mapping[str, Verification]) -> list[dict[str, object]]:
+    """One row per system, ranked: the figures of the run it shows."""
     runs_of = _by_label(view.entries)
+    metric = view.metric
+    rows: list[dict[str, object]] = []
     for rank, e in enumerate(view.rows, 1):
-        v = tiers[e.ident]
-        control = e.system in CONTROL_SYSTEMS
         statuses = e.statuses()
         lat = query_latency(e.results)
         cost = e.cost()
         cost_text = "-" if cost is None else f"{cost:.4f}"
         if cost is not None and e.session_runs > 1:
             cost_text += f" (session of {e.session_runs} runs)"
-        page = run_page_name(e)
-        label = esc(e.label) + (
-            f' <span class="ctl" title="{esc(CONTROL_SYSTEMS[e.system])}">control</span>'
-            if control
-            else ""
-        )
-        if v.partial:
-            label += f' <span class="partial" title="{esc("; ".join(v.partial))}">partial</span>'
         overall = e.computed.row("overall")
-        out.append(
-            f'<tr data-system="{esc(e.label)}" data-tier="{esc(v.tier)}" '
-            f'data-entry="{esc(e.ident)}"' + (' class="control">' if control else ">")
-        )
-        out.append(_num_cell(str(rank)))
-        others = len(runs_of[e.label]) - 1
-        more = (
-            f' <a class="runs" href="#{esc(_history_anchor(view, e.label))}">'
-            f"+{others} run{'s' if others > 1 else ''}</a>"
-            if others
-            else ""
-        )
-        out.append(f'<td><a href="{esc(page)}">{label}</a>{more}</td>')
-        out.append(f"<td>{esc(e.run_id)}</td><td>{esc(e.created()[:19])}</td>")
-        out.append(f"<td>{esc(e.commit()[:12] or '-')}</td><td>{_tier_badge(v, page)}</td>")
-        value = headline_value(e, view.metric)
-        ci = e.ci("overall", view.metric) if view.metric else None
-        out.append(_value_cell(value, ci, ' data-metric="headline"'))
-        out.append(_num_cell(str(overall.count if overall else 0)))
-        for c in view.categories:
-            cv = e.value(c, view.metric) if view.metric else None
-            out.append(_value_cell(cv, e.ci(c, view.metric) if view.metric else None))
-        out.extend(_num_cell(str(statuses.get(s, 0))) for s in STATUSES)
         tokens = e.context_tokens()
-        out.append(_num_cell("-" if tokens is None else f"{tokens:.1f}"))
-        out.append(_num_cell(_seconds(lat["p50"])) + _num_cell(_seconds(lat["p95"])))
-        out.append(_num_cell(cost_text) + "</tr>")
-    out.append("</tbody></table></div>")
-    return "".join(out)
+        rows.append(
+            {
+                "rank": rank,
+                "e": e,
+                "v": tiers[e.ident],
+                "page": run_page_name(e),
+                "control": CONTROL_SYSTEMS.get(e.system),
+                "others": len(runs_of[e.label]) - 1,
+                "anchor": _history_anchor(view, e.label),
+                "value": headline_value(e, metric),
+                "ci": e.ci("overall", metric) if metric else None,
+                "n": overall.count if overall else 0,
+                "categories": [
+                    (e.value(c, metric), e.ci(c, metric)) if metric else (None, None)
+                    for c in view.categories
+                ],
+                "statuses": [statuses.get(s, 0) for s in STATUSES],
+                "tokens": "-" if tokens is None else f"{tokens:.1f}",
+                "p50": _seconds(lat["p50"]),
+                "p95": _seconds(lat["p95"]),
+                "cost": cost_text,
+            }
+        )
+    return rows
 
 
 def _run_protocol(entry: Entry) -> RunProtocol:
@@ -369,7 +288,8 @@ def _run_protocol(entry: Entry) -> RunProtocol:
     )
 
 
-def _baselines(view: _Key) -> str:
+def _baselines(view: _Key) -> Table | None:
+    """The shown run of each system beside the published figures of the benchmark."""
     runs = [e.computed for e in view.rows]
     first = view.entries[0]
     variant = None
@@ -379,21 +299,13 @@ def _baselines(view: _Key) -> str:
     listed = mark_comparability(
         baselines_for(first.benchmark, ("all",), variant=variant), _run_protocol(first)
     )
-    table = baselines_table(runs, listed)
-    if table is None:
-        return '<p class="note">No published baseline of this benchmark.</p>'
-    return (
-        "<h4>Published baselines</h4>"
-        f'<p class="note">The {_PICK_TEXT[view.pick]} of each system beside the published '
-        "figures measured the way this key measures (one column each, its protocol and source in the notes); "
-        "published figures measured otherwise are listed apart with the reason.</p>"
-        + render_table(table)
-    )
+    return baselines_table(runs, listed)
 
 
-def _paretos(view: _Key) -> str:
+def _paretos(view: _Key) -> list[Markup]:
+    """The headline metric against mean context tokens and against p50 latency."""
     if view.metric is None:
-        return ""
+        return []
     tokens = [
         ScatterPoint(e.label, e.context_tokens(), headline_value(e, view.metric)) for e in view.rows
     ]
@@ -401,49 +313,36 @@ def _paretos(view: _Key) -> str:
         ScatterPoint(e.label, query_latency(e.results)["p50"], headline_value(e, view.metric))
         for e in view.rows
     ]
-    return (
-        f'<p class="note">The {_PICK_TEXT[view.pick]} of each system; larger dots: the Pareto '
-        "front (no other system is at least as accurate for fewer tokens / less time).</p>"
-        + scatter_chart(
-            f"{view.metric} vs mean context tokens",
-            tokens,
-            "mean context tokens",
-            view.metric,
-            fmt_tokens,
-        )
-        + scatter_chart(
-            f"{view.metric} vs p50 latency",
-            latency,
-            "p50 search+answer latency",
-            view.metric,
-            fmt_seconds,
-        )
-    )
+    return [
+        Markup(
+            scatter_chart(
+                f"{view.metric} vs mean context tokens",
+                tokens,
+                "mean context tokens",
+                view.metric,
+                fmt_tokens,
+            )
+        ),
+        Markup(
+            scatter_chart(
+                f"{view.metric} vs p50 latency",
+                latency,
+                "p50 search+answer latency",
+                view.metric,
+                fmt_seconds,
+            )
+        ),
+    ]
 
 
-def _history(view: _Key) -> str:
+def _history(view: _Key) -> list[dict[str, object]]:
     """Per system with two or more runs in the key: the runs oldest first (all overall
     metrics, with CIs) and a line of the headline metric with its intervals."""
-    out = []
+    out: list[dict[str, object]] = []
     for label, runs in _by_label(view.entries).items():
         if len(runs) < 2:
             continue
-        metrics = list(dict.fromkeys(m for e in runs for m in e.metrics))
-        shown = view.shown[label]
-        rows = [
-            ('<tr class="shown">' if e is shown else "<tr>")
-            + f"<td>{esc(e.created()[:19])}</td><td>{esc(e.commit()[:12] or '-')}</td>"
-            + f'<td><a href="{esc(run_page_name(e))}">{esc(e.run_id)}</a></td>'
-            + "".join(_value_cell(e.value("overall", m), e.ci("overall", m)) for m in metrics)
-            + "</tr>"
-            for e in runs
-        ]
-        head = "".join(f'<th class="num">{esc(m)}</th>' for m in metrics)
-        out.append(
-            f'<h4 id="{esc(_history_anchor(view, label))}">History: {esc(label)}</h4>'
-            f'<div class="scroll"><table class="history"><thead><tr><th>date</th><th>commit</th>'
-            f"<th>run</th>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table></div>"
-        )
+        chart = ""
         if view.metric:
             points = [
                 HistoryPoint(
@@ -455,8 +354,18 @@ def _history(view: _Key) -> str:
                 )
                 for e in runs
             ]
-            out.append(history_chart(label, points, view.metric))
-    return "".join(out)
+            chart = history_chart(label, points, view.metric)
+        out.append(
+            {
+                "label": label,
+                "anchor": _history_anchor(view, label),
+                "runs": runs,
+                "metrics": list(dict.fromkeys(m for e in runs for m in e.metrics)),
+                "shown": view.shown[label],
+                "chart": Markup(chart),
+            }
+        )
+    return out
 
 
 def _diff_pairs(every: _Key, ranked: _Key) -> list[tuple[Entry, Entry]]:
@@ -473,57 +382,9 @@ def _diff_pairs(every: _Key, ranked: _Key) -> list[tuple[Entry, Entry]]:
     return pairs
 
 
-def _diff_section(view: _Key, pairs: Sequence[tuple[Entry, Entry]]) -> str:
-    if not pairs:
-        return ""
-    links = "".join(
-        f'<li><a class="diff-link" href="{esc(diff_page_name(a, b))}">{esc(a.label)} '
-        f"({esc(a.run_id)}) → {esc(b.label)} ({esc(b.run_id)})</a></li>"
-        for a, b in pairs
-    )
-    options = "".join(
-        f'<option value="{esc(e.ident)}">{esc(e.label)} · {esc(e.run_id)}</option>'
-        for e in _order(view.entries)
-    )
-    return (
-        "<h4>Diffs</h4>"
-        '<p class="note">Each run against its system\'s previous run, and each system against '
-        "the key's best (from the best to it). Any other pair: <code>memeval-board INPUTS --diff "
-        "A B -o DIR</code> with A and B the ids below (the run pages' names).</p>"
-        f'<form class="diff-pick" hidden id="pick-{esc(view.kid)}"><label>from <select name="a">'
-        f'{options}</select></label> <label>to <select name="b">{options}</select></label> '
-        '<a class="diff-go" hidden href="#">open the diff</a> <span class="diff-msg muted"></span>'
-        f"</form><ul>{links}</ul>"
-    )
-
-
-def _key_fields(key: Key) -> str:
+def _key_fields(key: Key) -> list[tuple[str, str]]:
     labels = dict(KEY_FIELDS)
-    rows = "".join(
-        f"<tr><td>{esc(labels[name])}</td><td>{esc(value)}</td></tr>" for name, value in key
-    )
-    return (
-        f'<details><summary>comparability key</summary><table class="keyfields"><tbody>{rows}'
-        "</tbody></table></details>"
-    )
-
-
-def _differences(keys: Sequence[Key], titles: Mapping[Key, str]) -> str:
-    diffs = differences(keys)
-    if len(keys) < 2:
-        return '<p class="note">One comparability key: every result below is ranked together.</p>'
-    head = "".join(f'<th><a href="#{esc(key_id(k))}">{esc(titles[k])}</a></th>' for k in keys)
-    rows = "".join(
-        f"<tr><td>{esc(label)}</td>{''.join(f'<td>{esc(v)}</td>' for v in values)}</tr>"
-        for label, values in diffs
-    )
-    return (
-        f'<h2 id="differences">What differs between the {len(keys)} keys</h2>'
-        '<p class="note">Results are ranked only within one key; these fields tell the keys '
-        "apart (every other field is the same).</p>"
-        f'<div class="scroll"><table id="key-differences"><thead><tr><th>field</th>{head}'
-        f"</tr></thead><tbody>{rows}</tbody></table></div>"
-    )
+    return [(labels[name], value) for name, value in key]
 
 
 def _flips(a: Entry, b: Entry) -> list[tuple[QuestionResult, QuestionResult]]:
@@ -541,29 +402,21 @@ def _overall_categories(entry: Entry) -> set[str]:
     return {row.key for row in entry.computed.categories if row.in_overall}
 
 
-def _headline_table(a: Entry, b: Entry, metric: str) -> str:
+def _headline_rows(
+    a: Entry, b: Entry, metric: str
+) -> list[tuple[str, Entry, float | None, str, int]]:
     """The two results' headline figures exactly as the index shows them (:func:`headline_value`
-    over ``overall``, its cluster CI, its n)."""
-    cells = []
+    over ``overall``, its cluster CI, its n): (side, result, value, interval, n)."""
+    rows = []
     for side, e in (("from", a), ("to", b)):
-        value = headline_value(e, metric)
         overall = e.computed.row("overall")
-        cells.append(
-            f'<tr data-side="{side}"><td>{side}</td><td>{esc(e.label)} ({esc(e.run_id)})</td>'
-            f'<td class="num" id="headline-{side}">{esc(fmt_num(value))}</td>'
-            f'<td class="num">{esc(_ci_text(e.ci("overall", metric)))}</td>'
-            f'<td class="num">{overall.count if overall else 0}</td></tr>'
-        )
-    va, vb = headline_value(a, metric), headline_value(b, metric)
-    change = "-" if va is None or vb is None else fmt_num(vb - va, 4)
-    return (
-        f"<h2>Headline: {esc(metric)} (overall), as on the board's index</h2>"
-        '<table id="headline"><thead><tr><th></th><th>result</th>'
-        f'<th class="num">{esc(metric)}</th><th class="num">95% cluster CI</th>'
-        f'<th class="num">n</th></tr></thead><tbody>{"".join(cells)}'
-        f'<tr><td>change</td><td></td><td class="num" id="headline-change">{esc(change)}</td>'
-        "<td></td><td></td></tr></tbody></table>"
-    )
+        ci = _ci_text(e.ci("overall", metric))
+        rows.append((side, e, headline_value(e, metric), ci, overall.count if overall else 0))
+    return rows
+
+
+def _p_text(value: float | None) -> str:
+    return "-" if value is None else f"{value:.4g}"
 
 
 def _diff_page(a: Entry, b: Entry, metric: str | None, note: str = "") -> str:
@@ -580,193 +433,78 @@ def _diff_page(a: Entry, b: Entry, metric: str | None, note: str = "") -> str:
             round3=metric in bench_round3,
         )
     flips = _flips(a, b)
-    body = [
-        f'<p><a href="index.html">board</a> · from <a href="{esc(run_page_name(a))}">'
-        f'{esc(a.label)} ({esc(a.run_id)})</a> to <a href="{esc(run_page_name(b))}">'
-        f"{esc(b.label)} ({esc(b.run_id)})</a></p>"
-    ]
-    if note:
-        body.append(f'<p class="note" id="diff-note">{esc(note)}</p>')
-    if metric is not None:
-        body.append(_headline_table(a, b, metric))
-    if comparison is not None:
-        ci = comparison.ci
-        body.append(
-            '<h2>Paired test (the regression gate\'s)</h2><p class="note">Over the questions '
-            "both results hold in the categories the headline counts "
-            f"({esc(', '.join(sorted(counted)) or '-')}); when both hold the same questions, "
-            "its means are the headline's (rounded per question as the benchmark scores).</p>"
-            '<table id="paired"><tbody>'
-            f"<tr><td>metric</td><td>{esc(metric)}</td></tr>"
-            f'<tr><td>paired questions</td><td class="num">{comparison.paired}</td></tr>'
-            f'<tr><td>from mean</td><td class="num">{esc(fmt_num(comparison.baseline_mean))}</td></tr>'
-            f'<tr><td>to mean</td><td class="num">{esc(fmt_num(comparison.current_mean))}</td></tr>'
-            f'<tr><td>delta</td><td class="num" id="delta">{esc(fmt_num(comparison.delta, 4))} '
-            f'<span class="ci">{esc(_ci_text(ci))}</span></td></tr>'
-            f"<tr><td>test</td><td>{esc(comparison.test)} over "
-            f"{comparison.clusters} {esc(comparison.cluster_unit)}(s)</td></tr>"
-            f'<tr><td>p-value</td><td class="num" id="p-value">'
-            f"{esc('-' if comparison.p_value is None else f'{comparison.p_value:.4g}')}</td></tr>"
-            f"<tr><td>question-level test</td><td>{esc(comparison.question_test)} p = "
-            f"{esc('-' if comparison.question_p_value is None else f'{comparison.question_p_value:.4g}')}"
-            "</td></tr></tbody></table>"
-            f'<p class="note">{esc(comparison.message)}</p><ul>'
-            + "".join(f"<li>{esc(line)}</li>" for line in comparison.details)
-            + "</ul>"
-        )
     by_cat: dict[str, list[int]] = {}
     by_conv: dict[str, list[int]] = {}
     for _old, new in flips:
         slot = 0 if new.status == STATUS_WRONG else 1
         by_cat.setdefault(new.category, [0, 0])[slot] += 1
         by_conv.setdefault(new.conversation_id, [0, 0])[slot] += 1
-    body.append(
-        f"<h2>Flipped questions ({len(flips)})</h2>"
-        '<p class="note">CORRECT → WRONG (red) and WRONG → CORRECT (green), by status.</p>'
+    va, vb = (headline_value(a, metric), headline_value(b, metric)) if metric else (None, None)
+    return _page(
+        f"Diff: {a.label} → {b.label}",
+        template="board_diff.html.j2",
+        a=a,
+        b=b,
+        page_a=run_page_name(a),
+        page_b=run_page_name(b),
+        note=note,
+        metric=metric,
+        headline=_headline_rows(a, b, metric) if metric else [],
+        change="-" if va is None or vb is None else fmt_num(vb - va, 4),
+        comparison=comparison,
+        counted=", ".join(sorted(counted)) or "-",
+        delta_ci=_ci_text(comparison.ci) if comparison else "",
+        p_value=_p_text(comparison.p_value) if comparison else "",
+        question_p_value=_p_text(comparison.question_p_value) if comparison else "",
+        flips=flips,
+        flip_counts=[("category", by_cat), ("conversation", by_conv)],
+        wrong=STATUS_WRONG,
     )
-    for title, groups in (("category", by_cat), ("conversation", by_conv)):
-        counts = "".join(
-            f'<tr><td>{esc(k)}</td><td class="num">{v[0]}</td><td class="num">{v[1]}</td></tr>'
-            for k, v in sorted(groups.items())
-        )
-        body.append(
-            f'<table class="flips-by-{title}"><thead><tr><th>{title}</th>'
-            '<th class="num">correct → wrong</th><th class="num">wrong → correct</th></tr>'
-            f"</thead><tbody>{counts}</tbody></table>"
-        )
-    rows: list[str] = []
-    for old, new in flips:
-        cls = "flip-down" if new.status == STATUS_WRONG else "flip-up"
-        rows.append(
-            f'<tr class="{cls}" data-question="{esc(new.question_id)}">'
-            f'<td><a href="{esc(run_page_name(a))}#q-{esc(old.question_id)}">{esc(old.question_id)}</a></td>'
-            f"<td>{esc(new.category)}</td><td>{esc(new.conversation_id)}</td>"
-            f"<td>{esc(old.status)} → {esc(new.status)}</td>"
-            f"<td>{esc(_short(str(old.prediction or ''), 200))}</td>"
-            f'<td><a href="{esc(run_page_name(b))}#q-{esc(new.question_id)}">'
-            f"{esc(_short(str(new.prediction or ''), 200))}</a></td></tr>"
-        )
-    body.append(
-        '<div class="scroll"><table id="flips"><thead><tr><th>question</th><th>category</th>'
-        "<th>conversation</th><th>status</th><th>from: prediction</th><th>to: prediction</th>"
-        f"</tr></thead><tbody>{''.join(rows)}</tbody></table></div>"
-    )
-    return _page(f"Diff: {a.label} → {b.label}", "".join(body))
 
 
-def _short(text: str, limit: int) -> str:
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+def _apart_value(e: Entry) -> float | None:
+    """A result shown apart: its own headline metric over ``overall`` (not ranked)."""
+    metric = e.headline()
+    return e.value("overall", metric) if metric else None
 
 
 def _apart_reasons(v: Verification) -> list[str]:
     return [*v.set_problems, *(f"partial run: {reason}" for reason in v.partial)]
 
 
-def _set_lines(v: Verification) -> str:
-    """The run page's question-set check and partial-run reasons (why it is shown apart)."""
+def _question_set_line(v: Verification) -> str:
+    """The run page's question-set check (its partial-run reasons follow: why it is apart)."""
     check = v.question_set
     if check is not None and check.complete:
-        head = (
+        return (
             f"Question set: the {check.expected} selected question(s), each held once "
             "(checked against the dataset)."
         )
-    elif check is not None:
-        head = f"Question set: {check.held} record(s) held against {check.expected} selected."
-    else:
-        head = "Question set: not verified."
-    lines = "".join(f"<li>{esc(line)}</li>" for line in _apart_reasons(v))
-    return f'<p class="note" id="question-set">{esc(head)}</p>' + (
-        f'<ul class="apart-reasons">{lines}</ul>' if lines else ""
-    )
+    if check is not None:
+        return f"Question set: {check.held} record(s) held against {check.expected} selected."
+    return "Question set: not verified."
 
 
-def _apart_table(entries: Sequence[Entry], tiers: Mapping[str, Verification]) -> str:
-    """The results of a key shown apart: not ranked, each with its tier and why."""
-    if not entries:
-        return ""
-    rows = []
-    for e in _order(entries):
-        v = tiers[e.ident]
-        page = run_page_name(e)
-        metric = e.headline()
-        value = e.value("overall", metric) if metric else None
-        rows.append(
-            f'<tr class="apart" data-system="{esc(e.label)}" data-tier="{esc(v.tier)}" '
-            f'data-entry="{esc(e.ident)}"><td><a href="{esc(page)}">{esc(e.label)}</a></td>'
-            f"<td>{esc(e.run_id)}</td><td>{esc(e.created()[:19])}</td>"
-            f"<td>{_tier_badge(v, page)}</td>"
-            f"<td>{esc('; '.join(_apart_reasons(v)) or '-')}</td>"
-            f'<td class="num">{esc(fmt_num(value))}</td>'
-            f'<td class="num">{len(e.results)}</td></tr>'
-        )
-    return (
-        f'<h3 class="apart">Shown apart, not ranked ({len(entries)})</h3>'
-        '<p class="note">Results whose question set is not the complete, duplicate-free '
-        "selection of this key (or could not be checked), and partial runs (stopped early, "
-        "narrowed by -k / -m / --deselect / a shard, more than half ERROR; "
-        "<code>--show-partial</code> ranks these, marked). Their figures are not comparable "
-        'with the ranked ones.</p><div class="scroll"><table class="apart"><thead><tr>'
-        "<th>system</th><th>run</th><th>date</th><th>tier</th><th>why shown apart</th>"
-        '<th class="num">headline (overall, unranked)</th><th class="num">records</th></tr>'
-        f"</thead><tbody>{''.join(rows)}</tbody></table></div>"
-    )
+def _verdicts(result: QuestionResult) -> list[tuple[str, object]]:
+    """The judge's verdicts and reasons among a question's details."""
+    return [(k, v) for k, v in result.details.items() if "judge" in k or "verdict" in k]
 
 
 def _run_page(entry: Entry, v: Verification, key: Key) -> str:
-    body = [
-        f'<p><a href="index.html#{esc(key_id(key))}">board</a> · {esc(entry.kind)} '
-        f"{esc(entry.source)} · run {esc(entry.run_id)}</p>",
-        f"<h2>{esc(entry.benchmark)} · {esc(entry.label)}</h2>",
-        _key_fields(key),
-        '<h3 id="verification">Verification: '
-        f'<span class="tier tier-{esc(v.tier)}">{esc(v.tier)}</span></h3>',
-        f'<p class="note">{v.questions} questions re-scored, {v.values} values compared, '
-        f"{v.mismatch_count} mismatch(es)"
-        + (f"; reproduced by run folder {esc(v.folder)}" if v.folder else "")
-        + ".</p>",
-    ]
-    body.append(_set_lines(v))
-    if v.mismatches:
-        body.append(
-            '<ul class="mismatches">'
-            + "".join(f"<li>{esc(m)}</li>" for m in v.mismatches)
-            + "</ul>"
-        )
-    if v.notes:
-        body.append('<ul class="notes">' + "".join(f"<li>{esc(n)}</li>" for n in v.notes) + "</ul>")
-    body.append("<h3>Tables (computed from the questions)</h3>")
-    body.append(render_table(run_table(entry.computed)))
-    metric = entry.headline()
-    rows = []
-    for r in entry.results:
-        memories = "".join(
-            f"<li>{esc(_short(m.text, _QUESTION_TEXT))}</li>" for m in r.memories[:10]
-        )
-        verdicts = "".join(
-            f"<li>{esc(k)}: {esc(_short(str(val), _QUESTION_TEXT))}</li>"
-            for k, val in r.details.items()
-            if "judge" in k or "verdict" in k
-        )
-        value = r.scores.get(metric) if metric else None
-        rows.append(
-            f'<tr id="q-{esc(r.question_id)}"><td>{esc(r.question_id)}</td><td>{esc(r.category)}</td>'
-            f"<td>{esc(r.conversation_id)}</td>"
-            f'<td><span class="st st-{esc(r.status)}">{esc(r.status)}</span></td>'
-            f'<td class="num">{esc(fmt_num(value))}</td>'
-            f"<td>{esc(_short(r.question, _QUESTION_TEXT))}</td>"
-            f"<td>{esc(_short(str(r.gold), _QUESTION_TEXT))}</td>"
-            f"<td>{esc(_short(str(r.prediction or r.error or ''), _QUESTION_TEXT))}</td>"
-            f"<td><details><summary>{len(r.memories)} memories</summary><ol>{memories}</ol>"
-            f"</details>" + (f"<ul>{verdicts}</ul>" if verdicts else "") + "</td></tr>"
-        )
-    body.append(
-        f"<h3>Questions ({len(entry.results)})</h3>"
-        '<div class="scroll"><table id="questions"><thead><tr><th>id</th><th>category</th>'
-        f'<th>conversation</th><th>status</th><th class="num">{esc(metric or "-")}</th>'
-        "<th>question</th><th>gold</th><th>prediction</th><th>memories · judge</th></tr></thead>"
-        f"<tbody>{''.join(rows)}</tbody></table></div>"
+    return _page(
+        f"{entry.benchmark} · {entry.label} · {entry.run_id}",
+        template="board_run.html.j2",
+        entry=entry,
+        v=v,
+        key_id=key_id(key),
+        fields=_key_fields(key),
+        question_set=_question_set_line(v),
+        apart_reasons=_apart_reasons(v),
+        tables=Markup(render_table(run_table(entry.computed))),
+        metric=entry.headline(),
+        limit=_QUESTION_TEXT,
+        verdicts_of=_verdicts,
     )
-    return _page(f"{entry.benchmark} · {entry.label} · {entry.run_id}", "".join(body))
 
 
 def write_board(
@@ -789,23 +527,7 @@ def write_board(
     titles = headings(keys)
     output = BoardOutput(out_dir, entries=len(entries), keys=len(keys))
     diffs: dict[str, str] = {}
-    body = [
-        f'<p class="note">{len(entries)} results from '
-        f"{len({e.source for e in entries})} sources in {len(keys)} comparability key(s). Tiers: "
-        + ", ".join(f"{sum(t.tier == tier for t in tiers.values())} {tier}" for tier in TIERS)
-        + f"; {sum(not t.ranked(show_partial) for t in tiers.values())} shown apart, not ranked. "
-        "Rows marked ◆ are controls.</p>",
-        '<div class="controls" id="filters" hidden><label>benchmark <select id="f-bench">'
-        '<option value="">all</option>'
-        + "".join(
-            f'<option value="{esc(b)}">{esc(b)}</option>'
-            for b in dict.fromkeys(e.benchmark for e in entries)
-        )
-        + '</select></label><label>tier <select id="f-tier"><option value="">all</option>'
-        + "".join(f'<option value="{t}">{t}</option>' for t in TIERS)
-        + '</select></label><label>system <input id="f-text" type="search"></label></div>',
-        _differences(keys, titles),
-    ]
+    sections: list[dict[str, object]] = []
     for key in keys:
         every = _key_view(key, groups[key], pick)  # diffs and run pages: every result
         ranked = [e for e in groups[key] if tiers[e.ident].ranked(show_partial)]
@@ -822,32 +544,46 @@ def write_board(
             output.pages.append(
                 write_text_atomic(out_dir / run_page_name(e), _run_page(e, tiers[e.ident], key))
             )
-        body.append(
-            f'<section class="key" id="{esc(kid)}" data-bench="{esc(every.entries[0].benchmark)}">'
-            f'<div class="keybox"><h2>{esc(titles[key])} <span class="muted">({esc(kid)})</span></h2>'
-            + _key_fields(key)
-            + (
-                f"<h3>Systems ranked by {esc(view.metric or '-')} (overall)</h3>"
-                + f'<p class="note pick" data-pick="{esc(pick)}">One row per system: its '
-                + f"{_PICK_TEXT[pick]}"
-                + (
-                    " (<code>--pick best</code> shows each system's best run instead)"
-                    if pick == PICK_LATEST
-                    else " (<code>--pick latest</code> shows each system's latest run instead)"
-                )
-                + "; its other runs are in its history below.</p>"
-                + _systems_table(view, tiers)
-                + _baselines(view)
-                + _paretos(view)
-                + _history(view)
-                if ranked
-                else '<p class="note">No result of this key is ranked.</p>'
-            )
-            + _apart_table(apart, tiers)
-            + _diff_section(every, pairs)
-            + "</div></section>"
+        sections.append(
+            {
+                "kid": kid,
+                "bench": every.entries[0].benchmark,
+                "title": titles[key],
+                "fields": _key_fields(key),
+                "metric": view.metric,
+                "head": _system_head(view),
+                "systems": _system_rows(view, tiers) if ranked else [],
+                "baselines": _baselines(view) if ranked else None,
+                "paretos": _paretos(view) if ranked else [],
+                "history": _history(view) if ranked else [],
+                "apart": [
+                    (e, tiers[e.ident], "; ".join(_apart_reasons(tiers[e.ident])), _apart_value(e))
+                    for e in _order(apart)
+                ],
+                "pairs": pairs,
+                "entries": _order(every.entries),
+            }
         )
-    index = _page("memeval board", "".join(body), _JS, {"diffs": diffs})
+    index = _page(
+        "memeval board",
+        script=inline("board.js"),
+        data={"diffs": diffs},
+        template="board_index.html.j2",
+        entries=len(entries),
+        sources=len({e.source for e in entries}),
+        keys=len(keys),
+        tiers=", ".join(f"{sum(t.tier == tier for t in tiers.values())} {tier}" for tier in TIERS),
+        apart=sum(not t.ranked(show_partial) for t in tiers.values()),
+        benchmarks=list(dict.fromkeys(e.benchmark for e in entries)),
+        tier_names=TIERS,
+        differences=differences(keys),
+        sections=sections,
+        pick=pick,
+        pick_text=_PICK_TEXT[pick],
+        page_of=run_page_name,
+        diff_page_of=diff_page_name,
+        interval=_ci_text,
+    )
     output.pages.append(write_text_atomic(out_dir / "index.html", index))
     output.index_bytes = len(index.encode("utf-8"))
     return output

@@ -26,9 +26,9 @@ from .item_hooks import (
     pytest_runtest_makereport,
     pytest_runtest_teardown,
 )
-from .keys import CONTROLLER_KEY, STATE_KEY
 from .options import addoptions, read_settings
 from .setup_files import download_lines, read_protocol
+from .stash import CONTROLLER_KEY, STATE_KEY
 
 __all__ = [
     "Recorder",
@@ -141,7 +141,7 @@ def pytest_configure(config: pytest.Config) -> None:
 
         config.pluginmanager.register(ScaleHooks(config), "memeval-scale")
     if settings.checks.calibration is not None and not hasattr(config, "workerinput"):
-        from .calibration import CalibrationHooks
+        from .calibration_hooks import CalibrationHooks
 
         config.pluginmanager.register(CalibrationHooks(config), "memeval-calibration")
     if not hasattr(config, "workerinput"):
@@ -153,115 +153,20 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def _load(config: pytest.Config, state: RunState) -> None:
-    from ..benchmarks import LoadRequest
-    from ..benchmarks.base import check_unique_ids
-    from ..benchmarks.download import check_local_copies
-    from ..records import ResultKey
-    from ..run.question import select_questions
+    """This process's set-up (``run.start.load_run``): what it is, read off pytest."""
+    from ..run.start import Process, StartError, load_run
 
-    settings = state.settings
-    if state.systems is None:  # first: a --memsys typo fails before any data is read
-        state.systems = _resolve_systems(config, state)
-    loaded: list[str] = []
-    for name, bench in state.benchmarks.items():
-        if name in state.datasets:
-            continue
-        start = time.perf_counter()
-        try:
-            dataset = bench.load(
-                LoadRequest(
-                    settings.selection.data_dir,
-                    settings.cache_dir,
-                    settings.selection.variant,
-                    progress=download_lines(config),
-                )
-            )
-            check_unique_ids(dataset)
-            unpinned = check_local_copies(
-                name,
-                getattr(bench, "pins", None),
-                dataset.sha256,
-                settings.selection.accept_unpinned,
-            )
-        except MemevalError as exc:
-            raise pytest.UsageError(f"--memeval={name}: {exc}") from None
-        if unpinned:
-            dataset.meta["unpinned"] = unpinned
-        state.load_seconds[name] = time.perf_counter() - start
-        state.datasets[name] = dataset
-        state.selected[name] = select_questions(
-            dataset.questions,
-            limit=settings.selection.limit,
-            sample=settings.selection.sample,
-            seed=settings.selection.seed,
-        )
-        loaded.append(name)
-    if (
-        settings.selection.shard is not None and loaded
-    ):  # the same conversations on every machine/worker
-        from ..run.shards import shard_questions
-
-        state.selected.update(
-            shard_questions({n: state.selected[n] for n in loaded}, settings.selection.shard)
-        )
-    if settings.reports.errata and state.errata is None and not hasattr(config, "workerinput"):
-        from ..run.overlay import load_run_errata
-
-        try:
-            state.errata = load_run_errata(
-                settings.reports.errata, settings.cache_dir, state.datasets
-            )
-        except MemevalError as exc:
-            raise pytest.UsageError(f"--memeval-errata={settings.reports.errata}: {exc}") from None
-    workerinput = getattr(config, "workerinput", None)
-    if workerinput is not None:  # what the controller chose, shipped to this xdist worker
-        if workerinput.get("memeval_rejudge_run"):
-            state.rejudge_run = Path(workerinput["memeval_rejudge_run"])
-        if "memeval_resume" in workerinput:
-            state.resume_ids = frozenset(ResultKey(*key) for key in workerinput["memeval_resume"])
-    llm_settings = settings.llm
-    if llm_settings.uses_llm and state.llm is None:
-        from ..errors import JudgeError
-        from ..llm import redact
-        from ..run.runtime import LLMRuntime
-
-        try:
-            state.llm = LLMRuntime(llm_settings, settings.cache_dir, protocol=state.protocol)
-        except JudgeError as exc:
-            raise pytest.UsageError(redact(str(exc))) from None
-        if state.llm.answerer is not None:  # "today", each benchmark's prompt, speakers
-            for name, dataset in state.datasets.items():
-                state.llm.answerer.add_dataset(
-                    name, dataset.conversations.values(), dataset.questions
-                )
-        from .batch import check_batch, start_worker
-
-        check_batch(state)
-        if workerinput is not None:
-            start_worker(state, workerinput)
-        cache = state.llm.cache
-        if cache is not None and not hasattr(config, "workerinput"):
-            problem = cache.check_usable()  # before any paid call, not silently later
-            if problem is not None:
-                raise pytest.UsageError(problem)
-        if not hasattr(config, "workerinput"):
-            problem = state.llm.check_limiter()  # a shared Redis limiter answers before any call
-            if problem is not None:
-                raise pytest.UsageError(problem)
-        # a process that runs items (not an xdist controller): its first paid call's SDK import
-        # overlaps collection and ingest when the cache is cold
-        if config.pluginmanager.getplugin("dsession") is None and not config.option.collectonly:
-            state.llm.prewarm()
-    if state.answerer is None:
-        if settings.llm.answerer == "extractive":
-            from ..answerers.extractive import ExtractiveAnswerer
-
-            state.answerer = ExtractiveAnswerer()
-        else:
-            assert state.llm is not None and state.llm.answerer is not None
-            state.answerer = (
-                state.llm.estimate_answerer() if llm_settings.estimate else state.llm.answerer
-            )
+    process = Process(
+        workerinput=getattr(config, "workerinput", None),
+        runs_items=(
+            config.pluginmanager.getplugin("dsession") is None and not config.option.collectonly
+        ),
+        progress=download_lines(config),
+    )
+    try:
+        load_run(state, process, lambda: _resolve_systems(config, state))
+    except StartError as exc:
+        raise pytest.UsageError(str(exc)) from None
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -392,7 +297,7 @@ def pytest_collection_modifyitems(
             items[:] = [item for item in items if result_key(item) not in resume]
             config.hook.pytest_deselected(items=done)
     if state.settings.checks.calibration is not None:
-        from .calibration import deselect_questions
+        from .calibration_hooks import deselect_questions
 
         deselect_questions(config, items)
     state.collect_seconds += time.perf_counter() - start
@@ -447,7 +352,7 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     if state.pipeline is not None:  # -x, --maxfail, Ctrl-C: cancel what is not sent yet
         state.pipeline.close()
     if hasattr(config, "workerinput"):
-        from .controller import PROPERTY_NAME, worker_output
+        from ..run.outputs import PROPERTY_NAME, worker_output
 
         config.workeroutput[PROPERTY_NAME] = worker_output(state)  # type: ignore[attr-defined]
     state.pool.clear()

@@ -8,14 +8,15 @@ controller through ``pytest_runtest_logreport``, so the numbers are the same wit
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from ..errors import MemevalError
-from ..records import STATUS_ERROR, QuestionResult, ResultKey
-from .keys import STATE_KEY
+from ..records import QuestionResult, ResultKey
+from .stash import STATE_KEY
 
 if TYPE_CHECKING:  # imported where used: a pytest run without --memeval never loads them
     from ..report.model import Summary
@@ -24,24 +25,23 @@ if TYPE_CHECKING:  # imported where used: a pytest run without --memeval never l
     from ..run.state import RunState
     from ..run.store import RunStore
 
-from .outputs import (
+from ..run.outputs import (
     PROPERTY_NAME,
     STOPPED_PROPERTY,
     flat_properties,
     merge_outputs,
-    worker_output,
+    session_outputs,
 )
-from .reports import resumed_exit_status, write_reports
-from .summary import baselines, build_summary, questions_run, session_record
+from ..run.provenance import session_record
 from .terminal import write_terminal_summary
 
-__all__ = ["PROPERTY_NAME", "Controller", "flat_properties", "merge_outputs", "worker_output"]
+__all__ = ["Controller"]
 
 
 class Controller:
-    """The session's results and what is built from them; the summary (``summary.py``) and the
-    terminal output (``terminal.py``) are functions that read it (``SummarySource``,
-    ``TerminalSource``)."""
+    """The session's results and what is built from them; the summary (``run/session.py``) and the
+    terminal lines (``run/session_lines.py``) are pytest-free functions that read it
+    (``SummarySource``, ``TerminalSource``)."""
 
     def __init__(self, config: pytest.Config) -> None:
         self.config = config
@@ -60,7 +60,7 @@ class Controller:
         self.report_errors: list[tuple[Path, str]] = []
         #: stored rows (merged or resumed) whose numbers differed from the re-computed ones
         self.rescored: list[str] = []
-        #: --memeval-llm-batch: what sending the batches did (plugin.batch.settle_run)
+        #: --memeval-llm-batch: what sending the batches did (run.batch.settle_run)
         self.batch_lines: list[str] = []
         #: --memeval-cache-import-verify: what re-asking the judge found (None: not asked)
         self.import_verify: dict[str, Any] | None = None
@@ -78,53 +78,23 @@ class Controller:
     def pytest_sessionstart(self, session: pytest.Session) -> None:
         """Open the results store (or the run being resumed) once the data loaded and before any
         xdist worker starts (xdist starts them in a trylast implementation)."""
-        from ..run.store import NUMBERS_KEY, RunStore, check_resume_config, find_run
+        from ..run.start import metric_name_problem, open_run
+        from .questions import question_run
 
         state = self.state
         settings = state.settings
         if not settings.active:
             return
-        self._check_metric_names()
+        scorers = self.config.pluginmanager.hook.pytest_memeval_question_scores.get_hookimpls()
+        problem = metric_name_problem(state, extra_scores=len(scorers) > 1)
+        if problem is not None:
+            raise pytest.UsageError(problem)
         try:
-            if settings.run.rejudge is not None:
-                state.rejudge_run = find_run(
-                    settings.cache_dir, settings.run.rejudge, option="--memeval-rejudge"
-                )
-            if settings.run.reanswer is not None:  # stored retrievals, answered again
-                state.rejudge_run = find_run(
-                    settings.cache_dir, settings.run.reanswer, option="--memeval-reanswer"
-                )
-            if settings.run.resume is not None:
-                folder = find_run(settings.cache_dir, settings.run.resume)
-                check_resume_config(folder, settings.numbers())
-                self.store = RunStore(folder)
-                self.store.repair_torn_tail()
-                from .stored import check_rows
-
-                checked = check_rows(
-                    self.config,
-                    state,
-                    (
-                        (f"{folder}", r)
-                        for r in self.store.stored().values()
-                        if r.status != STATUS_ERROR
-                    ),
-                    "--memeval-resume",
-                )
-                stored = checked.results
-                self.rescored += checked.rescored
-                self.results.update(stored)
-                state.resume_ids = frozenset(stored)
-            elif not settings.llm.estimate:  # an estimate leaves no run folder behind
-                from ..run.fingerprint import run_config
-
-                self.store = RunStore.create(settings.cache_dir)
-                # the resume check reads NUMBERS_KEY; the merge reads the fingerprint and shard
-                self.store.write_config(run_config(state) | {NUMBERS_KEY: settings.numbers()})
-            if self.store is not None:  # an estimate queues no batch either
-                from .batch import start_batch
-
-                start_batch(state, self.store.folder)
+            opened = open_run(state, lambda bench: question_run(self.config, state, bench))
+            self.store = opened.store
+            if opened.resumed is not None:
+                self.rescored += opened.resumed.rescored
+                self.results.update(opened.resumed.results)
             if settings.run.merge:
                 scale = self.config.pluginmanager.get_plugin("memeval-scale")
                 assert scale is not None  # registered with --memeval-merge
@@ -135,38 +105,6 @@ class Controller:
             raise pytest.UsageError(
                 f"--memeval-cache-dir={settings.cache_dir}: cannot write the results store ({exc})"
             ) from None
-
-    def _check_metric_names(self) -> None:
-        """Every metric a gate or ``--memeval-max-drop`` names is one this run produces (the
-        benchmarks' metrics, the judges' names), checked before any question runs. Hand-written
-        ``memeval_case`` tests (explicit paths) and score plugins can record any name: then only
-        the run's end can tell."""
-        state = self.state
-        checks = state.settings.checks
-        named: list[tuple[str, str, str | None, str]] = [
-            ("--memeval-fail-under", g.text, g.benchmark, g.metric) for g in checks.gates
-        ]
-        named += [
-            # ROW.METRIC gates one category (or overall_all): the name checked is the metric
-            ("--memeval-max-drop", f"{m}:{p:g}", None, m.rpartition(".")[2])
-            for m, p in checks.max_drops
-        ]
-        if not named or state.settings.selection.explicit_paths:
-            return
-        # imported here: without gates (every xdist worker's common case) a worker never needs
-        # them (the summary is the controller's): ~0.08 s of imports saved per process
-        from ..analysis.gates import check_metric_names
-        from ..analysis.regression import CORRECT_METRIC
-
-        scorers = self.config.pluginmanager.hook.pytest_memeval_question_scores.get_hookimpls()
-        if len(scorers) > 1:  # a plugin or conftest adds scores of its own
-            return
-        llm = state.llm
-        heads = {b: llm.judge_keys(b) if llm is not None else [] for b in state.benchmarks}
-        metrics = {b: tuple(bench.metrics) for b, bench in state.benchmarks.items()}
-        problem = check_metric_names(named, metrics, heads, always=(CORRECT_METRIC,))
-        if problem is not None:
-            raise pytest.UsageError(problem)
 
     # ---- gathering ---------------------------------------------------------------------------
     @pytest.hookimpl(tryfirst=True)
@@ -241,7 +179,7 @@ class Controller:
 
     def _record_unfinished(self) -> None:
         """What the xdist scheduler gave up, or never ran because the run stopped."""
-        from .keys import SCHEDULER_KEY
+        from .stash import SCHEDULER_KEY
 
         scheduler = self.config.stash.get(SCHEDULER_KEY, None)
         if scheduler is None:
@@ -259,15 +197,21 @@ class Controller:
         return self.config.stash[STATE_KEY]
 
     def merged(self) -> dict[str, Any]:
-        outputs = list(self.worker_outputs) or [worker_output(self.state)]
-        if self.worker_outputs and (self.calibration is not None or self.batch_lines):
-            # the calibration's and the batch's judge calls were made here, on the controller
-            outputs.append(worker_output(self.state) | {"ingests": {}})
-        return merge_outputs(outputs)
+        # the calibration's and the batch's judge calls were made here, on the controller
+        called = self.calibration is not None or bool(self.batch_lines)
+        return merge_outputs(session_outputs(self.state, self.worker_outputs, called))
+
+    @property
+    def rootpath(self) -> Path:
+        return self.config.rootpath
+
+    @property
+    def pytest_version(self) -> str:
+        return pytest.__version__
 
     @property
     def calibration(self) -> dict[str, Any] | None:
-        from .calibration import calibration_block
+        from .calibration_hooks import calibration_block
 
         return calibration_block(self.config)
 
@@ -277,66 +221,68 @@ class Controller:
             self._finish_estimate(session)
             return
         self._record_unfinished()
-        from .batch import settle_run
-
-        self.batch_lines = settle_run(self.config)
+        self.batch_lines = self._settle_batches()
         self._prune_runs()
         if not self.results and self.calibration is None:
             return
-        from ..analysis.checks import check_summary
+        from ..run.session import finish_summary, write_run_files
 
-        settings = self.state.settings
-        self.session_end = session_record(session, settings.selection.shard)
-        summary = build_summary(self)
-        from ..report.model import (
-            dataset_notes,
-            published_entries,
-            unscored_metric_notes,
-            unscored_notes,
+        status = session.exitstatus
+        try:
+            name: str | None = pytest.ExitCode(status).name
+        except ValueError:
+            name = None
+        self.session_end = session_record(
+            status,
+            name,
+            session.shouldfail or session.shouldstop,
+            session.config.option,
+            self.state.settings.selection.shard,
         )
-
-        unscored_notes(
-            summary,
-            {
-                name: getattr(bench, "unscored_reason", None)
-                for name, bench in self.state.benchmarks.items()
-            },
+        summary, failed = finish_summary(
+            self,
+            lambda s: self.config.hook.pytest_memeval_modify_summary(config=self.config, summary=s),
         )
-        unscored_metric_notes(
-            summary,
-            {
-                name: getattr(bench, "unscored_metrics", dict)()
-                for name, bench in self.state.benchmarks.items()
-            },
-        )
-        dataset_notes(summary, self.state.datasets)
-        summary.published = published_entries(baselines(self.state, summary))
-        for name, ds in (summary.provenance.get("datasets") or {}).items():
-            if isinstance(ds, dict):
-                ds["questions_run"] = questions_run(self.state, summary, name)
-        failed = check_summary(summary, settings)
-        self.config.hook.pytest_memeval_modify_summary(config=self.config, summary=summary)
         self.summary = summary
-        self.report_errors = write_reports(
-            summary,
-            baselines(self.state, summary),
-            settings,
-            self.store.folder if self.store is not None else None,
-        )
+        self.report_errors = write_run_files(self, summary, _add_to_board)
         if self.report_errors:
             failed = True
-        if self.store is not None:
-            from ..run.shards import write_outputs
-
-            write_outputs(self.store.folder, self.merged())
-            self.store.close()
-        resumed_exit_status(session, self.state, bool(self.results))
+        if (
+            self.state.settings.run.resume is not None
+            and self.results
+            and session.exitstatus == pytest.ExitCode.NO_TESTS_COLLECTED
+        ):
+            # resuming a finished run deselects every item: pytest would exit 5 (no tests ran),
+            # yet the stored results are reported. That is a complete run: exit status OK
+            session.exitstatus = pytest.ExitCode.OK
         only = self.calibration is not None and self.calibration["mode"] == "only"
         if only and session.exitstatus == pytest.ExitCode.NO_TESTS_COLLECTED:
             # nothing of the benchmark was meant to run: "no tests ran" is not a failure here
             session.exitstatus = pytest.ExitCode.OK
         if failed and session.exitstatus == pytest.ExitCode.OK:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+    def _settle_batches(self) -> list[str]:
+        """``--memeval-llm-batch``: ``run.batch.settle_run`` over the results, its progress
+        written to the terminal as it goes, the results it settles appended to the store."""
+        from ..llm.redact import redact
+        from ..run.batch import settle_run
+        from .questions import question_run
+
+        state = self.state
+        writer = self.config.pluginmanager.get_plugin("terminalreporter")
+
+        def log(line: str) -> None:
+            if writer is not None:
+                writer.write_line(f"memeval: {redact(line)}")
+
+        return settle_run(
+            state,
+            list(self.results.values()),
+            lambda bench: question_run(self.config, state, bench),
+            store=self.store.append if self.store is not None else None,
+            log=log,
+        )
 
     def _prune_runs(self) -> None:
         """--memeval-keep-runs: the oldest run folders beyond N go (never this run's folder, the
@@ -354,39 +300,12 @@ class Controller:
     def _finish_estimate(self, session: pytest.Session) -> None:
         """--memeval-estimate: no summary, report or run folder; the estimate, exit status 0
         (the placeholder verdicts decide nothing)."""
-        outputs = list(self.worker_outputs) or [worker_output(self.state)]
-        if self.worker_outputs and self.calibration is not None:
-            # the calibration's judge calls are made here, on the controller (as in merged())
-            outputs.append(worker_output(self.state) | {"ingests": {}})
-        tokenizers: dict[str, str] = {}
-        approximate: list[str] = []
-        repeats = 0
-        for out in outputs:
-            info = out.get("estimate") or {}
-            tokenizers.update({str(k): str(v) for k, v in (info.get("tokenizers") or {}).items()})
-            approximate += [str(x) for x in info.get("approximate") or ()]
-            repeats += int(info.get("repeats") or 0)
-        from ..run.estimate_figures import Estimate
-        from .batch import batch_roles
+        from ..run.session import build_estimate
 
-        llm = self.state.settings.llm
-        self.estimate = Estimate.from_accounting(
-            merge_outputs(outputs)["tokens"],
-            prices=llm.prices,
-            concurrency=llm.concurrency,
-            processes=len(self.worker_outputs) or 1,
-            rpm=llm.rpm,
-            tpm=llm.tpm,
-            tokenizers=tokenizers,
-            approximate=approximate,
-            batch_roles=batch_roles(self.state),
-            repeats=repeats,
-            questions=len(self.results),
-            conversations=len(
-                {(r.benchmark, r.system, r.conversation_id) for r in self.results.values()}
-            ),
-            ingest_ahead=llm.ingest_ahead,
-            limiter=llm.limiter,
+        # the calibration's judge calls are made here, on the controller (as in merged())
+        outputs = session_outputs(self.state, self.worker_outputs, self.calibration is not None)
+        self.estimate = build_estimate(
+            self.state, outputs, len(self.worker_outputs) or 1, self.results
         )
         if self.store is not None:
             self.store.close()
@@ -399,3 +318,16 @@ class Controller:
         self, terminalreporter: Any, exitstatus: int, config: pytest.Config
     ) -> None:
         write_terminal_summary(terminalreporter, config, self)
+
+
+def _add_to_board(
+    board: Path,
+    report_json: str,
+    provenance: Mapping[str, Any],
+    run_folder: Path | None,
+    data_dir: Path | None,
+) -> None:
+    """``--memeval-board``'s writer (``board.site``, imported when a board is written)."""
+    from ..board.site import add_to_board
+
+    add_to_board(board, report_json, provenance, run_folder, data_dir)

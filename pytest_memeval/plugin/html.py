@@ -19,8 +19,8 @@ class PytestHtmlHooks:
         self, prefix: list[str], summary: list[str], postfix: list[str], session: Any
     ) -> None:
         from ..report.html import summary_tables
-        from .keys import CONTROLLER_KEY
-        from .summary import build_summary
+        from ..run.session import build_summary
+        from .stash import CONTROLLER_KEY
 
         controller = self.config.stash.get(CONTROLLER_KEY, None)
         if controller is None or not controller.results:
@@ -34,7 +34,7 @@ class PytestHtmlHooks:
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_html_results_table_row(self, report: pytest.TestReport, cells: list[str]) -> None:
-        from ..report.html import esc
+        from ..report.pages import esc
 
         parts = []
         for name, value in getattr(report, "user_properties", []):

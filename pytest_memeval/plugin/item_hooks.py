@@ -11,8 +11,8 @@ import pytest
 
 from ..errors import MemevalError
 from ..records import STATUS_CORRECT, STATUS_UNSCORED, STATUS_WRONG
-from .keys import RECORDER_KEY, RESULT_KEY, STATE_KEY
-from .outputs import STOPPED_PROPERTY
+from ..run.outputs import STOPPED_PROPERTY
+from .stash import RECORDER_KEY, RESULT_KEY, STATE_KEY
 
 if TYPE_CHECKING:
     from ..records import QuestionResult
@@ -145,7 +145,7 @@ def pytest_runtest_makereport(
     result = _result_for(item, call)
     entry = None
     if result is not None:
-        from .controller import PROPERTY_NAME
+        from ..run.outputs import PROPERTY_NAME
 
         entry = (PROPERTY_NAME, result.to_dict())
         item.user_properties.append(entry)
@@ -169,7 +169,7 @@ def pytest_runtest_makereport(
         # this phase's report holds the result (each report copies the list); the item keeps only
         # the flat properties, so later reports (teardown, what JUnit reads) do not carry the
         # whole result again, across xdist's wire and into the controller
-        from .controller import flat_properties
+        from ..run.outputs import flat_properties
 
         at = next(i for i, p in enumerate(item.user_properties) if p is entry)
         item.user_properties[at : at + 1] = flat_properties(entry[1])
@@ -289,7 +289,7 @@ def pytest_report_teststatus(
         return None
     if report.when != "call" or not report.passed or STATE_KEY not in config.stash:
         return None
-    from .controller import PROPERTY_NAME
+    from ..run.outputs import PROPERTY_NAME
 
     estimate = config.stash[STATE_KEY].settings.llm.estimate
 

@@ -44,9 +44,9 @@ from ..run.repeats import SystemStopped
 from ..run.state import RunState, SystemRef  # moved to run/ (issue 26); importable here too
 from ..systems.builtin import MissingReplayAnswer
 from .cases import case_conversation, case_flow, case_of
-from .keys import RESULT_KEY, STATE_KEY
 from .memsys import SystemNotFound, conversation_key, ingested_system, not_run_reason, obtain_system
 from .questions import question_run, result_skeleton
+from .stash import RESULT_KEY, STATE_KEY
 
 if TYPE_CHECKING:
     from ..run.pipeline import Pipeline

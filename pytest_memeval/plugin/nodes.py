@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from .items import MemevalItem, path_component
-from .keys import STATE_KEY
+from .stash import STATE_KEY
 
 if TYPE_CHECKING:
     from ..records import Question

@@ -20,11 +20,10 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from ..errors import AdapterError, MemevalError
-from ..records import QuestionResult, ResultKey
 from .options import OPTIONS, split_values
 
 if TYPE_CHECKING:
-    from ..run.state import RunState
+    pass
 
 __all__ = ["ScaleHooks", "apply_merge_defaults"]
 
@@ -103,7 +102,7 @@ class ScaleHooks:
 
     @property
     def settings(self) -> Any:
-        from .keys import STATE_KEY
+        from .stash import STATE_KEY
 
         return self.config.stash[STATE_KEY].settings
 
@@ -123,35 +122,21 @@ class ScaleHooks:
     def merge_into(self) -> None:
         """Read and check the shards, and hand their results to the controller (from the stash:
         this module does not import the controller's)."""
-        from ..run.shards import fingerprint_difference, load_shards
-        from .keys import CONTROLLER_KEY
+        from ..run.stored import merge_shards
+        from .questions import question_run
+        from .stash import CONTROLLER_KEY
 
         controller = self.config.stash[CONTROLLER_KEY]
-
         state = controller.state
-        shards = load_shards(self.settings.run.merge)
-        from ..run.fingerprint import run_fingerprint
-
-        mine = run_fingerprint(state)
-        diffs = fingerprint_difference(shards.fingerprint, mine)
-        if diffs:
-            raise MemevalError(
-                f"--memeval-merge: this session's configuration differs from the shards' in "
-                f"{', '.join(diffs[:5])} (e.g. another dataset file under --memeval-data, or an "
-                "option given here); give the shards' options or none"
-            )
-        from .stored import check_rows
-
-        checked = check_rows(
-            self.config,
+        checked, outputs = merge_shards(
             state,
-            ((str(run.folder), r) for run in shards.runs for r in run.results.values()),
-            "--memeval-merge",
+            self.settings.run.merge,
+            lambda bench: question_run(self.config, state, bench),
         )
         controller.rescored += checked.rescored
         for result in checked.results.values():
             controller._add(result)
-        for out in shards.outputs:
+        for out in outputs:
             controller.add_worker_output(out)
         state.resume_ids = frozenset(checked.results)
         self.merged_ok = True
@@ -163,7 +148,7 @@ class ScaleHooks:
         if not self.settings.run.merge:
             return
         from .items import MemevalItem, result_key
-        from .keys import CONTROLLER_KEY
+        from .stash import CONTROLLER_KEY
 
         controller = config.stash.get(CONTROLLER_KEY, None)
         dropped = [item for item in items if result_key(item) is not None]
@@ -181,7 +166,7 @@ class ScaleHooks:
         """A shard with no conversation (more shards than conversations) is a success, and its
         run folder still holds a (then empty) results file, so the merge finds every shard."""
         from ..run.store import RESULTS_FILE
-        from .keys import CONTROLLER_KEY, STATE_KEY
+        from .stash import CONTROLLER_KEY, STATE_KEY
 
         state = self.config.stash[STATE_KEY]
         empty = not any(state.selected.values())
@@ -239,13 +224,15 @@ class ScaleHooks:
     def verify_imports(self) -> None:
         """Re-ask the judge, bypassing the cache, for a seeded random sample of the verdicts that
         came from imported files, and record how many disagree on the controller."""
-        from .keys import CONTROLLER_KEY, STATE_KEY
+        from .stash import CONTROLLER_KEY, STATE_KEY
 
         n = self.verify_count()
         controller = self.config.stash.get(CONTROLLER_KEY, None)
         state = self.config.stash[STATE_KEY]
         if not n or controller is None or state.llm is None:
             return
+        from ..run.stored import verify_imported_verdicts
+
         controller.import_verify = verify_imported_verdicts(
             state, list(controller.results.values()), n, state.settings.selection.seed
         )
@@ -282,65 +269,3 @@ class ScaleHooks:
                 if reporter is not None:
                     reporter.write_line(f"memeval: --memeval-cache-export failed: {exc}", red=True)
                 session.exitstatus = pytest.ExitCode.TESTS_FAILED
-
-
-def verify_imported_verdicts(
-    state: RunState, results: list[QuestionResult], n: int, seed: int
-) -> dict[str, Any]:
-    """Draw ``n`` of the (result, judge) verdicts served from an imported cache file (seeded,
-    over a sorted list, so the draw is the same whatever the worker order), judge each again with
-    the same judge and an uncached client, and compare the scores."""
-    import copy
-    import random
-
-    from ..errors import JudgeError
-    from ..run.runtime import score_key
-
-    llm = state.llm
-    assert llm is not None
-    questions = {(b, q.id): q for b, qs in state.selected.items() for q in qs}
-    candidates: list[tuple[ResultKey, int]] = []
-    by_key = {r.key: r for r in results}
-    for result in sorted(results, key=lambda r: r.key):
-        if result.prediction is None or (result.benchmark, result.question_id) not in questions:
-            continue
-        for index, spec in enumerate(llm.judges):
-            key = score_key(llm.judge_for(spec, result.benchmark).metric, spec.first, spec.label)
-            info = result.details.get(key)
-            if isinstance(info, dict) and info.get("imported_from"):
-                candidates.append((result.key, index))
-    sample = random.Random(seed).sample(candidates, min(n, len(candidates)))
-    rows: list[str] = []
-    asked = disagree = 0
-    for result_key, index in sorted(sample):
-        result = by_key[result_key]
-        spec = llm.judges[index]
-        judge = llm.judge_for(spec, result.benchmark)
-        client = copy.copy(spec.client)
-        client.cache = None  # asked again, never answered from (or written to) the cache
-        question = questions[(result.benchmark, result.question_id)]
-        assert result.prediction is not None
-        try:
-            fresh = judge.judge(question, result.prediction, client)
-        except JudgeError as exc:
-            rows.append(f"{'/'.join(result_key)}: not re-asked ({str(exc)[:120]})")
-            continue
-        asked += 1
-        differing = []
-        for name, value in fresh.scores.items():
-            stored = result.scores.get(score_key(name, spec.first, spec.label))
-            if (stored is None) != (value is None) or (
-                stored is not None and value is not None and abs(stored - value) > 1e-9
-            ):
-                differing.append(f"{name} imported {stored} vs asked {value}")
-        if differing:
-            disagree += 1
-            rows.append(f"{'/'.join(result_key)} ({spec.label}): {', '.join(differing)}")
-    return {
-        "requested": n,
-        "imported": len(candidates),
-        "asked": asked,
-        "seed": seed,
-        "disagree": disagree,
-        "rows": rows,
-    }

@@ -76,7 +76,7 @@ def worker_queue(config: pytest.Config) -> list[int] | None:
 def _items_ahead(config: pytest.Config) -> int:
     """Items a worker holds before it is sent more: 2, or the LLM window when the run makes LLM
     calls through one (so the window can be filled from the worker's next conversations)."""
-    from .keys import STATE_KEY
+    from .stash import STATE_KEY
 
     state = config.stash.get(STATE_KEY, None)
     if state is None or not state.settings.llm.uses_llm or state.settings.llm.concurrency < 2:

@@ -42,15 +42,15 @@ class XdistHooks:
 
     @pytest.hookimpl(optionalhook=True, tryfirst=True)
     def pytest_xdist_make_scheduler(self, config: pytest.Config, log: Any) -> Any:
-        from .keys import STATE_KEY
+        from .stash import STATE_KEY
 
         state = config.stash.get(STATE_KEY, None)
         if state is None or not state.settings.active:
             return None
         if config.getoption("dist", "load") not in ("load", "worksteal"):
             return None
-        from .keys import SCHEDULER_KEY
         from .scheduler import ConversationScheduling
+        from .stash import SCHEDULER_KEY
 
         scheduler = ConversationScheduling(config, log, conversation_scope)
         config.stash[SCHEDULER_KEY] = scheduler
@@ -59,7 +59,7 @@ class XdistHooks:
     @pytest.hookimpl(optionalhook=True)
     def pytest_configure_node(self, node: Any) -> None:
         """Ship controller-side decisions to each worker (workers re-parse argv)."""
-        from .keys import STATE_KEY
+        from .stash import STATE_KEY
 
         state = self.config.stash.get(STATE_KEY, None)
         if state is not None and state.resume_ids:
@@ -71,8 +71,8 @@ class XdistHooks:
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_testnodedown(self, node: Any, error: Any) -> None:
-        from .controller import PROPERTY_NAME
-        from .keys import CONTROLLER_KEY
+        from ..run.outputs import PROPERTY_NAME
+        from .stash import CONTROLLER_KEY
 
         controller = self.config.stash.get(CONTROLLER_KEY, None)
         output = getattr(node, "workeroutput", None) or {}

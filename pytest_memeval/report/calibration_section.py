@@ -1,5 +1,6 @@
 """The judge calibration block (``Summary.judge_calibration``) as terminal lines, Markdown
-and an HTML fragment. Every string from the data is escaped by the caller's escaper."""
+and an HTML fragment (a template of ``templates/html/``). Every string from the data is escaped
+(the caller's escaper for Markdown, autoescaping for HTML)."""
 
 from __future__ import annotations
 
@@ -109,16 +110,11 @@ def markdown_section(block: Mapping[str, Any], text: Callable[[object], str]) ->
     return lines
 
 
-def html_section(block: Mapping[str, Any], esc: Callable[[object], str]) -> str:
-    parts = [f'<p class="note">{esc(_header(block))}</p>']
-    for table in block.get("tables") or ():
-        head, rows = _table(table)
-        parts.append(f"<h3>{esc(table.get('benchmark'))} · judge {esc(table.get('judge'))}</h3>")
-        parts.append("<table><thead><tr>")
-        parts.extend(f"<th>{esc(h)}</th>" for h in head)
-        parts.append("</tr></thead><tbody>")
-        for r in rows:
-            parts.append("<tr>" + "".join(f"<td>{esc(c)}</td>" for c in r) + "</tr>")
-        parts.append("</tbody></table>")
-    parts.extend(f'<p class="note">note: {esc(n)}</p>' for n in _notes(block))
-    return "".join(parts)
+def html_section(block: Mapping[str, Any]) -> str:
+    """The HTML fragment (``templates/html/calibration.html.j2``, escaped by its autoescaping)."""
+    from .pages import render_page
+
+    tables = [(t.get("benchmark"), t.get("judge"), *_table(t)) for t in block.get("tables") or ()]
+    return render_page(
+        "calibration.html.j2", header=_header(block), tables=tables, notes=_notes(block)
+    )

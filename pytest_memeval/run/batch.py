@@ -1,8 +1,9 @@
 """``--memeval-llm-batch`` at run level, pytest-free (docs/batch.md): which runs can batch, where
 each process queues its calls, and at the controller's session end the rounds that send the
 batches (``llm.batch.settle``) and answer and judge again, from the cache, every result still
-waiting for one (the way ``--memeval-rejudge`` does). The pytest glue (``plugin/batch.py``) only
-wires this to the hooks, the terminal and the stash.
+waiting for one (the way ``--memeval-rejudge`` does). The pytest glue only wires this to the hooks
+and the terminal (``plugin/controller.py``; the usage check and a worker's queue at set-up,
+``run/start.py``).
 
 A waiting result carries a :class:`~pytest_memeval.llm.batch.BatchPending` marker in its
 ``details`` (under a judge's score key, or :data:`~.question.ANSWER_PENDING` for a queued

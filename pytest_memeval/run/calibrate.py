@@ -46,6 +46,7 @@ from .settings import CalibrationSettings
 
 if TYPE_CHECKING:
     from .runtime import LLMRuntime
+    from .state import RunState
 
 __all__ = [
     "AUDIT_SETS",
@@ -57,6 +58,7 @@ __all__ = [
     "Case",
     "CaseSet",
     "build_cases",
+    "calibrate_run",
     "calibration_settings",
     "load_wrong_sets",
     "run_calibration",
@@ -313,3 +315,60 @@ def provenance(block: Mapping[str, Any]) -> dict[str, Any]:
         "answers": block.get("answers"),
         "judgments": block.get("judgments"),
     }
+
+
+def calibrate_run(state: RunState) -> dict[str, Any]:
+    """``--memeval-judge-calibration`` over the run's loaded benchmarks, through its LLM runtime:
+    the case sets (perturbations, wrong-answer sets each benchmark can use), then the judge asked
+    about them (:func:`run_calibration`). Returns the report's ``judge_calibration`` block;
+    ``CalibrationError`` when a source cannot be read or a wrong-answer file matches no loaded
+    question."""
+    settings = state.settings
+    calibration = settings.checks.calibration
+    assert calibration is not None  # called only when it is set
+    runtime = state.llm
+    assert runtime is not None  # calibration needs --memeval-judge, checked with the options
+    try:
+        wrong_sets = load_wrong_sets(calibration, settings.selection.data_dir, settings.cache_dir)
+    except MemevalError as exc:
+        raise CalibrationError(f"--memeval-judge-calibration: {exc}") from None
+    case_sets: dict[str, CaseSet] = {}
+    order: dict[str, list[str]] = {}
+    thresholds: dict[str, float] = {}
+    for name, bench in state.benchmarks.items():
+        dataset = state.datasets[name]
+        usable = [
+            ws
+            for ws in wrong_sets
+            if (name == "locomo" if ws.kind in AUDIT_SETS else name in LOCOMO_SHAPED)
+        ]
+        speakers = [s for c in dataset.conversations.values() for s in c.speakers]
+        case_sets[name] = build_cases(
+            name,
+            state.selected[name],
+            dataset.questions,
+            perturbations=PERTURB in calibration.sources,
+            wrong_sets=usable,
+            extra_names=speakers,
+        )
+        order[name] = [c.name for c in bench.categories.values()]
+        thresholds[name] = state.threshold(name)
+    for ws in wrong_sets:
+        if ws.kind in AUDIT_SETS:
+            continue
+        missed = [cs.unmatched.get(ws.kind) for cs in case_sets.values()]
+        if all(m is None or m == len(ws.answers) for m in missed):
+            raise CalibrationError(
+                f"--memeval-calibration-wrong={ws.path}: none of its {len(ws.answers)} "
+                "answers matches a loaded question (locomo_<K>_qa<N> must name conversation K "
+                "and question N, from 0, of a LoCoMo-shaped benchmark, with the same question "
+                "text)"
+            )
+    return run_calibration(
+        runtime,
+        case_sets,
+        thresholds,
+        order,
+        settings=calibration,
+        wrong_sets=wrong_sets,
+    )

@@ -244,9 +244,12 @@ class SystemPool:
             self.failed.pop(key)
 
     def clear(self) -> None:
+        """Session end: drop every instance (the last one made too, so an adapter that cleans up
+        when it is dropped, e.g. a hosted store, does so before the run ends)."""
         self.live.clear()
         self.failed.clear()
         self.ahead.clear()
+        self._last_instance.clear()
 
 
 def is_thread_safe(system: object) -> bool:

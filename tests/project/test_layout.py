@@ -138,7 +138,7 @@ KNOTLESS = ("plugin", "run")
 #: the one module whose ``if TYPE_CHECKING:`` imports are exempt: the stash keys name the type each
 #: key holds (the controller, the run state), which is what lets every glue module reach that state
 #: through ``config.stash`` instead of importing the module that builds it
-KEYS_MODULE = "pytest_memeval.plugin.keys"
+KEYS_MODULE = "pytest_memeval.plugin.stash"
 
 
 def _design_imports(module: str, path: Path, is_pkg: bool) -> set[str]:
@@ -302,8 +302,8 @@ def _declared_not_set(cls: ast.ClassDef) -> list[str]:
 def test_no_mixin_declares_what_another_class_sets() -> None:
     """Issue 26: the controller's summary and terminal halves were mixins declaring the
     controller's attributes (and stub methods) for the type checker. Code that reads another
-    object's state takes it as a parameter typed by a small Protocol (``summary.SummarySource``,
-    ``terminal.TerminalSource``), so no class in plugin/ or run/ declares attributes it never
+    object's state takes it as a parameter typed by a small Protocol (``provenance.SummarySource``,
+    ``session_lines.TerminalSource``), so no class in plugin/ or run/ declares attributes it never
     sets."""
     found = []
     for package in KNOTLESS:
@@ -397,17 +397,14 @@ NAMES_A_SUITE: dict[str, str] = {
     "judges/__init__.py": "the built-in judge styles 'longmemeval' and 'usermem' are named after "
     "their suites (get_judge compares style names), and DEFAULT_STYLE maps a suite to its style",
     "plugin/__init__.py": "LoCoMo's errata default (plugin/ is being reworked separately)",
-    "plugin/calibration.py": "judge calibration runs on LoCoMo's audit (plugin/ is being "
-    "reworked separately)",
     "plugin/options.py": "option checks for locomo-plus and longmemeval-v2 (plugin/ is being "
     "reworked separately)",
-    "plugin/provenance.py": "LoCoMo's errata provenance (plugin/ is being reworked separately)",
-    "plugin/summary.py": "picks BEAM's and HaluMem's official figures (now in their homes' "
-    "figures.py) by protocol name into RunSummary's typed fields (plugin/ and report/ are being "
-    "reworked separately)",
     "report/cards.py": "the demo suite's packaged data pin (report/ is being reworked separately)",
-    "run/calibrate.py": "judge calibration's default wrong-answer sets: LoCoMo's audit only for "
-    "--memeval=locomo",
+    "run/calibrate.py": "judge calibration's default wrong-answer sets and where calibration "
+    "runs: LoCoMo's audit, for --memeval=locomo (and demo)",
+    "run/provenance.py": "LoCoMo's errata provenance (the session layer, moved from plugin/)",
+    "run/session.py": "picks BEAM's and HaluMem's official figures (in their homes' figures.py) "
+    "by protocol name into RunSummary's typed fields (the session layer, moved from plugin/)",
 }
 
 

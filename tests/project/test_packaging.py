@@ -201,7 +201,14 @@ def test_built_wheel_installs_into_a_fresh_project(tmp_path: Path) -> None:
         '[tool.pytest.ini_options]\ntestpaths = ["tests"]\n', encoding="utf-8"
     )
     env["PYTEST_ADDOPTS"] = INNER_ADDOPTS
-    run = ["--memsys=keyword", f"--memeval-cache-dir={tmp_path / 'cache'}"]
+    # the HTML report and the board: their templates, CSS and JS are package files of the wheel
+    report, board_dir = tmp_path / "report.html", tmp_path / "board"
+    run = [
+        "--memsys=keyword",
+        f"--memeval-cache-dir={tmp_path / 'cache'}",
+        f"--memeval-html={report}",
+        f"--memeval-board={board_dir}",
+    ]
     proc = subprocess.run(
         [str(python), "-m", "pytest", "-p", "no:cacheprovider", "--memeval=demo", *run],
         cwd=project,
@@ -223,3 +230,8 @@ def test_built_wheel_installs_into_a_fresh_project(tmp_path: Path) -> None:
     assert row[7] == "of" and int(row[8]) == sum(len(c["qa"]) for c in demo), board
     assert 0 < int(row[6]) < int(row[8]) and row[9:11] == ["0", "0"], board
     assert "memeval/demo/demo-1/keyword" in proc.stdout
+    page = report.read_text(encoding="utf-8")
+    assert "<title>pytest-memeval report</title>" in page and 'id="memeval-data"' in page
+    assert "--accent:#2f6db5" in page and "data-memeval-ready" in page  # report.css, report.js
+    index = (board_dir / "index.html").read_text(encoding="utf-8")
+    assert "<title>memeval board</title>" in index and "data-board-ready" in index

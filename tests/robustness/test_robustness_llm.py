@@ -270,7 +270,7 @@ def test_corrupt_llm_cache_is_a_usage_error_before_any_call(
 
 
 def test_cache_turned_off_mid_run_is_said_in_the_summary() -> None:
-    from pytest_memeval.plugin.controller import merge_outputs
+    from pytest_memeval.run.outputs import merge_outputs
 
     merged = merge_outputs(
         [

@@ -16,18 +16,6 @@ from conftest import REPORT_CATS, report_result, report_summary
 
 from pytest_memeval.benchmarks import get_benchmark
 from pytest_memeval.benchmarks.base import LoadRequest
-from pytest_memeval.board.charts import (
-    HistoryPoint,
-    ScatterPoint,
-    fmt_seconds,
-    fmt_tokens,
-    history_chart,
-    nice_ticks,
-    parse_time,
-    place_labels,
-    scatter_chart,
-    time_ticks,
-)
 from pytest_memeval.board.cli import main as board_main
 from pytest_memeval.board.comparability import (
     describe,
@@ -41,8 +29,20 @@ from pytest_memeval.board.load import load_inputs
 from pytest_memeval.board.site import build_board
 from pytest_memeval.board.verify import verify_entries
 from pytest_memeval.records import Memory, Prediction, QuestionResult
-from pytest_memeval.report.html import esc
+from pytest_memeval.report.charts import (
+    HistoryPoint,
+    ScatterPoint,
+    fmt_seconds,
+    fmt_tokens,
+    history_chart,
+    nice_ticks,
+    parse_time,
+    place_labels,
+    scatter_chart,
+    time_ticks,
+)
 from pytest_memeval.report.json_report import write_json
+from pytest_memeval.report.pages import esc
 from pytest_memeval.run.question import select_questions
 from pytest_memeval.run.store import RunStore
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import json
 import re
 from html.parser import HTMLParser
@@ -14,8 +16,10 @@ from conftest import REPORT_CATS, report_result, report_summary
 from pytest_memeval.analysis.aggregate import aggregate_run
 from pytest_memeval.analysis.baselines import Baseline, baselines_for
 from pytest_memeval.records import Memory, QuestionResult
-from pytest_memeval.report.html import esc, json_for_script, render_html
+from pytest_memeval.report.html import render_html
 from pytest_memeval.report.model import LLMUsage, Summary
+from pytest_memeval.report.pages import esc, json_for_script, render_table
+from pytest_memeval.report.tables import Cell, Row, Table
 
 # Each payload would leave a visible trace if it ever ran: the title changes or an element with
 # id "pwned" appears.
@@ -222,6 +226,21 @@ def test_no_network_and_csp() -> None:
         if k == "content" and v and "src" in v
     )
     assert "default-src 'none'" in csp and "script-src 'sha256-" in csp
+
+
+def test_templates_escape_with_esc_and_the_policy_hashes_the_inline_script() -> None:
+    """The pages are templates with autoescaping by ``esc`` (every cell field, the row class,
+    notes and caption of a table); the policy's hash is that of the script the page carries."""
+    cell = Cell(HOSTILE, numeric=True, ci=HOSTILE, link=HOSTILE)
+    table = Table((Cell(HOSTILE),), (Row((cell,), kind=HOSTILE),), (HOSTILE,), HOSTILE)
+    fragment = render_table(table, HOSTILE, HOSTILE)
+    assert "<script" not in fragment and "<img" not in fragment
+    # table id and class, header, row class, link target, cell, interval, note, caption
+    assert fragment.count(esc(HOSTILE)) == 9
+    page = render_html(_summary(), {})
+    (script,) = re.findall(r"<script>(.*?)</script>", page, re.S)
+    digest = base64.b64encode(hashlib.sha256(script.encode()).digest()).decode()
+    assert esc(f"script-src 'sha256-{digest}'") in page and script.startswith("\n(function")
 
 
 def test_hostile_strings_in_every_field_are_escaped() -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 
+from pytest_memeval.report.charts import tradeoff_svg
 from pytest_memeval.report.markdown import md_cell, md_text
 from pytest_memeval.report.model import Summary
 from pytest_memeval.report.overlays import (
@@ -13,7 +14,6 @@ from pytest_memeval.report.overlays import (
     html_overlays,
     markdown_overlays,
     terminal_overlays,
-    tradeoff_svg,
 )
 from pytest_memeval.report.terminal import render_table
 

@@ -1,5 +1,6 @@
 """Stored results are data, not truth: every row read back from a run folder (a merge's shards, a
-resumed run) is checked against the dataset loaded here and scored again (pytest glue).
+resumed run) is checked against the dataset loaded here and scored again (pytest-free; moved out of
+``plugin/``, issue 40: the glue passes how a benchmark's questions are scored, ``question_run``).
 
 A run folder may come from another machine (a CI artifact, a colleague's upload), so a row's
 benchmark, question id, conversation and system must name a question of this session's
@@ -13,22 +14,21 @@ whose stored offline numbers differ from the re-computed ones is named (``rescor
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
-
-import pytest
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from ..errors import MemevalError
 from ..records import STATUS_CORRECT, STATUS_ERROR, Prediction, QuestionResult, ResultKey
-from ..run.question import clean_scores, decide
+from .question import clean_scores, decide, new_result
 
 if TYPE_CHECKING:
     from ..records import Question
-    from ..run.state import RunState
-    from ..run.verdict import QuestionRun
+    from .state import RunState
+    from .verdict import QuestionRun
 
-__all__ = ["CheckedRows", "check_rows"]
+__all__ = ["CheckedRows", "check_rows", "merge_shards", "verify_imported_verdicts"]
 
 
 @dataclass
@@ -49,7 +49,7 @@ def _differs(a: float | None, b: float | None) -> bool:
 
 
 def check_rows(
-    config: pytest.Config,
+    question_run: Callable[[str], QuestionRun],
     state: RunState,
     rows: Iterable[tuple[str, QuestionResult]],
     option: str,
@@ -57,9 +57,8 @@ def check_rows(
     """``rows`` are (where it came from, result). Raises MemevalError naming the first row that
     names no question or system of this session (an invented id, another benchmark's row, a
     question of another conversation), a hand-written test's row included; re-scores every other
-    row (a hand-written test's: the offline metrics it recorded)."""
-    from .questions import question_run, result_skeleton
-
+    row (a hand-written test's: the offline metrics it recorded). ``question_run``: how a
+    benchmark's questions are scored and decided (the plugin's, with its score hooks)."""
     questions: dict[tuple[str, str], Question] = {
         (bench, q.id): q for bench, qs in state.selected.items() for q in qs
     }
@@ -91,10 +90,10 @@ def check_rows(
             )
         assert question is not None
         if row.benchmark not in runs:
-            runs[row.benchmark] = question_run(config, state, row.benchmark)
+            runs[row.benchmark] = question_run(row.benchmark)
         run = runs[row.benchmark]
         ref = systems[row.system]
-        fresh = result_skeleton(row.benchmark, ref, question, row.nodeid, flow=row.flow)
+        fresh = new_result(row.benchmark, ref.label, ref.k, question, row.nodeid, row.flow)
         fresh.latency = dict(row.latency)
         fresh.memories = list(row.memories)
         fresh.details = dict(row.details) | fresh.details
@@ -166,3 +165,92 @@ def _check_case_row(
     if changed:
         out.rescored.append(f"{named}: {', '.join(changed)}")
     out.results[fresh.key] = fresh
+
+
+def merge_shards(
+    state: RunState, folders: Sequence[Path], question_run: Callable[[str], QuestionRun]
+) -> tuple[CheckedRows, list[dict[str, Any]]]:
+    """``--memeval-merge``: the shards' run folders read (``shards.load_shards``), their
+    configuration checked against this session's, and their rows checked and scored again
+    (:func:`check_rows`); with each shard's process outputs. ``MemevalError`` names what
+    differs."""
+    from .fingerprint import run_fingerprint
+    from .shards import fingerprint_difference, load_shards
+
+    shards = load_shards(folders)
+    diffs = fingerprint_difference(shards.fingerprint, run_fingerprint(state))
+    if diffs:
+        raise MemevalError(
+            f"--memeval-merge: this session's configuration differs from the shards' in "
+            f"{', '.join(diffs[:5])} (e.g. another dataset file under --memeval-data, or an "
+            "option given here); give the shards' options or none"
+        )
+    checked = check_rows(
+        question_run,
+        state,
+        ((str(run.folder), r) for run in shards.runs for r in run.results.values()),
+        "--memeval-merge",
+    )
+    return checked, list(shards.outputs)
+
+
+def verify_imported_verdicts(
+    state: RunState, results: list[QuestionResult], n: int, seed: int
+) -> dict[str, Any]:
+    """Draw ``n`` of the (result, judge) verdicts served from an imported cache file (seeded,
+    over a sorted list, so the draw is the same whatever the worker order), judge each again with
+    the same judge and an uncached client, and compare the scores."""
+    import copy
+    import random
+
+    from ..errors import JudgeError
+    from .runtime import score_key
+
+    llm = state.llm
+    assert llm is not None
+    questions = {(b, q.id): q for b, qs in state.selected.items() for q in qs}
+    candidates: list[tuple[ResultKey, int]] = []
+    by_key = {r.key: r for r in results}
+    for result in sorted(results, key=lambda r: r.key):
+        if result.prediction is None or (result.benchmark, result.question_id) not in questions:
+            continue
+        for index, spec in enumerate(llm.judges):
+            key = score_key(llm.judge_for(spec, result.benchmark).metric, spec.first, spec.label)
+            info = result.details.get(key)
+            if isinstance(info, dict) and info.get("imported_from"):
+                candidates.append((result.key, index))
+    sample = random.Random(seed).sample(candidates, min(n, len(candidates)))
+    rows: list[str] = []
+    asked = disagree = 0
+    for result_key, index in sorted(sample):
+        result = by_key[result_key]
+        spec = llm.judges[index]
+        judge = llm.judge_for(spec, result.benchmark)
+        client = copy.copy(spec.client)
+        client.cache = None  # asked again, never answered from (or written to) the cache
+        question = questions[(result.benchmark, result.question_id)]
+        assert result.prediction is not None
+        try:
+            fresh = judge.judge(question, result.prediction, client)
+        except JudgeError as exc:
+            rows.append(f"{'/'.join(result_key)}: not re-asked ({str(exc)[:120]})")
+            continue
+        asked += 1
+        differing = []
+        for name, value in fresh.scores.items():
+            stored = result.scores.get(score_key(name, spec.first, spec.label))
+            if (stored is None) != (value is None) or (
+                stored is not None and value is not None and abs(stored - value) > 1e-9
+            ):
+                differing.append(f"{name} imported {stored} vs asked {value}")
+        if differing:
+            disagree += 1
+            rows.append(f"{'/'.join(result_key)} ({spec.label}): {', '.join(differing)}")
+    return {
+        "requested": n,
+        "imported": len(candidates),
+        "asked": asked,
+        "seed": seed,
+        "disagree": disagree,
+        "rows": rows,
+    }

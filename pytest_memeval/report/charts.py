@@ -1,26 +1,36 @@
-"""The board's inline SVG charts: the Pareto scatters and the history lines (docs/board.md).
+"""Every inline SVG chart of the pages, in one palette: the board's Pareto scatters and history
+lines (docs/board.md), the report's bars (this run against the published figures) and its
+accuracy-vs-tokens chart with the Pareto front.
 
 Pure functions from numbers to SVG text: axes on "nice" ticks (1, 2, 2.5, 5 x 10^n) scaled to the
 data, ticks in plain units (``5.4k`` tokens, ``1.8 ms``, ``0.18 s``), a real time axis for the
 history (the runs' recorded timestamps), and a deterministic label placement that never prints one
 label over another or over a point: each label takes the first free slot around its point, and a
 label with no free slot goes to the legend under the chart. A chart with no point is a sentence,
-never an empty SVG. Every string is escaped with the HTML report's ``esc``.
+never an empty SVG. Every string is escaped with the pages' ``esc`` (``report/pages.py``).
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 from ..analysis.context import pareto_front
-from ..report.html import esc
+from .pages import esc
 
 __all__ = [
+    "FRONT",
+    "MISSING",
+    "OFF_FRONT",
+    "PUBLISHED",
+    "SERIES",
+    "BarSeries",
     "HistoryPoint",
     "ScatterPoint",
+    "bar_chart",
     "fmt_seconds",
     "fmt_tokens",
     "history_chart",
@@ -29,9 +39,14 @@ __all__ = [
     "place_labels",
     "scatter_chart",
     "time_ticks",
+    "tradeoff_svg",
 ]
 
-_PALETTE = ("#2f6db5", "#d9822b", "#3c9a5f", "#8e5cb5", "#c94f4f", "#4aa3a3", "#7a7a2e")
+#: the one palette of every chart: series in order (runs, systems) ...
+SERIES = ("#2f6db5", "#d9822b", "#3c9a5f", "#8e5cb5", "#c94f4f", "#4aa3a3", "#7a7a2e")
+#: ... published figures (hatched, muted), the Pareto front, points off it, what is missing
+PUBLISHED = ("#8a8a8a", "#b5a27a", "#7a9bb5", "#b58aa8", "#9bb57a", "#5f5f5f", "#c7b299")
+FRONT, OFF_FRONT, MISSING = "#c2410c", "#6b7280", "#8a8a8a"
 #: the width of a character of the charts' 12px sans-serif labels, generously (no font metrics
 #: here): wide letters, narrow ones, the rest
 _WIDE, _NARROW = frozenset("mwMW@%"), frozenset("ijlrtf.,:;!|' -()[]1")
@@ -262,7 +277,9 @@ def scatter_chart(
     line = sorted(p for p, on in zip(xy, front, strict=True) if on)
     if len(line) > 1:
         path = " ".join(f"{px(x):.1f},{py(y):.1f}" for x, y in line)
-        parts.append(f'<polyline points="{path}" fill="none" stroke="#3c9a5f" stroke-width="1.5"/>')
+        parts.append(
+            f'<polyline points="{path}" fill="none" stroke="{SERIES[2]}" stroke-width="1.5"/>'
+        )
     # labels: the front first, then the best first, then by name (deterministic)
     order = sorted(range(len(xy)), key=lambda i: (not front[i], -xy[i][1], xy[i][0], names[i]))
     boxes = place_labels(
@@ -272,7 +289,7 @@ def scatter_chart(
     box_of = dict(zip(order, boxes, strict=True))
     legend = []
     for i, ((x, y), on) in enumerate(zip(xy, front, strict=True)):
-        color = _PALETTE[i % len(_PALETTE)]
+        color = SERIES[i % len(SERIES)]
         tip = esc(
             f"{names[i]}: {x_label} {x_fmt(x)}, {y_label} {y:.3f}"
             + (" (Pareto front)" if on else "")
@@ -367,7 +384,7 @@ def history_chart(label: str, runs: Sequence[HistoryPoint], metric: str) -> str:
         if r.ci:
             parts.append(
                 f'<line class="ci-bar" x1="{x:.1f}" y1="{py(r.ci[0]):.1f}" x2="{x:.1f}" '
-                f'y2="{py(r.ci[1]):.1f}" stroke="#8a8a8a" stroke-width="2"/>'
+                f'y2="{py(r.ci[1]):.1f}" stroke="{MISSING}" stroke-width="2"/>'
             )
         if r.value is None:
             continue
@@ -376,11 +393,238 @@ def history_chart(label: str, runs: Sequence[HistoryPoint], metric: str) -> str:
         ci = f" [{r.ci[0]:.3f}, {r.ci[1]:.3f}]" if r.ci else ""
         tip = f"run {r.run_id} · {when}" + (f" · commit {r.commit[:12]}" if r.commit else "")
         parts.append(
-            f'<circle cx="{x:.1f}" cy="{py(r.value):.1f}" r="4" fill="#2f6db5" '
+            f'<circle cx="{x:.1f}" cy="{py(r.value):.1f}" r="4" fill="{SERIES[0]}" '
             f'data-run="{esc(r.run_id)}"><title>{esc(f"{tip}: {metric} {r.value:.3f}{ci}")}'
             "</title></circle>"
         )
     if len(line) > 1:
-        parts.insert(1, f'<polyline points="{" ".join(line)}" fill="none" stroke="#2f6db5"/>')
+        parts.insert(1, f'<polyline points="{" ".join(line)}" fill="none" stroke="{SERIES[0]}"/>')
     parts.append("</svg>")
     return f'<div class="scroll">{"".join(parts)}</div>'
+
+
+# ---- the report's bars: this run against the published figures ----
+
+
+@dataclass(frozen=True)
+class BarSeries:
+    """One series of :func:`bar_chart`: a value per group (``None``: not measured);
+    ``published``: a published figure (hatched, outlined in its colour) rather than this run."""
+
+    label: str
+    values: Sequence[float | None]
+    published: bool = False
+
+
+def bar_chart(groups: Sequence[tuple[str, str]], series: Sequence[BarSeries], aria: str) -> str:
+    """Horizontal grouped bars, one group per ``(label, key)`` of ``groups``, one bar per series
+    (this run's in :data:`SERIES` colours, published ones hatched in :data:`PUBLISHED` colours),
+    then the legend; an empty string when there is no series."""
+    if not series:
+        return ""
+    colors: list[str] = []
+    for s in series:
+        palette = PUBLISHED if s.published else SERIES
+        taken = sum(other.published == s.published for other in series[: len(colors)])
+        colors.append(palette[taken % len(palette)])
+    top = max([1.0, *(v for s in series for v in s.values if v is not None)])
+    label_w, plot_w, right = 210, 460, 60
+    bar_h, bar_gap, group_gap = 13, 2, 12
+    legend_h = 0
+    group_h = len(series) * (bar_h + bar_gap) + group_gap
+    axis_y = legend_h + 4
+    plot_top = axis_y + 18
+    height = plot_top + group_h * len(groups) + 6
+    width = label_w + plot_w + right
+    parts = [
+        f'<svg width="{width}" height="{height}" viewBox="0 0 {width} {height}" role="img" '
+        f'aria-label="{esc(aria)}">'
+    ]
+    hatch = [
+        f'<pattern id="hatch-{i}" width="6" height="6" patternUnits="userSpaceOnUse" '
+        f'patternTransform="rotate(45)"><rect width="6" height="6" fill="#fff"/>'
+        f'<line x1="0" y1="0" x2="0" y2="6" stroke="{colors[i]}" stroke-width="3"/></pattern>'
+        for i, s in enumerate(series)
+        if s.published
+    ]
+    if hatch:
+        parts.append(f"<defs>{''.join(hatch)}</defs>")
+    for tick in range(5):
+        tick_value = top * tick / 4
+        x = label_w + plot_w * tick / 4
+        parts.append(
+            f'<line class="grid" x1="{x:.1f}" y1="{axis_y + 12}" x2="{x:.1f}" y2="{height - 4}"/>'
+        )
+        parts.append(
+            f'<text x="{x:.1f}" y="{axis_y + 8}" text-anchor="middle">{tick_value:.2f}</text>'
+        )
+    for g, (group_label, key) in enumerate(groups):
+        gy = plot_top + g * group_h
+        mid = gy + (len(series) * (bar_h + bar_gap)) / 2 + 4
+        parts.append(
+            f'<text x="{label_w - 8}" y="{mid:.1f}" text-anchor="end">'
+            f"{esc(_short_to(group_label, 30))}</text>"
+        )
+        for i, s in enumerate(series):
+            y = gy + i * (bar_h + bar_gap)
+            value = s.values[g]
+            if value is None:
+                parts.append(
+                    f'<text x="{label_w + 4}" y="{y + bar_h - 2}" fill="{MISSING}">n/a</text>'
+                )
+                continue
+            w = max(plot_w * value / top, 0.5)
+            tip = esc(f"{s.label}: {key} = {value:.3f}")
+            fill = (
+                f'fill="url(#hatch-{i})" stroke="{colors[i]}" class="published"'
+                if s.published
+                else f'fill="{colors[i]}"'
+            )
+            parts.append(
+                f'<rect x="{label_w}" y="{y}" width="{w:.1f}" height="{bar_h}" {fill}>'
+                f"<title>{tip}</title></rect>"
+            )
+            parts.append(f'<text x="{label_w + w + 4:.1f}" y="{y + bar_h - 2}">{value:.3f}</text>')
+    parts.append("</svg>")
+    legend = "".join(
+        (
+            f'<li class="published"><span class="swatch hatched" style="border-color:{color};'
+            f'color:{color}"></span>{esc(s.label)}</li>'
+            if s.published
+            else f'<li><span class="swatch" style="background:{color}"></span>{esc(s.label)}</li>'
+        )
+        for s, color in zip(series, colors, strict=True)
+    )
+    return f'<ul class="legend">{legend}</ul><div class="scroll">{"".join(parts)}</div>'
+
+
+def _short_to(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+# ---- the report's accuracy-vs-tokens chart (overlays) ----
+
+
+def _tick_label(value: float) -> str:
+    """``1``, ``10``, ``100``, ``1k``, ``10k``, ``1M``; ``2.5k`` between powers of ten."""
+    for size, suffix in ((1e6, "M"), (1e3, "k")):
+        if value >= size:
+            return f"{value / size:g}{suffix}"
+    return f"{value:g}"
+
+
+def _nice_step(span: float, count: int = 4) -> float:
+    """A 1-2-5 step that cuts ``span`` into about ``count`` intervals."""
+    raw = span / count if span > 0 else 1.0
+    power = 10 ** math.floor(math.log10(raw))
+    for factor in (1, 2, 5, 10):
+        if raw <= factor * power:
+            return float(factor * power)
+    return float(10 * power)
+
+
+def tradeoff_svg(points: Sequence[Mapping[str, Any]], title: str) -> str:
+    """Accuracy (y) against mean context tokens (x), one dot per system, and the Pareto front
+    drawn as a staircase through its points in token order (to the right edge: everything below
+    and to the right of it is dominated). ``points``: the ``extra.context.runs`` entries.
+
+    The x axis is logarithmic (ticks 1, 10, 100, 1k, ...) when the token counts differ by more
+    than 20x; a system with 0 tokens has no place on a log axis, so it is left out of the plot and
+    named in a line under it. Otherwise the axis is linear from 0 with 1-2-5 ticks."""
+    usable = [
+        p
+        for p in points
+        if isinstance(p.get("mean"), int | float) and isinstance(p.get("accuracy"), int | float)
+    ]
+    if not usable:
+        return ""
+    left, top, plot_w, plot_h, right, bottom = 64, 16, 460, 260, 150, 44
+    width, height = left + plot_w + right, top + plot_h + bottom
+    means = [float(p["mean"]) for p in usable]
+    positive = [m for m in means if m > 0]
+    # a log axis when the systems' token counts differ by more than 20x (full-context vs top-k)
+    log_x = bool(positive) and max(positive) / min(positive) > 20
+    left_out = [p for p in usable if log_x and float(p["mean"]) <= 0]
+    plotted = [p for p in usable if p not in left_out]
+    metric_label = " / ".join(dict.fromkeys(str(p.get("metric") or "accuracy") for p in usable))
+    y_max = min(1.0, math.ceil(max(float(p["accuracy"]) for p in usable) * 11) / 10) or 1.0
+    if log_x:
+        lo_exp = math.floor(math.log10(min(positive)))
+        hi_exp = math.ceil(math.log10(max(positive)))
+        hi_exp = max(hi_exp, lo_exp + 1)
+        x_ticks = [10.0**e for e in range(lo_exp, hi_exp + 1)]
+        x_lo, x_hi = x_ticks[0], x_ticks[-1]
+    else:
+        step = _nice_step(max(means) or 1.0)
+        x_hi = step * math.ceil((max(means) or 1.0) / step)
+        x_lo = 0.0
+        x_ticks = [step * i for i in range(round(x_hi / step) + 1)]
+
+    def sx(v: float) -> float:
+        if log_x:
+            return left + plot_w * (math.log10(v) - math.log10(x_lo)) / (
+                math.log10(x_hi) - math.log10(x_lo)
+            )
+        return left + plot_w * (v - x_lo) / (x_hi - x_lo)
+
+    def sy(v: float) -> float:
+        return top + plot_h * (1 - min(v, y_max) / y_max)
+
+    parts = [
+        f'<svg class="tradeoff" width="{width}" height="{height}" viewBox="0 0 {width} {height}" '
+        f'role="img" aria-label="{esc(title)}">'
+    ]
+    for xv in x_ticks:
+        parts.append(
+            f'<line class="grid" x1="{sx(xv):.1f}" y1="{top}" x2="{sx(xv):.1f}" '
+            f'y2="{top + plot_h}"/><text class="xtick" x="{sx(xv):.1f}" '
+            f'y="{top + plot_h + 14}" text-anchor="middle">{_tick_label(xv)}</text>'
+        )
+    for tick in range(5):
+        yv = y_max * tick / 4
+        parts.append(
+            f'<line class="grid" x1="{left}" y1="{sy(yv):.1f}" x2="{left + plot_w}" '
+            f'y2="{sy(yv):.1f}"/><text x="{left - 6}" y="{sy(yv) + 4:.1f}" '
+            f'text-anchor="end">{yv:.2f}</text>'
+        )
+    parts.append(
+        f'<text x="{left + plot_w / 2:.1f}" y="{height - 8}" text-anchor="middle">'
+        f"mean context tokens per question{' (log scale)' if log_x else ''}</text>"
+        f'<text x="14" y="{top + plot_h / 2:.1f}" text-anchor="middle" '
+        f'transform="rotate(-90 14 {top + plot_h / 2:.1f})">'
+        f"{esc(metric_label)} (overall)</text>"
+    )
+    front = sorted(
+        (p for p in plotted if p.get("pareto")),
+        key=lambda p: (float(p["mean"]), float(p["accuracy"])),
+    )
+    if front:
+        # a staircase: right along each point's accuracy until the next (better) point
+        coords = [(sx(float(p["mean"])), sy(float(p["accuracy"]))) for p in front]
+        path = [f"M{coords[0][0]:.1f},{coords[0][1]:.1f}"]
+        for x1, y1 in coords[1:]:
+            path.append(f"H{x1:.1f}V{y1:.1f}")
+        path.append(f"H{left + plot_w:.1f}")
+        parts.append(
+            f'<path class="front" d="{"".join(path)}" fill="none" stroke="{FRONT}" '
+            'stroke-width="2"><title>Pareto front</title></path>'
+        )
+    for p in plotted:
+        x, y = sx(float(p["mean"])), sy(float(p["accuracy"]))
+        on = bool(p.get("pareto"))
+        tip = esc(
+            f"{p.get('label')}: {float(p['accuracy']):.3f} {p.get('metric')} at "
+            f"{float(p['mean']):,.1f} tokens{' (Pareto front)' if on else ''}"
+        )
+        parts.append(
+            f'<circle cx="{x:.1f}" cy="{y:.1f}" r="5" fill="{FRONT if on else OFF_FRONT}">'
+            f"<title>{tip}</title></circle>"
+            f'<text x="{x + 8:.1f}" y="{y - 6:.1f}">{esc(str(p.get("label"))[:40])}</text>'
+        )
+    parts.append("</svg>")
+    if left_out:
+        names = ", ".join(
+            f"{p.get('label')} ({float(p['accuracy']):.3f} {p.get('metric')})" for p in left_out
+        )
+        parts.append(f'<p class="note">0 tokens, not on the log axis: {esc(names)}.</p>')
+    return "".join(parts)

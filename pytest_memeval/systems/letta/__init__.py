@@ -1,0 +1,8 @@
+"""``--memsys=letta``: Letta's archival memory through its official SDK
+(``pip install 'pytest-memeval[letta]'``)."""
+
+from __future__ import annotations
+
+from .letta_system import LettaSystem
+
+__all__ = ["LettaSystem"]

@@ -1,0 +1,8 @@
+"""``--memsys=supermemory``: Supermemory through its official SDK
+(``pip install 'pytest-memeval[supermemory]'``)."""
+
+from __future__ import annotations
+
+from .supermemory_system import SupermemorySystem
+
+__all__ = ["SupermemorySystem"]

@@ -1,0 +1,7 @@
+"""``--memsys=zep``: Zep through its official SDK (``pip install 'pytest-memeval[zep]'``)."""
+
+from __future__ import annotations
+
+from .zep_system import ZepSystem
+
+__all__ = ["ZepSystem"]
