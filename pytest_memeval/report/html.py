@@ -124,11 +124,13 @@ def _chart(
     runs: Sequence[RunSummary],
     baselines: Sequence[tuple[int, Baseline]],
     metric: str,
-) -> str:
+) -> tuple[str, bool]:
     """Horizontal grouped bars (:func:`~.charts.bar_chart`; "" when nothing to draw): one group per category (and overall
     rows), one bar per series; this run's bars solid, published bars (``(note number,
     baseline)``, all of ``metric``) hatched and outlined in their colour, labelled comparable or
-    reference (the legend says which)."""
+    reference (the legend says which). With it, whether any published bar is drawn (a published
+    figure with a value in one of the groups), so the chart's note and label speak of published
+    bars only then."""
     first = runs[0]
     scopes = overall_scopes(first)
     groups = [*first.categories, first.overall, first.overall_all]
@@ -139,16 +141,20 @@ def _chart(
             match = run.row(row.key)
             values.append(finite_float(match.metrics.get(metric)) if match else None)
         series.append(BarSeries(f"{run.label} ({metric}, this run)", values))
+    published = False
     for n, b in baselines:
         values = [finite_float(baseline_value(b, row)) for row in groups]
+        published = published or any(v is not None for v in values)
         why = f": {'; '.join(b.reasons)}" if b.reasons else ""
         label = f"[{n}] {b.system}, published {b.metric}, {b.label}{why}"
         series.append(BarSeries(label, values, published=True))
-    return bar_chart(
+    against = " against published baselines" if published else ""
+    svg = bar_chart(
         [(row_label(row, scopes), row.key) for row in groups],
         series,
-        f"{metric} by category, this run against published baselines",
+        f"{metric} by category, this run{against}",
     )
+    return svg, published and bool(svg)
 
 
 # ---- worst and best ----------------------------------------------------------------------------
@@ -301,10 +307,12 @@ def render_html(
         charts = []
         for metric in chart_metrics if benchmark_runs else ():
             own = [(n, b) for n, b in numbered if b.metric == metric]
-            svg = _chart(summary, benchmark_runs, own, metric)
+            svg, published = _chart(summary, benchmark_runs, own, metric)
             if svg:
                 ran = any(metric in r.metrics for r in benchmark_runs)
-                charts.append({"metric": metric, "ran": ran, "svg": Markup(svg)})
+                charts.append(
+                    {"metric": metric, "ran": ran, "published": published, "svg": Markup(svg)}
+                )
         from .overlays import html_overlays
 
         sections.append(

@@ -425,3 +425,19 @@ def test_protocol_card_links_resolve_to_the_card_section() -> None:
     # without cards (a suite from another package): no column, no links, no section
     bare = render_html(_summary(), {})
     assert "card-" not in bare and "protocol-cards" not in bare
+
+
+def test_chart_note_mentions_published_bars_only_when_some_are_drawn() -> None:
+    """Without a published figure (``--memeval-published-baselines=none``) the chart holds this
+    run's bars alone: its note and label say nothing of hatched or published bars."""
+    page = render_html(_summary(), {"locomo": []})
+    assert "Chart: f1 by category" in page
+    assert 'class="published"><title>' not in page  # no published bar drawn
+    assert "Solid bars: this run (f1)." in page
+    assert "Hatched bars" not in page
+    assert "f1 by category, this run against published baselines" not in page
+    assert "f1 by category, this run" in page
+    # with the published figures the note still explains the hatched bars
+    with_published = render_html(_summary(), {"locomo": baselines_for("locomo")})
+    assert "Hatched bars: published f1 figures" in with_published
+    assert "f1 by category, this run against published baselines" in with_published
