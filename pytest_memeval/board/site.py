@@ -574,6 +574,7 @@ def write_board(
         keys=len(keys),
         tiers=", ".join(f"{sum(t.tier == tier for t in tiers.values())} {tier}" for tier in TIERS),
         apart=sum(not t.ranked(show_partial) for t in tiers.values()),
+        ranked=sum(t.ranked(show_partial) for t in tiers.values()),
         benchmarks=list(dict.fromkeys(e.benchmark for e in entries)),
         tier_names=TIERS,
         differences=differences(keys),

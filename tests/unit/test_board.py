@@ -593,3 +593,27 @@ def test_browser_reads_the_board(tmp_path: Path) -> None:
     data = shot.read_bytes()
     assert data[:8] == b"\x89PNG\r\n\x1a\n" and int.from_bytes(data[16:20]) == 1400
     assert len(data) > 50_000
+
+
+def test_one_key_note_says_how_many_results_are_ranked_and_how_many_shown_apart(
+    tmp_path: Path,
+) -> None:
+    """With one comparability key the index used to say "every result below is ranked
+    together" even when a result was shown apart (here a partial run): the note now counts."""
+    full = _folder(tmp_path, "20260101T000000Z-aaaaaa", _demo_results("bm25", tmp_path, 5))
+    partial = _folder(
+        tmp_path, "20260102T000000Z-bbbbbb", _demo_results("no-memory", tmp_path, 3)[:-1]
+    )
+    build_board([full, partial], tmp_path / "mixed")
+    index = (tmp_path / "mixed" / "index.html").read_text(encoding="utf-8")
+    assert '<tr class="apart"' in index  # the partial run is shown apart ...
+    assert "every result below is ranked together" not in index  # ... so the note says so
+    assert "One comparability key: 1 result ranked together; 1 shown apart, not ranked" in index
+    # only complete runs: all of them are ranked, and the note says that
+    build_board([full], tmp_path / "ranked")
+    index = (tmp_path / "ranked" / "index.html").read_text(encoding="utf-8")
+    assert "One comparability key: every result below is ranked together." in index
+    # nothing ranked at all
+    build_board([partial], tmp_path / "apart")
+    index = (tmp_path / "apart" / "index.html").read_text(encoding="utf-8")
+    assert "One comparability key: no result is ranked; 1 shown apart, not ranked" in index
