@@ -425,6 +425,11 @@ class Benchmark(Protocol):
     #   official_warnings(protocol: LoadedProtocol) -> list[str]
     #                                    configure-time warnings (an installed package that reads
     #                                    replies otherwise than the upstream release)
+    #   official_summary(protocol: LoadedProtocol, run: RunSummary,
+    #                    results: Sequence[QuestionResult], judge_metric: str | None) -> None
+    #                                    sets the run's official figures (RunSummary.official,
+    #                                    .halumem) when ``protocol`` is the suite's own; called by
+    #                                    run/session.py for a run of a suite the protocol lists
 
     def load(self, request: LoadRequest) -> Dataset:
         """Read (or download, then read) the files. Raises DatasetError naming file, record, field."""

@@ -403,8 +403,6 @@ NAMES_A_SUITE: dict[str, str] = {
     "run/calibrate.py": "judge calibration's default wrong-answer sets and where calibration "
     "runs: LoCoMo's audit, for --memeval=locomo (and demo)",
     "run/provenance.py": "LoCoMo's errata provenance (the session layer, moved from plugin/)",
-    "run/session.py": "picks BEAM's and HaluMem's official figures (in their homes' figures.py) "
-    "by protocol name into RunSummary's typed fields (the session layer, moved from plugin/)",
 }
 
 

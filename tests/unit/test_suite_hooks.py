@@ -5,12 +5,15 @@ and fall back to the plugin's own: these checks fail then, without an LLM or ups
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import pytest
 
 from pytest_memeval.benchmarks import get_benchmark
 from pytest_memeval.protocols.judges import LoadedProtocol
 from pytest_memeval.protocols.profiles import MEM0, PROFILES, ProtocolProfile
 from pytest_memeval.protocols.source import Template
+from pytest_memeval.report.model import CategoryRow, RunSummary
 
 #: the protocols whose judge or answer request is the core's own (Mem0's protocol, not a suite's)
 CORE_PROTOCOLS = frozenset({MEM0.name})
@@ -70,3 +73,39 @@ def test_a_hook_answers_only_its_own_protocol() -> None:
             hook = getattr(get_benchmark(other), "official_judge", None)
             if hook is not None:
                 assert hook(loaded) is None, (other, profile.name)
+
+
+def _empty_run(benchmark: str) -> RunSummary:
+    row = CategoryRow(key="overall", category_id=None, shared="overall", count=0)
+    return RunSummary(benchmark, "sys", "flow", [], [], row, row, [])
+
+
+def _summary_hook(name: str) -> Callable[..., None]:
+    hook = getattr(get_benchmark(name), "official_summary", None)
+    assert callable(hook), name
+    return hook
+
+
+def test_official_figures_come_from_the_suites_own_protocol_only() -> None:
+    """The ``official_summary`` hook (run/session.py calls it for each run of a suite the
+    protocol lists) sets the run's official figures under the suite's own protocol only: BEAM's
+    composite under ``beam``, HaluMem's figures under ``halumem`` with a judge metric."""
+    summarising = {
+        name
+        for p in PROFILES.values()
+        for name in p.benchmarks
+        if callable(getattr(get_benchmark(name), "official_summary", None))
+    }
+    assert summarising == {"beam", "halumem"}
+    for profile in PROFILES.values():
+        loaded = _with_prompts(profile)
+        for name in summarising:
+            run = _empty_run(name)
+            _summary_hook(name)(loaded, run, [], "judge_x")
+            mine = profile.name == name
+            assert (run.official is not None) == (mine and name == "beam"), profile.name
+            assert (run.halumem is not None) == (mine and name == "halumem"), profile.name
+    halumem = _with_prompts(PROFILES["halumem"])
+    run = _empty_run("halumem")
+    _summary_hook("halumem")(halumem, run, [], None)
+    assert run.halumem is None  # no judge ran: no figures
