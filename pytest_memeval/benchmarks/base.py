@@ -412,6 +412,13 @@ class Benchmark(Protocol):
     #   unscored_metrics() -> Mapping[str, str]
     #                                    metric -> why this installation leaves it UNSCORED (NaN)
     #                                    (an optional library missing); shown as a run note
+    #   preload() -> None                read and check now, in the main thread before any worker
+    #                                    thread, what the offline scorer reads lazily (LoCoMo:
+    #                                    BLEU-1's Punkt model); a RuntimeError with its fix stops
+    #                                    the run
+    #   tokenizer_provenance() -> dict[str, Any]
+    #                                    how the offline scorer tokenises (provenance
+    #                                    ``bleu1_tokenizer``; LoCoMo's BLEU-1)
     # Optional hooks of a suite's home (benchmarks/<name>/), called for the official protocols that
     # list the suite (ProtocolProfile.benchmarks) through LoadedProtocol.suite_hooks, so that no
     # core module branches on the suite's name (tests/project/test_layout.py):

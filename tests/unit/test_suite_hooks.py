@@ -109,3 +109,18 @@ def test_official_figures_come_from_the_suites_own_protocol_only() -> None:
     run = _empty_run("halumem")
     _summary_hook("halumem")(halumem, run, [], None)
     assert run.halumem is None  # no judge ran: no figures
+
+
+def test_locomo_alone_preloads_and_records_its_tokenizer() -> None:
+    """BLEU-1's Punkt model is read before the worker threads start (the plugin calls each
+    suite's ``preload``) and recorded as provenance ``bleu1_tokenizer``, for LoCoMo only (the demo
+    suite's report has none: tests/plugin/snapshots/demo_bm25_report.json)."""
+    from pytest_memeval.benchmarks import BUILTIN_BENCHMARKS
+    from pytest_memeval.metrics.word_tokenize import provenance
+
+    suites = {name: get_benchmark(name) for name in BUILTIN_BENCHMARKS}
+    assert {n for n, b in suites.items() if callable(getattr(b, "preload", None))} == {"locomo"}
+    recording = {n for n, b in suites.items() if callable(getattr(b, "tokenizer_provenance", None))}
+    assert recording == {"locomo"}
+    suites["locomo"].preload()  # type: ignore[attr-defined]
+    assert suites["locomo"].tokenizer_provenance() == provenance()  # type: ignore[attr-defined]
