@@ -13,6 +13,7 @@ __all__ = [
     "BUILTIN_BENCHMARKS",
     "ENTRY_POINT_GROUP",
     "SUITE_ANSWER_PROMPTS",
+    "SUITE_DEFAULT_PROTOCOLS",
     "Benchmark",
     "CategoryInfo",
     "Dataset",
@@ -55,6 +56,17 @@ class SuiteAnswerPrompt:
 SUITE_ANSWER_PROMPTS: dict[str, SuiteAnswerPrompt] = {
     "longmemeval": SuiteAnswerPrompt("benchmarks/longmemeval"),
     "beam": SuiteAnswerPrompt("benchmarks/beam", whole_reply=True),
+}
+
+#: suite -> the protocol its items are judged under when ``--memeval-judge`` is given without
+#: ``--memeval-protocol`` or ``--memeval-judge-style``: only that protocol's judge reads them
+#: (LoCoMo-Plus has no reference answers, docs/scoring.md#locomo-plus; LongMemEval-V2's
+#: abstention and gotcha questions have only upstream's LLM check as a verdict,
+#: docs/scoring.md#longmemeval-v2-judge). In order of precedence: the first suite of the run
+#: found here decides. Read as data, without importing the suite.
+SUITE_DEFAULT_PROTOCOLS: dict[str, str] = {
+    "locomo-plus": "locomo-plus",
+    "longmemeval-v2": "longmemeval-v2",
 }
 
 

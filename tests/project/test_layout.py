@@ -396,8 +396,6 @@ NAMES_A_SUITE: dict[str, str] = {
     "board/verify.py": "the demo suite's re-scoring (board/ is being reworked separately)",
     "judges/__init__.py": "the built-in judge styles 'longmemeval' and 'usermem' are named after "
     "their suites (get_judge compares style names), and DEFAULT_STYLE maps a suite to its style",
-    "plugin/options.py": "option checks for locomo-plus and longmemeval-v2 (plugin/ is being "
-    "reworked separately)",
     "report/cards.py": "the demo suite's packaged data pin (report/ is being reworked separately)",
     "run/calibrate.py": "judge calibration's default wrong-answer sets and where calibration "
     "runs: LoCoMo's audit, for --memeval=locomo (and demo)",

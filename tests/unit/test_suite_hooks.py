@@ -124,3 +124,15 @@ def test_locomo_alone_preloads_and_records_its_tokenizer() -> None:
     assert recording == {"locomo"}
     suites["locomo"].preload()  # type: ignore[attr-defined]
     assert suites["locomo"].tokenizer_provenance() == provenance()  # type: ignore[attr-defined]
+
+
+def test_each_default_protocol_is_a_protocol_of_its_suite() -> None:
+    """The registry's SUITE_DEFAULT_PROTOCOLS (plugin/options.py reads it when a judge is given
+    without a protocol or style): each suite's default protocol lists the suite; LoCoMo-Plus
+    comes first (it decides when a run has both suites)."""
+    from pytest_memeval.benchmarks import BUILTIN_BENCHMARKS, SUITE_DEFAULT_PROTOCOLS
+
+    assert list(SUITE_DEFAULT_PROTOCOLS) == ["locomo-plus", "longmemeval-v2"]
+    for suite, protocol in SUITE_DEFAULT_PROTOCOLS.items():
+        assert suite in BUILTIN_BENCHMARKS
+        assert suite in PROFILES[protocol].benchmarks
