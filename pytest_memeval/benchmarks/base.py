@@ -419,6 +419,11 @@ class Benchmark(Protocol):
     #   tokenizer_provenance() -> dict[str, Any]
     #                                    how the offline scorer tokenises (provenance
     #                                    ``bleu1_tokenizer``; LoCoMo's BLEU-1)
+    #   packaged_files() -> dict[str, tuple[str, bytes]]
+    #                                    the suite's files shipped as package data (the demo):
+    #                                    name -> (path in the source tree, bytes); such a suite
+    #                                    needs no data folder (board re-scoring) and its protocol
+    #                                    card pins those files
     # Optional hooks of a suite's home (benchmarks/<name>/), called for the official protocols that
     # list the suite (ProtocolProfile.benchmarks) through LoadedProtocol.suite_hooks, so that no
     # core module branches on the suite's name (tests/project/test_layout.py):

@@ -393,10 +393,8 @@ def suite_branches(source: str, names: frozenset[str]) -> list[tuple[int, str]]:
 NAMES_A_SUITE: dict[str, str] = {
     "analysis/baselines.py": "the published baselines and the protocol each needs, keyed by suite "
     "(_needs compares with 'longmemeval'; to move into each home behind a registry hook)",
-    "board/verify.py": "the demo suite's re-scoring (board/ is being reworked separately)",
     "judges/__init__.py": "the built-in judge styles 'longmemeval' and 'usermem' are named after "
     "their suites (get_judge compares style names), and DEFAULT_STYLE maps a suite to its style",
-    "report/cards.py": "the demo suite's packaged data pin (report/ is being reworked separately)",
     "run/calibrate.py": "judge calibration's default wrong-answer sets and where calibration "
     "runs: LoCoMo's audit, for --memeval=locomo (and demo)",
 }

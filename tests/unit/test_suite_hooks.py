@@ -136,3 +136,22 @@ def test_each_default_protocol_is_a_protocol_of_its_suite() -> None:
     for suite, protocol in SUITE_DEFAULT_PROTOCOLS.items():
         assert suite in BUILTIN_BENCHMARKS
         assert suite in PROFILES[protocol].benchmarks
+
+
+def test_the_demo_alone_ships_its_files_as_package_data() -> None:
+    """``packaged_files``: the protocol card pins the demo's package file (report/cards.py) and
+    the board re-scores it without a data folder (board/verify.py); no other suite has it."""
+    import hashlib
+    from importlib.resources import files
+
+    from pytest_memeval.benchmarks import BUILTIN_BENCHMARKS
+    from pytest_memeval.report.cards import protocol_card
+
+    have = {
+        n for n in BUILTIN_BENCHMARKS if callable(getattr(get_benchmark(n), "packaged_files", None))
+    }
+    assert have == {"demo"}
+    data = files("pytest_memeval.benchmarks").joinpath("data", "demo.json").read_bytes()
+    (pin,) = protocol_card("demo").data_files
+    assert pin.path == "pytest_memeval/benchmarks/data/demo.json"
+    assert (pin.sha256, pin.size) == (hashlib.sha256(data).hexdigest(), len(data))
