@@ -395,8 +395,6 @@ NAMES_A_SUITE: dict[str, str] = {
     "(_needs compares with 'longmemeval'; to move into each home behind a registry hook)",
     "judges/__init__.py": "the built-in judge styles 'longmemeval' and 'usermem' are named after "
     "their suites (get_judge compares style names), and DEFAULT_STYLE maps a suite to its style",
-    "run/calibrate.py": "judge calibration's default wrong-answer sets and where calibration "
-    "runs: LoCoMo's audit, for --memeval=locomo (and demo)",
 }
 
 

@@ -155,3 +155,23 @@ def test_the_demo_alone_ships_its_files_as_package_data() -> None:
     (pin,) = protocol_card("demo").data_files
     assert pin.path == "pytest_memeval/benchmarks/data/demo.json"
     assert (pin.sha256, pin.size) == (hashlib.sha256(data).hexdigest(), len(data))
+
+
+def test_calibration_sets_fit_the_suites_the_registry_names() -> None:
+    """The registry's SUITE_CALIBRATION (run/calibrate.py reads it): the LoCoMo audit fits
+    LoCoMo alone and is a default source only there; an audit-shaped file fits LoCoMo and the
+    demo (LoCoMo's file layout); any other suite gets the perturbations only."""
+    from pytest_memeval.benchmarks import BUILTIN_BENCHMARKS, SUITE_CALIBRATION
+    from pytest_memeval.run.calibrate import PERTURB, CalibrationError, calibration_settings
+
+    assert {n for n, c in SUITE_CALIBRATION.items() if c.audit} == {"locomo"}
+    assert {n for n, c in SUITE_CALIBRATION.items() if c.files} == {"locomo", "demo"}
+    assert set(SUITE_CALIBRATION) <= set(BUILTIN_BENCHMARKS)
+    judges = ["openai:gpt-4o-mini"]
+    for suite in BUILTIN_BENCHMARKS:
+        got = calibration_settings("before", None, benchmarks=[suite], judges=judges)
+        assert got is not None
+        assert (got.sources != (PERTURB,)) == (suite == "locomo"), suite
+        if suite != "locomo":
+            with pytest.raises(CalibrationError, match="--memeval=locomo"):
+                calibration_settings("before", "locomo-audit", benchmarks=[suite], judges=judges)
