@@ -393,8 +393,6 @@ def suite_branches(source: str, names: frozenset[str]) -> list[tuple[int, str]]:
 NAMES_A_SUITE: dict[str, str] = {
     "analysis/baselines.py": "the published baselines and the protocol each needs, keyed by suite "
     "(_needs compares with 'longmemeval'; to move into each home behind a registry hook)",
-    "judges/__init__.py": "the built-in judge styles 'longmemeval' and 'usermem' are named after "
-    "their suites (get_judge compares style names), and DEFAULT_STYLE maps a suite to its style",
 }
 
 
