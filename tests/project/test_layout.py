@@ -386,14 +386,11 @@ def suite_branches(source: str, names: frozenset[str]) -> list[tuple[int, str]]:
     return hits
 
 
-#: core modules (outside ``benchmarks/``) that still branch on a suite's name, each with why; the
-#: list only shrinks: a module that no longer names a suite must leave it, and no other module
-#: may join it (the suite's behaviour goes to its home, ``benchmarks/<name>/``, behind a hook of
-#: the ``Benchmark`` protocol)
-NAMES_A_SUITE: dict[str, str] = {
-    "analysis/baselines.py": "the published baselines and the protocol each needs, keyed by suite "
-    "(_needs compares with 'longmemeval'; to move into each home behind a registry hook)",
-}
+#: core modules (outside ``benchmarks/``) that still branch on a suite's name, each with why:
+#: none left. It stays empty: a suite's behaviour goes to its home, ``benchmarks/<name>/``,
+#: behind a hook of the ``Benchmark`` protocol, or to the registry as data
+#: (``benchmarks/__init__.py``); a lookup table keyed by suite is not a branch
+NAMES_A_SUITE: dict[str, str] = {}
 
 
 def _core_modules() -> list[Path]:
