@@ -373,13 +373,19 @@ _OVERALL_ONLY: tuple[tuple[str, str, str, str, str, str, float, str], ...] = (
 )
 
 
+#: suite of an ``_OVERALL_ONLY`` row -> the (protocol, judge style, judge model) a run needs to
+#: stand beside its published figure: the suite's official protocol, its judge and judge model
+_OFFICIAL_NEEDS: dict[str, tuple[str, str | None, str | None]] = {
+    "longmemeval": ("longmemeval", "longmemeval-official", "gpt-4o-2024-08-06"),
+    "beam": ("beam", "beam-official", "gpt-4.1-mini"),
+}
+
+
 def _needs(name: str, bench: str) -> tuple[str, str | None, str | None]:
     """(protocol, judge style, judge model) a run needs to stand beside the baseline."""
     if name.startswith("lme-mem0"):  # Mem0's own harness: a protocol we do not run
         return ("mem0-memory-benchmarks", None, None)
-    if bench == "longmemeval":
-        return ("longmemeval", "longmemeval-official", "gpt-4o-2024-08-06")
-    return ("beam", "beam-official", "gpt-4.1-mini")
+    return _OFFICIAL_NEEDS[bench]
 
 
 def _longmemeval_and_beam() -> list[Baseline]:

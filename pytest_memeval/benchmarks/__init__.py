@@ -13,11 +13,14 @@ __all__ = [
     "BUILTIN_BENCHMARKS",
     "ENTRY_POINT_GROUP",
     "SUITE_ANSWER_PROMPTS",
+    "SUITE_CALIBRATION",
+    "SUITE_DEFAULT_PROTOCOLS",
     "Benchmark",
     "CategoryInfo",
     "Dataset",
     "LoadRequest",
     "SuiteAnswerPrompt",
+    "SuiteCalibration",
     "available_benchmarks",
     "get_benchmark",
 ]
@@ -55,6 +58,37 @@ class SuiteAnswerPrompt:
 SUITE_ANSWER_PROMPTS: dict[str, SuiteAnswerPrompt] = {
     "longmemeval": SuiteAnswerPrompt("benchmarks/longmemeval"),
     "beam": SuiteAnswerPrompt("benchmarks/beam", whole_reply=True),
+}
+
+
+@dataclass(frozen=True)
+class SuiteCalibration:
+    """Which wrong-answer sets of judge calibration (``--memeval-calibration-wrong``) fit a
+    suite, besides the perturbations every suite gets."""
+
+    #: the LoCoMo audit's wrong answers (``locomo-audit``; keyed by LoCoMo's question ids), and
+    #: a default source when the run has the suite
+    audit: bool = False
+    #: a wrong-answer file in the audit's shape (its ids follow LoCoMo's file layout)
+    files: bool = False
+
+
+#: suite -> the wrong-answer sets judge calibration can use on it (suites not named here: the
+#: perturbations only); read as data, without importing the suite
+SUITE_CALIBRATION: dict[str, SuiteCalibration] = {
+    "locomo": SuiteCalibration(audit=True, files=True),
+    "demo": SuiteCalibration(files=True),  # LoCoMo's file layout, not LoCoMo's questions
+}
+
+#: suite -> the protocol its items are judged under when ``--memeval-judge`` is given without
+#: ``--memeval-protocol`` or ``--memeval-judge-style``: only that protocol's judge reads them
+#: (LoCoMo-Plus has no reference answers, docs/scoring.md#locomo-plus; LongMemEval-V2's
+#: abstention and gotcha questions have only upstream's LLM check as a verdict,
+#: docs/scoring.md#longmemeval-v2-judge). In order of precedence: the first suite of the run
+#: found here decides. Read as data, without importing the suite.
+SUITE_DEFAULT_PROTOCOLS: dict[str, str] = {
+    "locomo-plus": "locomo-plus",
+    "longmemeval-v2": "longmemeval-v2",
 }
 
 

@@ -412,6 +412,18 @@ class Benchmark(Protocol):
     #   unscored_metrics() -> Mapping[str, str]
     #                                    metric -> why this installation leaves it UNSCORED (NaN)
     #                                    (an optional library missing); shown as a run note
+    #   preload() -> None                read and check now, in the main thread before any worker
+    #                                    thread, what the offline scorer reads lazily (LoCoMo:
+    #                                    BLEU-1's Punkt model); a RuntimeError with its fix stops
+    #                                    the run
+    #   tokenizer_provenance() -> dict[str, Any]
+    #                                    how the offline scorer tokenises (provenance
+    #                                    ``bleu1_tokenizer``; LoCoMo's BLEU-1)
+    #   packaged_files() -> dict[str, tuple[str, bytes]]
+    #                                    the suite's files shipped as package data (the demo):
+    #                                    name -> (path in the source tree, bytes); such a suite
+    #                                    needs no data folder (board re-scoring) and its protocol
+    #                                    card pins those files
     # Optional hooks of a suite's home (benchmarks/<name>/), called for the official protocols that
     # list the suite (ProtocolProfile.benchmarks) through LoadedProtocol.suite_hooks, so that no
     # core module branches on the suite's name (tests/project/test_layout.py):
@@ -425,6 +437,11 @@ class Benchmark(Protocol):
     #   official_warnings(protocol: LoadedProtocol) -> list[str]
     #                                    configure-time warnings (an installed package that reads
     #                                    replies otherwise than the upstream release)
+    #   official_summary(protocol: LoadedProtocol, run: RunSummary,
+    #                    results: Sequence[QuestionResult], judge_metric: str | None) -> None
+    #                                    sets the run's official figures (RunSummary.official,
+    #                                    .halumem) when ``protocol`` is the suite's own; called by
+    #                                    run/session.py for a run of a suite the protocol lists
 
     def load(self, request: LoadRequest) -> Dataset:
         """Read (or download, then read) the files. Raises DatasetError naming file, record, field."""

@@ -154,7 +154,8 @@ def _dataset_questions(
         if bench is None:
             raise LookupError(f"benchmark {entry.benchmark!r} is not installed here")
         with tempfile.TemporaryDirectory(prefix=".memeval-board-", dir=scratch) as tmp:
-            if data_dir is None and entry.benchmark != "demo":
+            # a suite shipped as package data (its packaged_files hook) needs no data folder
+            if data_dir is None and not callable(getattr(bench, "packaged_files", None)):
                 raise FileNotFoundError("no --data folder given (or $MEMEVAL_DATA_DIR)")
             dataset = bench.load(
                 LoadRequest(data_dir, Path(tmp), variant if isinstance(variant, str) else None)

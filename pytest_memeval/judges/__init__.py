@@ -8,6 +8,8 @@ replaced by a user file; each judge exposes the sha256 of the templates it uses.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from ..errors import JudgeError
 from .agreement import cohen_kappa
 from .base import Judge, JudgeResult, PromptTemplate, load_template, template_sha256
@@ -80,22 +82,29 @@ def default_style(benchmark: str) -> str:
     return DEFAULT_STYLE.get(benchmark, "graded")
 
 
+def _graded(template_path: str | None, runs: int) -> Judge:
+    if runs < 1:
+        raise JudgeError(f"--memeval-judge-runs must be at least 1, got {runs}")
+    return GradedJudge.from_path(template_path, runs=runs)
+
+
+#: style -> its judge built from (template path or None, runs); ``runs`` is read by ``graded`` only
+_BUILDERS: dict[str, Callable[[str | None, int], Judge]] = {
+    "mem0": lambda path, _: Mem0Judge.from_path(path),
+    "graded": _graded,
+    "longmemeval": lambda path, _: LongMemEvalJudge.from_path(path),
+    "beam-nugget": lambda path, _: BeamNuggetJudge.from_path(path),
+    "usermem": lambda path, _: UserMemJudge.from_path(path),
+}
+
+
 def get_judge(style: str, *, template_path: str | None = None, runs: int = 10) -> Judge:
     """Build the judge of ``style``. ``template_path`` replaces the built-in prompt (for
     ``longmemeval``: one file for all five rule sets, or a folder holding any of
     ``longmemeval_{standard,temporal,knowledge_update,preference,abstention}.txt``).
     ``runs`` is used by ``graded`` only. Raises JudgeError for an unknown style, a bad template
     or ``runs < 1``."""
-    if style == "mem0":
-        return Mem0Judge.from_path(template_path)
-    if style == "graded":
-        if runs < 1:
-            raise JudgeError(f"--memeval-judge-runs must be at least 1, got {runs}")
-        return GradedJudge.from_path(template_path, runs=runs)
-    if style == "longmemeval":
-        return LongMemEvalJudge.from_path(template_path)
-    if style == "beam-nugget":
-        return BeamNuggetJudge.from_path(template_path)
-    if style == "usermem":
-        return UserMemJudge.from_path(template_path)
-    raise JudgeError(f"unknown judge style {style!r}; available: {', '.join(STYLES)}")
+    build = _BUILDERS.get(style)
+    if build is None:
+        raise JudgeError(f"unknown judge style {style!r}; available: {', '.join(STYLES)}")
+    return build(template_path, runs)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import gc
 import time
-from collections.abc import Generator
+from collections.abc import Generator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -313,20 +313,21 @@ def pytest_collection_finish(session: pytest.Session) -> None:
             # otherwise, after the freeze, and every collection would then walk their objects
             import pytest_memeval.metrics  # noqa: F401
 
-            if "locomo" in state.benchmarks:
-                _load_bleu_tokenizer()
+            _preload(state.benchmarks)
         gc.freeze()
 
 
-def _load_bleu_tokenizer() -> None:
-    """BLEU-1's Punkt English model, read and checked once in the main thread (before any judge
-    or answerer thread); a missing or altered model stops the run with its fix."""
-    from pytest_memeval.metrics.word_tokenize import PunktUnavailableError, word_tokenizer
-
-    try:
-        word_tokenizer()
-    except PunktUnavailableError as exc:
-        raise pytest.UsageError(f"--memeval=locomo: {exc}") from None
+def _preload(benchmarks: Mapping[str, object]) -> None:
+    """Each suite's ``preload`` hook (LoCoMo: BLEU-1's Punkt English model), called once in the
+    main thread (before any judge or answerer thread); what it cannot have (a missing or altered
+    model: a RuntimeError with its fix) stops the run."""
+    for name, bench in benchmarks.items():
+        hook = getattr(bench, "preload", None)
+        if callable(hook):
+            try:
+                hook()
+            except RuntimeError as exc:
+                raise pytest.UsageError(f"--memeval={name}: {exc}") from None
 
 
 def group_items(items: list[pytest.Item]) -> list[pytest.Item]:

@@ -141,19 +141,14 @@ def read_settings(config: pytest.Config) -> Settings:
         raise pytest.UsageError(
             f"{src('memeval_protocol')}={protocol!r}: expected one of {', '.join(PROFILES)}"
         )
-    if protocol is None and style is None and "locomo-plus" in benchmarks and val("memeval_judge"):
-        # LoCoMo-Plus has no reference answers: only its own judge reads its items
-        # (docs/scoring.md#locomo-plus)
-        protocol = "locomo-plus"
-    elif (
-        protocol is None
-        and style is None
-        and "longmemeval-v2" in benchmarks
-        and val("memeval_judge")
-    ):
-        # its abstention and gotcha questions have only upstream's LLM check as a verdict
-        # (docs/scoring.md#longmemeval-v2-judge)
-        protocol = "longmemeval-v2"
+    if protocol is None and style is None and val("memeval_judge"):
+        # a suite whose items only its own protocol's judge reads (the registry's
+        # SUITE_DEFAULT_PROTOCOLS, first found in its order)
+        from ..benchmarks import SUITE_DEFAULT_PROTOCOLS
+
+        protocol = next(
+            (p for suite, p in SUITE_DEFAULT_PROTOCOLS.items() if suite in benchmarks), None
+        )
     protocol_source = (
         config.invocation_params.dir / str(val("memeval_protocol_source"))
         if val("memeval_protocol_source")

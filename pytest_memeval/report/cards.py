@@ -17,7 +17,7 @@ import hashlib
 import importlib
 import json
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -153,15 +153,11 @@ def _profile_card(profile: Any) -> ProfileCard:
     )
 
 
-def _demo_pin(module: Any) -> tuple[DataPin, ...]:
-    data, _ = module._resource()
-    return (
-        DataPin(
-            module.DEMO_FILE,
-            f"pytest_memeval/benchmarks/data/{module.DEMO_FILE}",
-            hashlib.sha256(data).hexdigest(),
-            len(data),
-        ),
+def _packaged_pins(packaged: Callable[[], Mapping[str, tuple[str, bytes]]]) -> tuple[DataPin, ...]:
+    """The pins of a suite's files shipped as package data (its ``packaged_files`` hook)."""
+    return tuple(
+        DataPin(key, path, hashlib.sha256(data).hexdigest(), len(data))
+        for key, (path, data) in packaged().items()
     )
 
 
@@ -185,9 +181,11 @@ def protocol_card(benchmark: str) -> Card:
         return Card(
             benchmark, pins.host, pins.repo, pins.revision, files, note, profiles, deviations
         )
-    if benchmark == "demo":
+    packaged = getattr(getattr(module, target.partition(":")[2], None), "packaged_files", None)
+    if callable(packaged):
         note = "package data shipped with the plugin (no download)"
-        return Card(benchmark, None, None, None, _demo_pin(module), note, profiles, deviations)
+        files = _packaged_pins(packaged)
+        return Card(benchmark, None, None, None, files, note, profiles, deviations)
     note = (
         "no pinned release: the files under --memeval-data are read and their sha256 recorded "
         "per run (provenance.datasets)"

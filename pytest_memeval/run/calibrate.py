@@ -31,6 +31,7 @@ from ..analysis.judge_calibration import (
     perturb,
     summarize,
 )
+from ..benchmarks import SUITE_CALIBRATION, SuiteCalibration
 from ..benchmarks.locomo.audit import (
     AUDIT_SETS,
     WrongAnswerSet,
@@ -50,7 +51,6 @@ if TYPE_CHECKING:
 
 __all__ = [
     "AUDIT_SETS",
-    "LOCOMO_SHAPED",
     "MODES",
     "PERTURB",
     "CalibrationError",
@@ -72,8 +72,6 @@ AUDIT_NAMES: dict[str, tuple[str, ...]] = {
     "locomo-audit-v1": ("audit-v1",),
     "locomo-audit-v2": ("audit-v2",),
 }
-#: benchmarks whose questions sit where the audit's ids say (LoCoMo's file layout)
-LOCOMO_SHAPED = ("locomo", "demo")
 INTERVAL_NOTE = (
     "Wilson 95% intervals; every answer counted as an independent trial (answers about one "
     "question or conversation are not, so the intervals are on the narrow side)"
@@ -106,15 +104,16 @@ def calibration_settings(
             "--memeval-judge-calibration calibrates the configured judge: add "
             "--memeval-judge=PROVIDER:MODEL (e.g. openai:gpt-4o-mini)"
         )
+    audited = any(_fits(b).audit for b in benchmarks)
     names = [p.strip() for p in str(wrong).split(",") if p.strip()] if wrong else []
     if not names:
-        names = [PERTURB, "locomo-audit"] if "locomo" in benchmarks else [PERTURB]
+        names = [PERTURB, "locomo-audit"] if audited else [PERTURB]
     sources: list[str] = []
     for name in names:
         if name == PERTURB:
             picked: tuple[str, ...] = (PERTURB,)
         elif name in AUDIT_NAMES:
-            if "locomo" not in benchmarks:
+            if not audited:
                 raise CalibrationError(
                     f"--memeval-calibration-wrong={name}: the audit's answers are for "
                     "--memeval=locomo; use 'perturb' or a file of the audit's shape here"
@@ -131,6 +130,12 @@ def calibration_settings(
             picked = (str(path),)
         sources.extend(s for s in picked if s not in sources)
     return CalibrationSettings(text, tuple(sources))
+
+
+def _fits(benchmark: str) -> SuiteCalibration:
+    """The wrong-answer sets that fit ``benchmark`` (the registry's SUITE_CALIBRATION; none
+    but the perturbations for a suite it does not name)."""
+    return SUITE_CALIBRATION.get(benchmark, SuiteCalibration())
 
 
 def file_kind(path: str) -> str:
@@ -340,7 +345,7 @@ def calibrate_run(state: RunState) -> dict[str, Any]:
         usable = [
             ws
             for ws in wrong_sets
-            if (name == "locomo" if ws.kind in AUDIT_SETS else name in LOCOMO_SHAPED)
+            if (_fits(name).audit if ws.kind in AUDIT_SETS else _fits(name).files)
         ]
         speakers = [s for c in dataset.conversations.values() for s in c.speakers]
         case_sets[name] = build_cases(

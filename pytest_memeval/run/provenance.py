@@ -117,12 +117,14 @@ VERSIONED = (
 
 
 def _bleu1_tokenizer(benchmarks: Mapping[str, object]) -> dict[str, Any] | None:
-    """How BLEU-1 tokenises (pinned nltk behaviour, Punkt model), when a benchmark scores it."""
-    if "locomo" not in benchmarks:
-        return None
-    from ..metrics.word_tokenize import provenance
-
-    return provenance()
+    """How BLEU-1 tokenises (pinned nltk behaviour, Punkt model), when a benchmark scores it:
+    the first suite's ``tokenizer_provenance`` hook (LoCoMo's)."""
+    for bench in benchmarks.values():
+        hook = getattr(bench, "tokenizer_provenance", None)
+        if callable(hook):
+            found: dict[str, Any] = hook()
+            return found
+    return None
 
 
 def dependency_versions() -> dict[str, str | None]:

@@ -15,8 +15,6 @@ from .provenance import SessionView, SummarySource, judge_heads, judge_metrics, 
 
 if TYPE_CHECKING:
     from ..analysis.baselines import Baseline, RunProtocol
-    from ..benchmarks.beam.figures import OfficialComposite
-    from ..benchmarks.halumem.figures import HaluMemOfficial
     from ..report.model import RunSummary, Summary
     from .estimate_figures import Estimate
     from .outputs import BoardWriter
@@ -64,8 +62,7 @@ def build_summary(src: SummarySource) -> Summary:
         metrics = metric_union(results, metrics)
         run = aggregate_run(bench_name, system, flow, results, metas, metrics, round3)
         run.cluster_unit = str(getattr(bench, "cluster_unit", "conversation"))
-        run.official = _official(state, bench_name, results, run)
-        run.halumem = _halumem(state, bench_name, results)
+        _official_figures(state, bench, results, run)
         add_confidence_intervals(run, metrics, seed=state.settings.selection.seed, round3=round3)
         for head, at in judge_heads(state, bench_name):
             # a judge run several times per question (graded): <metric>_pooled_std
@@ -125,33 +122,18 @@ def build_summary(src: SummarySource) -> Summary:
     return summary
 
 
-def _official(
-    state: RunState, benchmark: str, results: Sequence[QuestionResult], run: RunSummary
-) -> OfficialComposite | None:
-    """BEAM's official composite when the beam protocol scored this benchmark."""
-    from ..benchmarks.beam.figures import official_composite
-
+def _official_figures(
+    state: RunState, bench: object, results: Sequence[QuestionResult], run: RunSummary
+) -> None:
+    """The official figures of the protocol that scored this run (BEAM's composite, HaluMem's
+    extraction / update / QA figures): the suite's ``official_summary`` hook sets them on
+    ``run`` when the protocol lists the suite; the suite decides which protocol is its own."""
     protocol = state.protocol
-    if protocol is None or protocol.name != "beam" or benchmark not in protocol.profile.benchmarks:
-        return None
-    return official_composite(results, protocol.profile.metric, [row.key for row in run.categories])
-
-
-def _halumem(
-    state: RunState, benchmark: str, results: Sequence[QuestionResult]
-) -> HaluMemOfficial | None:
-    """HaluMem's official figures when the halumem protocol judged this benchmark."""
-    from ..benchmarks.halumem.figures import halumem_official
-
-    protocol = state.protocol
-    if (
-        protocol is None
-        or protocol.name != "halumem"
-        or benchmark not in protocol.profile.benchmarks
-    ):
-        return None
-    metric = judge_metrics(state).get(benchmark)
-    return halumem_official(results, metric) if metric is not None else None
+    if protocol is None or run.benchmark not in protocol.profile.benchmarks:
+        return
+    hook = getattr(bench, "official_summary", None)
+    if callable(hook):
+        hook(protocol, run, results, judge_metrics(state).get(run.benchmark))
 
 
 def baselines(state: RunState, summary: Summary) -> dict[str, list[Baseline]]:

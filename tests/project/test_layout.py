@@ -386,26 +386,11 @@ def suite_branches(source: str, names: frozenset[str]) -> list[tuple[int, str]]:
     return hits
 
 
-#: core modules (outside ``benchmarks/``) that still branch on a suite's name, each with why; the
-#: list only shrinks: a module that no longer names a suite must leave it, and no other module
-#: may join it (the suite's behaviour goes to its home, ``benchmarks/<name>/``, behind a hook of
-#: the ``Benchmark`` protocol)
-NAMES_A_SUITE: dict[str, str] = {
-    "analysis/baselines.py": "the published baselines and the protocol each needs, keyed by suite "
-    "(_needs compares with 'longmemeval'; to move into each home behind a registry hook)",
-    "board/verify.py": "the demo suite's re-scoring (board/ is being reworked separately)",
-    "judges/__init__.py": "the built-in judge styles 'longmemeval' and 'usermem' are named after "
-    "their suites (get_judge compares style names), and DEFAULT_STYLE maps a suite to its style",
-    "plugin/__init__.py": "LoCoMo's errata default (plugin/ is being reworked separately)",
-    "plugin/options.py": "option checks for locomo-plus and longmemeval-v2 (plugin/ is being "
-    "reworked separately)",
-    "report/cards.py": "the demo suite's packaged data pin (report/ is being reworked separately)",
-    "run/calibrate.py": "judge calibration's default wrong-answer sets and where calibration "
-    "runs: LoCoMo's audit, for --memeval=locomo (and demo)",
-    "run/provenance.py": "LoCoMo's errata provenance (the session layer, moved from plugin/)",
-    "run/session.py": "picks BEAM's and HaluMem's official figures (in their homes' figures.py) "
-    "by protocol name into RunSummary's typed fields (the session layer, moved from plugin/)",
-}
+#: core modules (outside ``benchmarks/``) that still branch on a suite's name, each with why:
+#: none left. It stays empty: a suite's behaviour goes to its home, ``benchmarks/<name>/``,
+#: behind a hook of the ``Benchmark`` protocol, or to the registry as data
+#: (``benchmarks/__init__.py``); a lookup table keyed by suite is not a branch
+NAMES_A_SUITE: dict[str, str] = {}
 
 
 def _core_modules() -> list[Path]:

@@ -5,12 +5,15 @@ and fall back to the plugin's own: these checks fail then, without an LLM or ups
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import pytest
 
 from pytest_memeval.benchmarks import get_benchmark
 from pytest_memeval.protocols.judges import LoadedProtocol
 from pytest_memeval.protocols.profiles import MEM0, PROFILES, ProtocolProfile
 from pytest_memeval.protocols.source import Template
+from pytest_memeval.report.model import CategoryRow, RunSummary
 
 #: the protocols whose judge or answer request is the core's own (Mem0's protocol, not a suite's)
 CORE_PROTOCOLS = frozenset({MEM0.name})
@@ -70,3 +73,105 @@ def test_a_hook_answers_only_its_own_protocol() -> None:
             hook = getattr(get_benchmark(other), "official_judge", None)
             if hook is not None:
                 assert hook(loaded) is None, (other, profile.name)
+
+
+def _empty_run(benchmark: str) -> RunSummary:
+    row = CategoryRow(key="overall", category_id=None, shared="overall", count=0)
+    return RunSummary(benchmark, "sys", "flow", [], [], row, row, [])
+
+
+def _summary_hook(name: str) -> Callable[..., None]:
+    hook = getattr(get_benchmark(name), "official_summary", None)
+    assert callable(hook), name
+    return hook
+
+
+def test_official_figures_come_from_the_suites_own_protocol_only() -> None:
+    """The ``official_summary`` hook (run/session.py calls it for each run of a suite the
+    protocol lists) sets the run's official figures under the suite's own protocol only: BEAM's
+    composite under ``beam``, HaluMem's figures under ``halumem`` with a judge metric."""
+    summarising = {
+        name
+        for p in PROFILES.values()
+        for name in p.benchmarks
+        if callable(getattr(get_benchmark(name), "official_summary", None))
+    }
+    assert summarising == {"beam", "halumem"}
+    for profile in PROFILES.values():
+        loaded = _with_prompts(profile)
+        for name in summarising:
+            run = _empty_run(name)
+            _summary_hook(name)(loaded, run, [], "judge_x")
+            mine = profile.name == name
+            assert (run.official is not None) == (mine and name == "beam"), profile.name
+            assert (run.halumem is not None) == (mine and name == "halumem"), profile.name
+    halumem = _with_prompts(PROFILES["halumem"])
+    run = _empty_run("halumem")
+    _summary_hook("halumem")(halumem, run, [], None)
+    assert run.halumem is None  # no judge ran: no figures
+
+
+def test_locomo_alone_preloads_and_records_its_tokenizer() -> None:
+    """BLEU-1's Punkt model is read before the worker threads start (the plugin calls each
+    suite's ``preload``) and recorded as provenance ``bleu1_tokenizer``, for LoCoMo only (the demo
+    suite's report has none: tests/plugin/snapshots/demo_bm25_report.json)."""
+    from pytest_memeval.benchmarks import BUILTIN_BENCHMARKS
+    from pytest_memeval.metrics.word_tokenize import provenance
+
+    suites = {name: get_benchmark(name) for name in BUILTIN_BENCHMARKS}
+    assert {n for n, b in suites.items() if callable(getattr(b, "preload", None))} == {"locomo"}
+    recording = {n for n, b in suites.items() if callable(getattr(b, "tokenizer_provenance", None))}
+    assert recording == {"locomo"}
+    suites["locomo"].preload()  # type: ignore[attr-defined]
+    assert suites["locomo"].tokenizer_provenance() == provenance()  # type: ignore[attr-defined]
+
+
+def test_each_default_protocol_is_a_protocol_of_its_suite() -> None:
+    """The registry's SUITE_DEFAULT_PROTOCOLS (plugin/options.py reads it when a judge is given
+    without a protocol or style): each suite's default protocol lists the suite; LoCoMo-Plus
+    comes first (it decides when a run has both suites)."""
+    from pytest_memeval.benchmarks import BUILTIN_BENCHMARKS, SUITE_DEFAULT_PROTOCOLS
+
+    assert list(SUITE_DEFAULT_PROTOCOLS) == ["locomo-plus", "longmemeval-v2"]
+    for suite, protocol in SUITE_DEFAULT_PROTOCOLS.items():
+        assert suite in BUILTIN_BENCHMARKS
+        assert suite in PROFILES[protocol].benchmarks
+
+
+def test_the_demo_alone_ships_its_files_as_package_data() -> None:
+    """``packaged_files``: the protocol card pins the demo's package file (report/cards.py) and
+    the board re-scores it without a data folder (board/verify.py); no other suite has it."""
+    import hashlib
+    from importlib.resources import files
+
+    from pytest_memeval.benchmarks import BUILTIN_BENCHMARKS
+    from pytest_memeval.report.cards import protocol_card
+
+    have = {
+        n for n in BUILTIN_BENCHMARKS if callable(getattr(get_benchmark(n), "packaged_files", None))
+    }
+    assert have == {"demo"}
+    data = files("pytest_memeval.benchmarks").joinpath("data", "demo.json").read_bytes()
+    (pin,) = protocol_card("demo").data_files
+    assert pin.path == "pytest_memeval/benchmarks/data/demo.json"
+    assert (pin.sha256, pin.size) == (hashlib.sha256(data).hexdigest(), len(data))
+
+
+def test_calibration_sets_fit_the_suites_the_registry_names() -> None:
+    """The registry's SUITE_CALIBRATION (run/calibrate.py reads it): the LoCoMo audit fits
+    LoCoMo alone and is a default source only there; an audit-shaped file fits LoCoMo and the
+    demo (LoCoMo's file layout); any other suite gets the perturbations only."""
+    from pytest_memeval.benchmarks import BUILTIN_BENCHMARKS, SUITE_CALIBRATION
+    from pytest_memeval.run.calibrate import PERTURB, CalibrationError, calibration_settings
+
+    assert {n for n, c in SUITE_CALIBRATION.items() if c.audit} == {"locomo"}
+    assert {n for n, c in SUITE_CALIBRATION.items() if c.files} == {"locomo", "demo"}
+    assert set(SUITE_CALIBRATION) <= set(BUILTIN_BENCHMARKS)
+    judges = ["openai:gpt-4o-mini"]
+    for suite in BUILTIN_BENCHMARKS:
+        got = calibration_settings("before", None, benchmarks=[suite], judges=judges)
+        assert got is not None
+        assert (got.sources != (PERTURB,)) == (suite == "locomo"), suite
+        if suite != "locomo":
+            with pytest.raises(CalibrationError, match="--memeval=locomo"):
+                calibration_settings("before", "locomo-audit", benchmarks=[suite], judges=judges)

@@ -15,11 +15,21 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ...records import QuestionResult
 
-__all__ = ["OVERALL_RULE", "OfficialCategory", "OfficialComposite", "official_composite"]
+if TYPE_CHECKING:
+    from ...protocols.judges import LoadedProtocol
+    from ...report.model import RunSummary
+
+__all__ = [
+    "OVERALL_RULE",
+    "OfficialCategory",
+    "OfficialComposite",
+    "official_composite",
+    "official_summary",
+]
 
 #: how the overall is formed (BEAM defines none)
 OVERALL_RULE = "mean of the category values (BEAM's report_results.py defines no overall)"
@@ -110,3 +120,20 @@ def official_composite(
         )
     overall = _mean([c.value for c in categories if c.value is not None])
     return OfficialComposite(metric, tuple(categories), overall, unscored)
+
+
+def official_summary(
+    protocol: LoadedProtocol,
+    run: RunSummary,
+    results: Sequence[QuestionResult],
+    judge_metric: str | None,
+) -> None:
+    """Under ``--memeval-protocol=beam``: the run's official composite (``run.official``), over
+    the protocol's metric, its categories in the run's order; nothing under another protocol."""
+    from ...protocols.profiles import BEAM
+
+    if protocol.name != BEAM.name:
+        return
+    run.official = official_composite(
+        results, protocol.profile.metric, [row.key for row in run.categories]
+    )

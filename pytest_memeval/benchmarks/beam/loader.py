@@ -58,6 +58,8 @@ from ..base import (
 if TYPE_CHECKING:
     from ...judges.base import Judge
     from ...protocols.judges import LoadedProtocol
+    from ...records import QuestionResult
+    from ...report.model import RunSummary
 
 __all__ = [
     "ABILITIES",
@@ -686,6 +688,18 @@ class Beam:
         from .judge import official_warnings
 
         return official_warnings(protocol)
+
+    def official_summary(
+        self,
+        protocol: LoadedProtocol,
+        run: RunSummary,
+        results: Sequence[QuestionResult],
+        judge_metric: str | None,
+    ) -> None:
+        """The run's official composite under ``--memeval-protocol=beam`` (:mod:`.figures`)."""
+        from .figures import official_summary
+
+        official_summary(protocol, run, results, judge_metric)
 
 
 BENCHMARK = Beam()

@@ -14,12 +14,16 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ...records import QuestionResult
 from .scorer import aggregate
 
-__all__ = ["HaluMemOfficial", "halumem_official"]
+if TYPE_CHECKING:
+    from ...protocols.judges import LoadedProtocol
+    from ...report.model import RunSummary
+
+__all__ = ["HaluMemOfficial", "halumem_official", "official_summary"]
 
 #: the storage figure groups of ``aggregate`` (the rest is ``question_answering``)
 STORAGE_GROUPS = (
@@ -113,3 +117,19 @@ def halumem_official(results: Sequence[QuestionResult], metric: str) -> HaluMemO
         granularity=granularity,
         storage_unscored=unscored,
     )
+
+
+def official_summary(
+    protocol: LoadedProtocol,
+    run: RunSummary,
+    results: Sequence[QuestionResult],
+    judge_metric: str | None,
+) -> None:
+    """Under ``--memeval-protocol=halumem``: the run's official figures (``run.halumem``) from
+    the judge details under ``judge_metric`` (the first judge's headline key); nothing without
+    a judge or under another protocol."""
+    from ...protocols.profiles import HALUMEM
+
+    if protocol.name != HALUMEM.name or judge_metric is None:
+        return
+    run.halumem = halumem_official(results, judge_metric)

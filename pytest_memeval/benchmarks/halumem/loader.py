@@ -48,6 +48,8 @@ from .pins import FILES, FOLDER, PINS, UPSTREAM
 if TYPE_CHECKING:
     from ...judges.base import Judge
     from ...protocols.judges import LoadedProtocol
+    from ...records import QuestionResult
+    from ...report.model import RunSummary
 
 __all__ = [
     "BENCHMARK",
@@ -347,6 +349,18 @@ class HaluMem:
         from .judge import official_judge
 
         return official_judge(protocol)
+
+    def official_summary(
+        self,
+        protocol: LoadedProtocol,
+        run: RunSummary,
+        results: Sequence[QuestionResult],
+        judge_metric: str | None,
+    ) -> None:
+        """The run's official figures under ``--memeval-protocol=halumem`` (:mod:`.figures`)."""
+        from .figures import official_summary
+
+        official_summary(protocol, run, results, judge_metric)
 
 
 BENCHMARK = HaluMem()

@@ -53,6 +53,13 @@ class DemoBenchmark:
     def score(self, question: Question, prediction: Prediction) -> dict[str, float]:
         return score_locomo(question, prediction)
 
+    def packaged_files(self) -> dict[str, tuple[str, bytes]]:
+        """The suite's files shipped as package data (no download; it needs no --memeval-data
+        folder): file name -> (its path in the source tree, its bytes). The protocol card pins
+        them by sha256; the board re-scores the suite without a data folder."""
+        data, _ = _resource()
+        return {DEMO_FILE: (f"pytest_memeval/benchmarks/data/{DEMO_FILE}", data)}
+
 
 BENCHMARK = DemoBenchmark()
 

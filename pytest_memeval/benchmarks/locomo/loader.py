@@ -518,6 +518,22 @@ class LocomoBenchmark:
     def score(self, question: Question, prediction: Prediction) -> dict[str, float]:
         return score_locomo(question, prediction)
 
+    def preload(self) -> None:
+        """BLEU-1's Punkt English model (:mod:`~pytest_memeval.metrics.word_tokenize`), read and
+        checked now: the plugin calls this once in the main thread, before any judge or
+        answerer thread. A missing or altered model raises ``PunktUnavailableError`` (a
+        RuntimeError) with its fix."""
+        from ...metrics.word_tokenize import word_tokenizer
+
+        word_tokenizer()
+
+    def tokenizer_provenance(self) -> dict[str, Any]:
+        """How BLEU-1 tokenises (the pinned nltk behaviour, the Punkt model): the report's
+        provenance ``bleu1_tokenizer``."""
+        from ...metrics.word_tokenize import provenance
+
+        return provenance()
+
 
 BENCHMARK = LocomoBenchmark()
 
