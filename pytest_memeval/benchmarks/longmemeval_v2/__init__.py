@@ -14,8 +14,9 @@ docs/scoring.md#longmemeval-v2 describes the suite.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from ..lazy import lazy_getattr
 
 if TYPE_CHECKING:
     from .loader import BENCHMARK, CATEGORIES, DEVIATIONS, DOMAINS, LongMemEvalV2
@@ -55,10 +56,4 @@ _WHERE: dict[str, str] = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    where = _WHERE.get(name)
-    if where is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(where, __name__), name)
-    globals()[name] = value  # later lookups are plain attribute reads
-    return value
+__getattr__ = lazy_getattr(__name__, _WHERE, globals())
