@@ -136,6 +136,8 @@ class MemevalItem(pytest.Function):
                 prepared = self._prepare(run, None)
                 staged = llm_stage(run, prepared)
             else:
+                if state.llm is not None:
+                    state.llm.await_prewarm()
                 if self.nodeid not in pipeline:
                     pipeline.submit(self.nodeid, self._prepare(run, None), run_stage(run))
                 self._stage_ahead(run, pipeline)
@@ -212,7 +214,7 @@ class MemevalItem(pytest.Function):
             upcoming = itertools.islice(items, at + 1, None)  # no copy of the list per item
         crossed = 0
         for other in upcoming:
-            if len(pipeline) >= pipeline.window:
+            if len(pipeline) >= pipeline.depth:
                 return
             if not isinstance(other, MemevalItem):
                 if case_conversation(other) == conversation:

@@ -74,14 +74,16 @@ def worker_queue(config: pytest.Config) -> list[int] | None:
 
 
 def _items_ahead(config: pytest.Config) -> int:
-    """Items a worker holds before it is sent more: 2, or the LLM window when the run makes LLM
-    calls through one (so the window can be filled from the worker's next conversations)."""
+    """Items a worker holds before it is sent more: 2, or the LLM window's depth when the run
+    makes LLM calls through one (so the window can be filled from the worker's next
+    conversations, searched ahead as far as it stages them: ``run.pipeline.DEPTH_FACTOR``)."""
+    from ..run.pipeline import DEPTH_FACTOR
     from .stash import STATE_KEY
 
     state = config.stash.get(STATE_KEY, None)
     if state is None or not state.settings.llm.uses_llm or state.settings.llm.concurrency < 2:
         return 2
-    return max(2, state.settings.llm.concurrency)
+    return max(2, DEPTH_FACTOR * state.settings.llm.concurrency)
 
 
 class ConversationScheduling:

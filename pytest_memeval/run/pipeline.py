@@ -9,6 +9,13 @@ result. So at most ``window`` questions (``--memeval-llm-concurrency``) have LLM
 while the main thread searches ahead, and what is sent is exactly what a window of 1 sends: the
 same requests, so the same cache keys and verdicts.
 
+The main thread may search up to ``depth`` questions ahead (:data:`DEPTH_FACTOR` x ``window``):
+the questions beyond the window wait, searched, for a free thread. A window that only staged
+``window`` questions left the main thread idle whenever they were all waiting: while the SDK is
+imported (the first second of a judged run), and whenever a conversation's ingest is slower than
+a question's LLM calls (one question per conversation: LongMemEval, LoCoMo-Plus), so the main
+thread's ingest and the calls in flight took turns instead of overlapping.
+
 Latency is attributed per question: ``search`` is that question's own search call, ``answer`` that
 question's own answerer call, timed on the thread that makes it from its start (time spent queued
 behind other questions is not counted).
@@ -28,7 +35,10 @@ from dataclasses import dataclass
 
 from .question import Prepared, Staged
 
-__all__ = ["Entry", "Pipeline"]
+__all__ = ["DEPTH_FACTOR", "Entry", "Pipeline"]
+
+#: questions staged (searched, LLM half queued or running) per thread of the window
+DEPTH_FACTOR = 2
 
 
 @dataclass(frozen=True)
@@ -43,10 +53,13 @@ class Entry:
 class Pipeline:
     """The bounded in-flight window of one process, keyed by item (node id)."""
 
-    def __init__(self, window: int) -> None:
+    def __init__(self, window: int, depth: int | None = None) -> None:
         if window < 1:
             raise ValueError("window must be >= 1")
         self.window = window
+        #: how many questions may be staged at once (searched ahead; at most ``window`` of them
+        #: have calls in flight, the others wait, searched, for a thread)
+        self.depth = max(window, depth if depth is not None else DEPTH_FACTOR * window)
         self._executor: ThreadPoolExecutor | None = None
         self._entries: dict[str, Entry] = {}
         self._lock = threading.Lock()

@@ -127,3 +127,23 @@ def test_the_first_replies_parsed_on_many_threads_at_once_all_parse(tmp_path: Pa
     assert proc.returncode == 0, proc.stderr
     lines = proc.stdout.splitlines()
     assert lines == ["openai incomplete []", "anthropic incomplete []", "errors []"], proc.stdout
+
+
+def test_the_first_question_waits_for_the_sdk_once(tmp_path: Path) -> None:
+    """``await_prewarm`` joins the build (the main thread does not search ahead while the SDK is
+    imported: under the GIL the two would take turns and the first call would go out later); a
+    second call, or a run that built nothing, returns at once."""
+    gc.unfreeze()
+    rt = _runtime(tmp_path / "cold")
+    thread = rt.prewarm()
+    assert thread is not None
+    rt.await_prewarm()
+    assert not thread.is_alive()
+    assert _providers(rt)[0].sdk._client is not None
+    rt.await_prewarm()  # nothing left to wait for
+    _providers(rt)[0].sdk.close()
+    warm = _runtime(tmp_path / "warm")
+    assert warm.cache is not None
+    warm.cache.put("k", Completion("x"))
+    assert warm.prewarm() is None
+    warm.await_prewarm()  # no thread: returns

@@ -1,0 +1,67 @@
+"""``run.pipeline.Pipeline``: at most ``window`` LLM halves run at once, while up to ``depth``
+questions are staged (searched ahead, waiting for a thread), each item taking its own entry."""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any
+
+import pytest
+
+from pytest_memeval.run.pipeline import DEPTH_FACTOR, Pipeline
+
+
+def test_depth_defaults_to_a_multiple_of_the_window_and_never_below_it() -> None:
+    assert Pipeline(4).depth == DEPTH_FACTOR * 4 > 4
+    assert Pipeline(4, depth=2).depth == 4
+    assert Pipeline(1, depth=10).depth == 10
+    with pytest.raises(ValueError):
+        Pipeline(0)
+
+
+def test_staged_beyond_the_window_wait_for_a_thread_and_run_in_order() -> None:
+    pipeline = Pipeline(2, depth=6)
+    lock = threading.Lock()
+    running = 0
+    peak = 0
+    started: list[int] = []
+
+    def stage(prepared: Any) -> Any:
+        nonlocal running, peak
+        with lock:
+            running += 1
+            peak = max(peak, running)
+            started.append(prepared)
+        time.sleep(0.05)
+        with lock:
+            running -= 1
+        return prepared * 10
+
+    for i in range(6):
+        pipeline.submit(f"q{i}", i, stage)  # type: ignore[arg-type]
+    assert len(pipeline) == 6  # all staged at once: the depth, not the window, bounds staging
+    results = []
+    for i in range(6):
+        entry = pipeline.take(f"q{i}")
+        assert entry is not None
+        results.append(entry.future.result(timeout=10))
+    assert results == [0, 10, 20, 30, 40, 50]
+    assert peak == 2  # never more than the window in flight
+    assert sorted(started[:2]) == [0, 1]  # first staged, first run
+    pipeline.close()
+
+
+def test_close_cancels_the_staged_questions_not_started() -> None:
+    pipeline = Pipeline(1, depth=5)
+    gate = threading.Event()
+
+    def stage(prepared: Any) -> Any:
+        gate.wait(10)
+        return prepared
+
+    for i in range(5):
+        pipeline.submit(f"q{i}", i, stage)  # type: ignore[arg-type]
+    time.sleep(0.05)
+    assert pipeline.close() == 4  # the one running finishes; the four waiting never start
+    gate.set()
