@@ -228,8 +228,11 @@ class ConversationScheduling:
 
     def _reschedule(self, node: Any, ahead: int | None = None) -> None:
         """Send ``node`` units until it holds more than ``ahead`` items not started (default
-        :attr:`ahead`, at most its share of the queue, 2 at least: the last units are not all
-        held by one worker while another runs dry)."""
+        :attr:`ahead`, at most its fair share of the items not started, queued or held by any
+        worker, 2 at least: the last units are not all held by one worker while another runs
+        dry). The share counts what the workers hold: measured on what is still queued, the
+        first worker took half of a LongMemEval-shaped run's 64 questions and the second a
+        quarter, which it then received one by one while the first worked through its half."""
         if node.shutting_down or node not in self.assigned:
             return
         if not self.workqueue:
@@ -239,7 +242,8 @@ class ConversationScheduling:
             ahead = self.ahead
             if ahead > 2:
                 queued = sum(len(nodeids) for nodeids in self.workqueue.values())
-                ahead = min(ahead, max(2, queued // max(len(self.assigned), 1)))
+                held = sum(self._pending(work) for work in self.assigned.values())
+                ahead = min(ahead, max(2, (queued + held) // max(len(self.assigned), 1)))
         while self.workqueue and self._pending(self.assigned[node]) <= ahead:
             scope, nodeids = self.workqueue.popitem(last=False)
             unit = self.assigned[node].setdefault(scope, {})
