@@ -37,6 +37,7 @@ from ..llm.client import CircuitOpenError
 from ..llm.providers import AnthropicProvider, OpenAIProvider, ProviderConfig, _LazySDK
 from ..llm.ratelimit import Limiter, RedisRateLimiter
 from ..llm.retry import CircuitBreaker
+from ..llm.tokenizer import get_tokenizer
 from ..records import Question
 from .settings import LLMSettings
 
@@ -249,8 +250,8 @@ class LLMRuntime:
         )
 
     def prewarm(self) -> threading.Thread | None:
-        """Build the SDK clients (the SDK's import: most of a run's CPU per LLM call, ~0.7 s)
-        on a daemon thread now, in a process that runs items, when its calls will miss the cache
+        """Build the SDK clients (the SDK's import: most of a run's CPU per LLM call, ~0.7 s),
+        and the tokenizer that counts an LLM answerer's context, on a daemon thread now, in a process that runs items, when its calls will miss the cache
         anyway (no cache, or an empty one: a first run). The import then overlaps collection and
         ingest instead of holding every pipeline thread at the first call. A run the cache may
         serve (any entry stored), an estimate and a batch run import nothing here. Once built,
@@ -264,11 +265,17 @@ class LLMRuntime:
         if not sdks:
             return None
 
+        answers = self.answerer_client is not None
+
         def build() -> None:
             for sdk in sdks:
                 # a failure here (an SDK not installed) is met again, reported, at the first call
                 with contextlib.suppress(Exception):
                     sdk.get()
+            if answers:  # the answerer's context is counted in tokens before its first call:
+                # the encoding's build (~0.25 CPU-s) would otherwise hold every first answer
+                with contextlib.suppress(Exception):
+                    get_tokenizer()
             # the SDK's modules, pydantic models and httpx client live as long as the process:
             # out of the collector's reach (as everything alive after collection is), a full
             # collection no longer walks their ~200,000 objects (openai + anthropic: 0.68 CPU-s

@@ -134,10 +134,15 @@ def test_the_first_question_waits_for_the_sdk_once(tmp_path: Path) -> None:
     imported: under the GIL the two would take turns and the first call would go out later); a
     second call, or a run that built nothing, returns at once."""
     gc.unfreeze()
+    from pytest_memeval.llm.tokenizer import get_tokenizer
+
+    get_tokenizer.cache_clear()
     rt = _runtime(tmp_path / "cold")
     thread = rt.prewarm()
     assert thread is not None
     rt.await_prewarm()
+    # the LLM answerer's context tokenizer was built on the same thread, not at the first answer
+    assert get_tokenizer.cache_info().currsize == 1
     assert not thread.is_alive()
     assert _providers(rt)[0].sdk._client is not None
     rt.await_prewarm()  # nothing left to wait for
