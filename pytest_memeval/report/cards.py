@@ -40,8 +40,6 @@ __all__ = [
 
 #: where the generated page lives (reports link each card to its section there)
 PAGE = "docs/protocols.md"
-#: the module attributes that hold a suite's pinned data release, in the order tried
-_PIN_NAMES = ("PINS", "LOCOMO_PINS", "LOCOMO_PLUS_PINS")
 
 
 @dataclass(frozen=True)
@@ -161,6 +159,27 @@ def _packaged_pins(packaged: Callable[[], Mapping[str, tuple[str, bytes]]]) -> t
     )
 
 
+def _home_pins(package: str) -> Any:
+    """The data release pinned in a suite's home (``<home>/pins.py``: ``UPSTREAM.data``), None
+    when the home pins none (a suite of package data, or one read from --memeval-data)."""
+    try:
+        pins_module = importlib.import_module(f"{package}.pins")
+    except ModuleNotFoundError as exc:
+        if exc.name is not None and f"{package}.pins".startswith(exc.name):
+            return None  # no pins module (or the suite's module is not a package)
+        raise
+    upstream = getattr(pins_module, "UPSTREAM", None)
+    return getattr(upstream, "data", None)
+
+
+def _benchmark_pins(benchmark: Any) -> tuple[Any, ...]:
+    """Every data release the suite's benchmark reads (its ``pins``: one, or a tuple)."""
+    pins = getattr(benchmark, "pins", None)
+    if pins is None:
+        return ()
+    return tuple(pins) if isinstance(pins, tuple) else (pins,)
+
+
 def protocol_card(benchmark: str) -> Card:
     """The protocol card of ``benchmark`` (a built-in suite name). A suite from another package
     gets a card without pins or deviations: the plugin knows none."""
@@ -171,13 +190,22 @@ def protocol_card(benchmark: str) -> Card:
     if target is None:
         return Card(benchmark, None, None, None, (), "a suite from another package", profiles, ())
     module = importlib.import_module(target.partition(":")[0])
-    pins = next((getattr(module, n) for n in _PIN_NAMES if hasattr(module, n)), None)
+    pins = _home_pins(module.__name__)
     deviations: tuple[Deviation, ...] = tuple(getattr(module, "DEVIATIONS", ()))
     if pins is not None:
         files = tuple(
             DataPin(key, pin.path, pin.sha256, pin.size) for key, pin in pins.files.items()
         )
         note = "downloaded at the pinned revision, each file checked against its sha256"
+        also = [
+            other
+            for other in _benchmark_pins(getattr(module, target.partition(":")[2], None))
+            if other.revision != pins.revision
+        ]
+        if also:  # LoCoMo-Plus stitches its cues into LoCoMo-10's conversations
+            note += "; also reads " + ", ".join(
+                f"{o.repo}@{o.revision[:12]} ({', '.join(o.files)})" for o in also
+            )
         return Card(
             benchmark, pins.host, pins.repo, pins.revision, files, note, profiles, deviations
         )

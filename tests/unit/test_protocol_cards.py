@@ -47,14 +47,19 @@ def _scoring_anchors() -> set[str]:
 def test_card_data_pins_are_the_loaders(benchmark: str) -> None:
     card = protocol_card(benchmark)
     module = _module(benchmark)
+    # the suite's own release first: LoCoMo-Plus also exports LoCoMo's pin (the conversations
+    # its cues are stitched into), which its card names as also read, never as its release
     pins = next(
         (
             getattr(module, n)
-            for n in ("PINS", "LOCOMO_PINS", "LOCOMO_PLUS_PINS")
+            for n in ("PINS", "LOCOMO_PLUS_PINS", "LOCOMO_PINS")
             if hasattr(module, n)
         ),
         None,
     )
+    if hasattr(module, "LOCOMO_PLUS_PINS"):
+        locomo = module.LOCOMO_PINS  # type: ignore[attr-defined]
+        assert f"also reads {locomo.repo}@{locomo.revision[:12]} (locomo10)" in card.data_note
     if pins is None:
         assert card.data_revision is None and card.data_repo is None
         assert card.data_note

@@ -45,10 +45,9 @@ __all__ = [
     "parse_time_gap",
 ]
 
-#: LOCOMO_PINS is the LoCoMo file the suite also reads (LoCoMo's own pin). report/cards.py takes
-#: the first of PINS, LOCOMO_PINS, LOCOMO_PLUS_PINS it finds on this package, as it did on the
-#: old module (which imported LOCOMO_PINS): the card keeps listing this pin until cards.py looks
-#: for the suite's own pins record
+#: LOCOMO_PINS is the LoCoMo file the suite also reads (LoCoMo's own pin). The protocol card
+#: (report/cards.py) lists this home's own release (``.pins.UPSTREAM.data``) and names that one
+#: as also read
 #:
 #: public name -> the module of the home that defines it, imported on first use: reading the
 #: pins record (``.pins``, as protocols/profiles.py does) does not load the loader
