@@ -263,6 +263,10 @@ def _int(value: object) -> int:
 # -- providers --------------------------------------------------------------------------------
 
 
+#: the resource each provider calls, by SDK: the client makes it (importing its module) at the
+#: first attribute access, behind a lock every thread of the window would queue on
+_RESOURCES = {"openai": ("chat", "completions"), "anthropic": ("messages",)}
+
 #: the reply types the providers parse, by SDK: their pydantic models (and those nested in them)
 #: are built once, under the client's lock, before any thread parses a reply
 _REPLY_MODELS = {
@@ -331,6 +335,9 @@ class _LazySDK:
                     timeout=self._timeout,
                     max_retries=0,
                 )
+                resource = self._client
+                for name in _RESOURCES.get(self._module, ()):
+                    resource = getattr(resource, name)
                 _build_reply_models(self._module)
             return self._client
 

@@ -46,6 +46,9 @@ def test_a_cold_cache_builds_the_sdk_ahead_a_warm_one_never(tmp_path: Path) -> N
     thread.join(60)
     sdk = _providers(cold)[0].sdk
     assert sdk._client is not None  # built (imported) before any call
+    # and the resource the provider calls made (its module imported): the window's threads do
+    # not queue on the client's lazy attribute at the first call
+    assert "chat" in vars(sdk._client) and "completions" in vars(sdk._client.chat)
     # and, built, moved out of the collector's reach (issue 36: the five full collections at
     # pytest's exit walked the SDK's ~200,000 objects, about 0.7 CPU-s per process)
     assert gc.get_freeze_count() > 0
