@@ -101,7 +101,9 @@ def test_circuit_breaker_stops_calling_a_dead_endpoint(
         "--memeval-llm-concurrency=4",
     )
     counts = Counter(q["status"] for q in read_json(windowed)["runs"][0]["questions"])
-    assert 2 <= counts["ERROR"] <= 4 and counts["ERROR"] + counts["UNSCORED"] == 13, counts
+    # at most the breaker's 2 plus the 3 other calls in flight when it opens (a thread whose call
+    # failed takes the next staged question at once, so one thread may make both of the 2)
+    assert 2 <= counts["ERROR"] <= 2 + 4 - 1 and counts["ERROR"] + counts["UNSCORED"] == 13, counts
     unscored = [q for q in questions if q["status"] == "UNSCORED"]
     for q in unscored:
         error = q["details"]["judge_mem0"]["error"]
