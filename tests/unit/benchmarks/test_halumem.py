@@ -58,7 +58,7 @@ from pytest_memeval.records import (
 from pytest_memeval.systems.base import NO_DUMP_REASON, stored_memories
 from pytest_memeval.systems.builtin import BM25System, FullContextSystem, NoMemorySystem
 
-FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "halumem"
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "halumem"
 DATA = FIXTURES / "data"
 MEDIUM = DATA / "halumem" / "HaluMem-Medium.jsonl"
 VECTORS = [
