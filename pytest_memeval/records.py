@@ -14,6 +14,8 @@ from datetime import datetime
 from typing import Any, NamedTuple
 
 __all__ = [
+    "PENDING_ANSWER",
+    "PENDING_VERDICT",
     "STATUSES",
     "STATUS_CORRECT",
     "STATUS_ERROR",
@@ -21,6 +23,7 @@ __all__ = [
     "STATUS_WRONG",
     "Conversation",
     "Memory",
+    "Pending",
     "Prediction",
     "Question",
     "QuestionResult",
@@ -218,6 +221,72 @@ class ResultKey(NamedTuple):
     question_id: str
 
 
+#: what a :class:`Pending` call waits for: a judge's verdict, or (``--memeval-reanswer``) the answer
+PENDING_VERDICT = "verdict"
+PENDING_ANSWER = "answer"
+#: the ``details`` keys earlier runs (before ``QuestionResult.pending``) marked a pending call with:
+#: the judge's score key held ``{"unscored": true, "label": ..., "batch_pending": [keys]}`` and a
+#: queued answer the same under ``answer_batch``; only :meth:`QuestionResult.from_dict` reads them
+_OLD_KEYS_FIELD = "batch_pending"
+_OLD_ANSWER_SLOT = "answer_batch"
+
+
+@dataclass(frozen=True)
+class Pending:
+    """A call of a result that waits for the end-of-run batch (``--memeval-llm-batch``): a judge's
+    verdict (``what`` = ``"verdict"``, ``slot`` its score key) or a re-answer's answer
+    (``"answer"``); ``label`` the judge or answerer that made it, ``keys`` the cache keys (the
+    batch requests' custom ids) it waits for, ``error`` why they failed (the result stays
+    UNSCORED with it)."""
+
+    what: str
+    label: str
+    keys: tuple[str, ...]
+    slot: str = ""
+    error: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"what": self.what, "label": self.label, "keys": list(self.keys)}
+        if self.slot:
+            out["slot"] = self.slot
+        if self.error:
+            out["error"] = self.error
+        return out
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Pending:
+        return cls(
+            str(data.get("what", PENDING_VERDICT)),
+            str(data.get("label", "")),
+            tuple(str(k) for k in data.get("keys") or ()),
+            str(data.get("slot", "")),
+            str(data.get("error", "")),
+        )
+
+
+def _old_pending(details: dict[str, Any]) -> list[Pending]:
+    """The pending calls an earlier run's result marked in its ``details`` (taken out of them)."""
+    out: list[Pending] = []
+    for key, value in list(details.items()):
+        if not isinstance(value, Mapping) or not isinstance(value.get(_OLD_KEYS_FIELD), list):
+            continue
+        keys = tuple(str(k) for k in value[_OLD_KEYS_FIELD])
+        if not keys:
+            continue
+        del details[key]
+        answer = key == _OLD_ANSWER_SLOT
+        out.append(
+            Pending(
+                PENDING_ANSWER if answer else PENDING_VERDICT,
+                str(value.get("label", "")),
+                keys,
+                "" if answer else key,
+                str(value.get("error") or ""),
+            )
+        )
+    return out
+
+
 @dataclass
 class QuestionResult:
     """Everything one item records. Travels as a plain dict in ``report.user_properties``."""
@@ -240,6 +309,8 @@ class QuestionResult:
     details: dict[str, Any] = field(default_factory=dict)
     nodeid: str = ""
     cluster: str = ""  # the question's cluster (Question.cluster); "" = its conversation
+    #: its calls still waiting for the end-of-run batch (``--memeval-llm-batch``), in call order
+    pending: tuple[Pending, ...] = ()
 
     @property
     def cluster_id(self) -> str:
@@ -274,11 +345,18 @@ class QuestionResult:
             "error": self.error,
             "details": self.details,
             "nodeid": self.nodeid,
+            # only while some call waits: the reports of every other run keep their shape
+            **({"pending": [p.to_dict() for p in self.pending]} if self.pending else {}),
         }
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> QuestionResult:
+        """The result ``to_dict`` wrote; an earlier run's pending calls, marked in its
+        ``details`` (``batch_pending``), are read into ``pending``."""
         scores = data.get("scores") or {}
+        details = dict(data.get("details") or {})
+        pending = [Pending.from_dict(p) for p in data.get("pending") or ()]
+        pending += _old_pending(details)
         return cls(
             benchmark=str(data["benchmark"]),
             system=str(data["system"]),
@@ -295,7 +373,8 @@ class QuestionResult:
             latency={str(k): float(v) for k, v in (data.get("latency") or {}).items()},
             error=data.get("error"),
             flow=str(data.get("flow", "")),
-            details=dict(data.get("details") or {}),
+            details=details,
             nodeid=str(data.get("nodeid", "")),
             cluster=str(data.get("cluster") or ""),
+            pending=tuple(pending),
         )

@@ -179,8 +179,8 @@ def pytest_configure(config: pytest.Config) -> None:
 #: run alone while the other worker idles (their CPU figures: docs/ci.md)
 LONG_FIRST = (
     "tests/project/test_perf_scripts.py",
-    "tests/unit/test_bleu_mem0.py::test_equals_nltk",
-    "tests/unit/test_nltk_light.py",
+    "tests/unit/metrics/test_bleu_mem0.py::test_equals_nltk",
+    "tests/unit/metrics/test_nltk_light.py",
     "tests/plugin/test_scale.py",
 )
 

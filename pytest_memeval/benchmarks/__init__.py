@@ -15,6 +15,7 @@ __all__ = [
     "SUITE_ANSWER_PROMPTS",
     "SUITE_CALIBRATION",
     "SUITE_DEFAULT_PROTOCOLS",
+    "SUITE_PUBLISHED",
     "Benchmark",
     "CategoryInfo",
     "Dataset",
@@ -89,6 +90,18 @@ SUITE_CALIBRATION: dict[str, SuiteCalibration] = {
 SUITE_DEFAULT_PROTOCOLS: dict[str, str] = {
     "locomo-plus": "locomo-plus",
     "longmemeval-v2": "longmemeval-v2",
+}
+
+
+#: suite -> the module of its home holding its published figures (``BASELINES``, each an
+#: ``analysis.baselines.Baseline``, and ``DEFAULTS``, the names shown when
+#: ``--memeval-published-baselines`` is not given), for the suites that have any; read as data
+#: (``analysis.baselines`` imports them at first use, in this order)
+SUITE_PUBLISHED: dict[str, str] = {
+    "locomo": "pytest_memeval.benchmarks.locomo.published",
+    "longmemeval": "pytest_memeval.benchmarks.longmemeval.published",
+    "beam": "pytest_memeval.benchmarks.beam.published",
+    "longmemeval-v2": "pytest_memeval.benchmarks.longmemeval_v2.published",
 }
 
 

@@ -7,7 +7,7 @@ Flow, all state in the run folder's ``batch/`` directory:
    the request (its cache key, the provider config and the request fields) to
    ``requests-<process>.jsonl`` (one ``os.write`` on an ``O_APPEND`` descriptor per line, like the
    results store) and the client raises :class:`BatchDeferred`; the item reports UNSCORED with
-   a :class:`BatchPending` marker (``batch_pending`` in its details).
+   the call in its ``QuestionResult.pending`` (a :class:`~pytest_memeval.records.Pending`).
 2. At the session's end (the controller, after every worker finished) :func:`settle` reads every
    queued request, drops those already cached, picks up each batch recorded in a ``batch-*.json``
    state file that has not ended (a run killed while polling), polls it with backoff and stores
@@ -51,11 +51,9 @@ __all__ = [
     "BATCH_WAIT",
     "MAX_RESULT_BYTES",
     "MAX_RESULT_LINE",
-    "PENDING_FIELD",
     "BatchBackend",
     "BatchDeferred",
     "BatchOutcome",
-    "BatchPending",
     "BatchQueue",
     "BatchResults",
     "PollPolicy",
@@ -82,33 +80,6 @@ MAX_PROBLEM_LINES = 10
 BATCH_ROLES = frozenset({"judge", "answerer"})
 
 
-#: the key of a :class:`BatchPending` entry's cache keys in a result's ``details``
-PENDING_FIELD = "batch_pending"
-
-
-@dataclass(frozen=True)
-class BatchPending:
-    """What a result keeps of a call queued for the batch: the label of the judge (or answerer)
-    that made it and the cache keys it waits for. It travels in the result's ``details`` (a result
-    crosses processes and the run folder as JSON) as ``{"unscored": true, "label": ...,
-    "batch_pending": [...]}``; :meth:`to_detail` and :meth:`from_detail` are the only code that
-    writes or reads that shape."""
-
-    label: str
-    keys: tuple[str, ...]
-
-    def to_detail(self) -> dict[str, Any]:
-        return {"unscored": True, "label": self.label, PENDING_FIELD: list(self.keys)}
-
-    @classmethod
-    def from_detail(cls, value: object) -> BatchPending | None:
-        """The marker in one ``details`` value, None when it holds none."""
-        if not isinstance(value, dict) or not isinstance(value.get(PENDING_FIELD), list):
-            return None
-        keys = tuple(str(k) for k in value[PENDING_FIELD])
-        return cls(str(value.get("label", "")), keys) if keys else None
-
-
 class BatchDeferred(JudgeError):
     """No request sent: the call is queued for the end-of-run batch (``--memeval-llm-batch``)."""
 
@@ -118,11 +89,6 @@ class BatchDeferred(JudgeError):
         self.label = label
         #: the cache keys of every queued call (a judge's parallel calls are all queued)
         self.keys = keys
-
-    @property
-    def pending(self) -> BatchPending:
-        """The marker the result of the deferred call keeps."""
-        return BatchPending(self.label, tuple(self.keys))
 
 
 @dataclass(frozen=True)

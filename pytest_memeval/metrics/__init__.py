@@ -3,7 +3,7 @@ rubric aggregation and retrieval recall / nDCG. No pytest, no I/O, no LLM calls.
 
 Every function reproduces the published scorer named in its docstring (rules and edge cases:
 docs/scoring.md); golden vectors computed by running the upstream scorers are checked in
-``tests/unit/test_metrics.py``.
+``tests/unit/metrics/test_metrics.py``.
 """
 
 from __future__ import annotations

@@ -414,7 +414,7 @@ LOCOMO_PLUS = ProtocolProfile(
     judged_categories="all (LoCoMo 1-5 by upstream's names, Cognitive)",
     notes=(
         f"llm_as_judge.py sha256 {LOCOMO_PLUS_JUDGE_FILE.sha256} (its parsing and scoring are "
-        "reproduced; checked against the file in tests/unit/test_locomo_plus.py)",
+        "reproduced; checked against the file in tests/unit/benchmarks/test_locomo_plus.py)",
         "upstream turns an API error into the reply text '[API Error: ...]'; here a failed call "
         "is retried, then the question is UNSCORED",
     ),

@@ -2,7 +2,7 @@
 each f-string field written ``{name}``), measured from the pinned upstream files at their commits
 (each file's sha256 equal to its pin in ``profiles.py``). A run records the same digests in
 ``provenance.protocol.prompt_sha256``; the protocol cards (``report/cards.py``) list them.
-``tests/unit/test_protocol_cards.py`` recomputes them from the upstream snapshots when they are
+``tests/unit/report/test_protocol_cards.py`` recomputes them from the upstream snapshots when they are
 present (the ``fetch`` mirrors), as the other upstream checks do.
 
 For ``longmemeval-v2-corrected`` the digests are of upstream's text, as for ``longmemeval-v2``

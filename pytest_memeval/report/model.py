@@ -430,6 +430,11 @@ def overall_scopes(run: RunSummary) -> dict[str, str]:
 def _unscored_reason(result: QuestionResult, metric: str | None) -> str:
     if result.error:
         return result.error.splitlines()[0][:200]
+    # a judge whose verdict still waits for the batch (or never came back from it)
+    for pending in result.pending:
+        if pending.slot:
+            return f"the {pending.slot} judge gave no usable verdict"
+        return "its answer queued for the batch never came back"
     # a judge that gave no usable verdict records ``unscored`` under its metric's details
     for key, value in result.details.items():
         if isinstance(value, Mapping) and value.get("unscored"):

@@ -5,13 +5,13 @@ waiting for one (the way ``--memeval-rejudge`` does). The pytest glue only wires
 and the terminal (``plugin/controller.py``; the usage check and a worker's queue at set-up,
 ``run/start.py``).
 
-A waiting result carries a :class:`~pytest_memeval.llm.batch.BatchPending` marker in its
-``details`` (under a judge's score key, or :data:`~.question.ANSWER_PENDING` for a queued
-answer): :func:`pending_of` reads them."""
+A waiting result lists its queued calls in ``QuestionResult.pending`` (a judge's verdict or a
+re-answer's answer, each a :class:`~pytest_memeval.records.Pending`)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -19,7 +19,6 @@ from ..errors import JudgeError
 from ..llm.base import Completion
 from ..llm.batch import (
     BATCH_DIR,
-    BatchPending,
     PollPolicy,
     QueuedRequest,
     Route,
@@ -28,8 +27,8 @@ from ..llm.batch import (
 )
 from ..llm.providers import BATCH_PROVIDERS, has_batch_api
 from ..llm.redact import redact
-from ..records import Prediction, Question, QuestionResult
-from .question import ANSWER_PENDING, Prepared, QuestionRun, finish_question, llm_stage
+from ..records import PENDING_ANSWER, Prediction, Question, QuestionResult
+from .question import Prepared, QuestionRun, finish_question, llm_stage
 
 if TYPE_CHECKING:
     from ..llm.client import ProviderClient
@@ -43,7 +42,6 @@ __all__ = [
     "batch_roles",
     "finish_waiting",
     "pending_keys",
-    "pending_of",
     "settle_run",
     "start_batch",
     "start_worker",
@@ -110,19 +108,9 @@ def start_worker(state: RunState, where: str | None, name: str) -> None:
         state.llm.queue_judges(state.batch_dir, name, answers=_reanswers(state.settings))
 
 
-def pending_of(result: QuestionResult) -> dict[str, BatchPending]:
-    """``result``'s calls still waiting for a batch: details key -> its marker."""
-    out: dict[str, BatchPending] = {}
-    for key, value in result.details.items():
-        pending = BatchPending.from_detail(value)
-        if pending is not None:
-            out[key] = pending
-    return out
-
-
 def pending_keys(result: QuestionResult) -> list[str]:
     """The cache keys of ``result``'s calls still waiting for a batch."""
-    return [k for pending in pending_of(result).values() for k in pending.keys]
+    return [k for pending in result.pending for k in pending.keys]
 
 
 def _sync(client: ProviderClient) -> Callable[[QueuedRequest], Completion]:
@@ -205,7 +193,7 @@ def settle_run(
     folder = state.batch_dir
     if llm is None or folder is None or not folder.is_dir() or llm.cache is None:
         return []
-    waiting = [r for r in results if pending_of(r)]
+    waiting = [r for r in results if r.pending]
     queued = any(folder.glob("requests-*.jsonl"))
     if not waiting and not queued:
         return []
@@ -275,20 +263,17 @@ def finish_waiting(
     still: list[QuestionResult] = []
     lines: list[str] = []
     for result in waiting:
-        pending = pending_of(result)
         name = "/".join(result.key)
-        reasons = [failed[k] for p in pending.values() for k in p.keys if k in failed]
+        reasons = [failed[k] for k in pending_keys(result) if k in failed]
         question = questions.get((result.benchmark, result.question_id))
         if reasons or question is None or result.prediction is None:
             reason = reasons[0] if reasons else "its question is not selected in this session"
             lines.append(f"batch: {name}: UNSCORED: {reason}")
-            for key in pending:
-                result.details[key]["error"] = reason
+            result.pending = tuple(replace(p, error=reason) for p in result.pending)
             continue
         run = question_run(result.benchmark)
-        answered = ANSWER_PENDING not in pending
-        for key in pending:
-            del result.details[key]
+        answered = all(p.what != PENDING_ANSWER for p in result.pending)
+        result.pending = ()
         result.details.pop("pass_metric", None)
         prepared = _prepared(question, result, answered=answered)
         try:
@@ -297,7 +282,7 @@ def finish_waiting(
             lines.append(f"batch: {name}: UNSCORED: {redact(str(exc))}")
             continue
         finish_question(run, prepared, staged)
-        if pending_of(result):  # queued again: the next round's batch
+        if result.pending:  # queued again: the next round's batch
             still.append(result)
             continue
         result.details["batch_judged"] = True

@@ -21,7 +21,7 @@ from typing import Any
 
 from ..answerers.extractive import Answerer
 from ..llm.batch import BatchDeferred
-from ..records import Memory, Prediction, Question, QuestionResult
+from ..records import PENDING_ANSWER, Memory, Pending, Prediction, Question, QuestionResult
 from .ingest import (
     READY_TIMEOUT,
     Factory,
@@ -48,7 +48,6 @@ from .verdict import (
 )
 
 __all__ = [
-    "ANSWER_PENDING",
     "READY_TIMEOUT",
     "Answerer",
     "Factory",
@@ -257,6 +256,8 @@ class Staged:
     prediction: Prediction
     answer_seconds: float | None
     judged: tuple[Mapping[str, Any], Mapping[str, Any]] | None
+    #: the answerer's call queued for the batch (``--memeval-llm-batch`` re-answers)
+    pending: tuple[Pending, ...] = ()
 
 
 def prepare_question(
@@ -320,18 +321,15 @@ def llm_stage(run: QuestionRun, prepared: Prepared) -> Staged:
     return Staged(prediction, seconds, judged)
 
 
-#: where a result waiting for its answer from the batch keeps the answer's cache keys
-ANSWER_PENDING = "answer_batch"
-
-
 def answer_pending(run: QuestionRun, prepared: Prepared, exc: BatchDeferred) -> Staged:
     """The stage of a question whose answer is queued for the batch (``--memeval-llm-batch``
     with ``--memeval-reanswer``): UNSCORED for now (its deciding metric is None), the memories
     it is answered from kept in the result (``run.batch`` answers and judges it at the run's
-    end from them), the answer's cache keys under :data:`ANSWER_PENDING`."""
+    end from them), the answer's call in the result's ``pending``."""
     metric = run.judge_metric or run.pass_metric
     placeholder = Prediction(text="", memories=prepared.memories, answered_by=exc.label)
-    return Staged(placeholder, None, ({metric: None}, {ANSWER_PENDING: exc.pending.to_detail()}))
+    waiting = Pending(PENDING_ANSWER, exc.label, tuple(exc.keys))
+    return Staged(placeholder, None, ({metric: None}, {}), (waiting,))
 
 
 def finish_question(run: QuestionRun, prepared: Prepared, staged: Staged) -> QuestionResult:
@@ -347,11 +345,18 @@ def finish_question(run: QuestionRun, prepared: Prepared, staged: Staged) -> Que
     result.details["answered_by"] = prediction.answered_by
     result.details.update(prediction.details)  # what the answerer reports (the Mem0 filing)
     scores = clean_scores(run.score(prepared.question, prediction))
+    pending = list(staged.pending)
     if staged.judged is not None:
         judged, judge_details = staged.judged
         scores.update(clean_scores(judged))
-        result.details.update(judge_details)
+        for key, detail in judge_details.items():
+            # a judge's call queued for the batch: its verdict is pending, not a detail
+            if isinstance(detail, Pending):
+                pending.append(detail)
+            else:
+                result.details[key] = detail
     result.scores = scores
+    result.pending = tuple(pending)
     return decide(run, result, outcome="passed", require_metric=True)
 
 

@@ -32,13 +32,13 @@ from ..llm import (
     redact,
     resolve_config,
 )
-from ..llm.batch import BatchDeferred, BatchPending, BatchQueue
+from ..llm.batch import BatchDeferred, BatchQueue
 from ..llm.client import CircuitOpenError
 from ..llm.providers import AnthropicProvider, OpenAIProvider, ProviderConfig, _LazySDK
 from ..llm.ratelimit import Limiter, RedisRateLimiter
 from ..llm.retry import CircuitBreaker
 from ..llm.tokenizer import get_tokenizer
-from ..records import Question
+from ..records import PENDING_VERDICT, Pending, Question
 from .settings import LLMSettings
 
 if TYPE_CHECKING:
@@ -341,7 +341,8 @@ class LLMRuntime:
     def judge(
         self, benchmark: str, question: Question, prediction: str
     ) -> tuple[dict[str, float | None], dict[str, Any]]:
-        """Every configured judge on one prediction -> (scores, details for the report)."""
+        """Every configured judge on one prediction -> (scores, details for the report); a judge
+        whose call was queued for the batch gets a :class:`~pytest_memeval.records.Pending`."""
         scores: dict[str, float | None] = {}
         details: dict[str, Any] = {}
         for spec in self.judges:
@@ -352,7 +353,7 @@ class LLMRuntime:
                     result: JudgeResult = judge.judge(question, prediction, spec.client)
             except BatchDeferred as exc:  # --memeval-llm-batch: judged at the run's end
                 scores[key] = None
-                details[key] = BatchPending(spec.label, tuple(exc.keys)).to_detail()
+                details[key] = Pending(PENDING_VERDICT, spec.label, tuple(exc.keys), key)
                 continue
             except CircuitOpenError as exc:  # the endpoint is down: UNSCORED, not an error
                 with self._lock:  # judged on the pipeline's threads

@@ -184,6 +184,12 @@ def row_problem(data: object) -> str | None:
                 return f"{name}.{key} is {str(value)[:40]!r}, not a number"
     if not isinstance(data.get("details") or {}, dict):
         return "'details' is not an object"
+    pending = data.get("pending") or []
+    if not isinstance(pending, list):
+        return "'pending' is not a list"
+    for i, call in enumerate(pending):
+        if not isinstance(call, dict) or not isinstance(call.get("keys", []), list):
+            return f"pending[{i}] is not a pending call with a list of keys"
     memories = data.get("memories") or []
     if not isinstance(memories, list):
         return "'memories' is not a list"

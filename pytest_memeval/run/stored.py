@@ -97,6 +97,7 @@ def check_rows(
         fresh.latency = dict(row.latency)
         fresh.memories = list(row.memories)
         fresh.details = dict(row.details) | fresh.details
+        fresh.pending = row.pending  # calls still waiting for the batch (settled at the end)
         fresh.details.pop("pass_metric", None)
         if row.flow:
             _check_case_row(run, fresh, row, question, named, out)

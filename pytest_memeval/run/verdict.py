@@ -49,7 +49,9 @@ def clean_scores(scores: Mapping[str, Any]) -> dict[str, float | None]:
 
 #: ``score(question, prediction)``: the benchmark's metrics and any plugin's extra scores
 Scorer = Callable[[Question, Prediction], Mapping[str, float | None]]
-#: ``judge(question, prediction_text)``: every configured judge -> (scores, report details)
+#: ``judge(question, prediction_text)``: every configured judge -> (scores, report details); a
+#: judge whose call was queued for the batch has a :class:`~pytest_memeval.records.Pending` for
+#: its details (``finish_question`` moves it to the result's ``pending``)
 JudgeFn = Callable[[Question, str], tuple[Mapping[str, Any], Mapping[str, Any]]]
 
 

@@ -65,7 +65,7 @@ class HaluMemOfficial:
 
 def _judged(result: QuestionResult, metric: str) -> Mapping[str, Any] | None:
     info = result.details.get(metric)
-    if not isinstance(info, Mapping) or info.get("skipped") or info.get("batch_pending"):
+    if not isinstance(info, Mapping) or info.get("skipped"):
         return None
     inner = info.get("details")
     return inner if isinstance(inner, Mapping) and inner.get("protocol") == "halumem" else None

@@ -37,7 +37,7 @@ LOCOMO_PLUS_URL = LOCOMO_PLUS_PINS.url(LOCOMO_PLUS_PINS.files["locomo_plus"])
 LOCOMO_PLUS_SHA256 = LOCOMO_PLUS_PINS.files["locomo_plus"].sha256
 
 #: the upstream repository at that commit: ``llm_as_judge.py`` (its parsing and scoring are
-#: reproduced in :mod:`.judge`, checked against the file in tests/unit/test_locomo_plus.py); the
+#: reproduced in :mod:`.judge`, checked against the file in tests/unit/benchmarks/test_locomo_plus.py); the
 #: loading (``data/unified_input.py``, ``data/build_conv.py``) is followed, not hashed
 UPSTREAM = SuitePins(
     repo="xjtuleeyf/Locomo-Plus",

@@ -56,7 +56,7 @@ from pytest_memeval.errors import DatasetError
 from pytest_memeval.protocols.judges import load_protocol
 from pytest_memeval.records import Memory, Prediction
 
-FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "memoryagentbench"
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "memoryagentbench"
 DATA = FIXTURES / "data"
 VECTORS = [
     json.loads(line)

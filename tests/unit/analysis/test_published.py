@@ -15,7 +15,7 @@ import pytest
 from pytest_memeval.analysis.published import check_published, main
 from pytest_memeval.errors import MemevalError
 
-VECTORS = Path(__file__).resolve().parents[2].parent / "shared" / "vectors"
+VECTORS = Path(__file__).resolve().parents[3].parent / "shared" / "vectors"
 
 
 def _vectors(name: str) -> list[dict[str, Any]]:

@@ -2,7 +2,7 @@
 the installed ``json_repair``, what each reply reads as under BEAM's rule (BEAM's parse, then
 ``json.loads(repair_json(reply))`` on any exception).
 
-    python tests/unit/beam_reply_corpus.py            # one JSON line per reply
+    python tests/unit/benchmarks/beam_reply_corpus.py            # one JSON line per reply
 
 Run it under two ``json_repair`` releases and compare the lines to see whether the repair
 behaviour differs (docs/scoring.md#beam-official-protocol). No pytest import: the unit tests

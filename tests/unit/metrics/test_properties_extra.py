@@ -1,4 +1,4 @@
-"""Hypothesis properties for the metrics that tests/unit/test_metrics_properties.py does not cover:
+"""Hypothesis properties for the metrics that tests/unit/metrics/test_metrics_properties.py does not cover:
 tokenisers and the stemmer, rubric (nugget) aggregation, ordering on arbitrary text, keyword and
 evidence recall on arbitrary ids, and the retrieval helpers. Any code point, surrogates included."""
 

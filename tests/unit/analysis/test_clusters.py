@@ -36,7 +36,7 @@ from pytest_memeval.benchmarks.base import LoadRequest
 from pytest_memeval.records import STATUS_CORRECT, STATUS_WRONG, QuestionResult
 from pytest_memeval.report.model import Summary
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 CATS = [CategoryMeta("single-hop", 4, "fact-recall")]
 
 

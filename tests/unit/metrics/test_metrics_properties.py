@@ -34,7 +34,7 @@ from pytest_memeval.metrics import (
     token_f1,
 )
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 
 
 def _load_bench() -> ModuleType:

@@ -23,7 +23,7 @@ from pytest_memeval.report.cards import (
     run_cards,
 )
 
-SCORING_PAGE = Path(__file__).resolve().parents[2] / "docs" / "scoring.md"
+SCORING_PAGE = Path(__file__).resolve().parents[3] / "docs" / "scoring.md"
 SUITES = list(BUILTIN_BENCHMARKS)
 #: the upstream snapshots (git directories ``<owner>+<name>/repo``, the ``fetch`` mirrors)
 MIRRORS = Path(os.environ.get("MEMEVAL_UPSTREAM_MIRRORS", "/work/.mirror"))

@@ -40,7 +40,7 @@ from pytest_memeval.protocols.profiles import LOCOMO_PLUS, LOCOMO_PLUS_JUDGE_FIL
 from pytest_memeval.protocols.source import SourceText, UpstreamFile, extract
 from pytest_memeval.records import Memory, Prediction
 
-FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
 DATA = FIXTURES / "locomo_plus" / "data"
 VECTORS = json.loads((FIXTURES / "locomo_plus" / "upstream_vectors.json").read_text("utf-8"))
 PROTOCOL_FIXTURE = FIXTURES / "protocols" / "locomo-plus"
@@ -74,7 +74,7 @@ def test_docs_say_the_pairing_rule_the_provenance_records() -> None:
     """docs/scoring.md states the rule as the provenance records it for the official file (one
     place: pairing_rule), names the evaluation input that fixes it and the random script that
     does not, and what it makes of the 401 items."""
-    text = (Path(__file__).resolve().parents[2] / "docs" / "scoring.md").read_text("utf-8")
+    text = (Path(__file__).resolve().parents[3] / "docs" / "scoring.md").read_text("utf-8")
     section = text.split("### LoCoMo-Plus records", 1)[1].split("### LoCoMo-Plus judge", 1)[0]
     assert f"`{pairing_rule(10)}`" in " ".join(section.split())
     for needle in ("locomo_list[i % len(locomo_list)]", "random.choice(locomo_raw)", "41", "40"):

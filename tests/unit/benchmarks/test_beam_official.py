@@ -28,7 +28,7 @@ from pytest_memeval.report.tables import baseline_grid, baselines_table, fmt_num
 from pytest_memeval.report.terminal import render_summary
 
 #: the item score BEAM's loop reads from each corpus reply ("raises": its evaluation aborts);
-#: the same under json_repair 0.44.1 and 0.64.6 (tests/unit/beam_reply_corpus.py)
+#: the same under json_repair 0.44.1 and 0.64.6 (tests/unit/benchmarks/beam_reply_corpus.py)
 SCORES: dict[str, float | str] = {
     "plain": 1.0,
     "fenced": 0.0,  # int(0.5)

@@ -28,7 +28,7 @@ from pytest_memeval.llm.providers import ProviderConfig, anthropic_body, openai_
 from pytest_memeval.protocols.judges import load_protocol
 from pytest_memeval.records import Question
 
-FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
 DATA = FIXTURES / "longmemeval_v2" / "data"
 SHAPED = FIXTURES / "protocols" / "longmemeval-v2"
 UPSTREAM = load_upstream_module()

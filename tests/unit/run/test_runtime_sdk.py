@@ -118,7 +118,7 @@ def test_the_first_replies_parsed_on_many_threads_at_once_all_parse(tmp_path: Pa
 
     script = tmp_path / "race.py"
     script.write_text(_FIRST_REPLIES_ON_THREADS, encoding="utf-8")
-    tests_dir = Path(__file__).resolve().parents[1]
+    tests_dir = Path(__file__).resolve().parents[2]
     proc = subprocess.run(
         [sys.executable, str(script)],
         capture_output=True,

@@ -1,6 +1,6 @@
 """``run.batch`` without pytest glue: the waiting results a batch's replies settle (judged again,
-answered then judged, queued again, left UNSCORED with the reason), the marker a waiting result
-keeps (its JSON shape unchanged), the check of which runs can batch and the rounds of
+answered then judged, queued again, left UNSCORED with the reason), the pending calls a waiting
+result keeps (written and read back, an earlier version's ``details`` markers too), the check of which runs can batch and the rounds of
 :func:`settle_run` over a run folder whose replies are cached already."""
 
 from __future__ import annotations
@@ -14,12 +14,15 @@ from typing import Any
 import pytest
 
 from pytest_memeval.llm import ChatMessage, Completion, LLMCache, Request
-from pytest_memeval.llm.batch import BatchDeferred, BatchPending, BatchQueue, QueuedRequest
+from pytest_memeval.llm.batch import BatchQueue, QueuedRequest
 from pytest_memeval.llm.providers import BATCH_PROVIDERS, PROVIDERS, has_batch_api
 from pytest_memeval.records import (
+    PENDING_ANSWER,
+    PENDING_VERDICT,
     STATUS_CORRECT,
     STATUS_UNSCORED,
     Memory,
+    Pending,
     Prediction,
     Question,
     QuestionResult,
@@ -29,12 +32,12 @@ from pytest_memeval.run.batch import (
     batch_roles,
     finish_waiting,
     pending_keys,
-    pending_of,
     settle_run,
 )
-from pytest_memeval.run.question import ANSWER_PENDING, QuestionRun, new_result
+from pytest_memeval.run.question import QuestionRun, new_result
 from pytest_memeval.run.settings import LLMSettings, RunSettings, Settings
 from pytest_memeval.run.state import RunState
+from pytest_memeval.run.store import RESULTS_FILE, read_results, row_problem
 
 BENCH = "demo"
 METRIC = "judge_mem0"
@@ -50,8 +53,11 @@ def _waiting(*, answer: bool = False, keys: tuple[str, ...] = ("k1",)) -> Questi
     result.scores = {METRIC: None}
     result.details["answered_by"] = "llm" if answer else "extractive"
     result.details["pass_metric"] = METRIC
-    marker = BatchPending("answerer" if answer else "mem0", keys).to_detail()
-    result.details[ANSWER_PENDING if answer else METRIC] = marker
+    if keys:
+        what, label, slot = (
+            (PENDING_ANSWER, "answerer", "") if answer else (PENDING_VERDICT, "mem0", METRIC)
+        )
+        result.pending = (Pending(what, label, keys, slot),)
     return result
 
 
@@ -66,7 +72,7 @@ class Judge:
     def __call__(self, question: Question, text: str) -> tuple[dict[str, float | None], Any]:
         self.seen.append(text)
         if self.defer:  # as LLMRuntime.judge reports a call queued again
-            return {METRIC: None}, {METRIC: BatchDeferred("mem0", "k2").pending.to_detail()}
+            return {METRIC: None}, {METRIC: Pending(PENDING_VERDICT, "mem0", ("k2",), METRIC)}
         return {METRIC: self.score}, {METRIC: {"label": "mem0", "score": self.score}}
 
 
@@ -94,32 +100,52 @@ def _runs(judge: Judge, answerer: Answerer | None = None) -> Callable[[str], Que
     return make
 
 
-def test_the_marker_keeps_the_reports_shape() -> None:
-    marker = BatchPending("mem0", ("k1", "k2"))
-    detail = marker.to_detail()
-    assert json.loads(json.dumps(detail)) == {
-        "unscored": True,
-        "label": "mem0",
-        "batch_pending": ["k1", "k2"],
-    }
-    assert BatchPending.from_detail(detail) == marker
-    assert BatchDeferred("mem0", "k1", "k2").pending == marker
-    others: tuple[object, ...] = (
-        {"unscored": True, "label": "mem0"},
-        {"batch_pending": []},
-        "k1",
-        None,
-    )
-    for other in others:
-        assert BatchPending.from_detail(other) is None
-
-
-def test_pending_of_reads_every_marker_of_a_result() -> None:
+def test_the_pending_calls_are_written_and_read_back() -> None:
     result = _waiting(keys=("k1", "k2"))
-    result.details[ANSWER_PENDING] = BatchPending("answerer", ("k0",)).to_detail()
-    assert set(pending_of(result)) == {METRIC, ANSWER_PENDING}
+    result.pending += (Pending(PENDING_ANSWER, "answerer", ("k0",), error="errored: boom"),)
+    data = json.loads(json.dumps(result.to_dict()))
+    assert data["pending"] == [
+        {"what": "verdict", "label": "mem0", "keys": ["k1", "k2"], "slot": METRIC},
+        {"what": "answer", "label": "answerer", "keys": ["k0"], "error": "errored: boom"},
+    ]
+    assert QuestionResult.from_dict(data).pending == result.pending
     assert sorted(pending_keys(result)) == ["k0", "k1", "k2"]
-    assert pending_keys(new_result(BENCH, "bm25", 2, QUESTION, "n")) == []
+    done = new_result(BENCH, "bm25", 2, QUESTION, "n")
+    assert "pending" not in done.to_dict()  # a settled result keeps the report's shape
+    assert pending_keys(done) == []
+
+
+def test_an_earlier_versions_details_markers_are_read_as_pending_calls(tmp_path: Path) -> None:
+    """A result stored before ``pending`` existed (a run folder resumed, a JSON report read):
+    its markers in ``details`` become its pending calls, and leave the details."""
+    stored = {
+        **_waiting(keys=()).to_dict(),
+        "details": {METRIC: {"unscored": True, "label": "mem0", "batch_pending": ["k1"]}},
+    }
+    (tmp_path / RESULTS_FILE).write_text(json.dumps(stored) + "\n", encoding="utf-8")
+    (read,) = read_results(tmp_path)
+    assert read.pending == (Pending(PENDING_VERDICT, "mem0", ("k1",), METRIC),)
+    assert METRIC not in read.details and pending_keys(read) == ["k1"]
+    assert row_problem({**stored, "pending": {"k": 1}}) == "'pending' is not a list"
+    assert row_problem({**stored, "pending": ["k1"]}) is not None
+    data = _waiting(keys=()).to_dict()
+    data["details"] |= {
+        METRIC: {"unscored": True, "label": "mem0", "batch_pending": ["k1", "k2"]},
+        "answer_batch": {"unscored": True, "label": "answerer", "batch_pending": ["k0"]},
+        "judge_other": {"unscored": True, "label": "other", "error": "down"},
+        "empty": {"batch_pending": []},
+    }
+    old = QuestionResult.from_dict(data)
+    assert old.pending == (
+        Pending(PENDING_VERDICT, "mem0", ("k1", "k2"), METRIC),
+        Pending(PENDING_ANSWER, "answerer", ("k0",)),
+    )
+    assert METRIC not in old.details and "answer_batch" not in old.details
+    assert old.details["judge_other"] == {"unscored": True, "label": "other", "error": "down"}
+    assert old.details["empty"] == {"batch_pending": []}
+    failed = dict(data["details"][METRIC], error="errored: boom")
+    data["details"] = {METRIC: failed}
+    assert QuestionResult.from_dict(data).pending[0].error == "errored: boom"
 
 
 def test_a_waiting_result_is_judged_again_and_stored() -> None:
@@ -148,7 +174,7 @@ def test_a_queued_answer_is_answered_from_the_kept_memories_then_judged() -> Non
     assert answerer.got == [("Ann: I adopted a beagle",)]
     assert judge.seen == ["a beagle named Rex"]
     assert result.prediction == "a beagle named Rex"
-    assert ANSWER_PENDING not in result.details
+    assert result.pending == ()
     assert result.status == STATUS_CORRECT and stored == [result]
 
 
@@ -173,7 +199,7 @@ def test_a_failed_request_or_unselected_question_stays_unscored(why: str) -> Non
     reason = "errored: boom" if why == "failed" else "its question is not selected in this session"
     assert still == [] and stored == [] and judge.seen == []
     assert lines == [f"batch: {BENCH}/bm25//q1: UNSCORED: {reason}"]
-    assert result.details[METRIC]["error"] == reason
+    assert [p.error for p in result.pending] == [reason]
     assert pending_keys(result) == ["k1"] and result.status == STATUS_UNSCORED
 
 
@@ -233,7 +259,6 @@ def test_settle_run_settles_cached_replies_without_pytest(tmp_path: Path) -> Non
     state.selected = {BENCH: [QUESTION]}
     state.batch_dir = folder
     result, done = _waiting(), _waiting(keys=())
-    done.details.pop(METRIC)
     stored: list[QuestionResult] = []
     lines = settle_run(state, [result, done], _runs(Judge()), store=stored.append)
     assert lines == ["batch: 0 submitted, 0 picked up, 0 replies stored, 0 retried, 0 failed"]

@@ -46,11 +46,19 @@ from pytest_memeval.benchmarks.halumem.judge import (
 )
 from pytest_memeval.errors import DatasetError
 from pytest_memeval.protocols.judges import load_protocol
-from pytest_memeval.records import Conversation, Memory, Question, Session, Turn
+from pytest_memeval.records import (
+    PENDING_VERDICT,
+    Conversation,
+    Memory,
+    Pending,
+    Question,
+    Session,
+    Turn,
+)
 from pytest_memeval.systems.base import NO_DUMP_REASON, stored_memories
 from pytest_memeval.systems.builtin import BM25System, FullContextSystem, NoMemorySystem
 
-FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "halumem"
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "halumem"
 DATA = FIXTURES / "data"
 MEDIUM = DATA / "halumem" / "HaluMem-Medium.jsonl"
 VECTORS = [
@@ -621,7 +629,7 @@ def test_run_figures_pool_conversations_once_each() -> None:
         "c-q9",
         conversation_id="c",
         benchmark="halumem",
-        details={METRIC: {"unscored": True, "batch_pending": ["k"]}},
+        pending=(Pending(PENDING_VERDICT, "halumem", ("k",), METRIC),),
     )
     results = [
         _judged("a-q2", "a", 2, "Correct", again),

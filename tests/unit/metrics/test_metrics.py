@@ -41,7 +41,7 @@ from pytest_memeval.metrics import (
 )
 from pytest_memeval.metrics.word_tokenize import word_tokenize
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 VECTORS = REPO.parent / "shared" / "vectors"
 
 

@@ -18,7 +18,7 @@ from pytest_memeval.systems.resolve import resolve_system
 
 pytest.importorskip("mcp")  # the adapter's SDK (an extra)
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 MCP_SERVER = REPO / "examples" / "mcp_server" / "memeval_mcp_server.py"
 
 #: a server that notes each start in the file it is given, then exits before the handshake

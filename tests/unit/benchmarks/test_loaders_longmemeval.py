@@ -25,7 +25,7 @@ from pytest_memeval.benchmarks.longmemeval.loader import (
 from pytest_memeval.errors import DatasetError
 from pytest_memeval.records import Memory, Prediction
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def _item(qid: str = "q1", qtype: str = "single-session-user", **over: Any) -> dict[str, Any]:

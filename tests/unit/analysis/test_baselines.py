@@ -10,6 +10,7 @@ from lme2_upstream import upstream_file_bytes
 
 from pytest_memeval.analysis.baselines import (
     BASELINES,
+    Baseline,
     RunProtocol,
     baselines_for,
     comparability_reasons,
@@ -214,3 +215,30 @@ def test_each_longmemeval_and_beam_baseline_needs_its_official_protocol() -> Non
             assert needs == expected[b.benchmark], b.name
             seen.add(b.benchmark)
     assert seen == set(expected)
+
+
+def test_the_figures_live_in_the_homes_and_the_registry_hands_them_in() -> None:
+    """Each suite's published rows sit in its home's ``published.py`` (named by the registry,
+    ``SUITE_PUBLISHED``); ``analysis.baselines`` holds none of its own and reads them in the
+    registry's order, the defaults included."""
+    import importlib
+    import inspect
+
+    from pytest_memeval.analysis import baselines
+    from pytest_memeval.benchmarks import SUITE_PUBLISHED
+
+    rows: list[Baseline] = []
+    defaults: list[str] = []
+    for suite, module_name in SUITE_PUBLISHED.items():
+        assert module_name.startswith("pytest_memeval.benchmarks.") and module_name.endswith(
+            ".published"
+        )
+        module = importlib.import_module(module_name)
+        assert module.BASELINES and {b.benchmark for b in module.BASELINES} == {suite}
+        assert set(module.DEFAULTS) <= {b.name for b in module.BASELINES}
+        rows.extend(module.BASELINES)
+        defaults.extend(module.DEFAULTS)
+    assert tuple(rows) == BASELINES
+    assert tuple(defaults) == baselines.DEFAULT_BASELINES
+    source = inspect.getsource(baselines)
+    assert not any(f'"{b.name}"' in source for b in BASELINES)

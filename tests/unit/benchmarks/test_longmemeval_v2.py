@@ -26,7 +26,7 @@ from pytest_memeval.benchmarks.longmemeval_v2.scorer import extract_boxed, parse
 from pytest_memeval.errors import DatasetError
 from pytest_memeval.records import Prediction
 
-FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "longmemeval_v2"
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "longmemeval_v2"
 DATA = FIXTURES / "data"
 VECTORS = json.loads((FIXTURES / "upstream_vectors.json").read_text("utf-8"))
 UPSTREAM = load_upstream()

@@ -20,7 +20,7 @@ from pytest_memeval.benchmarks.base import LoadRequest
 from pytest_memeval.benchmarks.download import PinnedFile, Pins
 from pytest_memeval.errors import DatasetError
 
-FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
 TOKEN = "hf_secret_token_for_the_test"
 
 
