@@ -102,6 +102,8 @@ def test_builtins_pass_the_contract(pytester: pytest.Pytester, run_mode: list[st
     )
 
 
+#: ~80 s here (the scale item encodes 500 turns on one torch thread): CI's `-m slow` step runs it
+@pytest.mark.slow
 def test_embedding_passes_the_contract(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:

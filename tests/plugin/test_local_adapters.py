@@ -23,6 +23,8 @@ import pytest
 from llm_server import EMBEDDINGS_PATH, OPENAI_PATH, LLMServer
 from test_contract import outcomes
 
+from pytest_memeval.run.contract_data import demo_conversation
+
 pytestmark = pytest.mark.usefixtures("memeval_env")
 
 #: system name -> the modules its extra installs
@@ -215,7 +217,11 @@ def test_mem0_embeds_on_the_endpoint_when_named(
     assert mem0_server.count(OPENAI_PATH) == 0
     embeds = [r for r in mem0_server.requests if r.path == EMBEDDINGS_PATH]
     assert {r.body["model"] for r in embeds} == {"loopback-embedder"}
-    assert len(embeds) >= 16 * 3 + 15  # every turn of the three conversations, every question
+    # one request per turn (raw mode: one turn per add()) and one per question
+    turns = sum(
+        len(demo_conversation(c).turns()) for c in {q["conversation"] for q in questions.values()}
+    )
+    assert len(embeds) == turns + len(questions) == 29 + 15
     # raw mode stores the message itself, date prefix included, one turn per memory
     q1 = questions["demo-1-q1"]
     assert any(m["text"].startswith("[04 March 2024, 10:15] Jonas:") for m in q1["memories"])
