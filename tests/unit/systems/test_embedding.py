@@ -180,10 +180,13 @@ def test_bundled_model_is_local_and_semantic() -> None:
 
 @needs_extra
 @pytest.mark.usefixtures("memeval_env")
-def test_plugin_runs_the_embedding_system(pytester: pytest.Pytester) -> None:
-    # load torch in this process first: pytester's in-process run restores sys.modules afterwards,
-    # and torch's extension modules cannot be imported a second time
-    emb.default_encoder()
+def test_plugin_runs_the_embedding_system(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # a subprocess: torch in pytester's in-process runs crashed a later `-n 2` run in the same
+    # worker (and its extension modules cannot be imported twice); torch on one thread (the suite
+    # fills the machine's cores: two threads made an encode 30 times slower)
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")
     out = pytester.path / "r.json"
     pytester.makeconftest(
         "import pytest\n"
@@ -192,7 +195,7 @@ def test_plugin_runs_the_embedding_system(pytester: pytest.Pytester) -> None:
         "def embedding():\n"
         "    return EmbeddingSystem()\n"
     )
-    result = pytester.runpytest(
+    result = pytester.runpytest_subprocess(
         "--memeval=demo", "--memsys=embedding,no-memory", f"--memeval-json={out}"
     )
     assert result.ret == 0, result.stdout.str()
@@ -207,14 +210,18 @@ def test_plugin_runs_the_embedding_system(pytester: pytest.Pytester) -> None:
 
 @needs_extra
 @pytest.mark.usefixtures("memeval_env")
-def test_builtin_name_when_registered(pytester: pytest.Pytester) -> None:
+def test_builtin_name_when_registered(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from pytest_memeval.systems.builtin import BUILTIN_SYSTEMS
 
     if "embedding" not in BUILTIN_SYSTEMS:
         pytest.skip("'embedding' is not registered in BUILTIN_SYSTEMS yet")
-    emb.default_encoder()  # torch loaded in this process first (see above)
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")  # a subprocess on one thread (see above)
     out = pytester.path / "r.json"
-    result = pytester.runpytest("--memeval=demo", "--memsys=embedding", f"--memeval-json={out}")
+    result = pytester.runpytest_subprocess(
+        "--memeval=demo", "--memsys=embedding", f"--memeval-json={out}"
+    )
     assert result.ret == 0, result.stdout.str()
     run = read_json(out)["runs"][0]
     assert run["system"] == "embedding" and len(run["questions"]) == 15
