@@ -16,7 +16,7 @@ Beside it: ``nodes.py`` (the collectors), ``cases.py`` (hand-written ``memeval_c
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -31,12 +31,14 @@ from ..records import (
     ResultKey,
 )
 from ..report.terminal import describe_result
+from ..run.pipeline import Halves
 from ..run.question import (
     IngestedSystem,
     Prepared,
     QuestionRun,
-    Staged,
+    answer_stage,
     finish_question,
+    judge_stage,
     llm_stage,
     prepare_question,
 )
@@ -349,13 +351,14 @@ class MemevalItem(pytest.Function):
         return self.path, None, f"{where}::{self.name}"
 
 
-def run_stage(run: QuestionRun) -> Callable[[Prepared], Staged]:
-    """The LLM half of ``run``'s questions, for the pipeline's threads."""
+def run_stage(run: QuestionRun) -> Halves:
+    """The LLM half of ``run``'s questions, for the pipeline's threads: the answer, then the
+    verdicts, as two steps (the window sends waiting answers before waiting verdicts)."""
 
-    def stage(prepared: Prepared) -> Staged:
-        return llm_stage(run, prepared)
-
-    return stage
+    return Halves(
+        lambda prepared: answer_stage(run, prepared),
+        lambda prepared, answered: judge_stage(run, prepared, answered),
+    )
 
 
 def result_key(item: pytest.Item) -> ResultKey | None:

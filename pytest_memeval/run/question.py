@@ -49,6 +49,7 @@ from .verdict import (
 
 __all__ = [
     "READY_TIMEOUT",
+    "Answered",
     "Answerer",
     "Factory",
     "IngestedSystem",
@@ -64,6 +65,7 @@ __all__ = [
     "answer_from",
     "answer_pending",
     "answer_question",
+    "answer_stage",
     "call_with_timeout",
     "check_question_set",
     "clean_scores",
@@ -74,6 +76,7 @@ __all__ = [
     "finish_question",
     "is_factory",
     "is_thread_safe",
+    "judge_stage",
     "llm_stage",
     "new_result",
     "pass_metric_of",
@@ -297,10 +300,20 @@ def _search(
     return Prepared(question, result, got.memories, got.prediction, got.carrier)
 
 
-def llm_stage(run: QuestionRun, prepared: Prepared) -> Staged:
-    """The LLM half: the answerer's call (unless answered already), then every judge. Touches no
-    pytest state and no memory system but a thread-safe one whose search was left to it
-    (``prepared.search``), so it may run on any thread (the pipeline's)."""
+@dataclass(frozen=True)
+class Answered:
+    """The first half of the LLM half: the prediction and the seconds the answerer's own call
+    took (None: no answerer call); ``staged`` when nothing is left for the judges (an answer
+    queued for the batch)."""
+
+    prediction: Prediction
+    seconds: float | None
+    staged: Staged | None = None
+
+
+def answer_stage(run: QuestionRun, prepared: Prepared) -> Answered:
+    """The search left to this thread (a thread-safe system), then the answerer's call unless
+    answered already."""
     __tracebackhide__ = True
     if prepared.search is not None:
         searched = _search(run, prepared.question, prepared.result, prepared.search)
@@ -314,11 +327,29 @@ def llm_stage(run: QuestionRun, prepared: Prepared) -> Staged:
         try:
             prediction, seconds = answer_from(run.answerer, prepared.question, prepared.memories)
         except BatchDeferred as exc:  # --memeval-llm-batch re-answers: answered at the run's end
-            return answer_pending(run, prepared, exc)
+            pending = answer_pending(run, prepared, exc)
+            return Answered(pending.prediction, None, pending)
+    return Answered(prediction, seconds)
+
+
+def judge_stage(run: QuestionRun, prepared: Prepared, answered: Answered) -> Staged:
+    """The second half: every judge on the answer."""
+    __tracebackhide__ = True
+    if answered.staged is not None:
+        return answered.staged
     judged = None
     if run.judge is not None:
-        judged = run.judge(prepared.judge_question or prepared.question, prediction.text)
-    return Staged(prediction, seconds, judged)
+        judged = run.judge(prepared.judge_question or prepared.question, answered.prediction.text)
+    return Staged(answered.prediction, answered.seconds, judged)
+
+
+def llm_stage(run: QuestionRun, prepared: Prepared) -> Staged:
+    """The LLM half: the answerer's call (unless answered already), then every judge. Touches no
+    pytest state and no memory system but a thread-safe one whose search was left to it
+    (``prepared.search``), so it may run on any thread (the pipeline's, which runs the two
+    halves, :func:`answer_stage` and :func:`judge_stage`, as separate steps)."""
+    __tracebackhide__ = True
+    return judge_stage(run, prepared, answer_stage(run, prepared))
 
 
 def answer_pending(run: QuestionRun, prepared: Prepared, exc: BatchDeferred) -> Staged:
