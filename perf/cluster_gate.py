@@ -37,8 +37,8 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from pytest_memeval.analysis.clusters import paired_cluster_test
-from pytest_memeval.analysis.stats import mcnemar_exact
+from pytest_memeval.analysis._clusters import paired_cluster_test
+from pytest_memeval.analysis._stats import mcnemar_exact
 
 
 @dataclass(frozen=True)

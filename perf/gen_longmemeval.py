@@ -151,7 +151,7 @@ _MEASURE = r"""
 import json, resource, sys, time
 from pathlib import Path
 path = Path(sys.argv[1]); naive = sys.argv[2] == "1"
-from pytest_memeval.benchmarks.base import LoadRequest
+from pytest_memeval.benchmarks._base import LoadRequest
 from pytest_memeval.benchmarks.longmemeval import BENCHMARK
 before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 t0 = time.perf_counter()

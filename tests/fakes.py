@@ -8,7 +8,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from pytest_memeval.llm.base import ChatMessage, Completion
+from pytest_memeval.llm._base import ChatMessage, Completion
 from pytest_memeval.records import STATUS_CORRECT, STATUS_WRONG, Question, QuestionResult
 
 
@@ -64,7 +64,7 @@ def make_result(
 #: answered.log (MEMEVAL_SLOW=seconds slows each search down)
 COUNTING_CONFTEST = """
 import os, time, pytest
-from pytest_memeval.systems.builtin import BM25System
+from pytest_memeval.systems._builtin import BM25System
 
 LOG = os.path.join(os.path.dirname(__file__), "answered.log")
 

@@ -91,7 +91,7 @@ def section_warmjudge(ctx: Context) -> list[Row]:
         ctx,
         1 if ctx.quick else 3,
         "openai",
-        "_pytest.python, pytest_memeval.plugin, pytest_memeval.metrics, pytest_memeval.run.runtime",
+        "_pytest.python, pytest_memeval.plugin, pytest_memeval.metrics, pytest_memeval.run._runtime",
     )
     ctx.raw["warmjudge"] = {
         "questions": n,

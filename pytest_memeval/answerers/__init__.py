@@ -5,6 +5,6 @@
 
 from __future__ import annotations
 
-from .extractive import Answerer, ExtractiveAnswerer, extractive_answer
+from ._extractive import Answerer, ExtractiveAnswerer, extractive_answer
 
 __all__ = ["Answerer", "ExtractiveAnswerer", "extractive_answer"]

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from importlib.metadata import entry_points
 
 from ..errors import MSG_UNKNOWN_BENCHMARK, MemevalError
-from .base import Benchmark, CategoryInfo, Dataset, LoadRequest
+from ._base import Benchmark, CategoryInfo, Dataset, LoadRequest
 
 __all__ = [
     "BUILTIN_BENCHMARKS",
@@ -30,7 +30,7 @@ ENTRY_POINT_GROUP = "pytest_memeval.benchmarks"
 
 #: name -> "module:attribute" of a Benchmark object (imported lazily)
 BUILTIN_BENCHMARKS: dict[str, str] = {
-    "demo": "pytest_memeval.benchmarks.locomo.demo:BENCHMARK",
+    "demo": "pytest_memeval.benchmarks.locomo._demo:BENCHMARK",
     "locomo": "pytest_memeval.benchmarks.locomo:BENCHMARK",
     "locomo-plus": "pytest_memeval.benchmarks.locomo_plus:BENCHMARK",
     "longmemeval": "pytest_memeval.benchmarks.longmemeval:BENCHMARK",
@@ -98,10 +98,10 @@ SUITE_DEFAULT_PROTOCOLS: dict[str, str] = {
 #: ``--memeval-published-baselines`` is not given), for the suites that have any; read as data
 #: (``analysis.baselines`` imports them at first use, in this order)
 SUITE_PUBLISHED: dict[str, str] = {
-    "locomo": "pytest_memeval.benchmarks.locomo.published",
-    "longmemeval": "pytest_memeval.benchmarks.longmemeval.published",
-    "beam": "pytest_memeval.benchmarks.beam.published",
-    "longmemeval-v2": "pytest_memeval.benchmarks.longmemeval_v2.published",
+    "locomo": "pytest_memeval.benchmarks.locomo._published",
+    "longmemeval": "pytest_memeval.benchmarks.longmemeval._published",
+    "beam": "pytest_memeval.benchmarks.beam._published",
+    "longmemeval-v2": "pytest_memeval.benchmarks.longmemeval_v2._published",
 }
 
 

@@ -9,8 +9,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from ..errors import MemevalError
-from .load import load_inputs
-from .site import PICKS, build_board, write_diff
+from ._load import load_inputs
+from ._site import PICKS, build_board, write_diff
 
 __all__ = ["main"]
 

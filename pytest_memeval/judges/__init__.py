@@ -11,13 +11,13 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from ..errors import JudgeError
-from .agreement import cohen_kappa
-from .base import Judge, JudgeResult, PromptTemplate, load_template, template_sha256
-from .beam import BeamNuggetJudge
-from .graded import GradedJudge
-from .longmemeval import LongMemEvalJudge
-from .mem0 import Mem0Judge
-from .usermem import UserMemJudge
+from ._agreement import cohen_kappa
+from ._base import Judge, JudgeResult, PromptTemplate, load_template, template_sha256
+from ._beam import BeamNuggetJudge
+from ._graded import GradedJudge
+from ._longmemeval import LongMemEvalJudge
+from ._mem0 import Mem0Judge
+from ._usermem import UserMemJudge
 
 __all__ = [
     "DEFAULT_STYLE",

@@ -3,10 +3,10 @@ retries, a per-process concurrency bound and token accounting."""
 
 from __future__ import annotations
 
-from .accounting import PriceTable, TokenAccounting, Usage
-from .base import ChatMessage, Completion, LLMClient, Request
-from .cache import CACHE_FILENAME, LLMCache, cache_key, canonical_request
-from .client import (
+from ._accounting import PriceTable, TokenAccounting, Usage
+from ._base import ChatMessage, Completion, LLMClient, Request
+from ._cache import CACHE_FILENAME, LLMCache, cache_key, canonical_request
+from ._client import (
     DEFAULT_CONCURRENCY,
     DEFAULT_TIMEOUT,
     ProviderClient,
@@ -15,7 +15,7 @@ from .client import (
     make_semaphore,
     run_parallel,
 )
-from .providers import (
+from ._providers import (
     DEFAULT_KEY_ENVS,
     PROVIDERS,
     ProviderConfig,
@@ -23,8 +23,8 @@ from .providers import (
     parse_model_spec,
     resolve_config,
 )
-from .redact import KNOWN_KEY_ENVS, redact
-from .retry import RetryPolicy, parse_retry_after
+from ._redact import KNOWN_KEY_ENVS, redact
+from ._retry import RetryPolicy, parse_retry_after
 
 __all__ = [
     "CACHE_FILENAME",

@@ -8,7 +8,7 @@ docs/scoring.md); golden vectors computed by running the upstream scorers are ch
 
 from __future__ import annotations
 
-from .lexical import (
+from ._lexical import (
     CATEGORY5_KEYWORDS,
     Answer,
     bleu1,
@@ -19,7 +19,7 @@ from .lexical import (
     set_f1,
     token_f1,
 )
-from .ordering import (
+from ._ordering import (
     NuggetScore,
     OrderingResult,
     case_insensitive_equal,
@@ -28,7 +28,7 @@ from .ordering import (
     ordering_score,
     response_lines,
 )
-from .retrieval import (
+from ._retrieval import (
     dcg,
     evaluate_retrieval,
     evaluate_retrieval_turn2session,
@@ -37,7 +37,7 @@ from .retrieval import (
     recall_all_at_k,
     recall_any_at_k,
 )
-from .text import clear_caches, normalize_answer, simple_tokenize, stem, stemmed_tokens
+from ._text import clear_caches, normalize_answer, simple_tokenize, stem, stemmed_tokens
 
 __all__ = [
     "CATEGORY5_KEYWORDS",

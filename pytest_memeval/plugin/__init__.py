@@ -12,10 +12,10 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from ..errors import MemevalError, UnknownSystemError
-from . import hookspecs
+from . import _hookspecs as hookspecs
 
 # the item hooks and the memeval_case fixtures live in item_hooks.py; pytest finds them here
-from .item_hooks import (
+from ._item_hooks import (
     Recorder,
     _conversation_key,
     memeval_case,
@@ -26,9 +26,9 @@ from .item_hooks import (
     pytest_runtest_makereport,
     pytest_runtest_teardown,
 )
-from .options import addoptions, read_settings
-from .setup_files import download_lines, read_protocol
-from .stash import CONTROLLER_KEY, STATE_KEY
+from ._options import addoptions, read_settings
+from ._setup_files import download_lines, read_protocol
+from ._stash import CONTROLLER_KEY, STATE_KEY
 
 __all__ = [
     "Recorder",
@@ -45,7 +45,7 @@ __all__ = [
 # --memeval only option registration and configure (perf/run.py "plugin idle" row).
 if TYPE_CHECKING:
     from ..records import Prediction
-    from ..run.state import RunState, SystemRef
+    from ..run._state import RunState, SystemRef
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -61,7 +61,7 @@ class Builtins:
 
     @pytest.hookimpl(trylast=True)
     def pytest_memeval_make_system(self, config: pytest.Config, name: str) -> Any:
-        from ..systems.resolve import resolve_system
+        from ..systems._resolve import resolve_system
 
         state = config.stash.get(STATE_KEY, None)
         return resolve_system(name, mcp=state.mcp if state is not None else None)
@@ -76,14 +76,14 @@ class Builtins:
 
 def pytest_configure(config: pytest.Config) -> None:
     if config.getoption("memeval_merge", None):
-        from .scale import apply_merge_defaults
+        from ._scale import apply_merge_defaults
 
         apply_merge_defaults(config)  # --memeval-merge: options default to the shards' own
     settings = read_settings(config)
     config.pluginmanager.register(Builtins(), "memeval-builtins")
     config.addinivalue_line("markers", "memeval: a pytest-memeval benchmark question")
     if settings.contract is not None:  # --memeval-contract: the adapter's contract, alone
-        from .contract import ContractHooks
+        from ._contract import ContractHooks
 
         hooks = ContractHooks(config, settings, _resolve_systems)
         config.pluginmanager.register(hooks, "memeval-contract")
@@ -93,7 +93,7 @@ def pytest_configure(config: pytest.Config) -> None:
         # every hook below reads a missing STATE_KEY as "not active"
         return
     from ..benchmarks import get_benchmark
-    from ..run.state import RunState
+    from ..run._state import RunState
 
     state = RunState(settings=settings)
     state.pool.timeout = settings.run.timeout
@@ -116,7 +116,7 @@ def pytest_configure(config: pytest.Config) -> None:
     if llm_settings.uses_llm:
         from ..errors import JudgeError
         from ..llm import redact
-        from ..run.runtime import check_judges, check_llm
+        from ..run._runtime import check_judges, check_llm
 
         try:
             check_llm(llm_settings)
@@ -124,11 +124,11 @@ def pytest_configure(config: pytest.Config) -> None:
         except JudgeError as exc:
             raise pytest.UsageError(redact(str(exc))) from None
     if config.pluginmanager.hasplugin("xdist"):
-        from .xdist import XdistHooks
+        from ._xdist import XdistHooks
 
         config.pluginmanager.register(XdistHooks(config), "memeval-xdist")
     if config.pluginmanager.hasplugin("html") and not hasattr(config, "workerinput"):
-        from .html import PytestHtmlHooks
+        from ._html import PytestHtmlHooks
 
         config.pluginmanager.register(PytestHtmlHooks(config), "memeval-pytest-html")
     if not hasattr(config, "workerinput") and (
@@ -137,15 +137,15 @@ def pytest_configure(config: pytest.Config) -> None:
         or settings.run.cache_import
         or settings.run.cache_export
     ):
-        from .scale import ScaleHooks
+        from ._scale import ScaleHooks
 
         config.pluginmanager.register(ScaleHooks(config), "memeval-scale")
     if settings.checks.calibration is not None and not hasattr(config, "workerinput"):
-        from .calibration_hooks import CalibrationHooks
+        from ._calibration_hooks import CalibrationHooks
 
         config.pluginmanager.register(CalibrationHooks(config), "memeval-calibration")
     if not hasattr(config, "workerinput"):
-        from .controller import Controller
+        from ._controller import Controller
 
         controller = Controller(config)
         config.stash[CONTROLLER_KEY] = controller
@@ -154,7 +154,7 @@ def pytest_configure(config: pytest.Config) -> None:
 
 def _load(config: pytest.Config, state: RunState) -> None:
     """This process's set-up (``run.start.load_run``): what it is, read off pytest."""
-    from ..run.start import Process, StartError, load_run
+    from ..run._start import Process, StartError, load_run
 
     process = Process(
         workerinput=getattr(config, "workerinput", None),
@@ -194,13 +194,13 @@ def _resolve_systems(config: pytest.Config, state: RunState) -> list[SystemRef]:
     import paths, and a conftest's own hook). A value that is a Python identifier may also name a
     conftest fixture, which wins when it exists: a fixture of a conftest pytest has loaded (the
     rootdir's, the start folder's, the command-line folders', testpaths') is made visible to every
-    item (:mod:`.conftests`). A name nothing knows is a usage error here, with "did you mean";
+    item (:mod:`._conftests`). A name nothing knows is a usage error here, with "did you mean";
     only a name some loaded plugin may define as a fixture (an attribute of a non-conftest plugin,
     or ``@pytest.fixture(name=...)``) waits for its first question (:func:`memsys.obtain_system`).
     """
-    from ..run.state import SystemRef
-    from ..systems.resolve import available_systems, unknown_system_message
-    from .conftests import (
+    from ..run._state import SystemRef
+    from ..systems._resolve import available_systems, unknown_system_message
+    from ._conftests import (
         WHERE_FIXTURES,
         fixture_names,
         loaded_modules,
@@ -269,7 +269,7 @@ def pytest_make_collect_report(
     if isinstance(collector, pytest.Session) and report.passed:
         state = collector.config.stash.get(STATE_KEY, None)
         if state is not None and state.settings.active:
-            from .nodes import BenchmarkNode
+            from ._nodes import BenchmarkNode
 
             start = time.perf_counter()
             report.result.extend(
@@ -286,7 +286,7 @@ def pytest_collection_modifyitems(
     state = config.stash.get(STATE_KEY, None)
     if state is None or not state.settings.active:
         return
-    from .items import result_key
+    from ._items import result_key
 
     start = time.perf_counter()
     items[:] = group_items(items)
@@ -297,7 +297,7 @@ def pytest_collection_modifyitems(
             items[:] = [item for item in items if result_key(item) not in resume]
             config.hook.pytest_deselected(items=done)
     if state.settings.checks.calibration is not None:
-        from .calibration_hooks import deselect_questions
+        from ._calibration_hooks import deselect_questions
 
         deselect_questions(config, items)
     state.collect_seconds += time.perf_counter() - start
@@ -353,7 +353,7 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     if state.pipeline is not None:  # -x, --maxfail, Ctrl-C: cancel what is not sent yet
         state.pipeline.close()
     if hasattr(config, "workerinput"):
-        from ..run.outputs import PROPERTY_NAME, worker_output
+        from ..run._outputs import PROPERTY_NAME, worker_output
 
         config.workeroutput[PROPERTY_NAME] = worker_output(state)  # type: ignore[attr-defined]
     state.pool.clear()

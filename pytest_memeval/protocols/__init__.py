@@ -3,14 +3,14 @@ read from those files by parsing them, and the judges that send them as upstream
 
 from __future__ import annotations
 
-from .judges import (
+from ._judges import (
     LoadedProtocol,
     Mem0OfficialJudge,
     load_protocol,
     metric_of_style,
 )
-from .profiles import PROFILES, ProtocolProfile, RequestShape, get_profile
-from .source import ProtocolSourceError, StringRef, Template, UpstreamFile
+from ._profiles import PROFILES, ProtocolProfile, RequestShape, get_profile
+from ._source import ProtocolSourceError, StringRef, Template, UpstreamFile
 
 __all__ = [
     "PROFILES",

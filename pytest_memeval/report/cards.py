@@ -2,7 +2,7 @@
 
 A card gathers what fixes a suite's numbers: the upstream code each official protocol reads
 (repository, commit, file sha256, where each prompt lives in it and the prompt's sha256 from
-``protocols/prompt_pins.py``), the data release (revision,
+``protocols/_prompt_pins.py``), the data release (revision,
 file sha256s and sizes: the loader's ``Pins``), the judge and answer requests (model and
 parameters), and the known upstream deviations with what the plugin does about each (the
 benchmark module's ``DEVIATIONS``). Nothing here is hand-written per suite.
@@ -22,8 +22,8 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from ..benchmarks import BUILTIN_BENCHMARKS
-from ..benchmarks.base import Deviation
-from .model import RunSummary
+from ..benchmarks._base import Deviation
+from ._model import RunSummary
 
 __all__ = [
     "Card",
@@ -125,7 +125,7 @@ def _shape(shape: Any) -> dict[str, Any] | None:
 
 
 def _profile_card(profile: Any) -> ProfileCard:
-    from ..protocols.prompt_pins import PROMPT_SHA256
+    from ..protocols._prompt_pins import PROMPT_SHA256
 
     pinned = PROMPT_SHA256.get(profile.name, {})
     prompts = tuple(
@@ -160,15 +160,10 @@ def _packaged_pins(packaged: Callable[[], Mapping[str, tuple[str, bytes]]]) -> t
 
 
 def _home_pins(package: str) -> Any:
-    """The data release pinned in a suite's home (``<home>/pins.py``: ``UPSTREAM.data``), None
-    when the home pins none (a suite of package data, or one read from --memeval-data)."""
-    try:
-        pins_module = importlib.import_module(f"{package}.pins")
-    except ModuleNotFoundError as exc:
-        if exc.name is not None and f"{package}.pins".startswith(exc.name):
-            return None  # no pins module (or the suite's module is not a package)
-        raise
-    upstream = getattr(pins_module, "UPSTREAM", None)
+    """The data release pinned in a suite's home (its ``UPSTREAM`` record's ``data``, exported by
+    the home's ``__init__``), None when the home pins none (a suite of package data, or one read
+    from --memeval-data)."""
+    upstream = getattr(importlib.import_module(package), "UPSTREAM", None)
     return getattr(upstream, "data", None)
 
 
@@ -183,7 +178,7 @@ def _benchmark_pins(benchmark: Any) -> tuple[Any, ...]:
 def protocol_card(benchmark: str) -> Card:
     """The protocol card of ``benchmark`` (a built-in suite name). A suite from another package
     gets a card without pins or deviations: the plugin knows none."""
-    from ..protocols.profiles import PROFILES
+    from ..protocols._profiles import PROFILES
 
     profiles = tuple(_profile_card(p) for p in PROFILES.values() if benchmark in p.benchmarks)
     target = BUILTIN_BENCHMARKS.get(benchmark)

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from .base import AnsweringSystem, MemorySystem
-from .builtin import (
+from ._base import AnsweringSystem, MemorySystem
+from ._builtin import (
     BUILTIN_SYSTEMS,
     REPLAY_PREFIX,
     BM25System,
@@ -17,7 +17,7 @@ from .builtin import (
     turn_memory,
     turn_text,
 )
-from .resolve import (
+from ._resolve import (
     ENTRY_POINT_GROUP,
     Factory,
     available_systems,

@@ -16,9 +16,9 @@ from pathlib import Path
 import pytest
 from llm_server import OPENAI_PATH, LLMServer, judge_reply
 
-from pytest_memeval.llm.base import ChatMessage
-from pytest_memeval.llm.estimate import counter_for
-from pytest_memeval.llm.providers import resolve_config
+from pytest_memeval.llm._base import ChatMessage
+from pytest_memeval.llm._estimate import counter_for
+from pytest_memeval.llm._providers import resolve_config
 
 pytestmark = pytest.mark.usefixtures("memeval_env")
 

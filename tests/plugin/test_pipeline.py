@@ -453,7 +453,7 @@ SLOT_RECORDER = """
 import json
 import os
 
-from pytest_memeval.llm import ratelimit
+from pytest_memeval.llm import _ratelimit as ratelimit
 
 _update = ratelimit.RateLimiter._update
 

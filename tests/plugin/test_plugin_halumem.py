@@ -21,7 +21,7 @@ from halumem_upstream import load_judging, pooled_figures, upstream_user
 from llm_server import OPENAI_PATH, LLMServer
 
 from pytest_memeval.benchmarks.halumem import build
-from pytest_memeval.systems.builtin import BM25System
+from pytest_memeval.systems._builtin import BM25System
 
 DATA = Path(__file__).resolve().parent.parent / "fixtures" / "halumem" / "data"
 
@@ -355,7 +355,7 @@ def test_failing_dump_leaves_qa_results_standing(pytester: pytest.Pytester, mode
     )
     text = result.stdout.str()
     assert result.ret in (0, 1), text
-    assert "Traceback" not in text and "run/ingest.py" not in text, text
+    assert "Traceback" not in text and "run/_ingest.py" not in text, text
     rows = _rows(read_json(out))
     assert len(rows) == 4 * (1 + len(DUMP_FAILURES)), sorted(rows)
     for (system, qid), row in rows.items():

@@ -246,7 +246,7 @@ def test_missing_key_is_usage_error(
 def test_rejudge_uses_stored_predictions(pytester: pytest.Pytester, server: LLMServer) -> None:
     pytester.makeconftest("""
 import os, pytest
-from pytest_memeval.systems.builtin import BM25System
+from pytest_memeval.systems._builtin import BM25System
 
 class Guarded(BM25System):
     def ingest(self, conversation):

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from conftest import question_scores, read_json
 
-from pytest_memeval.plugin.items import item_nodeid
-from pytest_memeval.plugin.scheduler import ConversationScheduling
+from pytest_memeval.plugin._items import item_nodeid
+from pytest_memeval.plugin._scheduler import ConversationScheduling
 
 THREE = "--memsys=bm25,full-context,no-memory"
 
@@ -97,7 +97,7 @@ import pytest
 @pytest.hookimpl(tryfirst=True)
 def pytest_memeval_make_system(config, name):
     if name == "twins":
-        from pytest_memeval.systems.builtin import BUILTIN_SYSTEMS
+        from pytest_memeval.systems._builtin import BUILTIN_SYSTEMS
         return [("bm25", BUILTIN_SYSTEMS["no-memory"])]
     return None
 """

@@ -75,7 +75,7 @@ CONFTEST = """
 import dataclasses
 import pytest
 from pytest_memeval.benchmarks import halumem
-from pytest_memeval.benchmarks.download import PinnedFile, Pins
+from pytest_memeval.benchmarks._download import PinnedFile, Pins
 
 REAL = halumem.BENCHMARK
 FAKE = Pins("huggingface", REAL.pins.repo, "f" * 40, {

@@ -16,11 +16,11 @@ from conftest import INNER_ADDOPTS, REPO, question_scores, read_json
 from conftest import run_pytest as _pytest
 
 from pytest_memeval.errors import MemevalError
-from pytest_memeval.llm.base import Completion
-from pytest_memeval.llm.cache import CACHE_FILENAME, LLMCache
-from pytest_memeval.llm.transfer import export_cache, import_cache
+from pytest_memeval.llm._base import Completion
+from pytest_memeval.llm._cache import CACHE_FILENAME, LLMCache
+from pytest_memeval.llm._transfer import export_cache, import_cache
 from pytest_memeval.records import Question
-from pytest_memeval.run.shards import (
+from pytest_memeval.run._shards import (
     Shard,
     assign_shards,
     parse_shard,
@@ -93,7 +93,7 @@ def _run_dirs(cache: Path) -> list[str]:
 
 COUNTING = """
 import os, pytest
-from pytest_memeval.systems.builtin import BM25System
+from pytest_memeval.systems._builtin import BM25System
 
 LOG = os.path.join(os.path.dirname(__file__), "calls.log")
 
@@ -398,8 +398,8 @@ def test_cache_console_script(tmp_path: Path) -> None:
     cache = LLMCache(tmp_path / "llm")  # where a run keeps it under --memeval-cache-dir
     cache.put("a" * 64, Completion(text="x", input_tokens=1, output_tokens=1, model="m"))
     cache.close()
-    script = [sys.executable, "-m", "pytest_memeval.llm.transfer"]
-    from pytest_memeval.llm.transfer import main
+    script = [sys.executable, "-m", "pytest_memeval.llm._transfer"]
+    from pytest_memeval.llm._transfer import main
 
     assert main(["export", str(tmp_path / "e.jsonl"), "--cache-dir", str(tmp_path)]) == 0
     assert main(["import", str(tmp_path / "e.jsonl"), "--cache-dir", str(tmp_path / "d")]) == 0

@@ -8,7 +8,7 @@ from conftest import read_json
 CRASHING = """
 import os
 import pytest
-from pytest_memeval.systems.builtin import BUILTIN_SYSTEMS
+from pytest_memeval.systems._builtin import BUILTIN_SYSTEMS
 
 Base = BUILTIN_SYSTEMS["bm25"]
 

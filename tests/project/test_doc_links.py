@@ -22,7 +22,7 @@ OUTSIDE_FOLDER = re.compile(r"\.\./shared\b|(?<![\w./-])shared/(?:data|vectors)\
 DOCS_LINK = re.compile(r"(?<![\w/.-])docs/([\w.-]+\.md)(?:#([\w-]+))?")
 #: a Markdown link target inside docs/*.md: ``(page.md#anchor)``, ``(#anchor)``, ``(../README.md)``
 MD_LINK = re.compile(r"\]\(([^)\s#]*)(?:#([^)\s]+))?\)")
-#: a repository path in backticks inside docs/*.md (``plugin/items.py``, ``tests/llm_server.py``)
+#: a repository path in backticks inside docs/*.md (``plugin/_items.py``, ``tests/llm_server.py``)
 CODE_PATH = re.compile(r"`((?:[\w.-]+/)+[\w.-]+\.(?:py|md|txt|toml|json))`")
 _FENCE = re.compile(r"^\s*(?:```+|~~~+)[^`]*$")
 _HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")
@@ -147,7 +147,7 @@ def test_links_inside_docs_resolve(page: str) -> None:
 
 @pytest.mark.parametrize("page", sorted(p.name for p in DOCS.glob("*.md")))
 def test_paths_named_in_docs_exist(page: str) -> None:
-    """A module or test file the docs name in backticks exists (``plugin/items.py`` is read below
+    """A module or test file the docs name in backticks exists (``plugin/_items.py`` is read below
     ``pytest_memeval/``; ``tests/...``, ``perf/...``, ``docs/...`` below the repository root), so a
     module that moves cannot leave the docs naming its old place."""
     packages = {p.name for p in PACKAGE.iterdir() if p.is_dir()}

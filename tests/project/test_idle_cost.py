@@ -17,16 +17,16 @@ REPO = Path(__file__).resolve().parents[2]
 #: loaded only when a run uses the plugin: the run-time glue, the judges and LLM clients, the
 #: scorers and their libraries
 HEAVY = (
-    "pytest_memeval.plugin.items",
-    "pytest_memeval.plugin.controller",
-    "pytest_memeval.run.question",
-    "pytest_memeval.run.ingest",
-    "pytest_memeval.run.retrieval",
-    "pytest_memeval.run.verdict",
+    "pytest_memeval.plugin._items",
+    "pytest_memeval.plugin._controller",
+    "pytest_memeval.run._question",
+    "pytest_memeval.run._ingest",
+    "pytest_memeval.run._retrieval",
+    "pytest_memeval.run._verdict",
     "pytest_memeval.judges",
     "pytest_memeval.llm",
     "pytest_memeval.metrics",
-    "pytest_memeval.report.terminal",
+    "pytest_memeval.report._terminal",
     "pytest_memeval.protocols",
     "numpy",
     "openai",
@@ -60,7 +60,7 @@ def test_a_run_without_memeval_loads_only_the_light_plugin(
     for file in files:
         loaded = set(json.loads(file.read_text(encoding="utf-8")))
         assert "pytest_memeval.plugin" in loaded  # the plugin is installed and registered
-        assert "pytest_memeval.plugin.options" in loaded
+        assert "pytest_memeval.plugin._options" in loaded
         heavy = sorted(m for m in HEAVY if m in loaded)
         assert heavy == [], f"{file.name}: an idle run imported {heavy}"
 

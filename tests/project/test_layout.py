@@ -106,9 +106,9 @@ def _is_home(module: str) -> bool:
 
 def _top(module: str) -> str:
     if _is_home(module):
-        # a home's pins.py is data (its SuitePins record): the protocol profiles read the
+        # a home's _pins.py is data (its SuitePins record): the protocol profiles read the
         # upstream commits and file hashes from it, so it sits with the benchmarks layer
-        return "benchmarks" if module.endswith(".pins") else HOMES
+        return "benchmarks" if module.endswith("._pins") else HOMES
     parts = module.split(".")
     return parts[1] if len(parts) > 1 else ""
 
@@ -138,7 +138,7 @@ KNOTLESS = ("plugin", "run")
 #: the one module whose ``if TYPE_CHECKING:`` imports are exempt: the stash keys name the type each
 #: key holds (the controller, the run state), which is what lets every glue module reach that state
 #: through ``config.stash`` instead of importing the module that builds it
-KEYS_MODULE = "pytest_memeval.plugin.stash"
+KEYS_MODULE = "pytest_memeval.plugin._stash"
 
 
 def _design_imports(module: str, path: Path, is_pkg: bool) -> set[str]:
@@ -265,8 +265,8 @@ def test_no_import_circle_anywhere() -> None:
 #: the most lines a module of ``plugin/`` or ``run/`` may have (issue 26: glue files split by
 #: concern rather than grown)
 MAX_LINES = 500
-#: modules over MAX_LINES still to be split (none: run/question.py was split into run/ingest.py,
-#: run/retrieval.py and run/verdict.py)
+#: modules over MAX_LINES still to be split (none: run/_question.py was split into run/_ingest.py,
+#: run/_retrieval.py and run/_verdict.py)
 OVER_MAX_LINES: frozenset[str] = frozenset()
 
 

@@ -26,7 +26,7 @@ from llm_server import OPENAI_PATH, LLMServer
 
 from pytest_memeval.llm import Completion, LLMCache
 from pytest_memeval.records import QuestionResult
-from pytest_memeval.run.store import RESULTS_FILE, RunStore, read_results
+from pytest_memeval.run._store import RESULTS_FILE, RunStore, read_results
 
 pytestmark = [pytest.mark.faults, pytest.mark.usefixtures("memeval_env")]
 
@@ -193,7 +193,7 @@ import threading
 
 import bm25s  # imported here, not by the first ingest: the timeout bounds milliseconds of work
 import pytest
-from pytest_memeval.systems.builtin import BM25System
+from pytest_memeval.systems._builtin import BM25System
 
 class Faulty(BM25System):
     def search(self, question, k):
@@ -341,7 +341,7 @@ def test_many_processes_write_cache_and_results(tmp_path: Path) -> None:
 def test_lone_surrogate_answer_is_reported(pytester: pytest.Pytester) -> None:
     pytester.makeconftest("""
 import pytest
-from pytest_memeval.systems.builtin import BM25System
+from pytest_memeval.systems._builtin import BM25System
 
 class Odd(BM25System):
     def answer(self, question):

@@ -8,7 +8,7 @@ import json
 import pytest
 from conftest import read_json
 
-from pytest_memeval.analysis.regression import BASELINE_SCHEMA
+from pytest_memeval.analysis._regression import BASELINE_SCHEMA
 
 pytestmark = pytest.mark.usefixtures("memeval_env")
 

@@ -16,7 +16,7 @@ import pytest
 
 from pytest_memeval.errors import AdapterError, terminal_safe
 from pytest_memeval.records import Conversation, Question, Session, Turn
-from pytest_memeval.systems.http import http_factories
+from pytest_memeval.systems._http import http_factories
 
 CONV = Conversation("c1", (Session("s1", None, (Turn("D1:1", "Ann", "hi"),)),))
 Q = Question("q1", "c1", "single-hop", "What pet?", "beagle")

@@ -66,7 +66,7 @@ for line in sys.stdin:
 WRAPPERS = """
 import os, sys
 import pytest
-from pytest_memeval.systems.mcp import mcp_factories
+from pytest_memeval.systems._mcp import mcp_factories
 
 SPEC = {spec!r}
 
@@ -297,7 +297,7 @@ def test_a_failed_start_is_forgotten_when_its_session_ends(pytester: pytest.Pyte
     """Two sessions in one process (``pytest.main`` in a loop; here pytester's in-process runs,
     with the adapter's module kept loaded between them, as a script's would be): the first
     session's failed start must not fail the second's questions once the server can start."""
-    import pytest_memeval.systems.mcp  # noqa: F401  # loaded before either run: it stays loaded
+    import pytest_memeval.systems._mcp  # noqa: F401  # loaded before either run: it stays loaded
 
     state = pytester.path / "state"
     state.mkdir()
@@ -325,8 +325,8 @@ def test_a_failed_start_is_forgotten_when_its_session_ends(pytester: pytest.Pyte
 
 
 def test_max_bytes_default_is_the_http_adapters() -> None:
-    from pytest_memeval.systems.http import HttpSettings
-    from pytest_memeval.systems.mcp import McpSettings, parse_mcp_spec
+    from pytest_memeval.systems._http import HttpSettings
+    from pytest_memeval.systems._mcp import McpSettings, parse_mcp_spec
 
     assert McpSettings("stdio", "x").max_bytes == HttpSettings("http://x").max_bytes == 16 << 20
     assert parse_mcp_spec("mcp:x#max_bytes=100")[1].max_bytes == 100

@@ -13,7 +13,7 @@ from conftest import read_json
 
 from pytest_memeval.errors import AdapterError
 from pytest_memeval.records import Memory
-from pytest_memeval.systems.contract import (
+from pytest_memeval.systems._contract import (
     materialise,
     normalise_answer,
     normalise_memories,
@@ -28,7 +28,7 @@ ODD_CONFTEST = """
 import numpy as np
 import pytest
 from pytest_memeval.records import Memory
-from pytest_memeval.systems.builtin import BM25System
+from pytest_memeval.systems._builtin import BM25System
 
 class Odd(BM25System):
     def search(self, question, k):
@@ -162,7 +162,7 @@ import threading
 
 import bm25s  # imported here, not by the first ingest: the timeout bounds milliseconds of work
 import pytest
-from pytest_memeval.systems.builtin import BM25System
+from pytest_memeval.systems._builtin import BM25System
 
 class Lazy(BM25System):
     def search(self, question, k):

@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 from conftest import XDIST_MODES
 
-from pytest_memeval.analysis.regression import load_baseline
-from pytest_memeval.files import FileTooLarge, NotAFile, read_bounded
-from pytest_memeval.systems.builtin import load_replay
+from pytest_memeval._files import FileTooLarge, NotAFile, read_bounded
+from pytest_memeval.analysis._regression import load_baseline
+from pytest_memeval.systems._builtin import load_replay
 
 pytestmark = pytest.mark.usefixtures("memeval_env")
 
@@ -52,7 +52,7 @@ def test_read_bounded_dev_zero_is_refused_not_read() -> None:
 @needs_dev_zero
 def test_loaders_of_user_files(tmp_path: Path, fifo: Path) -> None:
     from pytest_memeval.errors import AdapterError, JudgeError, MemevalError
-    from pytest_memeval.judges.base import load_template
+    from pytest_memeval.judges._base import load_template
 
     for bad, words in (
         (fifo, "is a FIFO"),

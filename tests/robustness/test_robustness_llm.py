@@ -12,9 +12,9 @@ import pytest
 from conftest import read_json
 from llm_server import LLMServer
 
-from pytest_memeval.llm.retry import CircuitBreaker, RetryPolicy
+from pytest_memeval.llm._retry import CircuitBreaker, RetryPolicy
 from pytest_memeval.records import QuestionResult
-from pytest_memeval.report.terminal import escape_controls, render_wrong
+from pytest_memeval.report._terminal import escape_controls, render_wrong
 
 pytestmark = pytest.mark.usefixtures("memeval_env")
 
@@ -221,7 +221,7 @@ def test_absurd_or_unknown_option_values(
 
 
 def test_known_baseline_names_are_accepted(pytester: pytest.Pytester) -> None:
-    from pytest_memeval.analysis.baselines import BASELINES
+    from pytest_memeval.analysis._baselines import BASELINES
 
     name = next(b.name for b in BASELINES if b.benchmark == "locomo")
     result = pytester.runpytest(
@@ -272,7 +272,7 @@ def test_corrupt_llm_cache_is_a_usage_error_before_any_call(
 
 
 def test_cache_turned_off_mid_run_is_said_in_the_summary() -> None:
-    from pytest_memeval.run.outputs import merge_outputs
+    from pytest_memeval.run._outputs import merge_outputs
 
     merged = merge_outputs(
         [

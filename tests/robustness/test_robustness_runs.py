@@ -13,8 +13,8 @@ from conftest import read_json
 from fakes import COUNTING_CONFTEST as COUNTING
 
 from pytest_memeval.errors import MemevalError
-from pytest_memeval.run.settings import Settings
-from pytest_memeval.run.store import (
+from pytest_memeval.run._settings import Settings
+from pytest_memeval.run._store import (
     CONFIG_FILE,
     JUDGE_NAMES_KEY,
     NUMBERS_KEY,

@@ -21,12 +21,12 @@ from file_server import Reply, serve_files
 from llm_server import LLMServer
 
 import pytest_memeval
-from pytest_memeval.analysis.regression import load_baseline
-from pytest_memeval.benchmarks.base import LoadRequest
-from pytest_memeval.benchmarks.beam import loader as beam
-from pytest_memeval.benchmarks.download import download
+from pytest_memeval.analysis._regression import load_baseline
+from pytest_memeval.benchmarks._base import LoadRequest
+from pytest_memeval.benchmarks._download import download
+from pytest_memeval.benchmarks.beam import _loader as beam
 from pytest_memeval.errors import AdapterError, DatasetError, MemevalError
-from pytest_memeval.systems import builtin
+from pytest_memeval.systems import _builtin as builtin
 
 pytestmark = pytest.mark.usefixtures("memeval_env")
 
@@ -149,9 +149,9 @@ def test_literal_eval_only_in_the_size_checked_helper() -> None:
     # installed package, already parsed by ast.parse, evaluated node by node (no text parse), then
     # checked against pinned digests
     assert calls == [
-        ("benchmarks/beam/loader.py", "parse_python_literal"),
-        ("metrics/word_tokenize.py", "_literal"),
-        ("metrics/word_tokenize.py", "_literal"),
+        ("benchmarks/beam/_loader.py", "parse_python_literal"),
+        ("metrics/_word_tokenize.py", "_literal"),
+        ("metrics/_word_tokenize.py", "_literal"),
     ]
 
 
@@ -421,7 +421,7 @@ def test_hostile_names_never_leave_their_folder(
 
 
 def test_run_names_cannot_escape_runs_folder(tmp_path: Path) -> None:
-    results = pytest.importorskip("pytest_memeval.run.store")
+    results = pytest.importorskip("pytest_memeval.run._store")
     (tmp_path / "runs" / "ok").mkdir(parents=True)
     (tmp_path / "x").mkdir()
     (tmp_path / "x" / "results.jsonl").write_text("")
@@ -456,7 +456,7 @@ def test_replay_json_only_with_size_limit(tmp_path: Path, monkeypatch: pytest.Mo
 def test_baseline_json_only_with_size_limit(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import pytest_memeval.analysis.regression as regression
+    import pytest_memeval.analysis._regression as regression
 
     path = tmp_path / "baseline.json"
     path.write_text("{}")

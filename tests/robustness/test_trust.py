@@ -412,8 +412,8 @@ def test_forged_cache_import_is_counted_and_verified(
 
 
 def _cache_with_entries(folder: Path, n: int = 3) -> Path:
-    from pytest_memeval.llm.base import Completion
-    from pytest_memeval.llm.cache import CACHE_FILENAME, LLMCache
+    from pytest_memeval.llm._base import Completion
+    from pytest_memeval.llm._cache import CACHE_FILENAME, LLMCache
 
     cache = LLMCache(folder)
     for i in range(n):
@@ -424,7 +424,7 @@ def _cache_with_entries(folder: Path, n: int = 3) -> Path:
 
 def test_cache_import_line_nested_200k_deep_is_skipped(tmp_path: Path) -> None:
     from pytest_memeval.errors import MemevalError
-    from pytest_memeval.llm.transfer import FORMAT, import_cache
+    from pytest_memeval.llm._transfer import FORMAT, import_cache
 
     deep = "[" * 200_000 + "]" * 200_000
     source = tmp_path / "x.jsonl"
@@ -449,7 +449,7 @@ def test_cache_export_of_a_blob_value_is_one_line(tmp_path: Path) -> None:
     import sqlite3
 
     from pytest_memeval.errors import MemevalError
-    from pytest_memeval.llm.transfer import export_cache, main
+    from pytest_memeval.llm._transfer import export_cache, main
 
     db = _cache_with_entries(tmp_path / "llm")
     conn = sqlite3.connect(db)
@@ -465,7 +465,7 @@ def test_cache_export_of_a_blob_value_is_one_line(tmp_path: Path) -> None:
 @pytest.mark.parametrize("kind", ["fifo", "symlink", "directory", "device"])
 def test_cache_export_never_replaces_what_is_not_a_regular_file(tmp_path: Path, kind: str) -> None:
     from pytest_memeval.errors import MemevalError
-    from pytest_memeval.llm.transfer import export_cache
+    from pytest_memeval.llm._transfer import export_cache
 
     db = _cache_with_entries(tmp_path / "llm")
     target = tmp_path / "out.jsonl"
@@ -494,7 +494,7 @@ def test_cache_export_never_replaces_what_is_not_a_regular_file(tmp_path: Path, 
 
 
 def test_cache_export_replaces_a_regular_file_atomically(tmp_path: Path) -> None:
-    from pytest_memeval.llm.transfer import FORMAT, export_cache
+    from pytest_memeval.llm._transfer import FORMAT, export_cache
 
     db = _cache_with_entries(tmp_path / "llm")
     target = tmp_path / "out.jsonl"
@@ -564,7 +564,7 @@ def _forge(pytester: pytest.Pytester, honest: dict[str, Any], name: str, edit: A
     import copy
 
     from pytest_memeval.benchmarks import get_benchmark
-    from pytest_memeval.board.load import summarize
+    from pytest_memeval.board._load import summarize
     from pytest_memeval.records import QuestionResult
 
     data = copy.deepcopy(honest)
@@ -727,7 +727,7 @@ def test_board_shows_partial_runs_apart(pytester: pytest.Pytester, mode: list[st
 
 
 def test_question_set_check_names_missing_invented_duplicated() -> None:
-    from pytest_memeval.run.question import check_question_set
+    from pytest_memeval.run._question import check_question_set
 
     check = check_question_set(["a", "b", "c", "d"], ["a", "x", "c", "c", "y", "c"])
     assert (check.missing, check.invented, check.duplicated) == (
@@ -745,7 +745,7 @@ def test_question_set_check_names_missing_invented_duplicated() -> None:
 
 
 def test_partial_reasons_from_provenance_and_statuses() -> None:
-    from pytest_memeval.board.verify import partial_reasons
+    from pytest_memeval.board._verify import partial_reasons
 
     full = {
         "session": {"exit_status": 0},
@@ -768,7 +768,7 @@ def test_partial_reasons_from_provenance_and_statuses() -> None:
 def demo_report(tmp_path: Path) -> Path:
     """A small valid report (the demo's questions, scored by its own scorer)."""
     from pytest_memeval.benchmarks import get_benchmark
-    from pytest_memeval.benchmarks.base import LoadRequest
+    from pytest_memeval.benchmarks._base import LoadRequest
     from pytest_memeval.records import Prediction, QuestionResult
 
     bench = get_benchmark("demo")
@@ -818,7 +818,7 @@ def test_board_deep_gold_in_a_report_is_one_line(tmp_path: Path, demo_report: Pa
 def test_board_huge_report_is_one_line(
     tmp_path: Path, demo_report: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from pytest_memeval.board import load
+    from pytest_memeval.board import _load as load
 
     bound = demo_report.stat().st_size - 1
     monkeypatch.setattr(load, "MAX_REPORT_BYTES", bound)

@@ -14,9 +14,9 @@ import pytest
 from errata_data import errata_entries, locomo_data, write_data
 from file_server import serve_files
 
-from pytest_memeval.analysis.aggregate import CategoryMeta, aggregate_run
-from pytest_memeval.analysis.errata import errata_rows, question_errata
-from pytest_memeval.benchmarks.errata import (
+from pytest_memeval.analysis._aggregate import CategoryMeta, aggregate_run
+from pytest_memeval.analysis._errata import errata_rows, question_errata
+from pytest_memeval.benchmarks._errata import (
     LOCOMO_AUDIT,
     ErrataSource,
     load_errata,

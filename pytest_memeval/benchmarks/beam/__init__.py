@@ -1,12 +1,12 @@
 """BEAM's home: everything the plugin knows about the suite.
 
-- :mod:`.loader`: the chat and probing-question files (GitHub, 10M plan and Hugging Face row
+- :mod:`._loader`: the chat and probing-question files (GitHub, 10M plan and Hugging Face row
   layouts) -> conversations and questions, the offline proxies (``score``), and the suite object
   (``BENCHMARK``, registered as ``beam``) with its hooks;
-- :mod:`.judge`: the official judge (``--memeval-protocol=beam``) and the json_repair check;
-- :mod:`.figures`: the official composite of a run, as BEAM's ``report_results.py`` forms it.
+- :mod:`._judge`: the official judge (``--memeval-protocol=beam``) and the json_repair check;
+- :mod:`._figures`: the official composite of a run, as BEAM's ``report_results.py`` forms it.
 
-Its upstream files are pinned with the protocol (``protocols/profiles.py``: ``BEAM``); the data has
+Its upstream files are pinned with the protocol (``protocols/_profiles.py``: ``BEAM``); the data has
 no pinned release. docs/scoring.md#beam describes the suite.
 """
 
@@ -14,10 +14,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..lazy import lazy_getattr
+from .._lazy import lazy_getattr
 
 if TYPE_CHECKING:
-    from .loader import (
+    from ._loader import (
         ABILITIES,
         BENCHMARK,
         DEVIATIONS,
@@ -42,17 +42,17 @@ __all__ = [
 ]
 
 #: public name -> the module of the home that defines it, imported on first use: reading the
-#: pins record (``.pins``, as protocols/profiles.py does) does not load the loader
+#: pins record (``.pins``, as protocols/_profiles.py does) does not load the loader
 _WHERE: dict[str, str] = {
-    "ABILITIES": ".loader",
-    "BENCHMARK": ".loader",
-    "Beam": ".loader",
-    "DEVIATIONS": ".loader",
-    "GOLD_FIELDS": ".loader",
-    "MAX_LITERAL_CHARS": ".loader",
-    "SIZES": ".loader",
-    "parse_python_literal": ".loader",
-    "parse_time_anchor": ".loader",
+    "ABILITIES": "._loader",
+    "BENCHMARK": "._loader",
+    "Beam": "._loader",
+    "DEVIATIONS": "._loader",
+    "GOLD_FIELDS": "._loader",
+    "MAX_LITERAL_CHARS": "._loader",
+    "SIZES": "._loader",
+    "parse_python_literal": "._loader",
+    "parse_time_anchor": "._loader",
 }
 
 

@@ -1,12 +1,12 @@
 """HaluMem's home: everything the plugin knows about the suite.
 
-- :mod:`.pins`: what is pinned, as one record (upstream commit and file hashes, the dataset
+- :mod:`._pins`: what is pinned, as one record (upstream commit and file hashes, the dataset
   release);
-- :mod:`.loader`: the user files -> conversations and questions, and the suite object
+- :mod:`._loader`: the user files -> conversations and questions, and the suite object
   (``BENCHMARK``, registered as ``halumem``) with its hooks;
-- :mod:`.scorer`: upstream's judgment arithmetic (``aggregate_eval_results``);
-- :mod:`.judge`: the official judge (``--memeval-protocol=halumem``), QA and storage judgments;
-- :mod:`.figures`: the run's official figures, the judged records pooled as upstream pools users.
+- :mod:`._scorer`: upstream's judgment arithmetic (``aggregate_eval_results``);
+- :mod:`._judge`: the official judge (``--memeval-protocol=halumem``), QA and storage judgments;
+- :mod:`._figures`: the run's official figures, the judged records pooled as upstream pools users.
 
 docs/scoring.md#halumem describes the suite.
 """
@@ -15,10 +15,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..lazy import lazy_getattr
+from .._lazy import lazy_getattr
 
 if TYPE_CHECKING:
-    from .loader import (
+    from ._loader import (
         BENCHMARK,
         CATEGORIES,
         DEVIATIONS,
@@ -27,8 +27,8 @@ if TYPE_CHECKING:
         build,
         parse_users,
     )
-    from .pins import FILES, PINS, UPSTREAM
-    from .scorer import MEMORY_TYPES, aggregate, compute_f1, memory_type_accuracy
+    from ._pins import FILES, PINS, UPSTREAM
+    from ._scorer import MEMORY_TYPES, aggregate, compute_f1, memory_type_accuracy
 
 __all__ = [
     "BENCHMARK",
@@ -48,22 +48,22 @@ __all__ = [
 ]
 
 #: public name -> the module of the home that defines it, imported on first use: reading the
-#: pins record (``.pins``, as protocols/profiles.py does) does not load the loader
+#: pins record (``.pins``, as protocols/_profiles.py does) does not load the loader
 _WHERE: dict[str, str] = {
-    "BENCHMARK": ".loader",
-    "CATEGORIES": ".loader",
-    "DEVIATIONS": ".loader",
-    "FILES": ".pins",
-    "HaluMem": ".loader",
-    "MEMORY_TYPES": ".scorer",
-    "PINS": ".pins",
-    "QUESTION_TYPES": ".loader",
-    "UPSTREAM": ".pins",
-    "aggregate": ".scorer",
-    "build": ".loader",
-    "compute_f1": ".scorer",
-    "memory_type_accuracy": ".scorer",
-    "parse_users": ".loader",
+    "BENCHMARK": "._loader",
+    "CATEGORIES": "._loader",
+    "DEVIATIONS": "._loader",
+    "FILES": "._pins",
+    "HaluMem": "._loader",
+    "MEMORY_TYPES": "._scorer",
+    "PINS": "._pins",
+    "QUESTION_TYPES": "._loader",
+    "UPSTREAM": "._pins",
+    "aggregate": "._scorer",
+    "build": "._loader",
+    "compute_f1": "._scorer",
+    "memory_type_accuracy": "._scorer",
+    "parse_users": "._loader",
 }
 
 

@@ -1,11 +1,11 @@
 """LoCoMo's home: everything the plugin knows about the suite.
 
-- :mod:`.pins`: what is pinned, as one record (the upstream commit followed, the data file);
-- :mod:`.loader`: ``locomo10.json`` -> conversations and questions, the offline scorer
+- :mod:`._pins`: what is pinned, as one record (the upstream commit followed, the data file);
+- :mod:`._loader`: ``locomo10.json`` -> conversations and questions, the offline scorer
   (``score_locomo``: the official per-category F1 and the A-Mem / Mem0 lexical metrics), and the
   suite object (``BENCHMARK``, registered as ``locomo``);
-- :mod:`.audit`: the LoCoMo audit's wrong answers (judge calibration);
-- :mod:`.demo`: the ``demo`` suite, two LoCoMo-shaped conversations shipped as package data
+- :mod:`._audit`: the LoCoMo audit's wrong answers (judge calibration);
+- :mod:`._demo`: the ``demo`` suite, two LoCoMo-shaped conversations shipped as package data
   (``benchmarks/data/demo.json``), read and scored by the same rules.
 
 docs/scoring.md#locomo describes the suite.
@@ -15,10 +15,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..lazy import lazy_getattr
+from .._lazy import lazy_getattr
 
 if TYPE_CHECKING:
-    from .loader import (
+    from ._loader import (
         BENCHMARK,
         CATEGORIES,
         DATE_FORMAT,
@@ -32,7 +32,7 @@ if TYPE_CHECKING:
         parse_locomo,
         score_locomo,
     )
-    from .pins import LOCOMO_FILE, LOCOMO_PINS, LOCOMO_SHA256, LOCOMO_URL, UPSTREAM
+    from ._pins import LOCOMO_FILE, LOCOMO_PINS, LOCOMO_SHA256, LOCOMO_URL, UPSTREAM
 
 __all__ = [
     "BENCHMARK",
@@ -55,25 +55,25 @@ __all__ = [
 ]
 
 #: public name -> the module of the home that defines it, imported on first use: reading the
-#: pins record (``.pins``, as protocols/profiles.py does) does not load the loader
+#: pins record (``.pins``, as protocols/_profiles.py does) does not load the loader
 _WHERE: dict[str, str] = {
-    "BENCHMARK": ".loader",
-    "CATEGORIES": ".loader",
-    "DATE_FORMAT": ".loader",
-    "DEVIATIONS": ".loader",
-    "LOCOMO_FILE": ".pins",
-    "LOCOMO_PINS": ".pins",
-    "LOCOMO_SHA256": ".pins",
-    "LOCOMO_URL": ".pins",
-    "LocomoBenchmark": ".loader",
-    "METRICS": ".loader",
-    "ParsedLocomo": ".loader",
-    "UPSTREAM": ".pins",
-    "build_dataset": ".loader",
-    "evidence_text": ".loader",
-    "load_locomo_file": ".loader",
-    "parse_locomo": ".loader",
-    "score_locomo": ".loader",
+    "BENCHMARK": "._loader",
+    "CATEGORIES": "._loader",
+    "DATE_FORMAT": "._loader",
+    "DEVIATIONS": "._loader",
+    "LOCOMO_FILE": "._pins",
+    "LOCOMO_PINS": "._pins",
+    "LOCOMO_SHA256": "._pins",
+    "LOCOMO_URL": "._pins",
+    "LocomoBenchmark": "._loader",
+    "METRICS": "._loader",
+    "ParsedLocomo": "._loader",
+    "UPSTREAM": "._pins",
+    "build_dataset": "._loader",
+    "evidence_text": "._loader",
+    "load_locomo_file": "._loader",
+    "parse_locomo": "._loader",
+    "score_locomo": "._loader",
 }
 
 

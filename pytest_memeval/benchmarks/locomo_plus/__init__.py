@@ -1,11 +1,11 @@
 """LoCoMo-Plus's home: everything the plugin knows about the suite.
 
-- :mod:`.pins`: what is pinned, as one record (upstream commit, the judge file's hash, the data
+- :mod:`._pins`: what is pinned, as one record (upstream commit, the judge file's hash, the data
   file);
-- :mod:`.loader`: the cue / trigger pairs stitched into the LoCoMo-10 conversations, the offline
+- :mod:`._loader`: the cue / trigger pairs stitched into the LoCoMo-10 conversations, the offline
   ``cue_recall``, and the suite object (``BENCHMARK``, registered as ``locomo-plus``) with its
   hook;
-- :mod:`.judge`: the official judge (``--memeval-protocol=locomo-plus``).
+- :mod:`._judge`: the official judge (``--memeval-protocol=locomo-plus``).
 
 docs/scoring.md#locomo-plus describes the suite.
 """
@@ -14,11 +14,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..lazy import lazy_getattr
+from .._lazy import lazy_getattr
 
 if TYPE_CHECKING:
     from ..locomo import LOCOMO_PINS
-    from .loader import (
+    from ._loader import (
         BENCHMARK,
         CATEGORIES,
         CUE_SESSION,
@@ -28,7 +28,7 @@ if TYPE_CHECKING:
         parse_locomo_plus,
         parse_time_gap,
     )
-    from .pins import LOCOMO_PLUS_PINS, LOCOMO_PLUS_SHA256, UPSTREAM
+    from ._pins import LOCOMO_PLUS_PINS, LOCOMO_PLUS_SHA256, UPSTREAM
 
 __all__ = [
     "BENCHMARK",
@@ -50,20 +50,20 @@ __all__ = [
 #: as also read
 #:
 #: public name -> the module of the home that defines it, imported on first use: reading the
-#: pins record (``.pins``, as protocols/profiles.py does) does not load the loader
+#: pins record (``.pins``, as protocols/_profiles.py does) does not load the loader
 _WHERE: dict[str, str] = {
-    "BENCHMARK": ".loader",
-    "CATEGORIES": ".loader",
-    "CUE_SESSION": ".loader",
-    "DEVIATIONS": ".loader",
+    "BENCHMARK": "._loader",
+    "CATEGORIES": "._loader",
+    "CUE_SESSION": "._loader",
+    "DEVIATIONS": "._loader",
     "LOCOMO_PINS": "..locomo",
-    "LOCOMO_PLUS_PINS": ".pins",
-    "LOCOMO_PLUS_SHA256": ".pins",
-    "LocomoPlusBenchmark": ".loader",
-    "UPSTREAM": ".pins",
-    "pairing_rule": ".loader",
-    "parse_locomo_plus": ".loader",
-    "parse_time_gap": ".loader",
+    "LOCOMO_PLUS_PINS": "._pins",
+    "LOCOMO_PLUS_SHA256": "._pins",
+    "LocomoPlusBenchmark": "._loader",
+    "UPSTREAM": "._pins",
+    "pairing_rule": "._loader",
+    "parse_locomo_plus": "._loader",
+    "parse_time_gap": "._loader",
 }
 
 

@@ -1,11 +1,11 @@
 """LongMemEval's home: everything the plugin knows about the suite.
 
-- :mod:`.pins`: what is pinned, as one record (upstream commit and the evaluation file's hash, the
+- :mod:`._pins`: what is pinned, as one record (upstream commit and the evaluation file's hash, the
   Hugging Face release of the cleaned files);
-- :mod:`.loader`: the streamed, indexed JSON file -> questions and lazily loaded conversations,
+- :mod:`._loader`: the streamed, indexed JSON file -> questions and lazily loaded conversations,
   the offline proxies, and the suite object (``BENCHMARK``, registered as ``longmemeval``) with
   its hook;
-- :mod:`.judge`: the official judge (``--memeval-protocol=longmemeval``).
+- :mod:`._judge`: the official judge (``--memeval-protocol=longmemeval``).
 
 docs/scoring.md#longmemeval describes the suite.
 """
@@ -14,10 +14,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..lazy import lazy_getattr
+from .._lazy import lazy_getattr
 
 if TYPE_CHECKING:
-    from .loader import (
+    from ._loader import (
         BENCHMARK,
         DEVIATIONS,
         QUESTION_TYPES,
@@ -26,7 +26,7 @@ if TYPE_CHECKING:
         iter_json_array,
         parse_longmemeval_date,
     )
-    from .pins import HF_URL, PINS, UPSTREAM
+    from ._pins import HF_URL, PINS, UPSTREAM
 
 __all__ = [
     "BENCHMARK",
@@ -42,18 +42,18 @@ __all__ = [
 ]
 
 #: public name -> the module of the home that defines it, imported on first use: reading the
-#: pins record (``.pins``, as protocols/profiles.py does) does not load the loader
+#: pins record (``.pins``, as protocols/_profiles.py does) does not load the loader
 _WHERE: dict[str, str] = {
-    "BENCHMARK": ".loader",
-    "DEVIATIONS": ".loader",
-    "HF_URL": ".pins",
-    "LongMemEval": ".loader",
-    "PINS": ".pins",
-    "QUESTION_TYPES": ".loader",
-    "UPSTREAM": ".pins",
-    "VARIANT_FILES": ".loader",
-    "iter_json_array": ".loader",
-    "parse_longmemeval_date": ".loader",
+    "BENCHMARK": "._loader",
+    "DEVIATIONS": "._loader",
+    "HF_URL": "._pins",
+    "LongMemEval": "._loader",
+    "PINS": "._pins",
+    "QUESTION_TYPES": "._loader",
+    "UPSTREAM": "._pins",
+    "VARIANT_FILES": "._loader",
+    "iter_json_array": "._loader",
+    "parse_longmemeval_date": "._loader",
 }
 
 

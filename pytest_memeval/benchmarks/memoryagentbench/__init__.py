@@ -1,12 +1,12 @@
 """MemoryAgentBench's home: everything the plugin knows about the suite.
 
-- :mod:`.pins`: what is pinned, as one record (upstream commit and file hashes, the dataset
+- :mod:`._pins`: what is pinned, as one record (upstream commit and file hashes, the dataset
   release);
-- :mod:`.loader`: the split files -> conversations and questions, and the suite object
+- :mod:`._loader`: the split files -> conversations and questions, and the suite object
   (``BENCHMARK``, registered as ``memoryagentbench``) with its hooks;
-- :mod:`.scorer`: the offline scorer, upstream's ``utils/eval_other_utils.py`` rule by rule;
-- :mod:`.judge`: the official judges (``--memeval-protocol=memoryagentbench``);
-- :mod:`.answer`: upstream's answer request under that protocol.
+- :mod:`._scorer`: the offline scorer, upstream's ``utils/eval_other_utils.py`` rule by rule;
+- :mod:`._judge`: the official judges (``--memeval-protocol=memoryagentbench``);
+- :mod:`._answer`: upstream's answer request under that protocol.
 
 docs/scoring.md#memoryagentbench describes the suite.
 """
@@ -15,10 +15,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..lazy import lazy_getattr
+from .._lazy import lazy_getattr
 
 if TYPE_CHECKING:
-    from .loader import (
+    from ._loader import (
         BENCHMARK,
         CATEGORIES,
         CHUNK_WORDS,
@@ -28,8 +28,8 @@ if TYPE_CHECKING:
         chunk_context,
         parse_records,
     )
-    from .pins import PINS, UPSTREAM
-    from .scorer import score_memoryagentbench, score_source
+    from ._pins import PINS, UPSTREAM
+    from ._scorer import score_memoryagentbench, score_source
 
 __all__ = [
     "BENCHMARK",
@@ -47,20 +47,20 @@ __all__ = [
 ]
 
 #: public name -> the module of the home that defines it, imported on first use: reading the
-#: pins record (``.pins``, as protocols/profiles.py does) does not load the loader
+#: pins record (``.pins``, as protocols/_profiles.py does) does not load the loader
 _WHERE: dict[str, str] = {
-    "BENCHMARK": ".loader",
-    "CATEGORIES": ".loader",
-    "CHUNK_WORDS": ".loader",
-    "DEVIATIONS": ".loader",
-    "MemoryAgentBench": ".loader",
-    "PINS": ".pins",
-    "SPLITS": ".loader",
-    "UPSTREAM": ".pins",
-    "chunk_context": ".loader",
-    "parse_records": ".loader",
-    "score_memoryagentbench": ".scorer",
-    "score_source": ".scorer",
+    "BENCHMARK": "._loader",
+    "CATEGORIES": "._loader",
+    "CHUNK_WORDS": "._loader",
+    "DEVIATIONS": "._loader",
+    "MemoryAgentBench": "._loader",
+    "PINS": "._pins",
+    "SPLITS": "._loader",
+    "UPSTREAM": "._pins",
+    "chunk_context": "._loader",
+    "parse_records": "._loader",
+    "score_memoryagentbench": "._scorer",
+    "score_source": "._scorer",
 }
 
 

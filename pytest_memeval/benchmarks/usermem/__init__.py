@@ -1,6 +1,6 @@
 """The user-memory suite's home (``usermem``): everything the plugin knows about it.
 
-- :mod:`.loader`: the YAML cases and gold facts -> conversations and questions, the offline
+- :mod:`._loader`: the YAML cases and gold facts -> conversations and questions, the offline
   ``keyword_recall``, and the suite object (``BENCHMARK``, registered as ``usermem``).
 
 The suite has no official download and no official protocol, so it has no pins and no judge of
@@ -12,21 +12,21 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..lazy import lazy_getattr
+from .._lazy import lazy_getattr
 
 if TYPE_CHECKING:
-    from .loader import BENCHMARK, DEVIATIONS, LAYERS, UserMemory, parse_gold_facts
+    from ._loader import BENCHMARK, DEVIATIONS, LAYERS, UserMemory, parse_gold_facts
 
 __all__ = ["BENCHMARK", "DEVIATIONS", "LAYERS", "UserMemory", "parse_gold_facts"]
 
 #: public name -> the module of the home that defines it, imported on first use: reading the
-#: pins record (``.pins``, as protocols/profiles.py does) does not load the loader
+#: pins record (``.pins``, as protocols/_profiles.py does) does not load the loader
 _WHERE: dict[str, str] = {
-    "BENCHMARK": ".loader",
-    "DEVIATIONS": ".loader",
-    "LAYERS": ".loader",
-    "UserMemory": ".loader",
-    "parse_gold_facts": ".loader",
+    "BENCHMARK": "._loader",
+    "DEVIATIONS": "._loader",
+    "LAYERS": "._loader",
+    "UserMemory": "._loader",
+    "parse_gold_facts": "._loader",
 }
 
 

@@ -3,6 +3,6 @@ local all-MiniLM-L6-v2 (``pip install 'pytest-memeval[langmem]'``)."""
 
 from __future__ import annotations
 
-from .langmem_system import LangMemSystem
+from ._langmem_system import LangMemSystem
 
 __all__ = ["LangMemSystem"]

@@ -3,6 +3,6 @@
 
 from __future__ import annotations
 
-from .letta_system import LettaSystem
+from ._letta_system import LettaSystem
 
 __all__ = ["LettaSystem"]

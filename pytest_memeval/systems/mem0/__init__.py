@@ -3,6 +3,6 @@ Qdrant (``pip install 'pytest-memeval[mem0]'``)."""
 
 from __future__ import annotations
 
-from .mem0_system import Mem0Settings, Mem0System, import_mem0, mem0_config
+from ._mem0_system import Mem0Settings, Mem0System, import_mem0, mem0_config
 
 __all__ = ["Mem0Settings", "Mem0System", "import_mem0", "mem0_config"]

@@ -3,6 +3,6 @@
 
 from __future__ import annotations
 
-from .supermemory_system import SupermemorySystem
+from ._supermemory_system import SupermemorySystem
 
 __all__ = ["SupermemorySystem"]

@@ -2,6 +2,6 @@
 
 from __future__ import annotations
 
-from .zep_system import ZepSystem
+from ._zep_system import ZepSystem
 
 __all__ = ["ZepSystem"]

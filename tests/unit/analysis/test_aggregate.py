@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_memeval.analysis.aggregate import CategoryMeta, aggregate_run, percentile
+from pytest_memeval.analysis._aggregate import CategoryMeta, aggregate_run, percentile
 from pytest_memeval.records import QuestionResult
 
 CATS = [

@@ -8,7 +8,7 @@ import ast
 import pytest
 from lme2_upstream import upstream_file_bytes
 
-from pytest_memeval.analysis.baselines import (
+from pytest_memeval.analysis._baselines import (
     BASELINES,
     Baseline,
     RunProtocol,
@@ -68,7 +68,7 @@ def test_label_and_every_reason() -> None:
     """Issue 22: a baseline measured another way is a "reference" with every reason (protocol,
     judge, judge model, answerer, metric), never hidden; one measured the same way is
     "comparable"."""
-    from pytest_memeval.analysis.baselines import RunProtocol, mark_comparability
+    from pytest_memeval.analysis._baselines import RunProtocol, mark_comparability
 
     mem0 = [_by_name("mem0-j-mem0")]
     bare = RunProtocol(metrics=frozenset({"f1"}), answerer="extractive")
@@ -103,7 +103,7 @@ def test_label_and_every_reason() -> None:
 def test_nearest_published_prefers_comparable_then_same_metric() -> None:
     from dataclasses import replace
 
-    from pytest_memeval.report.tables import nearest_published
+    from pytest_memeval.report._tables import nearest_published
 
     f1_far = replace(_by_name("locomo-gpt-3.5-16k"), reasons=())  # 0.378, comparable
     f1_near = replace(_by_name("locomo-rag-obs-top5"), reasons=("protocol: x",))  # 0.414
@@ -167,7 +167,7 @@ def _names() -> dict[tuple[str | None, str], str]:
 def test_answerer_is_who_answered() -> None:
     """The answerer a baseline is compared with is the one the results name: the system itself
     for replayed answers; two answerers (two systems) never pass for the published one."""
-    from pytest_memeval.analysis.baselines import (
+    from pytest_memeval.analysis._baselines import (
         SYSTEM_ANSWERED,
         RunProtocol,
         answerer_label,
@@ -198,7 +198,7 @@ def test_each_longmemeval_and_beam_baseline_needs_its_official_protocol() -> Non
     """What a run needs to stand beside a LongMemEval or BEAM figure (``_needs``, a lookup by
     suite since issue 40): the suite's official protocol, judge and judge model; Mem0's own
     LongMemEval harness is a protocol the plugin does not run."""
-    from pytest_memeval.analysis.baselines import BASELINES
+    from pytest_memeval.analysis._baselines import BASELINES
 
     expected = {
         "longmemeval": ("longmemeval", "longmemeval-official", "gpt-4o-2024-08-06"),
@@ -224,14 +224,14 @@ def test_the_figures_live_in_the_homes_and_the_registry_hands_them_in() -> None:
     import importlib
     import inspect
 
-    from pytest_memeval.analysis import baselines
+    from pytest_memeval.analysis import _baselines as baselines
     from pytest_memeval.benchmarks import SUITE_PUBLISHED
 
     rows: list[Baseline] = []
     defaults: list[str] = []
     for suite, module_name in SUITE_PUBLISHED.items():
         assert module_name.startswith("pytest_memeval.benchmarks.") and module_name.endswith(
-            ".published"
+            "._published"
         )
         module = importlib.import_module(module_name)
         assert module.BASELINES and {b.benchmark for b in module.BASELINES} == {suite}

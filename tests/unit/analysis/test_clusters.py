@@ -1,4 +1,4 @@
-"""Unit tests for cluster-aware statistics (``pytest_memeval.analysis.clusters``), the cluster a
+"""Unit tests for cluster-aware statistics (``pytest_memeval.analysis._clusters``), the cluster a
 loader declares, and the cluster regression gate (``analysis.regression.compare``) on clustered data.
 
 Known answers are enumerated by hand or by brute force; the simulation check runs
@@ -18,8 +18,8 @@ import numpy as np
 import pytest
 from scipy.stats import t as student_t
 
-from pytest_memeval.analysis.aggregate import CategoryMeta, aggregate_run
-from pytest_memeval.analysis.clusters import (
+from pytest_memeval.analysis._aggregate import CategoryMeta, aggregate_run
+from pytest_memeval.analysis._clusters import (
     MAX_EXACT_CLUSTERS,
     cluster_bootstrap_ci,
     cluster_bootstrap_cis,
@@ -29,12 +29,12 @@ from pytest_memeval.analysis.clusters import (
     paired_cluster_test,
     sign_flip_p,
 )
-from pytest_memeval.analysis.regression import compare, load_baseline, save_baseline
-from pytest_memeval.analysis.stats import add_confidence_intervals, bootstrap_cis, mcnemar_exact
+from pytest_memeval.analysis._regression import compare, load_baseline, save_baseline
+from pytest_memeval.analysis._stats import add_confidence_intervals, bootstrap_cis, mcnemar_exact
 from pytest_memeval.benchmarks import get_benchmark
-from pytest_memeval.benchmarks.base import LoadRequest
+from pytest_memeval.benchmarks._base import LoadRequest
 from pytest_memeval.records import STATUS_CORRECT, STATUS_WRONG, QuestionResult
-from pytest_memeval.report.model import Summary
+from pytest_memeval.report._model import Summary
 
 REPO = Path(__file__).resolve().parents[3]
 CATS = [CategoryMeta("single-hop", 4, "fact-recall")]

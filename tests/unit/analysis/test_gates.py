@@ -1,15 +1,15 @@
-"""Unit tests for ``pytest_memeval.analysis.gates``: parsing good and bad gate expressions, and checking them
+"""Unit tests for ``pytest_memeval.analysis._gates``: parsing good and bad gate expressions, and checking them
 against constructed summaries with known means and latencies."""
 
 from __future__ import annotations
 
 import pytest
 
-from pytest_memeval.analysis.aggregate import CategoryMeta, aggregate_run
-from pytest_memeval.analysis.gates import Gate, GateSyntaxError, check_gates, parse_gate
+from pytest_memeval.analysis._aggregate import CategoryMeta, aggregate_run
+from pytest_memeval.analysis._gates import Gate, GateSyntaxError, check_gates, parse_gate
 from pytest_memeval.errors import MemevalError
 from pytest_memeval.records import STATUS_CORRECT, STATUS_ERROR, STATUS_WRONG, QuestionResult
-from pytest_memeval.report.model import RunSummary, Summary
+from pytest_memeval.report._model import RunSummary, Summary
 
 CATS = [
     CategoryMeta("temporal", 2, "temporal"),

@@ -10,22 +10,22 @@ from typing import Any
 import pytest
 from fakes import ScriptedClient, make_question, make_result
 
-from pytest_memeval.analysis.aggregate import CategoryMeta, aggregate_run
-from pytest_memeval.analysis.baselines import (
+from pytest_memeval.analysis._aggregate import CategoryMeta, aggregate_run
+from pytest_memeval.analysis._baselines import (
     BASELINES,
     RunProtocol,
     baselines_for,
     mark_comparability,
 )
-from pytest_memeval.analysis.gates import parse_gate
-from pytest_memeval.analysis.regression import compare, legacy_score_key, load_baseline
+from pytest_memeval.analysis._gates import parse_gate
+from pytest_memeval.analysis._regression import compare, legacy_score_key, load_baseline
 from pytest_memeval.errors import MemevalError
 from pytest_memeval.judges import STYLE_METRICS, STYLES, get_judge, resolve_judge_alias
 from pytest_memeval.protocols import PROFILES, metric_of_style
 from pytest_memeval.records import Question, QuestionResult
-from pytest_memeval.report.model import Summary
-from pytest_memeval.run.question import QuestionRun, pass_metric_of
-from pytest_memeval.run.runtime import score_key
+from pytest_memeval.report._model import Summary
+from pytest_memeval.run._question import QuestionRun, pass_metric_of
+from pytest_memeval.run._runtime import score_key
 
 
 def _question(**kw: Any) -> Question:
@@ -223,7 +223,7 @@ def test_legacy_keys(key: str, style: str, expected: str) -> None:
 def test_regression_alias_compares_the_first_judges_metric(tmp_path: Path) -> None:
     before = _summary([{"judge_mem0": 1.0}] * 30, "judge_mem0")
     after = _summary([{"judge_mem0": 0.0}] * 30, "judge_mem0")
-    from pytest_memeval.analysis.regression import save_baseline
+    from pytest_memeval.analysis._regression import save_baseline
 
     saved = load_baseline(_write(tmp_path / "b.json", save_baseline(before)))
     (c,) = compare(after, saved, "judge", 2.0)

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from pytest_memeval.analysis.published import check_published, main
+from pytest_memeval.analysis.check_published import check_published, main
 from pytest_memeval.errors import MemevalError
 
 VECTORS = Path(__file__).resolve().parents[3].parent / "shared" / "vectors"
@@ -116,7 +116,7 @@ def test_bad_files(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
 def test_command_line(tmp_path: Path) -> None:
     path, _ = _mem0_file(tmp_path)
     run = subprocess.run(
-        [sys.executable, "-m", "pytest_memeval.analysis.published", str(path)],
+        [sys.executable, "-m", "pytest_memeval.analysis.check_published", str(path)],
         capture_output=True,
         text=True,
         check=False,

@@ -1,4 +1,4 @@
-"""Unit tests for ``pytest_memeval.analysis.regression`` on constructed result sets with known answers:
+"""Unit tests for ``pytest_memeval.analysis._regression`` on constructed result sets with known answers:
 100 questions with 10 flips (McNemar p = 2 * 0.5**10, significant) or 3 flips (p = 0.25, not),
 continuous drops through the paired bootstrap, one-sided questions, baseline files."""
 
@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 from fakes import make_result
 
-from pytest_memeval.analysis import regression
-from pytest_memeval.analysis.aggregate import CategoryMeta, aggregate_run
-from pytest_memeval.analysis.regression import (
+from pytest_memeval.analysis import _regression as regression
+from pytest_memeval.analysis._aggregate import CategoryMeta, aggregate_run
+from pytest_memeval.analysis._regression import (
     BASELINE_SCHEMA,
     compare,
     load_baseline,
@@ -28,7 +28,7 @@ from pytest_memeval.records import (
     STATUS_WRONG,
     QuestionResult,
 )
-from pytest_memeval.report.model import RunSummary, Summary
+from pytest_memeval.report._model import RunSummary, Summary
 
 CATS = [CategoryMeta("temporal", 2, "temporal"), CategoryMeta("single-hop", 4, "fact-recall")]
 

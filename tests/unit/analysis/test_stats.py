@@ -1,4 +1,4 @@
-"""Unit tests for ``pytest_memeval.analysis.stats``: bootstrap CIs, McNemar, paired bootstrap, pooled std.
+"""Unit tests for ``pytest_memeval.analysis._stats``: bootstrap CIs, McNemar, paired bootstrap, pooled std.
 
 Known answers are computed by hand (binomial sums, pooled variance) or from normal theory."""
 
@@ -11,8 +11,8 @@ import pytest
 from fakes import make_result
 from scipy.stats import binomtest
 
-from pytest_memeval.analysis.aggregate import CategoryMeta, aggregate_run
-from pytest_memeval.analysis.stats import (
+from pytest_memeval.analysis._aggregate import CategoryMeta, aggregate_run
+from pytest_memeval.analysis._stats import (
     add_confidence_intervals,
     add_pooled_judge_std,
     bootstrap_ci,

@@ -6,7 +6,7 @@ from datetime import datetime
 
 import pytest
 
-from pytest_memeval.answerers.extractive import (
+from pytest_memeval.answerers._extractive import (
     NO_INFORMATION,
     Answerer,
     ExtractiveAnswerer,

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from fakes import ScriptedClient, make_question
 
-from pytest_memeval.answerers.llm import (
+from pytest_memeval.answerers._llm import (
     LLMAnswerer,
     extract_answer,
     format_date,

@@ -46,15 +46,15 @@ CORPUS: tuple[tuple[str, str], ...] = (
 
 def read_official(reply: str) -> object:
     """BEAM's reading of one reply, raising where BEAM raises (here: via our own
-    implementation in :mod:`pytest_memeval.judges.beam`)."""
-    from pytest_memeval.judges.beam import read_beam_reply
+    implementation in :mod:`pytest_memeval.judges._beam`)."""
+    from pytest_memeval.judges._beam import read_beam_reply
 
     return read_beam_reply(reply)
 
 
 def item_score(reply: str) -> object:
     """The rubric item's score as BEAM's loop reads it (``int()``), or "raises"."""
-    from pytest_memeval.benchmarks.beam.judge import beam_official_item
+    from pytest_memeval.benchmarks.beam._judge import beam_official_item
 
     value, problem = beam_official_item(reply, event_ordering=False)
     return "raises" if problem is not None else value

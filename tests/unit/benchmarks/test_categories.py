@@ -5,7 +5,11 @@ from __future__ import annotations
 import pytest
 
 from pytest_memeval.benchmarks import BUILTIN_BENCHMARKS, get_benchmark
-from pytest_memeval.benchmarks.categories import SHARED_CATEGORIES, SHARED_CATEGORY, shared_category
+from pytest_memeval.benchmarks._categories import (
+    SHARED_CATEGORIES,
+    SHARED_CATEGORY,
+    shared_category,
+)
 from pytest_memeval.errors import MemevalError
 
 

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 from file_server import FileServer, Reply, Route, serve_files
 
-from pytest_memeval.benchmarks import download as download_module
-from pytest_memeval.benchmarks.download import (
+from pytest_memeval.benchmarks import _download as download_module
+from pytest_memeval.benchmarks._download import (
     PinnedFile,
     Pins,
     Unpinned,

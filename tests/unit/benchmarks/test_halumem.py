@@ -38,14 +38,14 @@ from pytest_memeval.benchmarks.halumem import (
     memory_type_accuracy,
     parse_users,
 )
-from pytest_memeval.benchmarks.halumem.figures import halumem_official
-from pytest_memeval.benchmarks.halumem.judge import (
+from pytest_memeval.benchmarks.halumem._figures import halumem_official
+from pytest_memeval.benchmarks.halumem._judge import (
     HaluMemOfficialJudge,
     halumem_label,
     storage_plan,
 )
 from pytest_memeval.errors import DatasetError
-from pytest_memeval.protocols.judges import load_protocol
+from pytest_memeval.protocols._judges import load_protocol
 from pytest_memeval.records import (
     PENDING_VERDICT,
     Conversation,
@@ -55,8 +55,8 @@ from pytest_memeval.records import (
     Session,
     Turn,
 )
-from pytest_memeval.systems.base import NO_DUMP_REASON, stored_memories
-from pytest_memeval.systems.builtin import BM25System, FullContextSystem, NoMemorySystem
+from pytest_memeval.systems._base import NO_DUMP_REASON, stored_memories
+from pytest_memeval.systems._builtin import BM25System, FullContextSystem, NoMemorySystem
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "halumem"
 DATA = FIXTURES / "data"

@@ -1,5 +1,5 @@
 """Each benchmark's home has its README (issue 40): what the suite is, where its data comes from
-(naming ``pins.py`` when the home pins anything), how to run it (a command on that suite), its
+(naming ``_pins.py`` when the home pins anything), how to run it (a command on that suite), its
 metrics / judge / headline, the published figures it is compared with and its known residues;
 every relative link in it resolves (a heading of docs/ included), and the guide links it."""
 
@@ -51,8 +51,8 @@ def test_each_home_has_its_readme(name: str) -> None:
     text = readme.read_text(encoding="utf-8")
     assert all(section in text for section in SECTIONS), name
     assert f"--memeval={name}" in text
-    if (home / "pins.py").is_file():
-        assert "[`pins.py`](pins.py)" in text
+    if (home / "_pins.py").is_file():
+        assert "[`_pins.py`](_pins.py)" in text
     broken = []
     for target, anchor in LINK.findall(text):
         if target.startswith(("http://", "https://")) or not target:

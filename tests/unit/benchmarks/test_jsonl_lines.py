@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from pytest_memeval.benchmarks import halumem
-from pytest_memeval.benchmarks.longmemeval_v2 import loader as longmemeval_v2
-from pytest_memeval.benchmarks.memoryagentbench import loader as memoryagentbench
+from pytest_memeval.benchmarks.longmemeval_v2 import _loader as longmemeval_v2
+from pytest_memeval.benchmarks.memoryagentbench import _loader as memoryagentbench
 from pytest_memeval.errors import DatasetError
 
 #: nested past the JSON decoder's recursion limit (a RecursionError, not a ValueError)

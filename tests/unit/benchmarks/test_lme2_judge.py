@@ -18,14 +18,14 @@ from llm_server import OPENAI_PATH, LLMServer
 from lme2_upstream import SCORER, load_upstream_module, upstream_file_bytes, upstream_llm_check
 
 from pytest_memeval.benchmarks import get_benchmark
-from pytest_memeval.benchmarks.base import LoadRequest
-from pytest_memeval.benchmarks.longmemeval_v2.judge import LongMemEvalV2OfficialJudge, lme2_label
-from pytest_memeval.llm.base import ChatMessage, Request
-from pytest_memeval.llm.batch import QueuedRequest
-from pytest_memeval.llm.cache import canonical_request
-from pytest_memeval.llm.client import make_client
-from pytest_memeval.llm.providers import ProviderConfig, anthropic_body, openai_body
-from pytest_memeval.protocols.judges import load_protocol
+from pytest_memeval.benchmarks._base import LoadRequest
+from pytest_memeval.benchmarks.longmemeval_v2._judge import LongMemEvalV2OfficialJudge, lme2_label
+from pytest_memeval.llm._base import ChatMessage, Request
+from pytest_memeval.llm._batch import QueuedRequest
+from pytest_memeval.llm._cache import canonical_request
+from pytest_memeval.llm._client import make_client
+from pytest_memeval.llm._providers import ProviderConfig, anthropic_body, openai_body
+from pytest_memeval.protocols._judges import load_protocol
 from pytest_memeval.records import Question
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
@@ -269,7 +269,7 @@ def test_reader_request_is_upstreams_bytes_or_the_labelled_correction(
     """Official: the system message is upstream's DOMAIN_SYSTEM_PROMPTS[domain] character for
     character (the backspace of its non-raw "\\boxed{}" included) and the user message is the
     text of build_messages' parts, in order; the corrected variant differs only by "\\boxed{}"."""
-    from pytest_memeval.benchmarks.longmemeval_v2.answer import Lme2AnswerPrompts
+    from pytest_memeval.benchmarks.longmemeval_v2._answer import Lme2AnswerPrompts
     from pytest_memeval.records import Memory
 
     source = _pinned(tmp_path)

@@ -14,9 +14,9 @@ from typing import Any
 
 import pytest
 
-from pytest_memeval.benchmarks.base import Benchmark, LoadRequest
+from pytest_memeval.benchmarks._base import Benchmark, LoadRequest
 from pytest_memeval.benchmarks.beam import ABILITIES, BENCHMARK, GOLD_FIELDS
-from pytest_memeval.benchmarks.beam import loader as beam
+from pytest_memeval.benchmarks.beam import _loader as beam
 from pytest_memeval.errors import DatasetError
 from pytest_memeval.records import Prediction
 

@@ -17,7 +17,7 @@ import pytest
 from file_server import serve_files
 
 from pytest_memeval.benchmarks import Benchmark, LoadRequest, get_benchmark
-from pytest_memeval.benchmarks.categories import shared_category
+from pytest_memeval.benchmarks._categories import shared_category
 from pytest_memeval.benchmarks.locomo import (
     BENCHMARK as LOCOMO,
 )
@@ -27,7 +27,7 @@ from pytest_memeval.benchmarks.locomo import (
     load_locomo_file,
     parse_locomo,
 )
-from pytest_memeval.benchmarks.locomo.demo import BENCHMARK as DEMO
+from pytest_memeval.benchmarks.locomo._demo import BENCHMARK as DEMO
 from pytest_memeval.errors import DatasetError
 from pytest_memeval.records import Memory, Prediction, Question
 

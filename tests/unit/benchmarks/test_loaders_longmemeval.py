@@ -14,9 +14,9 @@ from typing import Any
 
 import pytest
 
-from pytest_memeval.benchmarks import download as download_module
-from pytest_memeval.benchmarks.base import Benchmark, LoadRequest
-from pytest_memeval.benchmarks.longmemeval.loader import (
+from pytest_memeval.benchmarks import _download as download_module
+from pytest_memeval.benchmarks._base import Benchmark, LoadRequest
+from pytest_memeval.benchmarks.longmemeval._loader import (
     BENCHMARK,
     iter_json_array,
     parse_longmemeval_date,
@@ -398,7 +398,7 @@ def test_real_s_item(real_data: Callable[..., Path]) -> None:
 def test_lazy_conversation_is_parsed_once_for_consecutive_systems() -> None:
     """Items of one conversation run one system after another: each asks the dataset for the
     conversation, and the loader must parse it once (LongMemEval-M items are megabytes)."""
-    from pytest_memeval.benchmarks.base import Dataset
+    from pytest_memeval.benchmarks._base import Dataset
     from pytest_memeval.records import Conversation
 
     calls: list[str] = []

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 import yaml
 
-from pytest_memeval.benchmarks.base import Benchmark, LoadRequest
+from pytest_memeval.benchmarks._base import Benchmark, LoadRequest
 from pytest_memeval.benchmarks.usermem import BENCHMARK, parse_gold_facts
 from pytest_memeval.errors import DatasetError
 from pytest_memeval.records import Prediction

@@ -27,17 +27,17 @@ from pytest_memeval.benchmarks.locomo_plus import (
     parse_locomo_plus,
     parse_time_gap,
 )
-from pytest_memeval.benchmarks.locomo_plus.judge import (
+from pytest_memeval.benchmarks.locomo_plus._judge import (
     LocomoPlusOfficialJudge,
     locomo_plus_category,
     locomo_plus_label,
     locomo_plus_score,
 )
-from pytest_memeval.benchmarks.locomo_plus.pins import LOCOMO_PLUS_COMMIT, LOCOMO_PLUS_SHA256
+from pytest_memeval.benchmarks.locomo_plus._pins import LOCOMO_PLUS_COMMIT, LOCOMO_PLUS_SHA256
 from pytest_memeval.errors import DatasetError
 from pytest_memeval.protocols import StringRef, load_protocol
-from pytest_memeval.protocols.profiles import LOCOMO_PLUS, LOCOMO_PLUS_JUDGE_FILE
-from pytest_memeval.protocols.source import SourceText, UpstreamFile, extract
+from pytest_memeval.protocols._profiles import LOCOMO_PLUS, LOCOMO_PLUS_JUDGE_FILE
+from pytest_memeval.protocols._source import SourceText, UpstreamFile, extract
 from pytest_memeval.records import Memory, Prediction
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"

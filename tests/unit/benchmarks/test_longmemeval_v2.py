@@ -16,13 +16,13 @@ from hypothesis import strategies as st
 from lme2_upstream import expand, load_upstream, upstream_file_bytes, upstream_verdict
 
 from pytest_memeval.benchmarks import LoadRequest, get_benchmark
-from pytest_memeval.benchmarks.longmemeval_v2.loader import (
+from pytest_memeval.benchmarks.longmemeval_v2._loader import (
     parse_questions,
     parse_trajectories,
     stream_jsonl,
 )
-from pytest_memeval.benchmarks.longmemeval_v2.pins import UPSTREAM as PINNED
-from pytest_memeval.benchmarks.longmemeval_v2.scorer import extract_boxed, parse_spec, score_reply
+from pytest_memeval.benchmarks.longmemeval_v2._pins import UPSTREAM as PINNED
+from pytest_memeval.benchmarks.longmemeval_v2._scorer import extract_boxed, parse_spec, score_reply
 from pytest_memeval.errors import DatasetError
 from pytest_memeval.records import Prediction
 

@@ -27,22 +27,22 @@ from mab_upstream import (
 )
 
 from pytest_memeval.benchmarks import LoadRequest, get_benchmark
-from pytest_memeval.benchmarks.memoryagentbench.answer import (
+from pytest_memeval.benchmarks.memoryagentbench._answer import (
     GENERATION_MAX_LENGTH,
     MabAnswerPrompts,
     query_dataset,
 )
-from pytest_memeval.benchmarks.memoryagentbench.judge import (
+from pytest_memeval.benchmarks.memoryagentbench._judge import (
     MemoryAgentBenchOfficialJudge,
     mab_parse_json,
     mab_summary_scores,
 )
-from pytest_memeval.benchmarks.memoryagentbench.loader import (
+from pytest_memeval.benchmarks.memoryagentbench._loader import (
     SPLITS,
     chunk_context,
     parse_records,
 )
-from pytest_memeval.benchmarks.memoryagentbench.scorer import (
+from pytest_memeval.benchmarks.memoryagentbench._scorer import (
     RECSYS_METRICS,
     ROUGE_METRICS,
     _rouge_scorer,
@@ -53,7 +53,7 @@ from pytest_memeval.benchmarks.memoryagentbench.scorer import (
     score_source,
 )
 from pytest_memeval.errors import DatasetError
-from pytest_memeval.protocols.judges import load_protocol
+from pytest_memeval.protocols._judges import load_protocol
 from pytest_memeval.records import Memory, Prediction
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "memoryagentbench"
@@ -651,7 +651,7 @@ def test_query_template_with_another_field_is_refused() -> None:
 
 
 def test_nested_entry_missing_key_names_the_path() -> None:
-    from pytest_memeval.protocols.source import (
+    from pytest_memeval.protocols._source import (
         ProtocolSourceError,
         SourceText,
         StringRef,
@@ -741,8 +741,8 @@ def test_summary_scores_follow_check_metrics() -> None:
 
 
 def test_extra_request_fields_are_checked_and_keyed() -> None:
-    from pytest_memeval.llm.base import ChatMessage, Request
-    from pytest_memeval.llm.cache import canonical_request
+    from pytest_memeval.llm._base import ChatMessage, Request
+    from pytest_memeval.llm._cache import canonical_request
 
     msgs = (ChatMessage("user", "hi"),)
     plain = canonical_request(provider="openai", model="m", base_url=None, request=Request(msgs))

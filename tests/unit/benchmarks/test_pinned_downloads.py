@@ -16,8 +16,8 @@ import pytest
 from file_server import FileServer, serve_files
 
 from pytest_memeval.benchmarks import get_benchmark
-from pytest_memeval.benchmarks.base import LoadRequest
-from pytest_memeval.benchmarks.download import PinnedFile, Pins
+from pytest_memeval.benchmarks._base import LoadRequest
+from pytest_memeval.benchmarks._download import PinnedFile, Pins
 from pytest_memeval.errors import DatasetError
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
@@ -237,7 +237,7 @@ def test_the_real_pins_point_at_revisions_not_branches() -> None:
 
 
 def test_test_time_learning_brings_the_movie_table(mirror: FileServer, tmp_path: Path) -> None:
-    from pytest_memeval.benchmarks.memoryagentbench.loader import download_splits
+    from pytest_memeval.benchmarks.memoryagentbench._loader import download_splits
 
     table = b'{"Heat (1995)": 1}'
     shard = b"not read here"

@@ -10,10 +10,10 @@ from collections.abc import Callable
 import pytest
 
 from pytest_memeval.benchmarks import get_benchmark
-from pytest_memeval.protocols.judges import LoadedProtocol
-from pytest_memeval.protocols.profiles import MEM0, PROFILES, ProtocolProfile
-from pytest_memeval.protocols.source import Template
-from pytest_memeval.report.model import CategoryRow, RunSummary
+from pytest_memeval.protocols._judges import LoadedProtocol
+from pytest_memeval.protocols._profiles import MEM0, PROFILES, ProtocolProfile
+from pytest_memeval.protocols._source import Template
+from pytest_memeval.report._model import CategoryRow, RunSummary
 
 #: the protocols whose judge or answer request is the core's own (Mem0's protocol, not a suite's)
 CORE_PROTOCOLS = frozenset({MEM0.name})
@@ -87,7 +87,7 @@ def _summary_hook(name: str) -> Callable[..., None]:
 
 
 def test_official_figures_come_from_the_suites_own_protocol_only() -> None:
-    """The ``official_summary`` hook (run/session.py calls it for each run of a suite the
+    """The ``official_summary`` hook (run/_session.py calls it for each run of a suite the
     protocol lists) sets the run's official figures under the suite's own protocol only: BEAM's
     composite under ``beam``, HaluMem's figures under ``halumem`` with a judge metric."""
     summarising = {
@@ -116,7 +116,7 @@ def test_locomo_alone_preloads_and_records_its_tokenizer() -> None:
     suite's ``preload``) and recorded as provenance ``bleu1_tokenizer``, for LoCoMo only (the demo
     suite's report has none: tests/plugin/snapshots/demo_bm25_report.json)."""
     from pytest_memeval.benchmarks import BUILTIN_BENCHMARKS
-    from pytest_memeval.metrics.word_tokenize import provenance
+    from pytest_memeval.metrics._word_tokenize import provenance
 
     suites = {name: get_benchmark(name) for name in BUILTIN_BENCHMARKS}
     assert {n for n, b in suites.items() if callable(getattr(b, "preload", None))} == {"locomo"}
@@ -127,7 +127,7 @@ def test_locomo_alone_preloads_and_records_its_tokenizer() -> None:
 
 
 def test_each_default_protocol_is_a_protocol_of_its_suite() -> None:
-    """The registry's SUITE_DEFAULT_PROTOCOLS (plugin/options.py reads it when a judge is given
+    """The registry's SUITE_DEFAULT_PROTOCOLS (plugin/_options.py reads it when a judge is given
     without a protocol or style): each suite's default protocol lists the suite; LoCoMo-Plus
     comes first (it decides when a run has both suites)."""
     from pytest_memeval.benchmarks import BUILTIN_BENCHMARKS, SUITE_DEFAULT_PROTOCOLS
@@ -140,7 +140,7 @@ def test_each_default_protocol_is_a_protocol_of_its_suite() -> None:
 
 def test_the_demo_alone_ships_its_files_as_package_data() -> None:
     """``packaged_files``: the protocol card pins the demo's package file (report/cards.py) and
-    the board re-scores it without a data folder (board/verify.py); no other suite has it."""
+    the board re-scores it without a data folder (board/_verify.py); no other suite has it."""
     import hashlib
     from importlib.resources import files
 
@@ -158,11 +158,11 @@ def test_the_demo_alone_ships_its_files_as_package_data() -> None:
 
 
 def test_calibration_sets_fit_the_suites_the_registry_names() -> None:
-    """The registry's SUITE_CALIBRATION (run/calibrate.py reads it): the LoCoMo audit fits
+    """The registry's SUITE_CALIBRATION (run/_calibrate.py reads it): the LoCoMo audit fits
     LoCoMo alone and is a default source only there; an audit-shaped file fits LoCoMo and the
     demo (LoCoMo's file layout); any other suite gets the perturbations only."""
     from pytest_memeval.benchmarks import BUILTIN_BENCHMARKS, SUITE_CALIBRATION
-    from pytest_memeval.run.calibrate import PERTURB, CalibrationError, calibration_settings
+    from pytest_memeval.run._calibrate import PERTURB, CalibrationError, calibration_settings
 
     assert {n for n, c in SUITE_CALIBRATION.items() if c.audit} == {"locomo"}
     assert {n for n, c in SUITE_CALIBRATION.items() if c.files} == {"locomo", "demo"}

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_memeval.benchmarks.base import (
+from pytest_memeval.benchmarks._base import (
     Dataset,
     LoadRequest,
     Parsed,

@@ -15,9 +15,8 @@ from browser import NO_CHROMIUM, chromium, run_chromium
 from conftest import REPORT_CATS, report_result, report_summary
 
 from pytest_memeval.benchmarks import get_benchmark
-from pytest_memeval.benchmarks.base import LoadRequest
-from pytest_memeval.board.cli import main as board_main
-from pytest_memeval.board.comparability import (
+from pytest_memeval.benchmarks._base import LoadRequest
+from pytest_memeval.board._comparability import (
     describe,
     differences,
     entry_key,
@@ -25,11 +24,12 @@ from pytest_memeval.board.comparability import (
     headings,
     same_key,
 )
-from pytest_memeval.board.load import load_inputs
-from pytest_memeval.board.site import build_board
-from pytest_memeval.board.verify import verify_entries
+from pytest_memeval.board._load import load_inputs
+from pytest_memeval.board._site import build_board
+from pytest_memeval.board._verify import verify_entries
+from pytest_memeval.board.cli import main as board_main
 from pytest_memeval.records import Memory, Prediction, QuestionResult
-from pytest_memeval.report.charts import (
+from pytest_memeval.report._charts import (
     HistoryPoint,
     ScatterPoint,
     fmt_seconds,
@@ -41,10 +41,10 @@ from pytest_memeval.report.charts import (
     scatter_chart,
     time_ticks,
 )
-from pytest_memeval.report.json_report import write_json
-from pytest_memeval.report.pages import esc
-from pytest_memeval.run.question import select_questions
-from pytest_memeval.run.store import RunStore
+from pytest_memeval.report._json_report import write_json
+from pytest_memeval.report._pages import esc
+from pytest_memeval.run._question import select_questions
+from pytest_memeval.run._store import RunStore
 
 DEMO_SHA = "038689247fbb3949671c5bcf8dc044d7d0b7a4d6dfa915eccb2f0b986d2dd62a"
 HOSTILE = (
@@ -261,7 +261,7 @@ def test_categories_of_reports(tmp_path: Path) -> None:
 def test_memoised_rescore_equals_the_plain_one(tmp_path: Path) -> None:
     """verify_entries scores each distinct (question, prediction, memories) once across runs;
     every count, value and mismatch is the one a plain per-row re-score gives."""
-    from pytest_memeval.board.verify import Verification, rescore
+    from pytest_memeval.board._verify import Verification, rescore
 
     bench = get_benchmark("demo")
     questions = {q.id: q for q in bench.load(LoadRequest(None, tmp_path)).questions}

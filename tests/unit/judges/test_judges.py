@@ -26,16 +26,16 @@ from pytest_memeval.judges import (
     load_template,
     template_sha256,
 )
-from pytest_memeval.judges.base import extract_json_mem0, parse_json_object
-from pytest_memeval.judges.beam import (
+from pytest_memeval.judges._base import extract_json_mem0, parse_json_object
+from pytest_memeval.judges._beam import (
     item_value,
     official_rubric_score,
     parse_beam_json,
 )
-from pytest_memeval.judges.graded import graded_stats, parse_graded_score
-from pytest_memeval.judges.longmemeval import official_yes, rule_set_for, strict_yes_no
-from pytest_memeval.judges.mem0 import parse_mem0_label
-from pytest_memeval.judges.usermem import parse_usermem_reward
+from pytest_memeval.judges._graded import graded_stats, parse_graded_score
+from pytest_memeval.judges._longmemeval import official_yes, rule_set_for, strict_yes_no
+from pytest_memeval.judges._mem0 import parse_mem0_label
+from pytest_memeval.judges._usermem import parse_usermem_reward
 
 # --------------------------------------------------------------------------- fake client
 

@@ -9,17 +9,17 @@ from typing import Any
 
 import pytest
 
-from pytest_memeval.llm.accounting import TokenAccounting
-from pytest_memeval.llm.base import ChatMessage, Completion, Request
-from pytest_memeval.llm.cache import LLMCache
-from pytest_memeval.llm.estimate import (
+from pytest_memeval.llm._accounting import TokenAccounting
+from pytest_memeval.llm._base import ChatMessage, Completion, Request
+from pytest_memeval.llm._cache import LLMCache
+from pytest_memeval.llm._estimate import (
     JUDGE_PLACEHOLDER,
     EstimateCache,
     EstimatingProvider,
     counter_for,
 )
-from pytest_memeval.llm.providers import resolve_config
-from pytest_memeval.run.estimate_figures import Estimate, WallShape, llm_wall, placeholder_answer
+from pytest_memeval.llm._providers import resolve_config
+from pytest_memeval.run._estimate_figures import Estimate, WallShape, llm_wall, placeholder_answer
 
 
 def test_a_cl100k_model_is_counted_with_its_own_tokenizer() -> None:
@@ -118,9 +118,9 @@ def test_a_repeated_answer_is_the_placeholder_again(tmp_path: Path) -> None:
     """The real run answers a repeated request with the answer it just paid for; the estimate
     with that answer's placeholder (not the provider's placeholder reply), so the judge requests
     built from both answers are the same, as in the real run."""
-    from pytest_memeval.llm.estimate import estimating_client
+    from pytest_memeval.llm._estimate import estimating_client
     from pytest_memeval.records import Question
-    from pytest_memeval.run.estimate_figures import PlaceholderAnswerer
+    from pytest_memeval.run._estimate_figures import PlaceholderAnswerer
 
     cache = EstimateCache(tmp_path)
     client = estimating_client("openai:gpt-4", cache=cache)

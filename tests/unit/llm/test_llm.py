@@ -38,10 +38,10 @@ from pytest_memeval.llm import (
     make_semaphore,
     parse_model_spec,
     parse_retry_after,
-    redact,
+    _redact as redact,
     run_parallel,
 )
-from pytest_memeval.llm.client import ProviderClient
+from pytest_memeval.llm._client import ProviderClient
 
 KEY = "sk-test-loopback-key-0001"
 CANARY = "sk-CANARY-7f3a9c2e5b1d4e6f"

@@ -13,7 +13,7 @@ import pytest
 
 from pytest_memeval.errors import JudgeError
 from pytest_memeval.llm import ChatMessage, Completion, LLMCache, Request
-from pytest_memeval.llm.batch import (
+from pytest_memeval.llm._batch import (
     BatchDeferred,
     BatchQueue,
     BatchResults,
@@ -23,7 +23,7 @@ from pytest_memeval.llm.batch import (
     read_queue,
     settle,
 )
-from pytest_memeval.llm.client import run_parallel
+from pytest_memeval.llm._client import run_parallel
 
 GROUP = ("openai", "gpt-4o-mini", "http://127.0.0.1:1/v1")
 
@@ -171,7 +171,7 @@ def test_requests_without_a_client_are_reported_not_sent(tmp_path: Path) -> None
 def test_a_large_queue_is_split_into_batches(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import pytest_memeval.llm.batch as batch
+    import pytest_memeval.llm._batch as batch
 
     monkeypatch.setattr(batch, "MAX_BATCH", 2)
     items = _queue(tmp_path, 5)
@@ -216,7 +216,7 @@ def test_deferred_calls_do_not_stop_the_others_of_a_parallel_judge(workers: int)
 
 
 def _parse(row: object) -> tuple[str, Completion | str]:
-    from pytest_memeval.llm.batch import _custom_id
+    from pytest_memeval.llm._batch import _custom_id
 
     key = _custom_id(row)  # a _BadLine for a row that is not an object with a custom_id
     return key, _reply(key)
@@ -226,7 +226,7 @@ def test_results_lines_are_bounded_and_read_across_chunks(monkeypatch: pytest.Mo
     """A line longer than MAX_RESULT_LINE is named and skipped without being held whole; lines
     split across chunks are joined; past MAX_RESULT_BYTES the rest is not read, and the lines
     read before it are kept."""
-    import pytest_memeval.llm.batch as batch
+    import pytest_memeval.llm._batch as batch
 
     monkeypatch.setattr(batch, "MAX_RESULT_LINE", 40)
     good = [json.dumps({"custom_id": f"{n:02d}"}).encode() for n in range(3)]

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 from redis_server import RedisServer, needs_redis
 
-from pytest_memeval.llm.base import ChatMessage, Request
-from pytest_memeval.llm.ratelimit import (
+from pytest_memeval.llm._base import ChatMessage, Request
+from pytest_memeval.llm._ratelimit import (
     RateLimiter,
     RedisRateLimiter,
     connect_redis,
@@ -20,7 +20,7 @@ from pytest_memeval.llm.ratelimit import (
     limiter_path,
     parse_state,
 )
-from pytest_memeval.llm.retry import parse_retry_after
+from pytest_memeval.llm._retry import parse_retry_after
 
 
 class Clock:
@@ -217,7 +217,7 @@ def test_redis_that_cannot_be_used_is_said_before_the_run(tmp_path: Path) -> Non
 
 
 def test_redis_url_password_is_never_printed() -> None:
-    from pytest_memeval.llm.ratelimit import redis_label
+    from pytest_memeval.llm._ratelimit import redis_label
 
     assert redis_label("redis://:s3cret@host:6379/2") == "redis://host:6379/2"
     assert redis_label("rediss://user:pw@h:1/0") == "rediss://h:1/0"

@@ -15,7 +15,7 @@ import nltk.tokenize
 from nltk.translate.bleu_score import SmoothingFunction, sentence_bleu
 from packaging.version import Version
 
-from pytest_memeval.metrics.word_tokenize import PunktTables, load_punkt_tables
+from pytest_memeval.metrics._word_tokenize import PunktTables, load_punkt_tables
 
 #: The installed nltk tokenises as the pinned behaviour (nltk 3.9.1; 3.9.2 has the same rules).
 INSTALLED_IS_PINNED = Version("3.9.1") <= Version(nltk.__version__) <= Version("3.9.2")

@@ -13,8 +13,8 @@ from nltk.translate.bleu_score import SmoothingFunction, sentence_bleu
 from nltk_reference import INSTALLED_IS_PINNED, VERSION_SENSITIVE, nltk_bleu1, nltk_word_tokenize
 
 from pytest_memeval.metrics import bleu1
-from pytest_memeval.metrics.lexical import bleu1_tokens
-from pytest_memeval.metrics.word_tokenize import word_tokenize
+from pytest_memeval.metrics._lexical import bleu1_tokens
+from pytest_memeval.metrics._word_tokenize import word_tokenize
 
 _WORDS = st.sampled_from(
     [

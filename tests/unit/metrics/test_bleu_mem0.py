@@ -21,10 +21,10 @@ from nltk_reference import INSTALLED_IS_PINNED, VERSION_SENSITIVE, nltk_bleu1, n
 from packaging.version import Version
 
 from pytest_memeval.benchmarks import get_benchmark
-from pytest_memeval.benchmarks.base import LoadRequest
+from pytest_memeval.benchmarks._base import LoadRequest
+from pytest_memeval.metrics import _word_tokenize as wt
 from pytest_memeval.metrics import bleu1
-from pytest_memeval.metrics import word_tokenize as wt
-from pytest_memeval.metrics.lexical import bleu1_tokens
+from pytest_memeval.metrics._lexical import bleu1_tokens
 
 #: The issue's example: a prediction with an inner sentence end, against LoCoMo conv-43's gold.
 EXAMPLE_PREDICTION = "Nike: Basketball shoe and gear.  \nGatorade: Sponsorship."
@@ -305,7 +305,7 @@ def test_missing_package_names_the_fix(monkeypatch: pytest.MonkeyPatch) -> None:
 _NO_DOWNLOAD_PROBE = r"""
 import json, os, sys
 from pytest_memeval.metrics import bleu1
-from pytest_memeval.metrics.word_tokenize import provenance
+from pytest_memeval.metrics._word_tokenize import provenance
 score = bleu1(sys.argv[1], sys.argv[2])
 print(json.dumps({
     "score": score,

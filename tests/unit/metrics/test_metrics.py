@@ -39,7 +39,7 @@ from pytest_memeval.metrics import (
     stem,
     token_f1,
 )
-from pytest_memeval.metrics.word_tokenize import word_tokenize
+from pytest_memeval.metrics._word_tokenize import word_tokenize
 
 REPO = Path(__file__).resolve().parents[3]
 VECTORS = REPO.parent / "shared" / "vectors"

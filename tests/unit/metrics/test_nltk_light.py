@@ -19,12 +19,14 @@ import pytest
 from nltk.stem import PorterStemmer
 from nltk.tokenize import NLTKWordTokenizer
 
-from pytest_memeval.metrics import _nltk, text
+from pytest_memeval.metrics import _nltk
+from pytest_memeval.metrics import _text as text
 
 _PROBE = r"""
 import json, sys
 import pytest_memeval.metrics as metrics
-from pytest_memeval.metrics import _nltk, text
+from pytest_memeval.metrics import _nltk
+from pytest_memeval.metrics import _text as text
 heavy = sorted(m for m in sys.modules if m.split(".")[0] in {"nltk", "scipy", "sklearn"})
 stem_before = text.stem("generously")
 tokens_before = text.WORD_TOKENIZER.tokenize("they'll say \"no\" (twice).")

@@ -10,21 +10,21 @@ from typing import Any
 import pytest
 from fakes import ScriptedClient
 
-from pytest_memeval.answerers.mem0 import (
+from pytest_memeval.answerers._mem0 import (
     Mem0Answerer,
     file_memories,
     filing_totals,
     locomo_date_text,
 )
 from pytest_memeval.errors import AdapterError, JudgeError
-from pytest_memeval.llm.base import ChatMessage
-from pytest_memeval.protocols.profiles import PROFILES
-from pytest_memeval.protocols.setup import (
+from pytest_memeval.llm._base import ChatMessage
+from pytest_memeval.protocols._profiles import PROFILES
+from pytest_memeval.protocols._setup import (
     ProtocolSourceError,
     answer_model_warnings,
     check_answer_options,
 )
-from pytest_memeval.protocols.source import Template
+from pytest_memeval.protocols._source import Template
 from pytest_memeval.records import (
     Conversation,
     Memory,
@@ -33,9 +33,9 @@ from pytest_memeval.records import (
     Session,
     Turn,
 )
-from pytest_memeval.systems.contract import normalise_memory
-from pytest_memeval.systems.memories import conversation_memories
-from pytest_memeval.systems.wire import memory_from_dict
+from pytest_memeval.systems._contract import normalise_memory
+from pytest_memeval.systems._memories import conversation_memories
+from pytest_memeval.systems._wire import memory_from_dict
 
 CONV = Conversation(
     id="c1",

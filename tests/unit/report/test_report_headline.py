@@ -5,12 +5,12 @@ from __future__ import annotations
 import pytest
 from conftest import REPORT_CATS, report_result
 
-from pytest_memeval.analysis.aggregate import aggregate_run
-from pytest_memeval.analysis.baselines import RunProtocol, baselines_for, mark_comparability
-from pytest_memeval.report.html import _worst_best, render_html
-from pytest_memeval.report.model import Summary, published_entries, unscored_notes
-from pytest_memeval.report.tables import scoreboard_table
-from pytest_memeval.report.terminal import render_summary
+from pytest_memeval.analysis._aggregate import aggregate_run
+from pytest_memeval.analysis._baselines import RunProtocol, baselines_for, mark_comparability
+from pytest_memeval.report._html import _worst_best, render_html
+from pytest_memeval.report._model import Summary, published_entries, unscored_notes
+from pytest_memeval.report._tables import scoreboard_table
+from pytest_memeval.report._terminal import render_summary
 
 
 def _summary() -> Summary:

@@ -13,13 +13,13 @@ import pytest
 from browser import NO_CHROMIUM, chromium, run_chromium
 from conftest import REPORT_CATS, report_result, report_summary
 
-from pytest_memeval.analysis.aggregate import aggregate_run
-from pytest_memeval.analysis.baselines import Baseline, baselines_for
+from pytest_memeval.analysis._aggregate import aggregate_run
+from pytest_memeval.analysis._baselines import Baseline, baselines_for
 from pytest_memeval.records import Memory, QuestionResult
-from pytest_memeval.report.html import render_html
-from pytest_memeval.report.model import LLMUsage, Summary
-from pytest_memeval.report.pages import esc, json_for_script, render_table
-from pytest_memeval.report.tables import Cell, Row, Table
+from pytest_memeval.report._html import render_html
+from pytest_memeval.report._model import LLMUsage, Summary
+from pytest_memeval.report._pages import esc, json_for_script, render_table
+from pytest_memeval.report._tables import Cell, Row, Table
 
 # Each payload would leave a visible trace if it ever ran: the title changes or an element with
 # id "pwned" appears.

@@ -9,7 +9,7 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pytest_memeval.report.json_report import _finite, _layout
+from pytest_memeval.report._json_report import _finite, _layout
 
 _SCALARS = st.none() | st.booleans() | st.integers() | st.floats() | st.text()
 _VALUES = st.recursive(

@@ -5,17 +5,17 @@ from __future__ import annotations
 
 import re
 
-from pytest_memeval.report.charts import tradeoff_svg
-from pytest_memeval.report.markdown import md_cell, md_text
-from pytest_memeval.report.model import Summary
-from pytest_memeval.report.overlays import (
+from pytest_memeval.report._charts import tradeoff_svg
+from pytest_memeval.report._markdown import md_cell, md_text
+from pytest_memeval.report._model import Summary
+from pytest_memeval.report._overlays import (
     context_table,
     errata_tables,
     html_overlays,
     markdown_overlays,
     terminal_overlays,
 )
-from pytest_memeval.report.terminal import render_table
+from pytest_memeval.report._terminal import render_table
 
 
 def _point(label: str, mean: float, acc: float, pareto: bool) -> dict[str, object]:

@@ -7,14 +7,14 @@ from datetime import datetime
 
 import pytest
 
-from pytest_memeval.analysis.context import (
+from pytest_memeval.analysis._context import (
     ConversationSize,
     context_figures,
     pareto_front,
     top_k_warnings,
 )
 from pytest_memeval.records import Conversation, Memory, Question, QuestionResult, Session, Turn
-from pytest_memeval.run.budget import (
+from pytest_memeval.run._budget import (
     CL100K_SHA256,
     apply_budget,
     context_for_answer,
@@ -22,8 +22,8 @@ from pytest_memeval.run.budget import (
     get_tokenizer,
     tokenizer_label,
 )
-from pytest_memeval.systems.builtin import BUILTIN_SYSTEMS
-from pytest_memeval.systems.oracle import OracleSystem
+from pytest_memeval.systems._builtin import BUILTIN_SYSTEMS
+from pytest_memeval.systems._oracle import OracleSystem
 
 
 def test_tokenizer_is_cl100k_offline() -> None:

@@ -12,8 +12,8 @@ import scipy.stats
 from calibration_files import audit_doc
 from file_server import FileServer, Reply, serve_files
 
-from pytest_memeval.analysis.gates import parse_gate
-from pytest_memeval.analysis.judge_calibration import (
+from pytest_memeval.analysis._gates import parse_gate
+from pytest_memeval.analysis._judge_calibration import (
     Outcome,
     Rate,
     is_calibration_metric,
@@ -26,7 +26,7 @@ from pytest_memeval.analysis.judge_calibration import (
     wrong_date,
     wrong_entity,
 )
-from pytest_memeval.benchmarks.locomo.audit import (
+from pytest_memeval.benchmarks.locomo._audit import (
     AUDIT_COMMIT,
     AUDIT_SETS,
     load_audit_set,
@@ -36,8 +36,8 @@ from pytest_memeval.benchmarks.locomo.audit import (
 )
 from pytest_memeval.errors import DatasetError
 from pytest_memeval.records import Question
-from pytest_memeval.report.model import Summary
-from pytest_memeval.run.calibrate import (
+from pytest_memeval.report._model import Summary
+from pytest_memeval.run._calibrate import (
     CalibrationError,
     build_cases,
     calibration_settings,

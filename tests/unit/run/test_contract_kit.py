@@ -1,4 +1,4 @@
-"""The MemorySystem contract's properties (``run/contract_kit.py``), pure: a sound system passes
+"""The MemorySystem contract's properties (``run/_contract_kit.py``), pure: a sound system passes
 every one; each broken system fails the property it breaks with one sentence naming it and the
 evidence; a property that does not apply is skipped with the reason."""
 
@@ -10,9 +10,9 @@ from collections.abc import Callable
 import contract_systems as cs
 import pytest
 
-from pytest_memeval.llm.tokenizer import get_tokenizer
-from pytest_memeval.run.contract_data import MARKER, peak_growth, scale_conversation
-from pytest_memeval.run.contract_kit import (
+from pytest_memeval.llm._tokenizer import get_tokenizer
+from pytest_memeval.run._contract_data import MARKER, peak_growth, scale_conversation
+from pytest_memeval.run._contract_kit import (
     PROPERTIES,
     ContractLimits,
     ContractSkip,

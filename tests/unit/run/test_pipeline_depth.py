@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from pytest_memeval.run.pipeline import DEPTH_FACTOR, Halves, Pipeline
+from pytest_memeval.run._pipeline import DEPTH_FACTOR, Halves, Pipeline
 
 
 def test_depth_defaults_to_a_multiple_of_the_window_and_never_below_it() -> None:

@@ -4,7 +4,7 @@ when that cannot disturb the current one, and ``release`` keeps what it ingested
 from __future__ import annotations
 
 from pytest_memeval.records import Conversation, Question
-from pytest_memeval.run.question import SystemPool
+from pytest_memeval.run._question import SystemPool
 
 
 class _System:
@@ -88,15 +88,15 @@ def test_a_failed_ingest_ahead_is_kept_for_its_questions() -> None:
 
 
 def test_only_an_exact_true_thread_safe_declaration_counts() -> None:
-    from pytest_memeval.run.question import is_thread_safe
-    from pytest_memeval.systems.builtin import (
+    from pytest_memeval.run._question import is_thread_safe
+    from pytest_memeval.systems._builtin import (
         BM25System,
         FullContextSystem,
         NoMemorySystem,
         OracleSystem,
         ReplaySystem,
     )
-    from pytest_memeval.systems.embedding import EmbeddingSystem
+    from pytest_memeval.systems._embedding import EmbeddingSystem
 
     for cls in (BM25System, FullContextSystem, NoMemorySystem, OracleSystem, ReplaySystem):
         assert is_thread_safe(cls) and cls.thread_safe is True

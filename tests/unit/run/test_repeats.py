@@ -4,7 +4,7 @@ tests/plugin/test_repeated_errors.py)."""
 
 from __future__ import annotations
 
-from pytest_memeval.run.repeats import (
+from pytest_memeval.run._repeats import (
     DEFAULT_MAX_REPEATED,
     RepeatedErrors,
     Stop,
@@ -13,7 +13,7 @@ from pytest_memeval.run.repeats import (
     signature,
     stopped_message,
 )
-from pytest_memeval.run.settings import RunSettings
+from pytest_memeval.run._settings import RunSettings
 
 DOWN = signature("ConnectionError", "refused", "q1")
 LINE = "ConnectionError: refused"

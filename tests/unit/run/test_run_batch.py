@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 
 from pytest_memeval.llm import ChatMessage, Completion, LLMCache, Request
-from pytest_memeval.llm.batch import BatchQueue, QueuedRequest
-from pytest_memeval.llm.providers import BATCH_PROVIDERS, PROVIDERS, has_batch_api
+from pytest_memeval.llm._batch import BatchQueue, QueuedRequest
+from pytest_memeval.llm._providers import BATCH_PROVIDERS, PROVIDERS, has_batch_api
 from pytest_memeval.records import (
     PENDING_ANSWER,
     PENDING_VERDICT,
@@ -27,17 +27,17 @@ from pytest_memeval.records import (
     Question,
     QuestionResult,
 )
-from pytest_memeval.run.batch import (
+from pytest_memeval.run._batch import (
     batch_problem,
     batch_roles,
     finish_waiting,
     pending_keys,
     settle_run,
 )
-from pytest_memeval.run.question import QuestionRun, new_result
-from pytest_memeval.run.settings import LLMSettings, RunSettings, Settings
-from pytest_memeval.run.state import RunState
-from pytest_memeval.run.store import RESULTS_FILE, read_results, row_problem
+from pytest_memeval.run._question import QuestionRun, new_result
+from pytest_memeval.run._settings import LLMSettings, RunSettings, Settings
+from pytest_memeval.run._state import RunState
+from pytest_memeval.run._store import RESULTS_FILE, read_results, row_problem
 
 BENCH = "demo"
 METRIC = "judge_mem0"

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from pytest_memeval.llm.base import Completion
-from pytest_memeval.llm.providers import OpenAIProvider
-from pytest_memeval.run.runtime import LLMRuntime, LLMSettings
+from pytest_memeval.llm._base import Completion
+from pytest_memeval.llm._providers import OpenAIProvider
+from pytest_memeval.run._runtime import LLMRuntime, LLMSettings
 
 SPEC = "openai:gpt-4o-mini"
 
@@ -69,8 +69,8 @@ _FIRST_REPLIES_ON_THREADS = """
 import os, sys, threading
 sys.setswitchinterval(1e-6)
 from llm_server import LLMServer
-from pytest_memeval.llm.base import ChatMessage, Request
-from pytest_memeval.llm.providers import _REPLY_MODELS, _model_classes, build_provider, resolve_config
+from pytest_memeval.llm._base import ChatMessage, Request
+from pytest_memeval.llm._providers import _REPLY_MODELS, _model_classes, build_provider, resolve_config
 
 def models(root):
     seen, todo = set(), [root]
@@ -137,7 +137,7 @@ def test_the_first_question_waits_for_the_sdk_once(tmp_path: Path) -> None:
     imported: under the GIL the two would take turns and the first call would go out later); a
     second call, or a run that built nothing, returns at once."""
     gc.unfreeze()
-    from pytest_memeval.llm.tokenizer import get_tokenizer
+    from pytest_memeval.llm._tokenizer import get_tokenizer
 
     get_tokenizer.cache_clear()
     rt = _runtime(tmp_path / "cold")

@@ -14,7 +14,7 @@ from typing import Any, cast
 import pytest
 from calibration_files import audit_doc
 
-from pytest_memeval.analysis.gates import parse_gate
+from pytest_memeval.analysis._gates import parse_gate
 from pytest_memeval.benchmarks import get_benchmark
 from pytest_memeval.errors import MemevalError
 from pytest_memeval.records import (
@@ -25,45 +25,45 @@ from pytest_memeval.records import (
     QuestionResult,
     ResultKey,
 )
-from pytest_memeval.report.model import Summary
-from pytest_memeval.run.batch import BATCH_DIR
-from pytest_memeval.run.calibrate import CalibrationError, calibrate_run
-from pytest_memeval.run.estimate_figures import Estimate
-from pytest_memeval.run.outputs import (
+from pytest_memeval.report._model import Summary
+from pytest_memeval.run._batch import BATCH_DIR
+from pytest_memeval.run._calibrate import CalibrationError, calibrate_run
+from pytest_memeval.run._estimate_figures import Estimate
+from pytest_memeval.run._outputs import (
     merge_outputs,
     report_targets,
     session_outputs,
     worker_output,
     write_reports,
 )
-from pytest_memeval.run.provenance import SummarySource, session_record
-from pytest_memeval.run.question import QuestionRun, clean_scores, decide, new_result
-from pytest_memeval.run.repeats import Stop
-from pytest_memeval.run.session import (
+from pytest_memeval.run._provenance import SummarySource, session_record
+from pytest_memeval.run._question import QuestionRun, clean_scores, decide, new_result
+from pytest_memeval.run._repeats import Stop
+from pytest_memeval.run._session import (
     build_estimate,
     build_summary,
     finish_summary,
     questions_run,
     write_run_files,
 )
-from pytest_memeval.run.session_lines import Line, TerminalSource, summary_lines
-from pytest_memeval.run.settings import (
+from pytest_memeval.run._session_lines import Line, TerminalSource, summary_lines
+from pytest_memeval.run._settings import (
     CalibrationSettings,
     ReportSettings,
     Selection,
     Settings,
 )
-from pytest_memeval.run.shards import OUTPUTS_FILE
-from pytest_memeval.run.start import (
+from pytest_memeval.run._shards import OUTPUTS_FILE
+from pytest_memeval.run._start import (
     Process,
     StartError,
     load_run,
     metric_name_problem,
     open_run,
 )
-from pytest_memeval.run.state import RunState, SystemRef
-from pytest_memeval.run.store import RunStore
-from pytest_memeval.run.stored import check_rows, merge_shards
+from pytest_memeval.run._state import RunState, SystemRef
+from pytest_memeval.run._store import RunStore
+from pytest_memeval.run._stored import check_rows, merge_shards
 
 BM25 = SystemRef("bm25", "bm25", 10)
 

@@ -16,8 +16,8 @@ from conftest import read_json
 
 from pytest_memeval.errors import AdapterError
 from pytest_memeval.records import Conversation, Question, Session, Turn
-from pytest_memeval.systems import embedding as emb
-from pytest_memeval.systems.embedding import EmbeddingSystem
+from pytest_memeval.systems import _embedding as emb
+from pytest_memeval.systems._embedding import EmbeddingSystem
 
 HAS_EXTRA = all(
     importlib.util.find_spec(m) is not None
@@ -190,7 +190,7 @@ def test_plugin_runs_the_embedding_system(
     out = pytester.path / "r.json"
     pytester.makeconftest(
         "import pytest\n"
-        "from pytest_memeval.systems.embedding import EmbeddingSystem\n\n"
+        "from pytest_memeval.systems._embedding import EmbeddingSystem\n\n"
         "@pytest.fixture(scope='session')\n"
         "def embedding():\n"
         "    return EmbeddingSystem()\n"
@@ -213,7 +213,7 @@ def test_plugin_runs_the_embedding_system(
 def test_builtin_name_when_registered(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from pytest_memeval.systems.builtin import BUILTIN_SYSTEMS
+    from pytest_memeval.systems._builtin import BUILTIN_SYSTEMS
 
     if "embedding" not in BUILTIN_SYSTEMS:
         pytest.skip("'embedding' is not registered in BUILTIN_SYSTEMS yet")

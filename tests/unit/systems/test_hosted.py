@@ -1,4 +1,4 @@
-"""The pure parts the hosted-service adapters share (``systems/hosted.py``), the adapters' settings
+"""The pure parts the hosted-service adapters share (``systems/_hosted.py``), the adapters' settings
 and what they do without their SDK; the adapters against their APIs are in
 ``tests/plugin/test_hosted_adapters.py``."""
 
@@ -13,7 +13,7 @@ import pytest
 
 from pytest_memeval.errors import AdapterError
 from pytest_memeval.records import Memory
-from pytest_memeval.systems.hosted import (
+from pytest_memeval.systems._hosted import (
     ServiceSettings,
     call_service,
     cut_top_k,
@@ -24,7 +24,7 @@ from pytest_memeval.systems.hosted import (
     source_ids,
     store_name,
 )
-from pytest_memeval.systems.resolve import ENTRY_POINT_GROUP, available_systems, resolve_system
+from pytest_memeval.systems._resolve import ENTRY_POINT_GROUP, available_systems, resolve_system
 
 SECRET = "sk-hosted-secret-8675309"
 

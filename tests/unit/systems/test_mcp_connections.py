@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 
 from pytest_memeval.errors import AdapterError
-from pytest_memeval.run.settings import Settings
-from pytest_memeval.run.state import RunState
-from pytest_memeval.systems.mcp import McpConnections, mcp_factories
-from pytest_memeval.systems.resolve import resolve_system
+from pytest_memeval.run._settings import Settings
+from pytest_memeval.run._state import RunState
+from pytest_memeval.systems._mcp import McpConnections, mcp_factories
+from pytest_memeval.systems._resolve import resolve_system
 
 pytest.importorskip("mcp")  # the adapter's SDK (an extra)
 

@@ -14,9 +14,9 @@ import pytest
 
 from pytest_memeval.errors import AdapterError
 from pytest_memeval.records import Session, Turn
+from pytest_memeval.systems._resolve import ENTRY_POINT_GROUP, available_systems, resolve_system
 from pytest_memeval.systems.mem0 import Mem0Settings, Mem0System, import_mem0, mem0_config
-from pytest_memeval.systems.mem0.mem0_system import LOCAL_DIMS, NO_ENDPOINT, turn_message
-from pytest_memeval.systems.resolve import ENTRY_POINT_GROUP, available_systems, resolve_system
+from pytest_memeval.systems.mem0._mem0_system import LOCAL_DIMS, NO_ENDPOINT, turn_message
 
 SECRET = "sk-mem0-secret-2718281"
 

@@ -27,8 +27,8 @@ from pytest_memeval.systems import (
     resolve_system,
     turn_text,
 )
-from pytest_memeval.systems import builtin as builtin_mod
-from pytest_memeval.systems import resolve as resolve_mod
+from pytest_memeval.systems import _builtin as builtin_mod
+from pytest_memeval.systems import _resolve as resolve_mod
 from pytest_memeval.systems._text import content_tokens, light_stem
 
 # --------------------------------------------------------------------------------------------
@@ -493,7 +493,7 @@ def test_entry_points_are_read_through_importlib_metadata(
 
     def fake_entry_points(*, group: str) -> list[EntryPoint]:
         seen.append(group)
-        return [EntryPoint("fake", "pytest_memeval.systems.builtin:NoMemorySystem", group)]
+        return [EntryPoint("fake", "pytest_memeval.systems._builtin:NoMemorySystem", group)]
 
     monkeypatch.setattr(resolve_mod, "entry_points", fake_entry_points)
     [(name, factory)] = resolve_system("fake", entry_points_group="custom.group")
