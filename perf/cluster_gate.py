@@ -37,8 +37,7 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from pytest_memeval.analysis._clusters import paired_cluster_test
-from pytest_memeval.analysis._stats import mcnemar_exact
+from pytest_memeval.analysis import mcnemar_exact, paired_cluster_test
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,7 @@ from importlib import import_module
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from .benchmarks._base import Benchmark, CategoryInfo, Dataset, LoadRequest
+    from .benchmarks import Benchmark, CategoryInfo, Dataset, LoadRequest
     from .errors import AdapterError, DatasetError, JudgeError, MemevalError
     from .records import (
         Conversation,
@@ -24,18 +24,18 @@ if TYPE_CHECKING:
         Session,
         Turn,
     )
-    from .systems._base import MemorySystem
+    from .systems import MemorySystem
 
 #: public name -> the module defining it, imported on first use (PEP 562): the pytest11 plugin
 #: imports this package on every pytest run, with or without --memeval
 _EXPORTS = {
-    **dict.fromkeys(("Benchmark", "CategoryInfo", "Dataset", "LoadRequest"), ".benchmarks._base"),
+    **dict.fromkeys(("Benchmark", "CategoryInfo", "Dataset", "LoadRequest"), ".benchmarks"),
     **dict.fromkeys(("AdapterError", "DatasetError", "JudgeError", "MemevalError"), ".errors"),
     **dict.fromkeys(
         ("Conversation", "Memory", "Prediction", "Question", "QuestionResult", "Session", "Turn"),
         ".records",
     ),
-    "MemorySystem": ".systems._base",
+    "MemorySystem": ".systems",
 }
 
 __version__ = "0.1.0"

@@ -17,8 +17,8 @@ import pytest
 from pytest_memeval.records import Memory, QuestionResult
 
 if TYPE_CHECKING:
-    from pytest_memeval.analysis._aggregate import CategoryMeta
-    from pytest_memeval.report._model import Summary
+    from pytest_memeval.analysis import CategoryMeta
+    from pytest_memeval.report import Summary
 
 #: Pytester's in-process runs restore sys.modules after each run; extension modules (numpy)
 #: cannot be imported twice in one process, so the heavy dependencies are imported before the
@@ -70,7 +70,7 @@ def _heavy_modules() -> None:
 
 def report_cats() -> list[CategoryMeta]:
     """The categories of the report tests' summaries (LoCoMo-like: two in overall, one outside)."""
-    from pytest_memeval.analysis._aggregate import CategoryMeta
+    from pytest_memeval.analysis import CategoryMeta
 
     return [
         CategoryMeta("single-hop", 4, "fact-recall"),
@@ -406,8 +406,8 @@ def report_summary(
     With ``hostile``, that string is put in every free-text field: one more result (question,
     gold, prediction, memory, judge reasoning, error), a run note, the answerer, a gate, a
     regression line (the caller sets the token usage)."""
-    from pytest_memeval.analysis._aggregate import aggregate_run
-    from pytest_memeval.report._model import GateOutcome, RegressionOutcome, Summary
+    from pytest_memeval.analysis import aggregate_run
+    from pytest_memeval.report import GateOutcome, RegressionOutcome, Summary
 
     systems = ("bm25", hostile if hostile is not None else "full-context")
     runs = []

@@ -8,7 +8,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from pytest_memeval.llm._base import ChatMessage, Completion
+from pytest_memeval.llm import ChatMessage, Completion
 from pytest_memeval.records import STATUS_CORRECT, STATUS_WRONG, Question, QuestionResult
 
 

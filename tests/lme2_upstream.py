@@ -21,8 +21,8 @@ from typing import Any
 
 from mab_upstream import snapshot_file_bytes
 
-from pytest_memeval.benchmarks.longmemeval_v2._pins import UPSTREAM as PINNED
-from pytest_memeval.benchmarks.longmemeval_v2._scorer import LLM_FUNCTIONS
+from pytest_memeval.benchmarks.longmemeval_v2 import LLM_FUNCTIONS
+from pytest_memeval.benchmarks.longmemeval_v2 import UPSTREAM as PINNED
 
 SCORER = "evaluation/qa_eval_metrics.py"
 DEFAULT = "/work/.mirror/xiaowu0162+LongMemEval-V2/repo"

@@ -222,7 +222,7 @@ def upstream_references(records: list[dict[str, Any]], source: str) -> list[dict
     unchanged on ``records`` (``load_dataset`` returns them; its prints are dropped): the
     (question, answer, question_id, question_type) entries its judge loop sends, records with
     mismatched counts skipped as upstream skips them. None without a snapshot."""
-    from pytest_memeval.protocols._profiles import MAB_LONGMEM_FILE
+    from pytest_memeval.protocols import MAB_LONGMEM_FILE
 
     raw = upstream_file_bytes(LONGMEM_EVAL)
     if raw is None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from pytest_memeval.answerers._extractive import extractive_answer
+from pytest_memeval.answerers import extractive_answer
 
 
 def test_two_step_agent(memeval_case, memeval_system, memeval_record):  # type: ignore[no-untyped-def]

@@ -23,8 +23,12 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
-from pytest_memeval.systems._resolve import ensure_memory_system, resolve_system
-from pytest_memeval.systems._wire import conversation_from_dict, question_from_dict
+from pytest_memeval.systems import (
+    conversation_from_dict,
+    ensure_memory_system,
+    question_from_dict,
+    resolve_system,
+)
 
 MAX_REQUEST = 64 << 20
 

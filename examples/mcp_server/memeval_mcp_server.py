@@ -27,9 +27,13 @@ except ImportError:  # mcp 1.x
     from mcp.server.fastmcp import FastMCP as MCPServer  # type: ignore[no-redef]
 
 from pytest_memeval.records import Conversation, Session, Turn
-from pytest_memeval.systems._base import stored_memories
-from pytest_memeval.systems._resolve import ensure_memory_system, resolve_system
-from pytest_memeval.systems._wire import conversation_from_dict, question_from_dict
+from pytest_memeval.systems import (
+    conversation_from_dict,
+    ensure_memory_system,
+    question_from_dict,
+    resolve_system,
+    stored_memories,
+)
 
 SYSTEM = sys.argv[1] if len(sys.argv) > 1 else "bm25"
 ((_, FACTORY),) = resolve_system(SYSTEM)[:1]

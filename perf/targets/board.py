@@ -48,15 +48,12 @@ def write_reports(
     """``runs`` JSON reports of one system each (systems x commits) over LoCoMo's questions in
     ``data`` (the first ``limit`` of each conversation, or all), every question scored by the
     LoCoMo scorer so that the board re-scores them without a mismatch."""
-    from pytest_memeval.analysis._aggregate import aggregate_run, benchmark_shape
-    from pytest_memeval.analysis._stats import add_confidence_intervals
-    from pytest_memeval.benchmarks import get_benchmark
-    from pytest_memeval.benchmarks._base import LoadRequest
+    from pytest_memeval.analysis import add_confidence_intervals, aggregate_run, benchmark_shape
+    from pytest_memeval.benchmarks import LoadRequest, get_benchmark
     from pytest_memeval.benchmarks.locomo import score_locomo
     from pytest_memeval.records import Memory, Prediction, QuestionResult
-    from pytest_memeval.report._json_report import write_json
-    from pytest_memeval.report._model import Summary
-    from pytest_memeval.run._question import select_questions
+    from pytest_memeval.report import Summary, write_json
+    from pytest_memeval.run import select_questions
 
     bench = get_benchmark("locomo")
     metas, metrics, round3 = benchmark_shape(bench)
@@ -113,7 +110,7 @@ def write_reports(
 
 
 def section_board(ctx: Context) -> list[Row]:
-    from pytest_memeval.board._site import build_board
+    from pytest_memeval.board import build_board
 
     runs, limit = (6, 30) if ctx.quick else (50, None)
     folder = ctx.work / "board"

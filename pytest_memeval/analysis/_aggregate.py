@@ -15,10 +15,10 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from ..benchmarks._base import Benchmark
+    from ..benchmarks import Benchmark
 
 from ..records import STATUSES, QuestionResult
-from ..report._model import CategoryRow, RunSummary
+from ..report import CategoryRow, RunSummary
 
 __all__ = [
     "CategoryMeta",

@@ -7,12 +7,12 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ..errors import MemevalError, terminal_safe
-from ..report._model import GateOutcome, RegressionOutcome, Summary
+from ..report import GateOutcome, RegressionOutcome, Summary
 from ._gates import check_gates
 from ._regression import compare, compare_health, load_baseline
 
 if TYPE_CHECKING:
-    from ..run._settings import Settings
+    from ..run import Settings
 
 __all__ = ["check_summary"]
 

@@ -13,9 +13,9 @@ import math
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from ..benchmarks._errata import Errata
+from ..benchmarks import Errata
 from ..records import QuestionResult
-from ..report._model import CategoryRow, RunSummary
+from ..report import CategoryRow, RunSummary
 from ._aggregate import row_values
 
 __all__ = ["errata_rows", "question_errata"]

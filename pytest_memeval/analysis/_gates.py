@@ -35,7 +35,7 @@ from dataclasses import dataclass
 
 from ..errors import MemevalError
 from ..judges import resolve_judge_alias
-from ..report._model import CategoryRow, RunSummary, Summary, judge_metric
+from ..report import CategoryRow, RunSummary, Summary, judge_metric
 from ._judge_calibration import gate_values, is_calibration_metric
 
 __all__ = [

@@ -6,11 +6,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ..benchmarks._base import Dataset
-from ..benchmarks._errata import Errata
+from ..benchmarks import Dataset, Errata
 from ..records import Question
-from ..report._headline import headline_metric as run_headline_metric
-from ..report._model import RunSummary, Summary
+from ..report import RunSummary, Summary
+from ..report import headline_metric as run_headline_metric
 from ._context import ConversationSize, context_figures, pareto_front, top_k_warnings
 from ._errata import errata_rows, question_errata
 

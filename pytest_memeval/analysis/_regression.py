@@ -29,7 +29,7 @@ from typing import Any
 from .._files import FileTooLarge, NotAFile, read_bounded
 from ..errors import MemevalError, terminal_safe
 from ..judges import resolve_judge_alias
-from ..protocols._judges import metric_of_style
+from ..protocols import metric_of_style
 from ..records import (
     STATUS_CORRECT,
     STATUS_ERROR,
@@ -38,8 +38,17 @@ from ..records import (
     QuestionResult,
     finite_float,
 )
-from ..report._headline import HEADLINE_ROW, headline_metric, row_categories, row_selection
-from ..report._model import REPORT_SCHEMA, RunSummary, Summary, judge_metric, unit_count
+from ..report import (
+    HEADLINE_ROW,
+    REPORT_SCHEMA,
+    RunSummary,
+    Summary,
+    headline_metric,
+    judge_metric,
+    row_categories,
+    row_selection,
+    unit_count,
+)
 from ._clusters import (
     TEST_SIGN_FLIP,
     ClusterTest,

@@ -18,7 +18,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ..records import QuestionResult
-from ..report._model import CategoryRow, RunSummary
+from ..report import CategoryRow, RunSummary
 from ._aggregate import row_values
 from ._clusters import ClusterSums, cluster_bootstrap_cis, cluster_bootstrap_means_many
 

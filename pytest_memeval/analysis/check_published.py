@@ -26,9 +26,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..benchmarks._base import parse_json, read_data
+from ..benchmarks import parse_json, read_data
 from ..errors import MemevalError
-from ..metrics._lexical import bleu1, locomo_f1, set_f1
+from ..metrics import bleu1, locomo_f1, set_f1
 
 __all__ = [
     "Mismatch",

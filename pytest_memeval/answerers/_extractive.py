@@ -15,7 +15,7 @@ from typing import Protocol, runtime_checkable
 
 from .._dates import MONTHS, WEEKDAYS
 from ..records import Memory, Prediction, Question
-from ..systems._text import STOPWORDS, content_tokens, light_stem, words
+from ..systems import STOPWORDS, content_tokens, light_stem, words
 
 __all__ = [
     "EXTRACTIVE_LABEL",

@@ -27,8 +27,8 @@ from datetime import UTC, datetime
 from typing import Protocol
 
 from ..benchmarks import SUITE_ANSWER_PROMPTS
-from ..judges._base import PromptTemplate, load_template
-from ..llm._base import ChatMessage, LLMClient
+from ..judges import PromptTemplate, load_template
+from ..llm import ChatMessage, LLMClient
 from ..records import Conversation, Memory, Prediction, Question
 
 __all__ = [

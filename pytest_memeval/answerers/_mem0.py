@@ -33,9 +33,8 @@ from typing import Any
 
 from .._dates import MONTHS
 from ..errors import JudgeError
-from ..llm._base import ChatMessage, LLMClient
-from ..protocols._profiles import RequestShape
-from ..protocols._source import Template
+from ..llm import ChatMessage, LLMClient
+from ..protocols import RequestShape, Template
 from ..records import Conversation, Memory, Prediction, Question, Session
 
 __all__ = [

@@ -5,13 +5,30 @@ from __future__ import annotations
 import importlib
 from dataclasses import dataclass
 from importlib.metadata import entry_points
+from typing import TYPE_CHECKING
 
+from .._lazy import lazy_getattr
 from ..errors import MSG_UNKNOWN_BENCHMARK, MemevalError
 from ._base import Benchmark, CategoryInfo, Dataset, LoadRequest
+
+if TYPE_CHECKING:
+    from ._base import Deviation, check_unique_ids, file_sha256, parse_json, read_data
+    from ._download import check_local_copies, download
+    from ._errata import (
+        ERRATA_SOURCES,
+        LOCOMO_AUDIT,
+        Errata,
+        ErrataSource,
+        load_errata,
+        parse_audit_entries,
+    )
+
 
 __all__ = [
     "BUILTIN_BENCHMARKS",
     "ENTRY_POINT_GROUP",
+    "ERRATA_SOURCES",
+    "LOCOMO_AUDIT",
     "SUITE_ANSWER_PROMPTS",
     "SUITE_CALIBRATION",
     "SUITE_DEFAULT_PROTOCOLS",
@@ -19,11 +36,22 @@ __all__ = [
     "Benchmark",
     "CategoryInfo",
     "Dataset",
+    "Deviation",
+    "Errata",
+    "ErrataSource",
     "LoadRequest",
     "SuiteAnswerPrompt",
     "SuiteCalibration",
     "available_benchmarks",
+    "check_local_copies",
+    "check_unique_ids",
+    "download",
+    "file_sha256",
     "get_benchmark",
+    "load_errata",
+    "parse_audit_entries",
+    "parse_json",
+    "read_data",
 ]
 
 ENTRY_POINT_GROUP = "pytest_memeval.benchmarks"
@@ -138,3 +166,25 @@ def get_benchmark(name: str) -> Benchmark:
     module_name, _, attr = target.partition(":")
     module = importlib.import_module(module_name)
     return _coerce(getattr(module, attr), name)
+
+
+#: the rest of the package's way in, imported on first use (PEP 562): importing the package
+#: loads only what it needs at once
+_WHERE: dict[str, str] = {
+    "Deviation": "._base",
+    "ERRATA_SOURCES": "._errata",
+    "Errata": "._errata",
+    "ErrataSource": "._errata",
+    "LOCOMO_AUDIT": "._errata",
+    "check_local_copies": "._download",
+    "check_unique_ids": "._base",
+    "download": "._download",
+    "file_sha256": "._base",
+    "load_errata": "._errata",
+    "parse_audit_entries": "._errata",
+    "parse_json": "._base",
+    "read_data": "._base",
+}
+
+if not TYPE_CHECKING:
+    __getattr__ = lazy_getattr(__name__, _WHERE, globals())

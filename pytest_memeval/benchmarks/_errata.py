@@ -170,7 +170,7 @@ LOCOMO_AUDIT = ErrataSource(
 ERRATA_SOURCES: Mapping[str, ErrataSource] = MappingProxyType({LOCOMO_AUDIT.name: LOCOMO_AUDIT})
 
 
-def _read_json(path: Path) -> tuple[Any, str]:
+def read_run_json(path: Path) -> tuple[Any, str]:
     data, text = read_data(path, _FIX, limit=MAX_ERRATA_BYTES)
     return parse_json(text, str(path), _FIX), hashlib.sha256(data).hexdigest()
 
@@ -342,7 +342,7 @@ def load_errata(
     entries: dict[str, Erratum] = {}
     digests: dict[str, str] = {}
     for path, name in files:
-        raw, digest = _read_json(path)
+        raw, digest = read_run_json(path)
         digests[name] = digest
         for erratum in parse_audit_entries(raw, str(path), questions, conversation_ids):
             if erratum.question_id in entries:

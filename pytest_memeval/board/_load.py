@@ -18,16 +18,19 @@ from pathlib import Path
 from typing import Any
 
 from .._files import FileTooLarge, NotAFile, read_bounded
-from ..analysis._aggregate import aggregate_run, benchmark_shape, metric_union, percentile
-from ..analysis._context import context_figures
-from ..analysis._stats import add_confidence_intervals
-from ..benchmarks import get_benchmark
-from ..benchmarks._base import Benchmark
+from ..analysis import (
+    add_confidence_intervals,
+    aggregate_run,
+    benchmark_shape,
+    context_figures,
+    metric_union,
+    percentile,
+)
+from ..benchmarks import Benchmark, get_benchmark
 from ..errors import MemevalError
 from ..records import QuestionResult
-from ..report._headline import decided_metric
-from ..report._model import REPORT_SCHEMA, RunSummary
-from ..run._store import CONFIG_FILE, RESULTS_FILE, read_config, read_results
+from ..report import REPORT_SCHEMA, RunSummary, decided_metric
+from ..run import CONFIG_FILE, RESULTS_FILE, read_config, read_results
 
 __all__ = [
     "MAX_JSON_DEPTH",

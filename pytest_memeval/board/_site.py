@@ -21,29 +21,36 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..analysis._baselines import RunProtocol, baselines_for, mark_comparability
-from ..analysis._regression import Comparison, compare_questions, questions_from_report
+from ..analysis import (
+    Comparison,
+    RunProtocol,
+    baselines_for,
+    compare_questions,
+    mark_comparability,
+    questions_from_report,
+)
 from ..errors import MemevalError
 from ..records import STATUS_CORRECT, STATUS_WRONG, STATUSES, QuestionResult
-from ..report._charts import (
+from ..report import (
+    HEADLINE_ROW,
     HistoryPoint,
+    Markup,
     ScatterPoint,
+    Table,
+    baselines_table,
+    content_security_policy,
+    fmt_num,
     fmt_seconds,
     fmt_tokens,
     history_chart,
-    scatter_chart,
-)
-from ..report._headline import HEADLINE_ROW
-from ..report._json_report import write_text_atomic
-from ..report._pages import (
-    Markup,
-    content_security_policy,
     inline,
     render_page,
     render_table,
+    run_table,
+    scatter_chart,
     script_json,
+    write_text_atomic,
 )
-from ..report._tables import Table, baselines_table, fmt_num, run_table
 from ._comparability import KEY_FIELDS, Key, differences, entry_key, group_by_key, headings, key_id
 from ._load import Entry, load_inputs, query_latency
 from ._verify import TIERS, Verification, verify_entries

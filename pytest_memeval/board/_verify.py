@@ -33,10 +33,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..benchmarks._base import Benchmark, LoadRequest
+from ..benchmarks import Benchmark, LoadRequest
 from ..records import STATUS_ERROR, Prediction, Question, QuestionResult
-from ..report._model import REPORT_MEMORIES
-from ..run._question import QuestionSetCheck, check_question_set, select_questions
+from ..report import REPORT_MEMORIES
+from ..run import QuestionSetCheck, check_question_set, select_questions
 from ._comparability import entry_key, same_key
 from ._load import Entry, folder_provenance
 

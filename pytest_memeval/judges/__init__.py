@@ -9,7 +9,9 @@ replaced by a user file; each judge exposes the sha256 of the templates it uses.
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
+from .._lazy import lazy_getattr
 from ..errors import JudgeError
 from ._agreement import cohen_kappa
 from ._base import Judge, JudgeResult, PromptTemplate, load_template, template_sha256
@@ -19,9 +21,23 @@ from ._longmemeval import LongMemEvalJudge
 from ._mem0 import Mem0Judge
 from ._usermem import UserMemJudge
 
+if TYPE_CHECKING:
+    from ._base import extract_json_mem0, gold_text, parallel_map
+    from ._beam import (
+        JSON_REPAIR_UPSTREAM,
+        json_repair_version,
+        parse_json_response,
+        read_beam_reply,
+    )
+    from ._longmemeval import QUESTION_TYPE_RULES, strict_yes_no
+    from ._mem0 import is_locomo_adversarial
+
+
 __all__ = [
     "DEFAULT_STYLE",
+    "JSON_REPAIR_UPSTREAM",
     "JUDGE_ALIAS",
+    "QUESTION_TYPE_RULES",
     "STYLES",
     "STYLE_METRICS",
     "BeamNuggetJudge",
@@ -34,9 +50,17 @@ __all__ = [
     "UserMemJudge",
     "cohen_kappa",
     "default_style",
+    "extract_json_mem0",
     "get_judge",
+    "gold_text",
+    "is_locomo_adversarial",
+    "json_repair_version",
     "load_template",
+    "parallel_map",
+    "parse_json_response",
+    "read_beam_reply",
     "resolve_judge_alias",
+    "strict_yes_no",
     "template_sha256",
 ]
 
@@ -108,3 +132,22 @@ def get_judge(style: str, *, template_path: str | None = None, runs: int = 10) -
     if build is None:
         raise JudgeError(f"unknown judge style {style!r}; available: {', '.join(STYLES)}")
     return build(template_path, runs)
+
+
+#: the rest of the package's way in, imported on first use (PEP 562): importing the package
+#: loads only what it needs at once
+_WHERE: dict[str, str] = {
+    "JSON_REPAIR_UPSTREAM": "._beam",
+    "QUESTION_TYPE_RULES": "._longmemeval",
+    "extract_json_mem0": "._base",
+    "gold_text": "._base",
+    "is_locomo_adversarial": "._mem0",
+    "json_repair_version": "._beam",
+    "parallel_map": "._base",
+    "parse_json_response": "._beam",
+    "read_beam_reply": "._beam",
+    "strict_yes_no": "._longmemeval",
+}
+
+if not TYPE_CHECKING:
+    __getattr__ = lazy_getattr(__name__, _WHERE, globals())

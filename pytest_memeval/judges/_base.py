@@ -23,8 +23,7 @@ from typing import Any, Protocol, TypeVar, runtime_checkable
 
 from .._files import FileTooLarge, NotAFile, read_bounded_text
 from ..errors import JudgeError
-from ..llm._base import ChatMessage, LLMClient
-from ..llm._client import run_parallel
+from ..llm import ChatMessage, LLMClient, run_parallel
 from ..records import Question
 
 __all__ = [

@@ -31,7 +31,7 @@ from importlib.metadata import PackageNotFoundError, version
 
 from json_repair import repair_json
 
-from ..llm._base import ChatMessage, LLMClient
+from ..llm import ChatMessage, LLMClient
 from ..records import Question
 from ._base import (
     FIRST_JSON_SPAN,

@@ -10,7 +10,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from ..llm._base import ChatMessage, LLMClient
+from ..llm import ChatMessage, LLMClient
 from ..records import Question
 from ._base import (
     QA_FIELDS,

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import JudgeError
-from ..llm._base import LLMClient
+from ..llm import LLMClient
 from ..records import Question
 from ._base import QA_FIELDS, JudgeResult, PromptTemplate, ask, load_template, qa_values
 

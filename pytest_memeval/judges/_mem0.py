@@ -9,7 +9,7 @@ import json
 import re
 from dataclasses import dataclass, field
 
-from ..llm._base import LLMClient
+from ..llm import LLMClient
 from ..records import Question
 from ._base import (
     QA_FIELDS,

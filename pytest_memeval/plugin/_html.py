@@ -18,8 +18,8 @@ class PytestHtmlHooks:
     def pytest_html_results_summary(
         self, prefix: list[str], summary: list[str], postfix: list[str], session: Any
     ) -> None:
-        from ..report._html import summary_tables
-        from ..run._session import build_summary
+        from ..report import summary_tables
+        from ..run import build_summary
         from ._stash import CONTROLLER_KEY
 
         controller = self.config.stash.get(CONTROLLER_KEY, None)
@@ -34,7 +34,7 @@ class PytestHtmlHooks:
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_html_results_table_row(self, report: pytest.TestReport, cells: list[str]) -> None:
-        from ..report._pages import esc
+        from ..report import esc
 
         parts = []
         for name, value in getattr(report, "user_properties", []):

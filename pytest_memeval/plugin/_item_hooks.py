@@ -11,7 +11,7 @@ import pytest
 
 from ..errors import MemevalError
 from ..records import STATUS_CORRECT, STATUS_UNSCORED, STATUS_WRONG
-from ..run._outputs import STOPPED_PROPERTY
+from ..run import STOPPED_PROPERTY
 from ._stash import RECORDER_KEY, RESULT_KEY, STATE_KEY
 
 if TYPE_CHECKING:
@@ -84,7 +84,7 @@ class Recorder:
         self.text: str | None = None
 
     def __call__(self, metric: str, value: float | None) -> None:
-        from ..run._question import clean_scores
+        from ..run import clean_scores
 
         if not isinstance(metric, str) or not metric:
             raise TypeError("memeval_record(metric, value): metric must be a non-empty string")
@@ -94,7 +94,7 @@ class Recorder:
         """Score ``text`` as this case's answer, exactly as a built-in item scores its prediction
         (the benchmark's metrics, plugins' extra scores, every configured judge)."""
         from ..records import Prediction
-        from ..run._question import evaluate
+        from ..run import evaluate
         from ._questions import question_run
 
         config = self.item.config
@@ -145,7 +145,7 @@ def pytest_runtest_makereport(
     result = _result_for(item, call)
     entry = None
     if result is not None:
-        from ..run._outputs import PROPERTY_NAME
+        from ..run import PROPERTY_NAME
 
         entry = (PROPERTY_NAME, result.to_dict())
         item.user_properties.append(entry)
@@ -169,7 +169,7 @@ def pytest_runtest_makereport(
         # this phase's report holds the result (each report copies the list); the item keeps only
         # the flat properties, so later reports (teardown, what JUnit reads) do not carry the
         # whole result again, across xdist's wire and into the controller
-        from ..run._outputs import flat_properties
+        from ..run import flat_properties
 
         at = next(i for i, p in enumerate(item.user_properties) if p is entry)
         item.user_properties[at : at + 1] = flat_properties(entry[1])
@@ -183,7 +183,7 @@ def _track_repeats(
     worker: the report travels to the controller already short). The first failure of a system
     keeps its traceback; a later one with the same type and message is one line naming the first;
     a question whose system stopped (``run.repeats``) is one line and carries the stop."""
-    from ..run._repeats import SystemStopped, error_line, signature
+    from ..run import SystemStopped, error_line, signature
 
     tracker = item.state.repeated_errors()
     system = item.system.label
@@ -215,7 +215,7 @@ def _track_repeats(
 def _result_for(item: pytest.Item, call: pytest.CallInfo[None]) -> QuestionResult | None:
     if STATE_KEY not in item.config.stash:
         return None  # idle: no benchmark question or case exists
-    from ..run._question import decide
+    from ..run import decide
     from ._cases import case_flow, case_of
     from ._items import MemevalItem
     from ._memsys import not_run_reason
@@ -240,7 +240,7 @@ def _result_for(item: pytest.Item, call: pytest.CallInfo[None]) -> QuestionResul
             return result
         return None
     if call.when == "setup" and call.excinfo is not None:
-        from ..run._repeats import SystemStopped
+        from ..run import SystemStopped
 
         result = result_skeleton(bench, ref, question, item.nodeid, flow=flow)
         stopped = isinstance(call.excinfo.value, SystemStopped)
@@ -289,7 +289,7 @@ def pytest_report_teststatus(
         return None
     if report.when != "call" or not report.passed or STATE_KEY not in config.stash:
         return None
-    from ..run._outputs import PROPERTY_NAME
+    from ..run import PROPERTY_NAME
 
     estimate = config.stash[STATE_KEY].settings.llm.estimate
 

@@ -30,21 +30,22 @@ from ..records import (
     QuestionResult,
     ResultKey,
 )
-from ..report._terminal import describe_result
-from ..run._pipeline import Halves
-from ..run._question import (
+from ..report import describe_result
+from ..run import (
+    Halves,
     IngestedSystem,
     Prepared,
     QuestionRun,
+    RunState,
+    SystemRef,
+    SystemStopped,
     answer_stage,
     finish_question,
     judge_stage,
     llm_stage,
     prepare_question,
 )
-from ..run._repeats import SystemStopped
-from ..run._state import RunState, SystemRef  # moved to run/ (issue 26); importable here too
-from ..systems._builtin import MissingReplayAnswer
+from ..systems import MissingReplayAnswer
 from ._cases import case_conversation, case_flow, case_of
 from ._memsys import (
     SystemNotFound,
@@ -57,7 +58,7 @@ from ._questions import question_run, result_skeleton
 from ._stash import RESULT_KEY, STATE_KEY
 
 if TYPE_CHECKING:
-    from ..run._pipeline import Pipeline
+    from ..run import Pipeline
 
 __all__ = [
     "MemevalItem",
@@ -302,7 +303,7 @@ class MemevalItem(pytest.Function):
     def _reanswer_prepared(self, result: QuestionResult) -> Prepared:
         """--memeval-reanswer: the stored retrieval, to be answered again (no memory-system call;
         the answerer's call is the LLM stage's)."""
-        from ..systems._wire import memory_from_dict
+        from ..systems import memory_from_dict
 
         state = self.state
         stored = state.stored_predictions().get(
@@ -323,7 +324,7 @@ class MemevalItem(pytest.Function):
                 "stored to answer from; use --memeval-rejudge to judge its answers again"
             )
         memories = tuple(memory_from_dict(m.to_dict()) for m in stored.memories)
-        from ..run._budget import context_for_answer
+        from ..run import context_for_answer
 
         memories, context = context_for_answer(memories, state.settings.selection.context_budget)
         result.details.update(context)

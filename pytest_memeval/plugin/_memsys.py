@@ -9,8 +9,7 @@ import pytest
 
 from ..errors import AdapterError
 from ..records import Question
-from ..run._question import IngestedSystem
-from ..run._state import RunState, SystemRef
+from ..run import IngestedSystem, RunState, SystemRef
 
 __all__ = [
     "SystemNotFound",
@@ -52,7 +51,7 @@ def obtain_system(request: pytest.FixtureRequest, ref: SystemRef) -> object:
             if exc.argname != ref.fixture:
                 raise  # the fixture exists but needs another one that does not
             if ref.factory is None:
-                from ..systems._resolve import available_systems, unknown_system_message
+                from ..systems import available_systems, unknown_system_message
 
                 known = [*available_systems(), *_visible_fixtures(exc)]
                 from ._conftests import WHERE_FIXTURES

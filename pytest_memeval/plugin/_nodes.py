@@ -18,7 +18,7 @@ from ._stash import STATE_KEY
 
 if TYPE_CHECKING:
     from ..records import Question
-    from ..run._state import SystemRef
+    from ..run import SystemRef
 
 __all__ = ["BenchmarkNode", "ConversationNode", "SystemNode", "group_by_conversation"]
 

@@ -104,7 +104,7 @@ def _limiter(value: Any, source: str) -> str | None:
     text = str(value or "").strip()
     if text in ("", "file"):
         return None  # the default: an idle run never imports the LLM package for it
-    from ..llm._ratelimit import REDIS_SCHEMES, redis_label
+    from ..llm import REDIS_SCHEMES, redis_label
 
     scheme = text.split("://", 1)[0].lower() if "://" in text else ""
     if scheme not in REDIS_SCHEMES:

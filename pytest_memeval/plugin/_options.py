@@ -20,17 +20,9 @@ import pytest
 from ..errors import MemevalError
 
 if TYPE_CHECKING:
-    from ..run._contract_kit import ContractLimits
-    from ..run._shards import Shard
+    from ..run import ContractLimits, Shard
 
-from ..run._settings import (
-    CheckSettings,
-    LLMSettings,
-    ReportSettings,
-    RunSettings,
-    Selection,
-    Settings,
-)
+from ..run import CheckSettings, LLMSettings, ReportSettings, RunSettings, Selection, Settings
 from ._option_table import OPTIONS, addoptions
 from ._option_values import (
     _NO_VARIANTS,
@@ -104,7 +96,7 @@ def read_settings(config: pytest.Config) -> Settings:
     baselines_raw = val("memeval_published_baselines")
     baselines = _csv(baselines_raw) if baselines_raw is not None else None
     if baselines and benchmarks:
-        from ..analysis._baselines import BASELINES
+        from ..analysis import BASELINES
 
         known = sorted({b.name for b in BASELINES})
         unknown = [n for n in baselines if n not in known and n not in ("all", "none")]
@@ -136,7 +128,7 @@ def read_settings(config: pytest.Config) -> Settings:
         )
     protocol = str(val("memeval_protocol")).strip() if val("memeval_protocol") else None
     if protocol is not None:  # imported only then: the profiles import the scorers (numpy)
-        from ..protocols._profiles import PROFILES
+        from ..protocols import PROFILES
     if protocol is not None and protocol not in PROFILES:
         raise pytest.UsageError(
             f"{src('memeval_protocol')}={protocol!r}: expected one of {', '.join(PROFILES)}"
@@ -171,7 +163,7 @@ def read_settings(config: pytest.Config) -> Settings:
     if answerer != "extractive":
         specs.append((answerer, src("memeval_answerer")))
     for spec, origin in specs:
-        from ..llm._providers import PROVIDERS  # only when an LLM is asked for
+        from ..llm import PROVIDERS
 
         provider, _, model = spec.partition(":")
         if provider not in PROVIDERS or not model:
@@ -189,7 +181,7 @@ def read_settings(config: pytest.Config) -> Settings:
 
     gates = []
     for expr in many("memeval_fail_under"):
-        from ..analysis._gates import parse_gate
+        from ..analysis import parse_gate
 
         try:
             gates.append(parse_gate(expr))
@@ -197,7 +189,7 @@ def read_settings(config: pytest.Config) -> Settings:
             raise pytest.UsageError(str(exc)) from None
     max_drops = []
     for expr in many("memeval_max_drop"):
-        from ..analysis._regression import parse_max_drop
+        from ..analysis import parse_max_drop
 
         try:
             max_drops.append(parse_max_drop(expr))
@@ -265,7 +257,7 @@ def read_settings(config: pytest.Config) -> Settings:
 
     calibration = None
     if val("memeval_judge_calibration") or val("memeval_calibration_wrong"):
-        from ..run._calibrate import CalibrationError, calibration_settings
+        from ..run import CalibrationError, calibration_settings
 
         try:
             calibration = calibration_settings(
@@ -277,7 +269,7 @@ def read_settings(config: pytest.Config) -> Settings:
         except CalibrationError as exc:
             raise pytest.UsageError(str(exc)) from None
     if calibration is None and benchmarks:
-        from ..analysis._judge_calibration import is_calibration_metric
+        from ..analysis import is_calibration_metric
 
         for gate in gates:
             if is_calibration_metric(gate.metric):
@@ -409,7 +401,7 @@ def _contract_limits(
             "--memeval-contract needs the system to check: add --memsys=NAME (a conftest "
             "fixture, an entry point, package.module:factory, http:URL, mcp:COMMAND or a built-in)"
         )
-    from ..run._contract_kit import DEFAULT_SCALE_TIMEOUT, ContractLimits
+    from ..run import DEFAULT_SCALE_TIMEOUT, ContractLimits
 
     timeout = (
         _seconds(val("memeval_timeout"), src("memeval_timeout"), example="30")
@@ -437,7 +429,7 @@ def scale_settings(
     """These options, validated (``pytest.UsageError`` with the fix)."""
     parsed = None
     if shard not in (None, ""):
-        from ..run._shards import parse_shard
+        from ..run import parse_shard
 
         try:
             parsed = parse_shard(str(shard))

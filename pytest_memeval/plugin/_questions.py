@@ -8,8 +8,7 @@ from typing import Any
 import pytest
 
 from ..records import Prediction, Question, QuestionResult
-from ..run._question import QuestionRun, new_result
-from ..run._state import RunState, SystemRef
+from ..run import QuestionRun, RunState, SystemRef, new_result
 
 __all__ = ["question_run", "result_skeleton"]
 

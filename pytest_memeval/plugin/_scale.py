@@ -65,11 +65,11 @@ def apply_merge_defaults(config: pytest.Config) -> None:
     folders = split_values(raw or [])
     if not folders:
         return
-    from ..run._shards import _read_json
+    from ..run import read_run_json
 
     path = Path(folders[0]).expanduser() / "config.json"
     try:
-        stored = _read_json(path, "run configuration")
+        stored = read_run_json(path, "run configuration")
     except MemevalError as exc:
         raise pytest.UsageError(str(exc)) from None
     options = stored.get("options") if isinstance(stored, dict) else None
@@ -114,7 +114,7 @@ class ScaleHooks:
         them installed, and a shard folder naming ``pkg.module:attr`` never gets it imported."""
         if not self.settings.run.merge:
             return None
-        from ..run._shards import recorded_bases
+        from ..run import recorded_bases
 
         bases = recorded_bases(Path(self.settings.run.merge[0])).get(name) or [name]
         return [(base, _not_run) for base in bases]
@@ -122,7 +122,7 @@ class ScaleHooks:
     def merge_into(self) -> None:
         """Read and check the shards, and hand their results to the controller (from the stash:
         this module does not import the controller's)."""
-        from ..run._stored import merge_shards
+        from ..run import merge_shards
         from ._questions import question_run
         from ._stash import CONTROLLER_KEY
 
@@ -165,7 +165,7 @@ class ScaleHooks:
     def _finish_shard(self, session: pytest.Session) -> None:
         """A shard with no conversation (more shards than conversations) is a success, and its
         run folder still holds a (then empty) results file, so the merge finds every shard."""
-        from ..run._store import RESULTS_FILE
+        from ..run import RESULTS_FILE
         from ._stash import CONTROLLER_KEY, STATE_KEY
 
         state = self.config.stash[STATE_KEY]
@@ -212,8 +212,7 @@ class ScaleHooks:
         self.verify_count()
         if not settings.active or not settings.run.cache_import:
             return
-        from ..llm._cache import CACHE_FILENAME
-        from ..llm._transfer import import_cache
+        from ..llm import CACHE_FILENAME, import_cache
 
         for path in settings.run.cache_import:
             try:
@@ -231,7 +230,7 @@ class ScaleHooks:
         state = self.config.stash[STATE_KEY]
         if not n or controller is None or state.llm is None:
             return
-        from ..run._stored import verify_imported_verdicts
+        from ..run import verify_imported_verdicts
 
         controller.import_verify = verify_imported_verdicts(
             state, list(controller.results.values()), n, state.settings.selection.seed
@@ -257,8 +256,7 @@ class ScaleHooks:
         if settings.selection.shard is not None:
             self._finish_shard(session)
         if settings.active and settings.run.cache_export is not None:
-            from ..llm._cache import CACHE_FILENAME
-            from ..llm._transfer import export_cache
+            from ..llm import CACHE_FILENAME, export_cache
 
             try:
                 export_cache(

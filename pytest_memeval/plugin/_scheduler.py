@@ -77,7 +77,7 @@ def _items_ahead(config: pytest.Config) -> int:
     """Items a worker holds before it is sent more: 2, or the LLM window's depth when the run
     makes LLM calls through one (so the window can be filled from the worker's next
     conversations, searched ahead as far as it stages them: ``run.pipeline.DEPTH_FACTOR``)."""
-    from ..run._pipeline import DEPTH_FACTOR
+    from ..run import DEPTH_FACTOR
     from ._stash import STATE_KEY
 
     state = config.stash.get(STATE_KEY, None)

@@ -32,7 +32,7 @@ def download_lines(config: pytest.Config) -> Callable[[str], None] | None:
 def read_protocol(config: pytest.Config, settings: Any) -> Any:
     """Read the official protocol's pinned upstream files (UsageError with the fix when they
     cannot be read); warn when the judge or answerer model is not the protocol's."""
-    from ..protocols._setup import (
+    from ..protocols import (
         ProtocolSourceError,
         ProtocolWarning,
         answer_model_warnings,

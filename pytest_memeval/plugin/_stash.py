@@ -10,7 +10,7 @@ import pytest
 
 if TYPE_CHECKING:
     from ..records import QuestionResult
-    from ..run._state import RunState
+    from ..run import RunState
     from ._controller import Controller
     from ._item_hooks import Recorder
     from ._scheduler import ConversationScheduling

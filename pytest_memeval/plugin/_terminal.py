@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from ..run._session_lines import TerminalSource, summary_lines
+from ..run import TerminalSource, summary_lines
 
 __all__ = ["write_terminal_summary"]
 

@@ -71,7 +71,7 @@ class XdistHooks:
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_testnodedown(self, node: Any, error: Any) -> None:
-        from ..run._outputs import PROPERTY_NAME
+        from ..run import PROPERTY_NAME
         from ._stash import CONTROLLER_KEY
 
         controller = self.config.stash.get(CONTROLLER_KEY, None)

@@ -15,10 +15,15 @@ from pathlib import Path
 from typing import Any
 
 from ..benchmarks import get_benchmark
-from ..judges import STYLE_METRICS
-from ..judges._base import Judge, JudgeResult, extract_json_mem0, gold_text
-from ..judges._mem0 import is_locomo_adversarial
-from ..llm._base import ChatMessage, LLMClient
+from ..judges import (
+    STYLE_METRICS,
+    Judge,
+    JudgeResult,
+    extract_json_mem0,
+    gold_text,
+    is_locomo_adversarial,
+)
+from ..llm import ChatMessage, LLMClient
 from ..records import Question
 from ._profiles import (
     MEM0,

@@ -14,12 +14,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from ..benchmarks.halumem._pins import UPSTREAM as HALUMEM_UPSTREAM
-from ..benchmarks.locomo._pins import UPSTREAM as LOCOMO_UPSTREAM
-from ..benchmarks.locomo_plus._pins import UPSTREAM as LOCOMO_PLUS_UPSTREAM
-from ..benchmarks.longmemeval._pins import UPSTREAM as LONGMEMEVAL_UPSTREAM
-from ..benchmarks.longmemeval_v2._pins import UPSTREAM as LME2_UPSTREAM
-from ..benchmarks.memoryagentbench._pins import UPSTREAM as MAB_UPSTREAM
+from ..benchmarks.halumem import UPSTREAM as HALUMEM_UPSTREAM
+from ..benchmarks.locomo import UPSTREAM as LOCOMO_UPSTREAM
+from ..benchmarks.locomo_plus import UPSTREAM as LOCOMO_PLUS_UPSTREAM
+from ..benchmarks.longmemeval import UPSTREAM as LONGMEMEVAL_UPSTREAM
+from ..benchmarks.longmemeval_v2 import UPSTREAM as LME2_UPSTREAM
+from ..benchmarks.memoryagentbench import UPSTREAM as MAB_UPSTREAM
 from ._source import StringRef, UpstreamFile
 
 __all__ = [

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from ..errors import JudgeError
-from ..llm._providers import parse_model_spec
+from ..llm import parse_model_spec
 from ._judges import LoadedProtocol, load_protocol
 from ._profiles import get_profile
 from ._source import ProtocolSourceError

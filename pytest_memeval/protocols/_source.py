@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..benchmarks._download import download, file_sha256
+from ..benchmarks import download, file_sha256
 from ..errors import DatasetError, MemevalError
 
 __all__ = [

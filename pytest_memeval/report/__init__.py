@@ -1,1 +1,185 @@
 """Summary model and renderers (terminal, JSON)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from .._lazy import lazy_getattr
+
+if TYPE_CHECKING:
+    from ._calibration_section import terminal_lines
+    from ._charts import (
+        HistoryPoint,
+        ScatterPoint,
+        fmt_seconds,
+        fmt_tokens,
+        history_chart,
+        nice_ticks,
+        parse_time,
+        place_labels,
+        scatter_chart,
+        time_ticks,
+    )
+    from ._headline import (
+        HEADLINE_ROW,
+        decided_metric,
+        headline_metric,
+        row_categories,
+        row_selection,
+    )
+    from ._html import render_html, summary_tables
+    from ._json_report import summary_json, write_json, write_text_atomic
+    from ._markdown import render_markdown
+    from ._model import (
+        REPORT_MEMORIES,
+        REPORT_SCHEMA,
+        CategoryRow,
+        GateOutcome,
+        LLMUsage,
+        RegressionOutcome,
+        RunSummary,
+        Summary,
+        dataset_notes,
+        judge_metric,
+        published_entries,
+        unit_count,
+        unscored_metric_notes,
+        unscored_notes,
+    )
+    from ._pages import (
+        Markup,
+        content_security_policy,
+        esc,
+        inline,
+        render_page,
+        render_table,
+        script_json,
+    )
+    from ._tables import (
+        Table,
+        baseline_grid,
+        baselines_table,
+        fmt_num,
+        nearest_published,
+        official_table,
+        run_table,
+    )
+    from ._terminal import describe_result, render_summary, render_wrong
+
+__all__ = [
+    "HEADLINE_ROW",
+    "REPORT_MEMORIES",
+    "REPORT_SCHEMA",
+    "CategoryRow",
+    "GateOutcome",
+    "HistoryPoint",
+    "LLMUsage",
+    "Markup",
+    "RegressionOutcome",
+    "RunSummary",
+    "ScatterPoint",
+    "Summary",
+    "Table",
+    "baseline_grid",
+    "baselines_table",
+    "content_security_policy",
+    "dataset_notes",
+    "decided_metric",
+    "describe_result",
+    "esc",
+    "fmt_num",
+    "fmt_seconds",
+    "fmt_tokens",
+    "headline_metric",
+    "history_chart",
+    "inline",
+    "judge_metric",
+    "nearest_published",
+    "nice_ticks",
+    "official_table",
+    "parse_time",
+    "place_labels",
+    "published_entries",
+    "render_html",
+    "render_markdown",
+    "render_page",
+    "render_summary",
+    "render_table",
+    "render_wrong",
+    "row_categories",
+    "row_selection",
+    "run_table",
+    "scatter_chart",
+    "script_json",
+    "summary_json",
+    "summary_tables",
+    "terminal_lines",
+    "time_ticks",
+    "unit_count",
+    "unscored_metric_notes",
+    "unscored_notes",
+    "write_json",
+    "write_text_atomic",
+]
+
+
+#: the rest of the package's way in, imported on first use (PEP 562): importing the package
+#: loads only what it needs at once
+_WHERE: dict[str, str] = {
+    "CategoryRow": "._model",
+    "GateOutcome": "._model",
+    "HEADLINE_ROW": "._headline",
+    "HistoryPoint": "._charts",
+    "LLMUsage": "._model",
+    "Markup": "._pages",
+    "REPORT_MEMORIES": "._model",
+    "REPORT_SCHEMA": "._model",
+    "RegressionOutcome": "._model",
+    "RunSummary": "._model",
+    "ScatterPoint": "._charts",
+    "Summary": "._model",
+    "Table": "._tables",
+    "baseline_grid": "._tables",
+    "baselines_table": "._tables",
+    "content_security_policy": "._pages",
+    "dataset_notes": "._model",
+    "decided_metric": "._headline",
+    "describe_result": "._terminal",
+    "esc": "._pages",
+    "fmt_num": "._tables",
+    "fmt_seconds": "._charts",
+    "fmt_tokens": "._charts",
+    "headline_metric": "._headline",
+    "history_chart": "._charts",
+    "inline": "._pages",
+    "judge_metric": "._model",
+    "nearest_published": "._tables",
+    "nice_ticks": "._charts",
+    "official_table": "._tables",
+    "parse_time": "._charts",
+    "place_labels": "._charts",
+    "published_entries": "._model",
+    "render_html": "._html",
+    "render_markdown": "._markdown",
+    "render_page": "._pages",
+    "render_summary": "._terminal",
+    "render_table": "._pages",
+    "render_wrong": "._terminal",
+    "row_categories": "._headline",
+    "row_selection": "._headline",
+    "run_table": "._tables",
+    "scatter_chart": "._charts",
+    "script_json": "._pages",
+    "summary_json": "._json_report",
+    "summary_tables": "._html",
+    "terminal_lines": "._calibration_section",
+    "time_ticks": "._charts",
+    "unit_count": "._model",
+    "unscored_metric_notes": "._model",
+    "unscored_notes": "._model",
+    "write_json": "._json_report",
+    "write_text_atomic": "._json_report",
+}
+
+if not TYPE_CHECKING:
+    __getattr__ = lazy_getattr(__name__, _WHERE, globals())

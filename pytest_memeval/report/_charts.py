@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from ..analysis._context import pareto_front
+from ..analysis import pareto_front
 from ._pages import esc
 
 __all__ = [

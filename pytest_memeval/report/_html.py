@@ -20,7 +20,7 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
-from ..analysis._baselines import Baseline
+from ..analysis import Baseline
 from ..records import STATUS_CORRECT, QuestionResult, finite_float
 from ._charts import BarSeries, bar_chart
 from ._model import (

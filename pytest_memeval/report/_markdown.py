@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 
-from ..analysis._baselines import Baseline
+from ..analysis import Baseline
 from ._model import Summary, ci_note, pass_metric, runs_by_benchmark
 from ._tables import (
     Table,

@@ -8,9 +8,9 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from ..analysis._baselines import Baseline
-    from ..benchmarks.beam._figures import OfficialComposite
-    from ..benchmarks.halumem._figures import HaluMemOfficial
+    from ..analysis import Baseline
+    from ..benchmarks.beam import OfficialComposite
+    from ..benchmarks.halumem import HaluMemOfficial
 
 from ..records import QuestionResult
 

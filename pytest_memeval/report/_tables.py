@@ -15,8 +15,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..analysis._aggregate import percentile
-from ..analysis._baselines import Baseline
+from ..analysis import Baseline, percentile
 from ._headline import HEADLINE_ROW, headline_metric
 from ._model import (
     STATUS_COLUMNS,

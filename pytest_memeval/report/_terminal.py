@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from ..analysis._baselines import Baseline
+from ..analysis import Baseline
 from ..errors import terminal_safe
 from ..records import STATUS_WRONG, QuestionResult
 from ._model import Summary, runs_by_benchmark

@@ -21,8 +21,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from ..benchmarks import BUILTIN_BENCHMARKS
-from ..benchmarks._base import Deviation
+from ..benchmarks import BUILTIN_BENCHMARKS, Deviation
 from ._model import RunSummary
 
 __all__ = [
@@ -125,7 +124,7 @@ def _shape(shape: Any) -> dict[str, Any] | None:
 
 
 def _profile_card(profile: Any) -> ProfileCard:
-    from ..protocols._prompt_pins import PROMPT_SHA256
+    from ..protocols import PROMPT_SHA256
 
     pinned = PROMPT_SHA256.get(profile.name, {})
     prompts = tuple(
@@ -178,7 +177,7 @@ def _benchmark_pins(benchmark: Any) -> tuple[Any, ...]:
 def protocol_card(benchmark: str) -> Card:
     """The protocol card of ``benchmark`` (a built-in suite name). A suite from another package
     gets a card without pins or deviations: the plugin knows none."""
-    from ..protocols._profiles import PROFILES
+    from ..protocols import PROFILES
 
     profiles = tuple(_profile_card(p) for p in PROFILES.values() if benchmark in p.benchmarks)
     target = BUILTIN_BENCHMARKS.get(benchmark)

@@ -16,22 +16,23 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..errors import JudgeError
-from ..llm._base import Completion
-from ..llm._batch import (
+from ..llm import (
     BATCH_DIR,
+    BATCH_PROVIDERS,
+    Completion,
     PollPolicy,
     QueuedRequest,
     Route,
     backend_for,
+    has_batch_api,
+    redact,
     settle,
 )
-from ..llm._providers import BATCH_PROVIDERS, has_batch_api
-from ..llm._redact import redact
 from ..records import PENDING_ANSWER, Prediction, Question, QuestionResult
 from ._question import Prepared, QuestionRun, finish_question, llm_stage
 
 if TYPE_CHECKING:
-    from ..llm._client import ProviderClient
+    from ..llm import ProviderClient
     from ._runtime import LLMRuntime
     from ._settings import Settings
     from ._state import RunState
@@ -295,7 +296,7 @@ def _prepared(question: Question, result: QuestionResult, *, answered: bool) -> 
     """A waiting result as the LLM stage takes it: its prediction (judged again), or, when its
     answer was queued, the memories it is answered from (kept in the result, as the answerer got
     them)."""
-    from ..systems._wire import memory_from_dict
+    from ..systems import memory_from_dict
 
     memories = tuple(memory_from_dict(m.to_dict()) for m in result.memories)
     if not answered:

@@ -15,13 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from ..llm._tokenizer import (
-    CL100K_SHA256,
-    TOKENIZER_NAME,
-    Tokenizer,
-    get_tokenizer,
-    tokenizer_label,
-)
+from ..llm import CL100K_SHA256, TOKENIZER_NAME, Tokenizer, get_tokenizer, tokenizer_label
 from ..records import Memory
 
 __all__ = [

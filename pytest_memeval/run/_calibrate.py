@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..analysis._judge_calibration import (
+from ..analysis import (
     ACCEPTED,
     ERROR,
     KIND_GOLD,
@@ -32,7 +32,7 @@ from ..analysis._judge_calibration import (
     summarize,
 )
 from ..benchmarks import SUITE_CALIBRATION, SuiteCalibration
-from ..benchmarks.locomo._audit import (
+from ..benchmarks.locomo import (
     AUDIT_SETS,
     WrongAnswerSet,
     load_audit_set,
@@ -40,8 +40,8 @@ from ..benchmarks.locomo._audit import (
     match_answers,
 )
 from ..errors import JudgeError, MemevalError
-from ..judges._base import gold_text
-from ..llm._client import run_parallel
+from ..judges import gold_text
+from ..llm import run_parallel
 from ..records import Question
 from ._settings import CalibrationSettings
 

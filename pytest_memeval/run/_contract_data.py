@@ -42,7 +42,7 @@ SCALE_WORDS_PER_TURN = 210  # ~115k tokens in all (cl100k_base: 1.09 tokens a wo
 
 
 def _demo() -> tuple[tuple[Conversation, ...], tuple[Question, ...]]:
-    from ..benchmarks.locomo._demo import load_demo
+    from ..benchmarks.locomo import load_demo
 
     parsed = load_demo()
     return tuple(parsed.conversations), tuple(parsed.questions)

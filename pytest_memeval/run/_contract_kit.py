@@ -20,9 +20,14 @@ from typing import Any
 
 from ..errors import AdapterError
 from ..records import Conversation, Memory, Question
-from ..systems._base import MemorySystem, stored_memories
-from ..systems._contract import materialise, normalise_answer, normalise_memories
-from ..systems._resolve import ensure_memory_system
+from ..systems import (
+    MemorySystem,
+    ensure_memory_system,
+    materialise,
+    normalise_answer,
+    normalise_memories,
+    stored_memories,
+)
 from ._contract_data import (
     MARKER,
     SCALE_SESSIONS,

@@ -15,9 +15,8 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from ..judges._base import gold_text
-from ..llm._accounting import BATCH_DISCOUNT, PriceTable, TokenAccounting
-from ..llm._estimate import EstimateCache, EstimatingProvider
+from ..judges import gold_text
+from ..llm import BATCH_DISCOUNT, EstimateCache, EstimatingProvider, PriceTable, TokenAccounting
 from ..records import Memory, Prediction, Question
 
 __all__ = [

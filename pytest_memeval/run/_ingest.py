@@ -13,8 +13,7 @@ from typing import Any
 
 from ..errors import AdapterError, terminal_safe
 from ..records import Conversation, Memory
-from ..systems._base import NO_DUMP_REASON, MemorySystem, stored_memories
-from ..systems._resolve import ensure_memory_system
+from ..systems import NO_DUMP_REASON, MemorySystem, ensure_memory_system, stored_memories
 
 __all__ = [
     "READY_TIMEOUT",

@@ -11,8 +11,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from ..analysis._baselines import Baseline
-    from ..report._model import Summary
+    from ..analysis import Baseline
+    from ..report import Summary
     from ._settings import Settings
     from ._state import RunState
 
@@ -129,8 +129,8 @@ def write_reports(
     renderer bug) never stops the others: each failure is (its path, one line) in the list.
     ``add_to_board``: what ``--memeval-board`` calls (``board.site.add_to_board``, a layer above
     this one: the caller passes it; None: no board is written)."""
-    from ..analysis._regression import save_baseline
-    from ..report._json_report import summary_json, write_json, write_text_atomic
+    from ..analysis import save_baseline
+    from ..report import summary_json, write_json, write_text_atomic
 
     errors: list[tuple[Path, str]] = []
     markdown: str | None = None
@@ -147,13 +147,13 @@ def write_reports(
     def markdown_text() -> str:
         nonlocal markdown
         if markdown is None:
-            from ..report._markdown import render_markdown
+            from ..report import render_markdown
 
             markdown = render_markdown(summary, baselines)
         return markdown
 
     def html(path: Path) -> None:
-        from ..report._html import render_html
+        from ..report import render_html
 
         write_text_atomic(path, render_html(summary, baselines))
 

@@ -7,8 +7,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from ..benchmarks._base import Dataset
-from ..benchmarks._errata import ERRATA_SOURCES, LOCOMO_AUDIT, Errata, load_errata
+from ..benchmarks import ERRATA_SOURCES, LOCOMO_AUDIT, Dataset, Errata, load_errata
 from ..errors import MemevalError
 
 __all__ = ["add_overlays", "load_run_errata"]
@@ -30,7 +29,7 @@ def load_run_errata(spec: str, cache_dir: Path, datasets: Mapping[str, Dataset])
 
 def add_overlays(summary: Any, state: Any) -> None:
     """``analysis.overlay.annotate_summary`` with what ``state`` (collect.RunState) holds."""
-    from ..analysis._overlay import annotate_summary, conversation_sizes
+    from ..analysis import annotate_summary, conversation_sizes
     from ._budget import tokenizer_label
 
     settings = state.settings

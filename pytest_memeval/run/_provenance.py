@@ -274,7 +274,7 @@ def mem0_filing(
 ) -> tuple[Any, dict[str, int]] | None:
     """The Mem0 answerer (``--memeval-protocol=mem0`` with an LLM answerer) and the totals of
     its filing over every result; None without it."""
-    from ..answerers._mem0 import Mem0Answerer, filing_totals
+    from ..answerers import Mem0Answerer, filing_totals
 
     answerer = state.llm.answerer if state.llm is not None else None
     if not isinstance(answerer, Mem0Answerer):

@@ -19,8 +19,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from ..answerers._extractive import Answerer
-from ..llm._batch import BatchDeferred
+from ..answerers import Answerer
+from ..llm import BatchDeferred
 from ..records import PENDING_ANSWER, Memory, Pending, Prediction, Question, QuestionResult
 from ._ingest import (
     READY_TIMEOUT,

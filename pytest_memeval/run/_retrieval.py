@@ -9,8 +9,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from ..records import Memory, Prediction, Question
-from ..systems._base import STORED_META
-from ..systems._contract import materialise, normalise_answer, normalise_memories
+from ..systems import STORED_META, materialise, normalise_answer, normalise_memories
 from ._budget import context_for_answer
 from ._ingest import IngestedSystem, call_with_timeout, record_stored
 

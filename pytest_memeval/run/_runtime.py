@@ -22,28 +22,32 @@ from typing import TYPE_CHECKING, Any
 from ..errors import JudgeError
 from ..judges import Judge, JudgeResult, cohen_kappa, default_style, get_judge
 from ..llm import (
+    AnthropicProvider,
+    BatchDeferred,
+    BatchQueue,
+    CircuitBreaker,
+    CircuitOpenError,
+    LazySDK,
+    Limiter,
     LLMCache,
+    OpenAIProvider,
     ProviderClient,
+    ProviderConfig,
+    RedisRateLimiter,
     RetryPolicy,
     TokenAccounting,
     check_credentials,
+    get_tokenizer,
     make_client,
     make_semaphore,
     redact,
     resolve_config,
 )
-from ..llm._batch import BatchDeferred, BatchQueue
-from ..llm._client import CircuitOpenError
-from ..llm._providers import AnthropicProvider, OpenAIProvider, ProviderConfig, _LazySDK
-from ..llm._ratelimit import Limiter, RedisRateLimiter
-from ..llm._retry import CircuitBreaker
-from ..llm._tokenizer import get_tokenizer
 from ..records import PENDING_VERDICT, Pending, Question
 from ._settings import LLMSettings
 
 if TYPE_CHECKING:
-    from ..answerers._llm import LLMAnswerer
-    from ..answerers._mem0 import Mem0Answerer
+    from ..answerers import LLMAnswerer, Mem0Answerer
 
 __all__ = [
     "JudgeSpec",
@@ -111,7 +115,7 @@ class LLMRuntime:
         self.cache: LLMCache | None = None
         if not settings.no_cache:
             if settings.estimate:  # read the real cache, write nothing
-                from ..llm._estimate import EstimateCache
+                from ..llm import EstimateCache
 
                 self.cache = EstimateCache(cache_dir / "llm")
             else:
@@ -127,20 +131,20 @@ class LLMRuntime:
         self.breaker = CircuitBreaker(settings.circuit_breaker)
         #: one SDK client per resolved model config, shared by the answerer and the judges that
         #: use it (one import, one connection pool, one TLS context per process)
-        self._sdks: dict[ProviderConfig, _LazySDK] = {}
+        self._sdks: dict[ProviderConfig, LazySDK] = {}
         self.answerer_client: ProviderClient | None = None
         self.answerer: LLMAnswerer | Mem0Answerer | None = None
         if settings.answerer != "extractive":
             self.answerer_client = self._client(settings.answerer)
             answer_shape = None if protocol is None else protocol.profile.answer
             if answer_shape is not None:  # the protocol's own answer request (Mem0's)
-                from ..answerers._mem0 import Mem0Answerer
+                from ..answerers import Mem0Answerer
 
                 self.answerer = Mem0Answerer(
                     self.answerer_client, protocol.templates["answer"], answer_shape
                 )
             else:
-                from ..answerers._llm import LLMAnswerer
+                from ..answerers import LLMAnswerer
 
                 # built once: the template is read and checked here (a bad one fails before
                 # collection), and the provenance hash is that of the template every answer used
@@ -160,7 +164,7 @@ class LLMRuntime:
 
     def _client(self, spec: str) -> ProviderClient:
         if self.settings.estimate:  # the real client and cache keys; a provider that sends nothing
-            from ..llm._estimate import estimating_client
+            from ..llm import estimating_client
 
             return estimating_client(
                 spec,
@@ -181,7 +185,7 @@ class LLMRuntime:
     def _limiter(self, config: ProviderConfig) -> Limiter:
         """The rate limiter of one provider + base URL + key: the machine-local state file, or
         the key of that hash in the --memeval-llm-limiter Redis database."""
-        from ..llm._ratelimit import (
+        from ..llm import (
             RateLimiter,
             RedisRateLimiter,
             connect_redis,
@@ -425,7 +429,7 @@ class LLMRuntime:
 
     def estimate_answerer(self) -> Any:
         """--memeval-estimate: the answerer whose paid answers are gold-length placeholders."""
-        from ..llm._estimate import EstimateCache, EstimatingProvider
+        from ..llm import EstimateCache, EstimatingProvider
         from ._estimate_figures import PlaceholderAnswerer
 
         assert self.answerer is not None and self.answerer_client is not None
@@ -437,7 +441,7 @@ class LLMRuntime:
     def tokenizers(self) -> dict[str, Any]:
         """--memeval-estimate: the token counter of each model, which are approximations, and
         how many requests repeated one this process already counted (not cache hits)."""
-        from ..llm._estimate import EstimatingProvider
+        from ..llm import EstimatingProvider
 
         names: dict[str, str] = {}
         approximate: list[str] = []
@@ -449,7 +453,7 @@ class LLMRuntime:
                 names[client.label] = client.provider.counter.name
                 if client.provider.counter.approximate is not None:
                     approximate.append(client.provider.counter.approximate)
-        from ..llm._estimate import EstimateCache
+        from ..llm import EstimateCache
 
         repeats = self.cache.repeats if isinstance(self.cache, EstimateCache) else 0
         return {"tokenizers": names, "approximate": approximate, "repeats": repeats}

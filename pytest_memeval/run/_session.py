@@ -14,8 +14,8 @@ from ..records import QuestionResult, ResultKey
 from ._provenance import SessionView, SummarySource, judge_heads, judge_metrics, provenance
 
 if TYPE_CHECKING:
-    from ..analysis._baselines import Baseline, RunProtocol
-    from ..report._model import RunSummary, Summary
+    from ..analysis import Baseline, RunProtocol
+    from ..report import RunSummary, Summary
     from ._estimate_figures import Estimate
     from ._outputs import BoardWriter
     from ._state import RunState
@@ -33,16 +33,17 @@ __all__ = [
 
 
 def build_summary(src: SummarySource) -> Summary:
-    from ..analysis._aggregate import (
+    from ..analysis import (
+        add_confidence_intervals,
+        add_pooled_judge_std,
         aggregate_run,
         benchmark_shape,
         group_runs,
         metric_union,
     )
-    from ..analysis._stats import add_confidence_intervals, add_pooled_judge_std
     from ..benchmarks import get_benchmark
     from ..judges import resolve_judge_alias
-    from ..report._model import LLMUsage, Summary
+    from ..report import LLMUsage, Summary
     from ._runtime import judge_agreement
 
     state = src.state
@@ -137,7 +138,7 @@ def _official_figures(
 
 
 def baselines(state: RunState, summary: Summary) -> dict[str, list[Baseline]]:
-    from ..analysis._baselines import baselines_for, mark_comparability
+    from ..analysis import baselines_for, mark_comparability
 
     chosen: dict[str, list[Baseline]] = {}
     for run in summary.runs:
@@ -156,7 +157,7 @@ def baselines(state: RunState, summary: Summary) -> dict[str, list[Baseline]]:
 
 
 def _run_protocol(state: RunState, benchmark: str, summary: Summary) -> RunProtocol:
-    from ..analysis._baselines import RunProtocol, answerer_label
+    from ..analysis import RunProtocol, answerer_label
 
     metrics: set[str] = set()
     answered_by: set[str] = set()
@@ -198,13 +199,8 @@ def finish_summary(src: SummarySource, modify: Callable[[Summary], None]) -> tup
     unscored and dataset notes, the published figures, each dataset's questions run, then the
     gates (``analysis.checks``) and ``modify`` (the ``pytest_memeval_modify_summary`` hook).
     Returns the summary and whether a gate failed."""
-    from ..analysis._checks import check_summary
-    from ..report._model import (
-        dataset_notes,
-        published_entries,
-        unscored_metric_notes,
-        unscored_notes,
-    )
+    from ..analysis import check_summary
+    from ..report import dataset_notes, published_entries, unscored_metric_notes, unscored_notes
 
     state = src.state
     summary = build_summary(src)

@@ -15,7 +15,7 @@ from ._provenance import SessionView, mem0_filing
 from ._session import baselines, questions_run
 
 if TYPE_CHECKING:
-    from ..report._model import Summary
+    from ..report import Summary
     from ._estimate_figures import Estimate
     from ._repeats import Stop
 
@@ -227,7 +227,7 @@ def summary_lines(src: TerminalSource, verbose: bool) -> list[Line]:
             tr.write_line(line, red=True)
         return tr.lines
 
-    from ..report._terminal import render_summary, render_wrong
+    from ..report import render_summary, render_wrong
 
     summary = src.summary
     if summary is None:
@@ -245,7 +245,7 @@ def summary_lines(src: TerminalSource, verbose: bool) -> list[Line]:
         for line in wrong:
             tr.write_line(line)
     if summary.judge_calibration is not None:
-        from ..report._calibration_section import terminal_lines
+        from ..report import terminal_lines
 
         tr.write_sep("-", "judge calibration")
         for line in terminal_lines(summary.judge_calibration):

@@ -17,7 +17,7 @@ from ._repeats import DEFAULT_MAX_REPEATED
 from ._store import JUDGE_NAMES, JUDGE_NAMES_KEY
 
 if TYPE_CHECKING:
-    from ..analysis._gates import Gate
+    from ..analysis import Gate
     from ._contract_kit import ContractLimits
     from ._shards import Shard
 

@@ -169,7 +169,7 @@ class ShardSet:
         return [r.outputs for r in self.runs if r.outputs]
 
 
-def _read_json(path: Path, what: str) -> Any:
+def read_run_json(path: Path, what: str) -> Any:
     try:
         if path.stat().st_size > _MAX_CONFIG_BYTES:
             raise MemevalError(f"--memeval-merge: {path}: larger than 4 MB; not a {what}")
@@ -190,7 +190,7 @@ def _read_json(path: Path, what: str) -> Any:
 def recorded_bases(folder: Path) -> dict[str, list[str]]:
     """``--memsys`` value -> the system names a run folder recorded (``system_bases`` of its
     config.json); entries of the wrong type are left out (the merge then refuses the mismatch)."""
-    stored = _read_json(Path(folder) / CONFIG_FILE, "run configuration")
+    stored = read_run_json(Path(folder) / CONFIG_FILE, "run configuration")
     raw = stored.get("system_bases") if isinstance(stored, dict) else None
     out: dict[str, list[str]] = {}
     for name, bases in (raw or {}).items() if isinstance(raw, dict) else ():
@@ -206,7 +206,7 @@ def read_shard_run(folder: Path) -> ShardRun:
             f"--memeval-merge: {folder} is not a run folder (it needs {CONFIG_FILE} and "
             f"{RESULTS_FILE}; run folders are <cache>/runs/<run-id>/)"
         )
-    config = _read_json(folder / CONFIG_FILE, "run configuration")
+    config = read_run_json(folder / CONFIG_FILE, "run configuration")
     if not isinstance(config, dict) or not isinstance(config.get("fingerprint"), dict):
         raise MemevalError(
             f"--memeval-merge: {folder / CONFIG_FILE} has no 'fingerprint' (written by an older "
@@ -230,7 +230,7 @@ def read_shard_run(folder: Path) -> ShardRun:
         shard = Shard(index, count)
     outputs: dict[str, Any] = {}
     if (folder / OUTPUTS_FILE).is_file():
-        data = _read_json(folder / OUTPUTS_FILE, "process report")
+        data = read_run_json(folder / OUTPUTS_FILE, "process report")
         problem = outputs_problem(data)
         if problem is not None:
             raise MemevalError(

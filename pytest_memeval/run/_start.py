@@ -52,9 +52,7 @@ def load_run(
     """Fill ``state`` for this process (what is already there is kept: a second call loads
     nothing again). ``resolve_systems``: the ``--memsys`` values resolved, called first so a typo
     fails before any data is read. Raises :class:`StartError`."""
-    from ..benchmarks import LoadRequest
-    from ..benchmarks._base import check_unique_ids
-    from ..benchmarks._download import check_local_copies
+    from ..benchmarks import LoadRequest, check_local_copies, check_unique_ids
     from ..records import ResultKey
     from ._question import select_questions
 
@@ -122,7 +120,7 @@ def load_run(
         _start_llm(state, process)
     if state.answerer is None:
         if settings.llm.answerer == "extractive":
-            from ..answerers._extractive import ExtractiveAnswerer
+            from ..answerers import ExtractiveAnswerer
 
             state.answerer = ExtractiveAnswerer()
         else:
@@ -187,8 +185,7 @@ def metric_name_problem(state: RunState, extra_scores: bool) -> str | None:
         return None
     # imported here: without gates (every xdist worker's common case) a worker never needs
     # them (the summary is the controller's): ~0.08 s of imports saved per process
-    from ..analysis._gates import check_metric_names
-    from ..analysis._regression import CORRECT_METRIC
+    from ..analysis import CORRECT_METRIC, check_metric_names
 
     llm = state.llm
     heads = {b: llm.judge_keys(b) if llm is not None else [] for b in state.benchmarks}

@@ -15,8 +15,8 @@ from ..records import STATUS_ERROR, Question, QuestionResult, ResultKey
 from ._question import SystemPool
 
 if TYPE_CHECKING:
-    from ..answerers._extractive import Answerer
-    from ..systems._mcp import McpConnections
+    from ..answerers import Answerer
+    from ..systems import McpConnections
     from ._pipeline import Pipeline
     from ._repeats import RepeatedErrors
     from ._runtime import LLMRuntime
@@ -83,7 +83,7 @@ class RunState:
         """This run's :class:`~pytest_memeval.systems._mcp.McpConnections`, made on first use
         (the MCP adapter is imported only by a run with an MCP system)."""
         if self._mcp is None:
-            from ..systems._mcp import McpConnections
+            from ..systems import McpConnections
 
             self._mcp = McpConnections()
         return self._mcp

@@ -10,7 +10,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ..answerers._extractive import Answerer
+from ..answerers import Answerer
 from ..records import (
     STATUS_CORRECT,
     STATUS_ERROR,

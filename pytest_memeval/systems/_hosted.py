@@ -18,7 +18,7 @@ from datetime import datetime
 from typing import Any, TypeVar
 
 from ..errors import AdapterError
-from ..llm._redact import REDACTED, redact
+from ..llm import REDACTED, redact
 from ..records import Memory, Session
 
 __all__ = [

@@ -16,9 +16,7 @@ from pathlib import Path
 import pytest
 from llm_server import OPENAI_PATH, LLMServer, judge_reply
 
-from pytest_memeval.llm._base import ChatMessage
-from pytest_memeval.llm._estimate import counter_for
-from pytest_memeval.llm._providers import resolve_config
+from pytest_memeval.llm import ChatMessage, counter_for, resolve_config
 
 pytestmark = pytest.mark.usefixtures("memeval_env")
 

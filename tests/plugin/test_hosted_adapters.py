@@ -154,7 +154,7 @@ def _dumped_everything(system: Any, conversation: Any, srv: HostedServer, path: 
 
 
 def _demo() -> tuple[Any, list[Any]]:
-    from pytest_memeval.run._contract_data import demo_conversation, demo_questions
+    from pytest_memeval.run import demo_conversation, demo_questions
 
     return demo_conversation("demo-1"), list(demo_questions("demo-1"))
 
@@ -193,7 +193,7 @@ def test_zep_waits_for_processing_and_searches_episodes() -> None:
 def test_zep_and_supermemory_dump_every_page() -> None:
     pytest.importorskip("zep_cloud", reason="the zep extra is not installed")
     pytest.importorskip("supermemory", reason="the supermemory extra is not installed")
-    from pytest_memeval.run._contract_data import scale_conversation
+    from pytest_memeval.run import scale_conversation
     from pytest_memeval.systems.supermemory import SupermemorySystem
     from pytest_memeval.systems.zep import ZepSystem
 

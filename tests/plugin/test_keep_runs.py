@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_memeval.run._store import prune_runs
+from pytest_memeval.run import prune_runs
 
 pytestmark = pytest.mark.usefixtures("memeval_env")
 

@@ -23,7 +23,7 @@ import pytest
 from llm_server import EMBEDDINGS_PATH, OPENAI_PATH, LLMServer
 from test_contract import outcomes
 
-from pytest_memeval.run._contract_data import demo_conversation
+from pytest_memeval.run import demo_conversation
 
 pytestmark = pytest.mark.usefixtures("memeval_env")
 
@@ -163,8 +163,7 @@ def mem0_server(monkeypatch: pytest.MonkeyPatch, offline: None) -> Iterator[LLMS
 
 def _demo_chunks(turns_per_add: int) -> int:
     """How many mem0 add() calls the demo needs: every session split into chunks."""
-    from pytest_memeval.benchmarks import get_benchmark
-    from pytest_memeval.benchmarks._base import LoadRequest
+    from pytest_memeval.benchmarks import LoadRequest, get_benchmark
 
     data = get_benchmark("demo").load(LoadRequest(data_dir=None, cache_dir=Path(".")))
     return sum(

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_memeval.plugin._option_table import GROUPS, OPTIONS
+from pytest_memeval.plugin import GROUPS, OPTIONS
 
 GROUP_NAMES = ("run", "data", "LLM", "reports and gates", "scale", "protocol")
 

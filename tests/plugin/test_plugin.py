@@ -572,7 +572,7 @@ def test_replayed_answers_are_named_in_the_published_notes(
     """With --memsys=replay: the answers came from the replay file (each question's
     ``answered_by: system``), so a published baseline's answerer reason says so, never that
     the extractive answerer (the configured default, which did not run) answered."""
-    from pytest_memeval.analysis._baselines import SYSTEM_ANSWERED
+    from pytest_memeval.analysis import SYSTEM_ANSWERED
 
     path = pytester.path / "replay.json"
     path.write_text(json.dumps({f"conv-26-q{n}": "Caroline" for n in (1, 2, 3)}))

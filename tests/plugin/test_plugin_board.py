@@ -19,9 +19,9 @@ import pytest
 from conftest import _DATA_DIR_ENV, INNER_ADDOPTS, read_json
 from llm_server import LLMServer
 
-from pytest_memeval.analysis._clusters import sign_flip_p
+from pytest_memeval.analysis import sign_flip_p
 from pytest_memeval.board.cli import main
-from pytest_memeval.report._tables import fmt_num
+from pytest_memeval.report import fmt_num
 
 CONTROLS = {"no-memory", "full-context", "oracle"}
 SYSTEMS = "bm25,full-context,no-memory,oracle"

@@ -12,7 +12,7 @@ import pytest
 from conftest import question_scores, read_json
 from errata_data import write_data
 
-from pytest_memeval.run._budget import count_tokens
+from pytest_memeval.run import count_tokens
 
 pytestmark = pytest.mark.usefixtures("memeval_env")
 

@@ -21,7 +21,7 @@ from halumem_upstream import load_judging, pooled_figures, upstream_user
 from llm_server import OPENAI_PATH, LLMServer
 
 from pytest_memeval.benchmarks.halumem import build
-from pytest_memeval.systems._builtin import BM25System
+from pytest_memeval.systems import BM25System
 
 DATA = Path(__file__).resolve().parent.parent / "fixtures" / "halumem" / "data"
 

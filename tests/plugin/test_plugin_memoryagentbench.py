@@ -55,9 +55,9 @@ _NO_ROUGE = """
 import sys
 
 sys.modules["rouge_score"] = None  # as if rouge-score were not installed (workers too)
-from pytest_memeval.benchmarks.memoryagentbench._scorer import _rouge_scorer
+from pytest_memeval.benchmarks.memoryagentbench._scorer import shared_rouge_scorer
 
-_rouge_scorer.cache_clear()
+shared_rouge_scorer.cache_clear()
 """
 
 
@@ -67,7 +67,7 @@ def test_without_rouge_score_rouge_is_unscored_and_the_extra_named(
 ) -> None:
     import sys
 
-    from pytest_memeval.benchmarks.memoryagentbench._scorer import _rouge_scorer
+    from pytest_memeval.benchmarks.memoryagentbench import shared_rouge_scorer
 
     monkeypatch.setitem(sys.modules, "rouge_score", None)  # restored after the in-process run
     pytester.makeconftest(_NO_ROUGE)
@@ -83,7 +83,7 @@ def test_without_rouge_score_rouge_is_unscored_and_the_extra_named(
             *mode,
         )
     finally:
-        _rouge_scorer.cache_clear()
+        shared_rouge_scorer.cache_clear()
     assert result.ret in (0, 1), result.stdout.str()
     (run,) = read_json(out)["runs"]
     assert run["questions"]

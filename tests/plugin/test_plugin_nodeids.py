@@ -5,8 +5,7 @@ from __future__ import annotations
 import pytest
 from conftest import question_scores, read_json
 
-from pytest_memeval.plugin._items import item_nodeid
-from pytest_memeval.plugin._scheduler import ConversationScheduling
+from pytest_memeval.plugin import ConversationScheduling, item_nodeid
 
 THREE = "--memsys=bm25,full-context,no-memory"
 

@@ -26,16 +26,18 @@ from conftest import read_json
 from file_server import Reply, serve_files
 from llm_server import OPENAI_PATH, LLMServer
 
-from pytest_memeval.benchmarks._download import file_sha256
+from pytest_memeval.benchmarks import file_sha256
 from pytest_memeval.protocols import (
     PROFILES,
     ProtocolSourceError,
+    SourceText,
     StringRef,
     UpstreamFile,
+    extract,
     load_protocol,
+    mem0_official_label,
+    read_upstream,
 )
-from pytest_memeval.protocols._judges import mem0_official_label
-from pytest_memeval.protocols._source import SourceText, extract, read_upstream
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "protocols"
 KEY = "sk-loopback-protocols"
@@ -657,7 +659,7 @@ def test_beam_protocol_requests_match_upstream(
 
 
 def test_baselines_stand_only_beside_like_for_like_numbers() -> None:
-    from pytest_memeval.analysis._baselines import RunProtocol, baselines_for, mark_comparability
+    from pytest_memeval.analysis import RunProtocol, baselines_for, mark_comparability
 
     chosen = baselines_for("locomo", ("mem0-j-mem0", "mem0-f1-mem0", "locomo-human"))
     metrics = frozenset({"f1", "set_f1", "judge_mem0_official"})
@@ -716,9 +718,8 @@ def test_graded_judge_never_judges_locomo_category_5() -> None:
 def test_llm_answerer_today_is_the_conversations_last_session() -> None:
     from datetime import datetime
 
-    from pytest_memeval.answerers._llm import LLMAnswerer, format_date, last_session_dates
-    from pytest_memeval.benchmarks import get_benchmark
-    from pytest_memeval.benchmarks._base import LoadRequest
+    from pytest_memeval.answerers import LLMAnswerer, format_date, last_session_dates
+    from pytest_memeval.benchmarks import LoadRequest, get_benchmark
     from pytest_memeval.records import Memory
 
     dataset = get_benchmark("demo").load(LoadRequest(None, Path("/nonexistent"), None))
@@ -739,8 +740,8 @@ def test_llm_answerer_today_is_the_conversations_last_session() -> None:
 
 
 def test_llm_answerer_uses_each_benchmarks_prompt() -> None:
-    from pytest_memeval.answerers._llm import LLMAnswerer
-    from pytest_memeval.llm._base import Completion
+    from pytest_memeval.answerers import LLMAnswerer
+    from pytest_memeval.llm import Completion
     from pytest_memeval.records import Question
 
     class Echo:

@@ -16,17 +16,9 @@ from conftest import INNER_ADDOPTS, REPO, question_scores, read_json
 from conftest import run_pytest as _pytest
 
 from pytest_memeval.errors import MemevalError
-from pytest_memeval.llm._base import Completion
-from pytest_memeval.llm._cache import CACHE_FILENAME, LLMCache
-from pytest_memeval.llm._transfer import export_cache, import_cache
+from pytest_memeval.llm import CACHE_FILENAME, Completion, LLMCache, export_cache, import_cache
 from pytest_memeval.records import Question
-from pytest_memeval.run._shards import (
-    Shard,
-    assign_shards,
-    parse_shard,
-    shard_loads,
-    shard_questions,
-)
+from pytest_memeval.run import Shard, assign_shards, parse_shard, shard_loads, shard_questions
 
 pytestmark = pytest.mark.usefixtures("memeval_env")
 
@@ -399,7 +391,7 @@ def test_cache_console_script(tmp_path: Path) -> None:
     cache.put("a" * 64, Completion(text="x", input_tokens=1, output_tokens=1, model="m"))
     cache.close()
     script = [sys.executable, "-m", "pytest_memeval.llm._transfer"]
-    from pytest_memeval.llm._transfer import main
+    from pytest_memeval.llm import main
 
     assert main(["export", str(tmp_path / "e.jsonl"), "--cache-dir", str(tmp_path)]) == 0
     assert main(["import", str(tmp_path / "e.jsonl"), "--cache-dir", str(tmp_path / "d")]) == 0

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from pytest_memeval.plugin._scheduler import ConversationScheduling
+from pytest_memeval.plugin import ConversationScheduling
 
 
 class FakeConfig:

@@ -21,12 +21,14 @@ from conftest import INNER_ADDOPTS, REPO, read_json
 
 from pytest_memeval.errors import AdapterError
 from pytest_memeval.records import Conversation, Question, Session, Turn
-from pytest_memeval.systems._base import stored_memories
-from pytest_memeval.systems._http import HttpClient, http_factories, parse_http_spec
-from pytest_memeval.systems._wire import (
+from pytest_memeval.systems import (
+    HttpClient,
     conversation_from_dict,
     conversation_to_dict,
+    http_factories,
+    parse_http_spec,
     question_to_dict,
+    stored_memories,
 )
 
 pytestmark = pytest.mark.usefixtures("memeval_env")
@@ -414,7 +416,7 @@ BEAGLE = Conversation(
 def test_mcp_per_turn_tools_and_text_results(tmp_path: Path) -> None:
     """A server whose tools take one turn / a query text (mem0-like): arguments follow each
     tool's schema, results may be {"results": [{"memory": ...}]}."""
-    from pytest_memeval.systems._mcp import mcp_factories
+    from pytest_memeval.systems import mcp_factories
 
     ((_, factory),) = mcp_factories(_mcp_spec("ingest=add_turn&search=search_text", "turns"))
     system = factory()
@@ -425,7 +427,7 @@ def test_mcp_per_turn_tools_and_text_results(tmp_path: Path) -> None:
 
 
 def test_mcp_errors_name_the_fix(tmp_path: Path) -> None:
-    from pytest_memeval.systems._mcp import mcp_factories
+    from pytest_memeval.systems import mcp_factories
 
     ((_, factory),) = mcp_factories(_mcp_spec("ingest=nope&search=search_memory", "bad"))
     with pytest.raises(AdapterError, match=r"no tool 'nope' for ingest; its tools: .*store_memory"):
@@ -459,8 +461,8 @@ class _SlowIndex:
 
 
 def test_wait_ready_is_timed_apart_from_ingest() -> None:
-    from pytest_memeval.answerers._extractive import ExtractiveAnswerer
-    from pytest_memeval.run._question import SystemPool, run_question
+    from pytest_memeval.answerers import ExtractiveAnswerer
+    from pytest_memeval.run import SystemPool, run_question
 
     pool = SystemPool(timeout=2.0)
     system = _SlowIndex(0.3)
@@ -471,7 +473,7 @@ def test_wait_ready_is_timed_apart_from_ingest() -> None:
 
 
 def test_wait_ready_false_errors_the_conversation() -> None:
-    from pytest_memeval.run._question import SystemPool
+    from pytest_memeval.run import SystemPool
 
     pool = SystemPool(timeout=0.2)
     with pytest.raises(AdapterError, match=r"not ready 0\.2s after ingest"):
@@ -510,7 +512,7 @@ for line in sys.stdin:
 
 @pytest.mark.parametrize("mapping", ["", "dump=dump&"], ids=["by-name", "mapped"])
 def test_mcp_server_with_a_dump_tool_lists_what_it_stored(mapping: str) -> None:
-    from pytest_memeval.systems._mcp import mcp_factories
+    from pytest_memeval.systems import mcp_factories
 
     spec = f"mcp:{sys.executable} {MCP_SERVER} bm25#{mapping}ingest=add_turn&search=search_text"
     ((_, factory),) = mcp_factories(f"{spec}&name=dumps{len(mapping)}")
@@ -528,7 +530,7 @@ def test_mcp_server_with_a_dump_tool_lists_what_it_stored(mapping: str) -> None:
 
 
 def test_mcp_server_without_dump_gives_a_system_without_it(tmp_path: Path) -> None:
-    from pytest_memeval.systems._mcp import mcp_factories
+    from pytest_memeval.systems import mcp_factories
 
     server = tmp_path / "bare_mcp.py"
     server.write_text(BARE_SERVER, encoding="utf-8")
@@ -539,7 +541,7 @@ def test_mcp_server_without_dump_gives_a_system_without_it(tmp_path: Path) -> No
 
 
 def test_mapping_dump_to_a_missing_tool_names_the_tools(tmp_path: Path) -> None:
-    from pytest_memeval.systems._mcp import mcp_factories
+    from pytest_memeval.systems import mcp_factories
 
     server = tmp_path / "bare_mcp.py"
     server.write_text(BARE_SERVER, encoding="utf-8")

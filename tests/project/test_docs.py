@@ -78,7 +78,7 @@ def _documented_options() -> set[str]:
 
 def test_options_page_lists_every_option_of_the_table() -> None:
     """docs/options.md names every option of the option table, and none that is not in it."""
-    from pytest_memeval.plugin._option_table import OPTIONS
+    from pytest_memeval.plugin import OPTIONS
 
     declared = {o.name for o in OPTIONS}
     documented = _documented_options()
@@ -101,7 +101,7 @@ def test_options_page_and_readme_say_what_limit_and_baselines_do() -> None:
     """``--memeval-limit`` counts per conversation (``select_questions``), and the published
     baselines beyond the default few (Zep, LangMem, A-Mem on LoCoMo) need
     ``--memeval-published-baselines=all`` (formerly ``--memeval-baselines``): both pages say so."""
-    from pytest_memeval.analysis._baselines import DEFAULT_BASELINES, baselines_for
+    from pytest_memeval.analysis import DEFAULT_BASELINES, baselines_for
 
     only_all = {b.system for b in baselines_for("locomo", ("all",))} - {
         b.system for b in baselines_for("locomo")

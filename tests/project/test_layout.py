@@ -77,13 +77,29 @@ def _imports(module: str, path: Path, is_pkg: bool) -> set[str]:
     }
 
 
+def _lazy_exports(path: Path) -> dict[str, str]:
+    """A package's names imported on first use (its ``_WHERE`` map: name -> ``._module``)."""
+    for node in ast.parse(path.read_text(encoding="utf-8")).body:
+        if isinstance(node, ast.AnnAssign | ast.Assign):
+            target = node.target if isinstance(node, ast.AnnAssign) else node.targets[0]
+            if isinstance(target, ast.Name) and target.id == "_WHERE":
+                assert node.value is not None
+                return {k: v for k, v in ast.literal_eval(node.value).items()}
+    return {}
+
+
 def _graph() -> dict[str, set[str]]:
     mods = _modules()
+    lazy = {name: _lazy_exports(path) for name, (path, is_pkg) in mods.items() if is_pkg}
     graph = {}
     for name, (path, is_pkg) in mods.items():
         deps = set()
         for dep in _imports(name, path, is_pkg):
             if dep.startswith("pytest_memeval"):
+                package, _, attr = dep.rpartition(".")
+                if dep not in mods and attr in lazy.get(package, {}):
+                    # a name a package exports on first use: the edge goes to its module
+                    dep = package + lazy[package][attr]
                 while dep not in mods and "." in dep:  # a name imported from a module
                     dep = dep.rsplit(".", 1)[0]
                 if dep != name:

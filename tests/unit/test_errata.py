@@ -14,14 +14,8 @@ import pytest
 from errata_data import errata_entries, locomo_data, write_data
 from file_server import serve_files
 
-from pytest_memeval.analysis._aggregate import CategoryMeta, aggregate_run
-from pytest_memeval.analysis._errata import errata_rows, question_errata
-from pytest_memeval.benchmarks._errata import (
-    LOCOMO_AUDIT,
-    ErrataSource,
-    load_errata,
-    parse_audit_entries,
-)
+from pytest_memeval.analysis import CategoryMeta, aggregate_run, errata_rows, question_errata
+from pytest_memeval.benchmarks import LOCOMO_AUDIT, ErrataSource, load_errata, parse_audit_entries
 from pytest_memeval.benchmarks.locomo import CATEGORIES, ParsedLocomo, parse_locomo
 from pytest_memeval.errors import DatasetError
 from pytest_memeval.records import QuestionResult

@@ -15,18 +15,16 @@ from calibration_files import audit_doc
 from errata_data import errata_entries, locomo_data
 from fakes import ScriptedClient
 
-from pytest_memeval.analysis._regression import BASELINE_SCHEMA, load_baseline
-from pytest_memeval.answerers._llm import format_date, order_memories
-from pytest_memeval.answerers._mem0 import Mem0Answerer
-from pytest_memeval.benchmarks._errata import parse_audit_entries
+from pytest_memeval.analysis import BASELINE_SCHEMA, load_baseline
+from pytest_memeval.answerers import Mem0Answerer, format_date, order_memories
+from pytest_memeval.benchmarks import parse_audit_entries
 from pytest_memeval.benchmarks.locomo import BENCHMARK as LOCOMO
-from pytest_memeval.benchmarks.locomo import parse_locomo
-from pytest_memeval.benchmarks.locomo._audit import parse_audit
+from pytest_memeval.benchmarks.locomo import parse_audit, parse_locomo
 from pytest_memeval.errors import DatasetError, JudgeError, MemevalError
 from pytest_memeval.metrics import evidence_recall
-from pytest_memeval.protocols._profiles import PROFILES
-from pytest_memeval.protocols._setup import ProtocolSourceError
-from pytest_memeval.protocols._source import (
+from pytest_memeval.protocols import (
+    PROFILES,
+    ProtocolSourceError,
     SourceText,
     StringRef,
     Template,
@@ -34,7 +32,7 @@ from pytest_memeval.protocols._source import (
     extract,
 )
 from pytest_memeval.records import Memory, Prediction, Question
-from pytest_memeval.systems._wire import memory_from_dict, memory_from_wire
+from pytest_memeval.systems import memory_from_dict, memory_from_wire
 
 HUGE = "9" * 5000
 
@@ -200,7 +198,7 @@ def test_a_prompt_rendering_past_its_output_bound_fails_once_then_at_once() -> N
 def test_the_macro_row_says_which_types_it_averaged() -> None:
     from fakes import make_result
 
-    from pytest_memeval.analysis._aggregate import CategoryMeta, aggregate_run
+    from pytest_memeval.analysis import CategoryMeta, aggregate_run
 
     metas = [CategoryMeta("temporal-reasoning", None, ""), CategoryMeta("multi-session", None, "")]
     metas.append(CategoryMeta("knowledge-update", None, ""))

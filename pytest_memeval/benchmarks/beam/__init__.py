@@ -14,9 +14,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from .._lazy import lazy_getattr
+from ..._lazy import lazy_getattr
 
 if TYPE_CHECKING:
+    from ._figures import OfficialComposite
     from ._loader import (
         ABILITIES,
         BENCHMARK,
@@ -37,6 +38,7 @@ __all__ = [
     "MAX_LITERAL_CHARS",
     "SIZES",
     "Beam",
+    "OfficialComposite",
     "parse_python_literal",
     "parse_time_anchor",
 ]
@@ -53,7 +55,9 @@ _WHERE: dict[str, str] = {
     "SIZES": "._loader",
     "parse_python_literal": "._loader",
     "parse_time_anchor": "._loader",
+    "OfficialComposite": "._figures",
 }
 
 
-__getattr__ = lazy_getattr(__name__, _WHERE, globals())
+if not TYPE_CHECKING:  # the type checker reads the imports above, and a typo stays an error
+    __getattr__ = lazy_getattr(__name__, _WHERE, globals())

@@ -20,8 +20,8 @@ from typing import TYPE_CHECKING, Any
 from ...records import QuestionResult
 
 if TYPE_CHECKING:
-    from ...protocols._judges import LoadedProtocol
-    from ...report._model import RunSummary
+    from ...protocols import LoadedProtocol
+    from ...report import RunSummary
 
 __all__ = [
     "OVERALL_RULE",
@@ -130,7 +130,7 @@ def official_summary(
 ) -> None:
     """Under ``--memeval-protocol=beam``: the run's official composite (``run.official``), over
     the protocol's metric, its categories in the run's order; nothing under another protocol."""
-    from ...protocols._profiles import BEAM
+    from ...protocols import BEAM
 
     if protocol.name != BEAM.name:
         return

@@ -11,13 +11,16 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from ...judges._base import JudgeResult, parallel_map
-from ...judges._beam import JSON_REPAIR_UPSTREAM, json_repair_version, read_beam_reply
-from ...llm._base import ChatMessage, LLMClient
-from ...metrics._ordering import OrderingResult, ordering_score
-from ...protocols._judges import LoadedProtocol, ask
-from ...protocols._profiles import BEAM, RequestShape
-from ...protocols._source import Template
+from ...judges import (
+    JSON_REPAIR_UPSTREAM,
+    JudgeResult,
+    json_repair_version,
+    parallel_map,
+    read_beam_reply,
+)
+from ...llm import ChatMessage, LLMClient
+from ...metrics import OrderingResult, ordering_score
+from ...protocols import BEAM, LoadedProtocol, RequestShape, Template, ask
 from ...records import Question
 
 __all__ = [

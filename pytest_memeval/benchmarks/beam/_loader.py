@@ -56,10 +56,10 @@ from .._base import (
 )
 
 if TYPE_CHECKING:
-    from ...judges._base import Judge
-    from ...protocols._judges import LoadedProtocol
+    from ...judges import Judge
+    from ...protocols import LoadedProtocol
     from ...records import QuestionResult
-    from ...report._model import RunSummary
+    from ...report import RunSummary
 
 __all__ = [
     "ABILITIES",
@@ -139,7 +139,7 @@ def parse_python_literal(text: str, *, path: str, record: str, field: str) -> An
     return value
 
 
-def _read_json(path: Path) -> Any:
+def read_run_json(path: Path) -> Any:
     _, text = read_data(path, "fetch the file again", missing=f"file not found. {_HOW_TO_GET}")
     data = parse_json(text, str(path), "fetch the file again")
     if ESCAPED_SURROGATE.search(text):
@@ -453,7 +453,7 @@ class _ConversationLoader:
         sessions: list[Session] = []
         if source.files:
             for prefix, path in source.files:
-                part = sessions_from_chat(_read_json(path), str(path), prefix)
+                part = sessions_from_chat(read_run_json(path), str(path), prefix)
                 if prefix:  # per-plan 10M files restart message ids at 0: keep turn ids unique
                     part = [
                         replace(s, turns=tuple(replace(t, id=prefix + t.id) for t in s.turns))
@@ -558,7 +558,7 @@ class Beam:
             probing_path = conv_dir / "probing_questions" / "probing_questions.json"
             chat_files = _chat_files(conv_dir, size)
             questions += questions_from_probing(
-                _read_json(probing_path),
+                read_run_json(probing_path),
                 size=size,
                 n=n,
                 path=str(probing_path),

@@ -15,9 +15,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from .._lazy import lazy_getattr
+from ..._lazy import lazy_getattr
 
 if TYPE_CHECKING:
+    from ._figures import HaluMemOfficial
     from ._loader import (
         BENCHMARK,
         CATEGORIES,
@@ -40,6 +41,7 @@ __all__ = [
     "QUESTION_TYPES",
     "UPSTREAM",
     "HaluMem",
+    "HaluMemOfficial",
     "aggregate",
     "build",
     "compute_f1",
@@ -64,7 +66,9 @@ _WHERE: dict[str, str] = {
     "compute_f1": "._scorer",
     "memory_type_accuracy": "._scorer",
     "parse_users": "._loader",
+    "HaluMemOfficial": "._figures",
 }
 
 
-__getattr__ = lazy_getattr(__name__, _WHERE, globals())
+if not TYPE_CHECKING:  # the type checker reads the imports above, and a typo stays an error
+    __getattr__ = lazy_getattr(__name__, _WHERE, globals())

@@ -20,8 +20,8 @@ from ...records import QuestionResult
 from ._scorer import aggregate
 
 if TYPE_CHECKING:
-    from ...protocols._judges import LoadedProtocol
-    from ...report._model import RunSummary
+    from ...protocols import LoadedProtocol
+    from ...report import RunSummary
 
 __all__ = ["HaluMemOfficial", "halumem_official", "official_summary"]
 
@@ -128,7 +128,7 @@ def official_summary(
     """Under ``--memeval-protocol=halumem``: the run's official figures (``run.halumem``) from
     the judge details under ``judge_metric`` (the first judge's headline key); nothing without
     a judge or under another protocol."""
-    from ...protocols._profiles import HALUMEM
+    from ...protocols import HALUMEM
 
     if protocol.name != HALUMEM.name or judge_metric is None:
         return

@@ -12,15 +12,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ...judges._base import JudgeResult, gold_text
-from ...llm._base import ChatMessage, LLMClient
-from ...llm._batch import BatchDeferred
-from ...llm._client import CircuitOpenError, run_parallel
-from ...protocols._judges import LoadedProtocol, ask
-from ...protocols._profiles import HALUMEM, RequestShape
-from ...protocols._source import Template
+from ...judges import JudgeResult, gold_text
+from ...llm import BatchDeferred, ChatMessage, CircuitOpenError, LLMClient, run_parallel
+from ...protocols import HALUMEM, LoadedProtocol, RequestShape, Template, ask
 from ...records import Conversation, Memory, Question, Session, Turn
-from ...systems._base import STORED_META
+from ...systems import STORED_META
 
 __all__ = [
     "STORAGE_WORKERS",

@@ -27,7 +27,7 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 from ...errors import DatasetError, terminal_safe
-from ...metrics._lexical import token_f1
+from ...metrics import token_f1
 from ...records import Conversation, Prediction, Question, Session, Turn
 from .._base import (
     CategoryInfo,
@@ -46,10 +46,10 @@ from .._download import Pins, fetch_pinned
 from ._pins import FILES, FOLDER, PINS, UPSTREAM
 
 if TYPE_CHECKING:
-    from ...judges._base import Judge
-    from ...protocols._judges import LoadedProtocol
+    from ...judges import Judge
+    from ...protocols import LoadedProtocol
     from ...records import QuestionResult
-    from ...report._model import RunSummary
+    from ...report import RunSummary
 
 __all__ = [
     "BENCHMARK",

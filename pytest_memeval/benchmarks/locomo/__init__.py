@@ -15,9 +15,19 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from .._lazy import lazy_getattr
+from ..._lazy import lazy_getattr
 
 if TYPE_CHECKING:
+    from ._audit import (
+        AUDIT_COMMIT,
+        AUDIT_SETS,
+        WrongAnswerSet,
+        load_audit_set,
+        load_wrong_file,
+        match_answers,
+        parse_audit,
+    )
+    from ._demo import load_demo
     from ._loader import (
         BENCHMARK,
         CATEGORIES,
@@ -35,6 +45,8 @@ if TYPE_CHECKING:
     from ._pins import LOCOMO_FILE, LOCOMO_PINS, LOCOMO_SHA256, LOCOMO_URL, UPSTREAM
 
 __all__ = [
+    "AUDIT_COMMIT",
+    "AUDIT_SETS",
     "BENCHMARK",
     "CATEGORIES",
     "DATE_FORMAT",
@@ -47,9 +59,15 @@ __all__ = [
     "UPSTREAM",
     "LocomoBenchmark",
     "ParsedLocomo",
+    "WrongAnswerSet",
     "build_dataset",
     "evidence_text",
+    "load_audit_set",
+    "load_demo",
     "load_locomo_file",
+    "load_wrong_file",
+    "match_answers",
+    "parse_audit",
     "parse_locomo",
     "score_locomo",
 ]
@@ -74,7 +92,16 @@ _WHERE: dict[str, str] = {
     "load_locomo_file": "._loader",
     "parse_locomo": "._loader",
     "score_locomo": "._loader",
+    "AUDIT_COMMIT": "._audit",
+    "AUDIT_SETS": "._audit",
+    "WrongAnswerSet": "._audit",
+    "load_audit_set": "._audit",
+    "load_demo": "._demo",
+    "load_wrong_file": "._audit",
+    "match_answers": "._audit",
+    "parse_audit": "._audit",
 }
 
 
-__getattr__ = lazy_getattr(__name__, _WHERE, globals())
+if not TYPE_CHECKING:  # the type checker reads the imports above, and a typo stays an error
+    __getattr__ = lazy_getattr(__name__, _WHERE, globals())

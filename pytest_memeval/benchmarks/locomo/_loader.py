@@ -523,14 +523,14 @@ class LocomoBenchmark:
         checked now: the plugin calls this once in the main thread, before any judge or
         answerer thread. A missing or altered model raises ``PunktUnavailableError`` (a
         RuntimeError) with its fix."""
-        from ...metrics._word_tokenize import word_tokenizer
+        from ...metrics import word_tokenizer
 
         word_tokenizer()
 
     def tokenizer_provenance(self) -> dict[str, Any]:
         """How BLEU-1 tokenises (the pinned nltk behaviour, the Punkt model): the report's
         provenance ``bleu1_tokenizer``."""
-        from ...metrics._word_tokenize import provenance
+        from ...metrics import provenance
 
         return provenance()
 

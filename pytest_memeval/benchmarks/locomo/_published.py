@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from ...analysis._baselines import Baseline
+from ...analysis import Baseline
 
 __all__ = ["BASELINES", "DEFAULTS"]
 

@@ -11,11 +11,9 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from ...judges._base import JudgeResult
-from ...llm._base import ChatMessage, LLMClient
-from ...protocols._judges import LoadedProtocol, ask
-from ...protocols._profiles import LOCOMO_PLUS, RequestShape
-from ...protocols._source import Template
+from ...judges import JudgeResult
+from ...llm import ChatMessage, LLMClient
+from ...protocols import LOCOMO_PLUS, LoadedProtocol, RequestShape, Template, ask
 from ...records import Question
 
 __all__ = [

@@ -52,8 +52,8 @@ from ._pins import (
 )
 
 if TYPE_CHECKING:
-    from ...judges._base import Judge
-    from ...protocols._judges import LoadedProtocol
+    from ...judges import Judge
+    from ...protocols import LoadedProtocol
 
 __all__ = [
     "BENCHMARK",

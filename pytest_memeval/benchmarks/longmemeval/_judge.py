@@ -9,12 +9,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from ...errors import JudgeError
-from ...judges._base import JudgeResult, gold_text
-from ...judges._longmemeval import QUESTION_TYPE_RULES, strict_yes_no
-from ...llm._base import ChatMessage, LLMClient
-from ...protocols._judges import LoadedProtocol, ask
-from ...protocols._profiles import LONGMEMEVAL, RequestShape
-from ...protocols._source import Template
+from ...judges import QUESTION_TYPE_RULES, JudgeResult, gold_text, strict_yes_no
+from ...llm import ChatMessage, LLMClient
+from ...protocols import LONGMEMEVAL, LoadedProtocol, RequestShape, Template, ask
 from ...records import Question
 
 __all__ = ["LongMemEvalOfficialJudge", "longmemeval_rule", "official_judge"]

@@ -43,8 +43,8 @@ from .._download import Pins, fetch_pinned
 from ._pins import HF_URL, NAME, PINS
 
 if TYPE_CHECKING:
-    from ...judges._base import Judge
-    from ...protocols._judges import LoadedProtocol
+    from ...judges import Judge
+    from ...protocols import LoadedProtocol
 
 __all__ = [
     "BENCHMARK",

@@ -16,18 +16,19 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from .._lazy import lazy_getattr
+from ..._lazy import lazy_getattr
 
 if TYPE_CHECKING:
     from ._loader import BENCHMARK, CATEGORIES, DEVIATIONS, DOMAINS, LongMemEvalV2
     from ._pins import PINS, TIERS, UPSTREAM
-    from ._scorer import EvalSpec, extract_boxed, parse_spec, score_reply
+    from ._scorer import LLM_FUNCTIONS, EvalSpec, extract_boxed, parse_spec, score_reply
 
 __all__ = [
     "BENCHMARK",
     "CATEGORIES",
     "DEVIATIONS",
     "DOMAINS",
+    "LLM_FUNCTIONS",
     "PINS",
     "TIERS",
     "UPSTREAM",
@@ -53,7 +54,9 @@ _WHERE: dict[str, str] = {
     "extract_boxed": "._scorer",
     "parse_spec": "._scorer",
     "score_reply": "._scorer",
+    "LLM_FUNCTIONS": "._scorer",
 }
 
 
-__getattr__ = lazy_getattr(__name__, _WHERE, globals())
+if not TYPE_CHECKING:  # the type checker reads the imports above, and a typo stays an error
+    __getattr__ = lazy_getattr(__name__, _WHERE, globals())

@@ -14,10 +14,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from ...answerers._llm import AnswerRequest
-from ...llm._base import ChatMessage
-from ...protocols._judges import LoadedProtocol
-from ...protocols._profiles import LME2_CORRECTED, LME2_PROTOCOLS
+from ...answerers import AnswerRequest
+from ...llm import ChatMessage
+from ...protocols import LME2_CORRECTED, LME2_PROTOCOLS, LoadedProtocol
 from ...records import Memory, Question
 
 __all__ = [

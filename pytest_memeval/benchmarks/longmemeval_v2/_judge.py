@@ -14,11 +14,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from ...errors import JudgeError
-from ...judges._base import JudgeResult, gold_text
-from ...llm._base import ChatMessage, LLMClient
-from ...protocols._judges import LoadedProtocol, ask
-from ...protocols._profiles import LME2_PROTOCOLS, LONGMEMEVAL_V2, RequestShape
-from ...protocols._source import Template
+from ...judges import JudgeResult, gold_text
+from ...llm import ChatMessage, LLMClient
+from ...protocols import LME2_PROTOCOLS, LONGMEMEVAL_V2, LoadedProtocol, RequestShape, Template, ask
 from ...records import Question
 from ._scorer import EvalSpec, extract_boxed, score_reply
 

@@ -51,9 +51,9 @@ from ._pins import FOLDER, PINS, TIERS, UPSTREAM
 from ._scorer import parse_spec, score_longmemeval_v2
 
 if TYPE_CHECKING:
-    from ...answerers._llm import SuiteAnswerer
-    from ...judges._base import Judge
-    from ...protocols._judges import LoadedProtocol
+    from ...answerers import SuiteAnswerer
+    from ...judges import Judge
+    from ...protocols import LoadedProtocol
 
 __all__ = [
     "BENCHMARK",

@@ -4,7 +4,7 @@ itself. The registry (``SUITE_PUBLISHED``) hands them to ``analysis.baselines``.
 
 from __future__ import annotations
 
-from ...analysis._baselines import Baseline
+from ...analysis import Baseline
 
 __all__ = ["BASELINES", "DEFAULTS"]
 

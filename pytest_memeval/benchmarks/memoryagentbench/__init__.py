@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from .._lazy import lazy_getattr
+from ..._lazy import lazy_getattr
 
 if TYPE_CHECKING:
     from ._loader import (
@@ -29,7 +29,7 @@ if TYPE_CHECKING:
         parse_records,
     )
     from ._pins import PINS, UPSTREAM
-    from ._scorer import score_memoryagentbench, score_source
+    from ._scorer import score_memoryagentbench, score_source, shared_rouge_scorer
 
 __all__ = [
     "BENCHMARK",
@@ -44,6 +44,7 @@ __all__ = [
     "parse_records",
     "score_memoryagentbench",
     "score_source",
+    "shared_rouge_scorer",
 ]
 
 #: public name -> the module of the home that defines it, imported on first use: reading the
@@ -61,7 +62,9 @@ _WHERE: dict[str, str] = {
     "parse_records": "._loader",
     "score_memoryagentbench": "._scorer",
     "score_source": "._scorer",
+    "shared_rouge_scorer": "._scorer",
 }
 
 
-__getattr__ = lazy_getattr(__name__, _WHERE, globals())
+if not TYPE_CHECKING:  # the type checker reads the imports above, and a typo stays an error
+    __getattr__ = lazy_getattr(__name__, _WHERE, globals())

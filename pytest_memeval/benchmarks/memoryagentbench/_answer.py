@@ -16,11 +16,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
 
-from ...answerers._llm import AnswerRequest
-from ...llm._base import ChatMessage
-from ...protocols._judges import LoadedProtocol
-from ...protocols._profiles import MEMORYAGENTBENCH
-from ...protocols._source import ProtocolSourceError
+from ...answerers import AnswerRequest
+from ...llm import ChatMessage
+from ...protocols import MEMORYAGENTBENCH, LoadedProtocol, ProtocolSourceError
 from ...records import Memory, Question
 
 __all__ = [

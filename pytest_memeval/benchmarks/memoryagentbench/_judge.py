@@ -13,12 +13,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ...errors import JudgeError
-from ...judges._base import JudgeResult
-from ...judges._longmemeval import QUESTION_TYPE_RULES
-from ...llm._base import ChatMessage, LLMClient
-from ...protocols._judges import LoadedProtocol, ask
-from ...protocols._profiles import MEMORYAGENTBENCH, RequestShape
-from ...protocols._source import Template
+from ...judges import QUESTION_TYPE_RULES, JudgeResult
+from ...llm import ChatMessage, LLMClient
+from ...protocols import MEMORYAGENTBENCH, LoadedProtocol, RequestShape, Template, ask
 from ...records import Question
 
 __all__ = [

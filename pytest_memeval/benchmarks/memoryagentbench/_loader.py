@@ -59,9 +59,9 @@ from ._scorer import (
 )
 
 if TYPE_CHECKING:
-    from ...answerers._llm import SuiteAnswerer
-    from ...judges._base import Judge
-    from ...protocols._judges import LoadedProtocol
+    from ...answerers import SuiteAnswerer
+    from ...judges import Judge
+    from ...protocols import LoadedProtocol
 
 __all__ = [
     "BENCHMARK",
@@ -228,9 +228,9 @@ def parse_records(raw: bytes, source: str) -> tuple[Record, ...]:
 @functools.lru_cache(maxsize=1)
 def _sentence_split() -> Callable[[str], list[str]]:
     """nltk's Punkt English sentence splitter with the pinned tables (built once)."""
-    from ...metrics._word_tokenize import _tokenizers
+    from ...metrics import nltk_tokenizers
 
-    split: Callable[[str], list[str]] = _tokenizers().sentences.tokenize
+    split: Callable[[str], list[str]] = nltk_tokenizers().sentences.tokenize
     return split
 
 

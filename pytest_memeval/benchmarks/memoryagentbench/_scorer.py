@@ -136,7 +136,7 @@ class _RougeScorer(Protocol):
 
 
 @functools.lru_cache(maxsize=1)
-def _rouge_scorer() -> _RougeScorer | None:
+def shared_rouge_scorer() -> _RougeScorer | None:
     """Upstream's scorer object, built once; None when rouge-score is not installed."""
     try:
         from rouge_score import rouge_scorer
@@ -147,14 +147,14 @@ def _rouge_scorer() -> _RougeScorer | None:
 
 
 def rouge_available() -> bool:
-    return _rouge_scorer() is not None
+    return shared_rouge_scorer() is not None
 
 
 def rouge_scores(prediction: str, golds: Sequence[str]) -> dict[str, float]:
     """ROUGE-L and ROUGE-Lsum (F-measure and recall) of ``prediction``, each the best over
     ``golds``, computed by rouge-score as upstream's ``calculate_metrics`` does; NaN (UNSCORED,
     never 0) for each when rouge-score is not installed."""
-    scorer = _rouge_scorer()
+    scorer = shared_rouge_scorer()
     if scorer is None:
         return dict.fromkeys(ROUGE_METRICS, math.nan)
     per_gold = [scorer.score(target=gold, prediction=prediction) for gold in golds]

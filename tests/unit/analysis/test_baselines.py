@@ -103,7 +103,7 @@ def test_label_and_every_reason() -> None:
 def test_nearest_published_prefers_comparable_then_same_metric() -> None:
     from dataclasses import replace
 
-    from pytest_memeval.report._tables import nearest_published
+    from pytest_memeval.report import nearest_published
 
     f1_far = replace(_by_name("locomo-gpt-3.5-16k"), reasons=())  # 0.378, comparable
     f1_near = replace(_by_name("locomo-rag-obs-top5"), reasons=("protocol: x",))  # 0.414

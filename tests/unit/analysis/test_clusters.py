@@ -31,10 +31,9 @@ from pytest_memeval.analysis._clusters import (
 )
 from pytest_memeval.analysis._regression import compare, load_baseline, save_baseline
 from pytest_memeval.analysis._stats import add_confidence_intervals, bootstrap_cis, mcnemar_exact
-from pytest_memeval.benchmarks import get_benchmark
-from pytest_memeval.benchmarks._base import LoadRequest
+from pytest_memeval.benchmarks import LoadRequest, get_benchmark
 from pytest_memeval.records import STATUS_CORRECT, STATUS_WRONG, QuestionResult
-from pytest_memeval.report._model import Summary
+from pytest_memeval.report import Summary
 
 REPO = Path(__file__).resolve().parents[3]
 CATS = [CategoryMeta("single-hop", 4, "fact-recall")]

@@ -9,7 +9,7 @@ from pytest_memeval.analysis._aggregate import CategoryMeta, aggregate_run
 from pytest_memeval.analysis._gates import Gate, GateSyntaxError, check_gates, parse_gate
 from pytest_memeval.errors import MemevalError
 from pytest_memeval.records import STATUS_CORRECT, STATUS_ERROR, STATUS_WRONG, QuestionResult
-from pytest_memeval.report._model import RunSummary, Summary
+from pytest_memeval.report import RunSummary, Summary
 
 CATS = [
     CategoryMeta("temporal", 2, "temporal"),

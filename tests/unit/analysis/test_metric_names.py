@@ -23,9 +23,8 @@ from pytest_memeval.errors import MemevalError
 from pytest_memeval.judges import STYLE_METRICS, STYLES, get_judge, resolve_judge_alias
 from pytest_memeval.protocols import PROFILES, metric_of_style
 from pytest_memeval.records import Question, QuestionResult
-from pytest_memeval.report._model import Summary
-from pytest_memeval.run._question import QuestionRun, pass_metric_of
-from pytest_memeval.run._runtime import score_key
+from pytest_memeval.report import Summary
+from pytest_memeval.run import QuestionRun, pass_metric_of, score_key
 
 
 def _question(**kw: Any) -> Question:

@@ -28,7 +28,7 @@ from pytest_memeval.records import (
     STATUS_WRONG,
     QuestionResult,
 )
-from pytest_memeval.report._model import RunSummary, Summary
+from pytest_memeval.report import RunSummary, Summary
 
 CATS = [CategoryMeta("temporal", 2, "temporal"), CategoryMeta("single-hop", 4, "fact-recall")]
 

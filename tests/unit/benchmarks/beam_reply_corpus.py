@@ -47,7 +47,7 @@ CORPUS: tuple[tuple[str, str], ...] = (
 def read_official(reply: str) -> object:
     """BEAM's reading of one reply, raising where BEAM raises (here: via our own
     implementation in :mod:`pytest_memeval.judges._beam`)."""
-    from pytest_memeval.judges._beam import read_beam_reply
+    from pytest_memeval.judges import read_beam_reply
 
     return read_beam_reply(reply)
 

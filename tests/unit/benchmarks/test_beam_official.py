@@ -12,20 +12,23 @@ import pytest
 from beam_reply_corpus import CORPUS, outcomes
 from fakes import make_result
 
-from pytest_memeval.analysis._aggregate import CategoryMeta, aggregate_run
-from pytest_memeval.analysis._baselines import baselines_for
+from pytest_memeval.analysis import CategoryMeta, aggregate_run, baselines_for
 from pytest_memeval.benchmarks.beam._figures import official_composite
 from pytest_memeval.benchmarks.beam._judge import BeamOfficialJudge, beam_official_item
-from pytest_memeval.judges._beam import parse_json_response, read_beam_reply
-from pytest_memeval.llm._base import ChatMessage, Completion
-from pytest_memeval.protocols._profiles import BEAM
-from pytest_memeval.protocols._source import Template
+from pytest_memeval.judges import parse_json_response, read_beam_reply
+from pytest_memeval.llm import ChatMessage, Completion
+from pytest_memeval.protocols import BEAM, Template
 from pytest_memeval.records import Question
-from pytest_memeval.report._html import summary_tables
-from pytest_memeval.report._markdown import render_markdown
-from pytest_memeval.report._model import Summary
-from pytest_memeval.report._tables import baseline_grid, baselines_table, fmt_num, official_table
-from pytest_memeval.report._terminal import render_summary
+from pytest_memeval.report import (
+    Summary,
+    baseline_grid,
+    baselines_table,
+    fmt_num,
+    official_table,
+    render_markdown,
+    render_summary,
+    summary_tables,
+)
 
 #: the item score BEAM's loop reads from each corpus reply ("raises": its evaluation aborts);
 #: the same under json_repair 0.44.1 and 0.64.6 (tests/unit/benchmarks/beam_reply_corpus.py)

@@ -45,7 +45,7 @@ from pytest_memeval.benchmarks.halumem._judge import (
     storage_plan,
 )
 from pytest_memeval.errors import DatasetError
-from pytest_memeval.protocols._judges import load_protocol
+from pytest_memeval.protocols import load_protocol
 from pytest_memeval.records import (
     PENDING_VERDICT,
     Conversation,
@@ -55,8 +55,13 @@ from pytest_memeval.records import (
     Session,
     Turn,
 )
-from pytest_memeval.systems._base import NO_DUMP_REASON, stored_memories
-from pytest_memeval.systems._builtin import BM25System, FullContextSystem, NoMemorySystem
+from pytest_memeval.systems import (
+    NO_DUMP_REASON,
+    BM25System,
+    FullContextSystem,
+    NoMemorySystem,
+    stored_memories,
+)
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "halumem"
 DATA = FIXTURES / "data"

@@ -20,12 +20,17 @@ from lme2_upstream import SCORER, load_upstream_module, upstream_file_bytes, ups
 from pytest_memeval.benchmarks import get_benchmark
 from pytest_memeval.benchmarks._base import LoadRequest
 from pytest_memeval.benchmarks.longmemeval_v2._judge import LongMemEvalV2OfficialJudge, lme2_label
-from pytest_memeval.llm._base import ChatMessage, Request
-from pytest_memeval.llm._batch import QueuedRequest
-from pytest_memeval.llm._cache import canonical_request
-from pytest_memeval.llm._client import make_client
-from pytest_memeval.llm._providers import ProviderConfig, anthropic_body, openai_body
-from pytest_memeval.protocols._judges import load_protocol
+from pytest_memeval.llm import (
+    ChatMessage,
+    ProviderConfig,
+    QueuedRequest,
+    Request,
+    anthropic_body,
+    canonical_request,
+    make_client,
+    openai_body,
+)
+from pytest_memeval.protocols import load_protocol
 from pytest_memeval.records import Question
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"

@@ -35,9 +35,15 @@ from pytest_memeval.benchmarks.locomo_plus._judge import (
 )
 from pytest_memeval.benchmarks.locomo_plus._pins import LOCOMO_PLUS_COMMIT, LOCOMO_PLUS_SHA256
 from pytest_memeval.errors import DatasetError
-from pytest_memeval.protocols import StringRef, load_protocol
-from pytest_memeval.protocols._profiles import LOCOMO_PLUS, LOCOMO_PLUS_JUDGE_FILE
-from pytest_memeval.protocols._source import SourceText, UpstreamFile, extract
+from pytest_memeval.protocols import (
+    LOCOMO_PLUS,
+    LOCOMO_PLUS_JUDGE_FILE,
+    SourceText,
+    StringRef,
+    UpstreamFile,
+    extract,
+    load_protocol,
+)
 from pytest_memeval.records import Memory, Prediction
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"

@@ -45,15 +45,15 @@ from pytest_memeval.benchmarks.memoryagentbench._loader import (
 from pytest_memeval.benchmarks.memoryagentbench._scorer import (
     RECSYS_METRICS,
     ROUGE_METRICS,
-    _rouge_scorer,
     movie_name,
     movie_table,
     parse_output,
     recommended_movies,
     score_source,
+    shared_rouge_scorer,
 )
 from pytest_memeval.errors import DatasetError
-from pytest_memeval.protocols._judges import load_protocol
+from pytest_memeval.protocols import load_protocol
 from pytest_memeval.records import Memory, Prediction
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "memoryagentbench"
@@ -94,7 +94,7 @@ def test_without_rouge_score_the_rouge_metrics_are_unscored(
     """rouge-score missing: the ROUGE metrics are NaN (stored as None: UNSCORED), never 0, the
     benchmark names the extra, and every other metric still equals upstream's."""
     monkeypatch.setitem(sys.modules, "rouge_score", None)  # import fails as if not installed
-    _rouge_scorer.cache_clear()
+    shared_rouge_scorer.cache_clear()
     try:
         bench = get_benchmark("memoryagentbench")
         reasons = bench.unscored_metrics()  # type: ignore[attr-defined]
@@ -114,7 +114,7 @@ def test_without_rouge_score_the_rouge_metrics_are_unscored(
         assert compared > 3000
     finally:
         monkeypatch.undo()
-        _rouge_scorer.cache_clear()
+        shared_rouge_scorer.cache_clear()
     assert bench.unscored_metrics() == {}  # type: ignore[attr-defined]
 
 
@@ -651,7 +651,7 @@ def test_query_template_with_another_field_is_refused() -> None:
 
 
 def test_nested_entry_missing_key_names_the_path() -> None:
-    from pytest_memeval.protocols._source import (
+    from pytest_memeval.protocols import (
         ProtocolSourceError,
         SourceText,
         StringRef,
@@ -741,8 +741,7 @@ def test_summary_scores_follow_check_metrics() -> None:
 
 
 def test_extra_request_fields_are_checked_and_keyed() -> None:
-    from pytest_memeval.llm._base import ChatMessage, Request
-    from pytest_memeval.llm._cache import canonical_request
+    from pytest_memeval.llm import ChatMessage, Request, canonical_request
 
     msgs = (ChatMessage("user", "hi"),)
     plain = canonical_request(provider="openai", model="m", base_url=None, request=Request(msgs))

@@ -10,10 +10,8 @@ from collections.abc import Callable
 import pytest
 
 from pytest_memeval.benchmarks import get_benchmark
-from pytest_memeval.protocols._judges import LoadedProtocol
-from pytest_memeval.protocols._profiles import MEM0, PROFILES, ProtocolProfile
-from pytest_memeval.protocols._source import Template
-from pytest_memeval.report._model import CategoryRow, RunSummary
+from pytest_memeval.protocols import MEM0, PROFILES, LoadedProtocol, ProtocolProfile, Template
+from pytest_memeval.report import CategoryRow, RunSummary
 
 #: the protocols whose judge or answer request is the core's own (Mem0's protocol, not a suite's)
 CORE_PROTOCOLS = frozenset({MEM0.name})
@@ -116,7 +114,7 @@ def test_locomo_alone_preloads_and_records_its_tokenizer() -> None:
     suite's ``preload``) and recorded as provenance ``bleu1_tokenizer``, for LoCoMo only (the demo
     suite's report has none: tests/plugin/snapshots/demo_bm25_report.json)."""
     from pytest_memeval.benchmarks import BUILTIN_BENCHMARKS
-    from pytest_memeval.metrics._word_tokenize import provenance
+    from pytest_memeval.metrics import provenance
 
     suites = {name: get_benchmark(name) for name in BUILTIN_BENCHMARKS}
     assert {n for n, b in suites.items() if callable(getattr(b, "preload", None))} == {"locomo"}
@@ -162,7 +160,7 @@ def test_calibration_sets_fit_the_suites_the_registry_names() -> None:
     LoCoMo alone and is a default source only there; an audit-shaped file fits LoCoMo and the
     demo (LoCoMo's file layout); any other suite gets the perturbations only."""
     from pytest_memeval.benchmarks import BUILTIN_BENCHMARKS, SUITE_CALIBRATION
-    from pytest_memeval.run._calibrate import PERTURB, CalibrationError, calibration_settings
+    from pytest_memeval.run import PERTURB, CalibrationError, calibration_settings
 
     assert {n for n, c in SUITE_CALIBRATION.items() if c.audit} == {"locomo"}
     assert {n for n, c in SUITE_CALIBRATION.items() if c.files} == {"locomo", "demo"}

@@ -14,8 +14,7 @@ import pytest
 from browser import NO_CHROMIUM, chromium, run_chromium
 from conftest import REPORT_CATS, report_result, report_summary
 
-from pytest_memeval.benchmarks import get_benchmark
-from pytest_memeval.benchmarks._base import LoadRequest
+from pytest_memeval.benchmarks import LoadRequest, get_benchmark
 from pytest_memeval.board._comparability import (
     describe,
     differences,
@@ -29,9 +28,10 @@ from pytest_memeval.board._site import build_board
 from pytest_memeval.board._verify import verify_entries
 from pytest_memeval.board.cli import main as board_main
 from pytest_memeval.records import Memory, Prediction, QuestionResult
-from pytest_memeval.report._charts import (
+from pytest_memeval.report import (
     HistoryPoint,
     ScatterPoint,
+    esc,
     fmt_seconds,
     fmt_tokens,
     history_chart,
@@ -40,11 +40,9 @@ from pytest_memeval.report._charts import (
     place_labels,
     scatter_chart,
     time_ticks,
+    write_json,
 )
-from pytest_memeval.report._json_report import write_json
-from pytest_memeval.report._pages import esc
-from pytest_memeval.run._question import select_questions
-from pytest_memeval.run._store import RunStore
+from pytest_memeval.run import RunStore, select_questions
 
 DEMO_SHA = "038689247fbb3949671c5bcf8dc044d7d0b7a4d6dfa915eccb2f0b986d2dd62a"
 HOSTILE = (

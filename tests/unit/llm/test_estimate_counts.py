@@ -19,7 +19,7 @@ from pytest_memeval.llm._estimate import (
     counter_for,
 )
 from pytest_memeval.llm._providers import resolve_config
-from pytest_memeval.run._estimate_figures import Estimate, WallShape, llm_wall, placeholder_answer
+from pytest_memeval.run import Estimate, WallShape, llm_wall, placeholder_answer
 
 
 def test_a_cl100k_model_is_counted_with_its_own_tokenizer() -> None:
@@ -120,7 +120,7 @@ def test_a_repeated_answer_is_the_placeholder_again(tmp_path: Path) -> None:
     built from both answers are the same, as in the real run."""
     from pytest_memeval.llm._estimate import estimating_client
     from pytest_memeval.records import Question
-    from pytest_memeval.run._estimate_figures import PlaceholderAnswerer
+    from pytest_memeval.run import PlaceholderAnswerer
 
     cache = EstimateCache(tmp_path)
     client = estimating_client("openai:gpt-4", cache=cache)

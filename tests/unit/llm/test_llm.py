@@ -38,7 +38,7 @@ from pytest_memeval.llm import (
     make_semaphore,
     parse_model_spec,
     parse_retry_after,
-    _redact as redact,
+    redact,
     run_parallel,
 )
 from pytest_memeval.llm._client import ProviderClient

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_memeval.benchmarks.locomo._demo import load_demo
+from pytest_memeval.benchmarks.locomo import load_demo
 from pytest_memeval.errors import MemevalError
 from pytest_memeval.llm import _tokenizer as tok
 

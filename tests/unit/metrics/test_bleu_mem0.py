@@ -20,8 +20,7 @@ from nltk.tokenize import NLTKWordTokenizer
 from nltk_reference import INSTALLED_IS_PINNED, VERSION_SENSITIVE, nltk_bleu1, nltk_word_tokenize
 from packaging.version import Version
 
-from pytest_memeval.benchmarks import get_benchmark
-from pytest_memeval.benchmarks._base import LoadRequest
+from pytest_memeval.benchmarks import LoadRequest, get_benchmark
 from pytest_memeval.metrics import _word_tokenize as wt
 from pytest_memeval.metrics import bleu1
 from pytest_memeval.metrics._lexical import bleu1_tokens
@@ -134,7 +133,7 @@ def test_equals_nltk_over_every_gold_answer(data_dir: Path, reference: Any) -> N
 
 def test_punkt_changes_bleu_on_real_answers(data_dir: Path) -> None:
     """The Punkt split matters on the real answers: some golds have an inner sentence end."""
-    no_punkt = wt._tokenizers().words  # the same pinned rules, without the sentence split
+    no_punkt = wt.nltk_tokenizers().words  # the same pinned rules, without the sentence split
     texts = [t.lower() for ts in _golds(data_dir).values() for t in ts]
     differ = [t for t in texts if wt.word_tokenize(t) != no_punkt.tokenize(t)]
     assert differ, "no gold answer has an inner sentence end"
@@ -350,19 +349,19 @@ def test_nothing_is_downloaded_or_read_from_nltk_data(tmp_path: Path) -> None:
 def test_installed_nltk_gives_the_checked_rule_set() -> None:
     """Pinned from whichever nltk is installed, the rules are one known set (the same for every
     release from 3.9.1 to 3.10.4, checked on each wheel when the set was pinned)."""
-    tokenizers = wt._tokenizers()
+    tokenizers = wt.nltk_tokenizers()
     assert wt.rules_fingerprint(tokenizers.words, tokenizers.sentences) in wt.KNOWN_RULES
     assert wt.provenance()["rules"] == "nltk 3.9.1 rules"
 
 
 def test_an_unchecked_rule_set_warns(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(wt, "KNOWN_RULES", {})
-    wt._tokenizers.cache_clear()
+    wt.nltk_tokenizers.cache_clear()
     try:
         with pytest.warns(wt.UncheckedNltkWarning, match=r"not a set this plugin has checked"):
-            tokenizers = wt._tokenizers()
+            tokenizers = wt.nltk_tokenizers()
         assert tokenizers.rules.startswith("unchecked: sha256 ")
     finally:
         monkeypatch.undo()
-        wt._tokenizers.cache_clear()
-    assert wt._tokenizers().rules == "nltk 3.9.1 rules"
+        wt.nltk_tokenizers.cache_clear()
+    assert wt.nltk_tokenizers().rules == "nltk 3.9.1 rules"

@@ -10,14 +10,9 @@ from typing import Any
 import pytest
 from fakes import ScriptedClient
 
-from pytest_memeval.answerers._mem0 import (
-    Mem0Answerer,
-    file_memories,
-    filing_totals,
-    locomo_date_text,
-)
+from pytest_memeval.answerers import Mem0Answerer, file_memories, filing_totals, locomo_date_text
 from pytest_memeval.errors import AdapterError, JudgeError
-from pytest_memeval.llm._base import ChatMessage
+from pytest_memeval.llm import ChatMessage
 from pytest_memeval.protocols._profiles import PROFILES
 from pytest_memeval.protocols._setup import (
     ProtocolSourceError,
@@ -33,9 +28,7 @@ from pytest_memeval.records import (
     Session,
     Turn,
 )
-from pytest_memeval.systems._contract import normalise_memory
-from pytest_memeval.systems._memories import conversation_memories
-from pytest_memeval.systems._wire import memory_from_dict
+from pytest_memeval.systems import conversation_memories, memory_from_dict, normalise_memory
 
 CONV = Conversation(
     id="c1",

@@ -11,11 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from pytest_memeval.benchmarks import BUILTIN_BENCHMARKS
-from pytest_memeval.benchmarks._base import Deviation
-from pytest_memeval.protocols._profiles import PROFILES
-from pytest_memeval.protocols._prompt_pins import PROMPT_SHA256
-from pytest_memeval.protocols._source import SourceText, extract
+from pytest_memeval.benchmarks import BUILTIN_BENCHMARKS, Deviation
+from pytest_memeval.protocols import PROFILES, PROMPT_SHA256, SourceText, extract
 from pytest_memeval.report.cards import (
     card_reference,
     protocol_card,
@@ -135,9 +132,9 @@ def test_longmemeval_v2_card_lists_the_corrected_variant() -> None:
 
 
 def test_demo_card_hashes_the_shipped_file() -> None:
-    from pytest_memeval.benchmarks.locomo import _demo as demo
+    from importlib.resources import files
 
-    data, _ = demo._resource()
+    data = files("pytest_memeval.benchmarks").joinpath("data", "demo.json").read_bytes()
     (pin,) = protocol_card("demo").data_files
     assert (pin.sha256, pin.size) == (hashlib.sha256(data).hexdigest(), len(data))
 
@@ -160,7 +157,7 @@ def test_unknown_suite_gets_an_empty_card() -> None:
 def test_reference_and_run_cards() -> None:
     from conftest import report_cats
 
-    from pytest_memeval.analysis._aggregate import aggregate_run
+    from pytest_memeval.analysis import aggregate_run
 
     ref = card_reference(protocol_card("beam"))
     assert ref["card"] == protocol_card("beam").card_id

@@ -5,8 +5,7 @@ from __future__ import annotations
 import pytest
 from conftest import REPORT_CATS, report_result
 
-from pytest_memeval.analysis._aggregate import aggregate_run
-from pytest_memeval.analysis._baselines import RunProtocol, baselines_for, mark_comparability
+from pytest_memeval.analysis import RunProtocol, aggregate_run, baselines_for, mark_comparability
 from pytest_memeval.report._html import _worst_best, render_html
 from pytest_memeval.report._model import Summary, published_entries, unscored_notes
 from pytest_memeval.report._tables import scoreboard_table

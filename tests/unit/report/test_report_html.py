@@ -13,8 +13,7 @@ import pytest
 from browser import NO_CHROMIUM, chromium, run_chromium
 from conftest import REPORT_CATS, report_result, report_summary
 
-from pytest_memeval.analysis._aggregate import aggregate_run
-from pytest_memeval.analysis._baselines import Baseline, baselines_for
+from pytest_memeval.analysis import Baseline, aggregate_run, baselines_for
 from pytest_memeval.records import Memory, QuestionResult
 from pytest_memeval.report._html import render_html
 from pytest_memeval.report._model import LLMUsage, Summary

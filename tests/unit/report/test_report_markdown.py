@@ -6,8 +6,7 @@ import re
 
 from conftest import REPORT_CATS, report_result, report_summary
 
-from pytest_memeval.analysis._aggregate import aggregate_run
-from pytest_memeval.analysis._baselines import Baseline, baselines_for
+from pytest_memeval.analysis import Baseline, aggregate_run, baselines_for
 from pytest_memeval.records import QuestionResult
 from pytest_memeval.report._markdown import md_cell, md_text, render_markdown
 from pytest_memeval.report._model import GateOutcome, LLMUsage, RegressionOutcome, Summary

@@ -7,12 +7,7 @@ from datetime import datetime
 
 import pytest
 
-from pytest_memeval.analysis._context import (
-    ConversationSize,
-    context_figures,
-    pareto_front,
-    top_k_warnings,
-)
+from pytest_memeval.analysis import ConversationSize, context_figures, pareto_front, top_k_warnings
 from pytest_memeval.records import Conversation, Memory, Question, QuestionResult, Session, Turn
 from pytest_memeval.run._budget import (
     CL100K_SHA256,
@@ -22,8 +17,7 @@ from pytest_memeval.run._budget import (
     get_tokenizer,
     tokenizer_label,
 )
-from pytest_memeval.systems._builtin import BUILTIN_SYSTEMS
-from pytest_memeval.systems._oracle import OracleSystem
+from pytest_memeval.systems import BUILTIN_SYSTEMS, OracleSystem
 
 
 def test_tokenizer_is_cl100k_offline() -> None:

@@ -12,21 +12,21 @@ import scipy.stats
 from calibration_files import audit_doc
 from file_server import FileServer, Reply, serve_files
 
-from pytest_memeval.analysis._gates import parse_gate
-from pytest_memeval.analysis._judge_calibration import (
+from pytest_memeval.analysis import (
     Outcome,
     Rate,
     is_calibration_metric,
     kind_metric,
     metric_value,
     negation,
+    parse_gate,
     perturb,
     summarize,
     wilson_interval,
     wrong_date,
     wrong_entity,
 )
-from pytest_memeval.benchmarks.locomo._audit import (
+from pytest_memeval.benchmarks.locomo import (
     AUDIT_COMMIT,
     AUDIT_SETS,
     load_audit_set,
@@ -36,7 +36,7 @@ from pytest_memeval.benchmarks.locomo._audit import (
 )
 from pytest_memeval.errors import DatasetError
 from pytest_memeval.records import Question
-from pytest_memeval.report._model import Summary
+from pytest_memeval.report import Summary
 from pytest_memeval.run._calibrate import (
     CalibrationError,
     build_cases,

@@ -10,7 +10,7 @@ from collections.abc import Callable
 import contract_systems as cs
 import pytest
 
-from pytest_memeval.llm._tokenizer import get_tokenizer
+from pytest_memeval.llm import get_tokenizer
 from pytest_memeval.run._contract_data import MARKER, peak_growth, scale_conversation
 from pytest_memeval.run._contract_kit import (
     PROPERTIES,

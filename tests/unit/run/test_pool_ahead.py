@@ -89,14 +89,14 @@ def test_a_failed_ingest_ahead_is_kept_for_its_questions() -> None:
 
 def test_only_an_exact_true_thread_safe_declaration_counts() -> None:
     from pytest_memeval.run._question import is_thread_safe
-    from pytest_memeval.systems._builtin import (
+    from pytest_memeval.systems import (
         BM25System,
+        EmbeddingSystem,
         FullContextSystem,
         NoMemorySystem,
         OracleSystem,
         ReplaySystem,
     )
-    from pytest_memeval.systems._embedding import EmbeddingSystem
 
     for cls in (BM25System, FullContextSystem, NoMemorySystem, OracleSystem, ReplaySystem):
         assert is_thread_safe(cls) and cls.thread_safe is True

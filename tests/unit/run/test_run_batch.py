@@ -13,9 +13,17 @@ from typing import Any
 
 import pytest
 
-from pytest_memeval.llm import ChatMessage, Completion, LLMCache, Request
-from pytest_memeval.llm._batch import BatchQueue, QueuedRequest
-from pytest_memeval.llm._providers import BATCH_PROVIDERS, PROVIDERS, has_batch_api
+from pytest_memeval.llm import (
+    BATCH_PROVIDERS,
+    PROVIDERS,
+    BatchQueue,
+    ChatMessage,
+    Completion,
+    LLMCache,
+    QueuedRequest,
+    Request,
+    has_batch_api,
+)
 from pytest_memeval.records import (
     PENDING_ANSWER,
     PENDING_VERDICT,

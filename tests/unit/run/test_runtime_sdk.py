@@ -9,8 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_memeval.llm._base import Completion
-from pytest_memeval.llm._providers import OpenAIProvider
+from pytest_memeval.llm import Completion, OpenAIProvider
 from pytest_memeval.run._runtime import LLMRuntime, LLMSettings
 
 SPEC = "openai:gpt-4o-mini"
@@ -137,7 +136,7 @@ def test_the_first_question_waits_for_the_sdk_once(tmp_path: Path) -> None:
     imported: under the GIL the two would take turns and the first call would go out later); a
     second call, or a run that built nothing, returns at once."""
     gc.unfreeze()
-    from pytest_memeval.llm._tokenizer import get_tokenizer
+    from pytest_memeval.llm import get_tokenizer
 
     get_tokenizer.cache_clear()
     rt = _runtime(tmp_path / "cold")

@@ -14,7 +14,7 @@ from typing import Any, cast
 import pytest
 from calibration_files import audit_doc
 
-from pytest_memeval.analysis._gates import parse_gate
+from pytest_memeval.analysis import parse_gate
 from pytest_memeval.benchmarks import get_benchmark
 from pytest_memeval.errors import MemevalError
 from pytest_memeval.records import (
@@ -25,7 +25,7 @@ from pytest_memeval.records import (
     QuestionResult,
     ResultKey,
 )
-from pytest_memeval.report._model import Summary
+from pytest_memeval.report import Summary
 from pytest_memeval.run._batch import BATCH_DIR
 from pytest_memeval.run._calibrate import CalibrationError, calibrate_run
 from pytest_memeval.run._estimate_figures import Estimate

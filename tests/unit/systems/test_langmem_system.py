@@ -15,7 +15,7 @@ from datetime import datetime
 import pytest
 
 from pytest_memeval.errors import AdapterError
-from pytest_memeval.run._contract_data import demo_conversation, demo_questions
+from pytest_memeval.run import demo_conversation, demo_questions
 from pytest_memeval.systems._resolve import ENTRY_POINT_GROUP, available_systems, resolve_system
 
 DIMS = 64

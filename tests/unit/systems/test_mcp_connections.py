@@ -11,8 +11,7 @@ from pathlib import Path
 import pytest
 
 from pytest_memeval.errors import AdapterError
-from pytest_memeval.run._settings import Settings
-from pytest_memeval.run._state import RunState
+from pytest_memeval.run import RunState, Settings
 from pytest_memeval.systems._mcp import McpConnections, mcp_factories
 from pytest_memeval.systems._resolve import resolve_system
 
