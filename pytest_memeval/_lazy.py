@@ -1,6 +1,7 @@
-"""The lazy exports of a suite's home (PEP 562): a home's ``__init__`` names where each public
-name lives, and the submodule is imported at the first lookup, so reading a pins record loads no
-loader."""
+"""A package's lazy exports (PEP 562): its ``__init__`` maps each public name to the private
+module defining it (``_WHERE``), and that module is imported at the first lookup, so importing a
+package loads only what is used (reading a suite's pins record loads no loader; the plugin's
+configure loads no judge)."""
 
 from __future__ import annotations
 
