@@ -82,6 +82,9 @@ def _questions(out: Path) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
     return run, {q["id"]: q for q in run["questions"]}
 
 
+#: two inner runs (plain and -n 2) per adapter, 20-40 s each on real MiniLM: the README's command
+#: skips them as slow (its 6-minute target, docs/ci.md), CI's `-m slow` step and `floor` run them
+@pytest.mark.slow
 def test_demo_runs_offline_with_real_embeddings(
     pytester: pytest.Pytester, local: str, run_mode: list[str]
 ) -> None:
