@@ -171,11 +171,11 @@ def get_benchmark(name: str) -> Benchmark:
 #: the rest of the package's way in, imported on first use (PEP 562): importing the package
 #: loads only what it needs at once
 _WHERE: dict[str, str] = {
-    "Deviation": "._base",
     "ERRATA_SOURCES": "._errata",
+    "LOCOMO_AUDIT": "._errata",
+    "Deviation": "._base",
     "Errata": "._errata",
     "ErrataSource": "._errata",
-    "LOCOMO_AUDIT": "._errata",
     "check_local_copies": "._download",
     "check_unique_ids": "._base",
     "download": "._download",

@@ -65,7 +65,7 @@ if TYPE_CHECKING:
     from ._redact import REDACTED
     from ._retry import CircuitBreaker
     from ._tokenizer import CL100K_SHA256, TOKENIZER_NAME, Tokenizer, get_tokenizer, tokenizer_label
-    from ._transfer import export_cache, import_cache, main
+    from ._transfer import export_cache, import_cache
 
 
 __all__ = [
@@ -124,7 +124,6 @@ __all__ = [
     "import_cache",
     "limiter_ident",
     "limiter_path",
-    "main",
     "make_client",
     "make_semaphore",
     "openai_body",
@@ -142,29 +141,29 @@ __all__ = [
 #: the rest of the package's way in, imported on first use (PEP 562): importing the package
 #: loads only what it needs at once
 _WHERE: dict[str, str] = {
-    "AnthropicProvider": "._providers",
     "BATCH_DIR": "._batch",
     "BATCH_DISCOUNT": "._accounting",
     "BATCH_PROVIDERS": "._providers",
+    "CL100K_SHA256": "._tokenizer",
+    "REDACTED": "._redact",
+    "REDIS_SCHEMES": "._ratelimit",
+    "TOKENIZER_NAME": "._tokenizer",
+    "AnthropicProvider": "._providers",
     "BatchDeferred": "._batch",
     "BatchQueue": "._batch",
-    "CL100K_SHA256": "._tokenizer",
     "CircuitBreaker": "._retry",
     "CircuitOpenError": "._client",
     "EstimateCache": "._estimate",
     "EstimatingProvider": "._estimate",
+    "LazySDK": "._providers",
     "Limiter": "._ratelimit",
     "OpenAIProvider": "._providers",
     "PollPolicy": "._batch",
     "QueuedRequest": "._batch",
-    "REDACTED": "._redact",
-    "REDIS_SCHEMES": "._ratelimit",
     "RateLimiter": "._ratelimit",
     "RedisRateLimiter": "._ratelimit",
     "Route": "._batch",
-    "TOKENIZER_NAME": "._tokenizer",
     "Tokenizer": "._tokenizer",
-    "LazySDK": "._providers",
     "anthropic_body": "._providers",
     "backend_for": "._batch",
     "connect_redis": "._ratelimit",
@@ -176,7 +175,6 @@ _WHERE: dict[str, str] = {
     "import_cache": "._transfer",
     "limiter_ident": "._ratelimit",
     "limiter_path": "._ratelimit",
-    "main": "._transfer",
     "openai_body": "._providers",
     "redis_label": "._ratelimit",
     "settle": "._batch",

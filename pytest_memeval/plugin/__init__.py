@@ -374,9 +374,9 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
 #: the rest of the package's way in, imported on first use (PEP 562): importing the package
 #: loads only what it needs at once
 _WHERE: dict[str, str] = {
-    "ConversationScheduling": "._scheduler",
     "GROUPS": "._option_table",
     "OPTIONS": "._option_table",
+    "ConversationScheduling": "._scheduler",
     "item_nodeid": "._items",
 }
 

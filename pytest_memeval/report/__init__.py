@@ -126,14 +126,14 @@ __all__ = [
 #: the rest of the package's way in, imported on first use (PEP 562): importing the package
 #: loads only what it needs at once
 _WHERE: dict[str, str] = {
+    "HEADLINE_ROW": "._headline",
+    "REPORT_MEMORIES": "._model",
+    "REPORT_SCHEMA": "._model",
     "CategoryRow": "._model",
     "GateOutcome": "._model",
-    "HEADLINE_ROW": "._headline",
     "HistoryPoint": "._charts",
     "LLMUsage": "._model",
     "Markup": "._pages",
-    "REPORT_MEMORIES": "._model",
-    "REPORT_SCHEMA": "._model",
     "RegressionOutcome": "._model",
     "RunSummary": "._model",
     "ScatterPoint": "._charts",

@@ -98,13 +98,13 @@ __all__ = [
 #: the rest of the package's way in, imported on first use (PEP 562): importing the package
 #: loads only what it needs at once
 _WHERE: dict[str, str] = {
+    "NO_DUMP_REASON": "._base",
+    "STOPWORDS": "._text",
+    "STORED_META": "._base",
     "EmbeddingSystem": "._embedding",
     "HttpClient": "._http",
     "McpConnections": "._mcp",
     "MissingReplayAnswer": "._builtin",
-    "NO_DUMP_REASON": "._base",
-    "STOPWORDS": "._text",
-    "STORED_META": "._base",
     "content_tokens": "._text",
     "conversation_from_dict": "._wire",
     "conversation_to_dict": "._wire",

@@ -7,6 +7,7 @@ import os
 import re
 import subprocess
 import sys
+from importlib.metadata import entry_points
 from pathlib import Path
 from typing import Any
 
@@ -390,13 +391,13 @@ def test_cache_console_script(tmp_path: Path) -> None:
     cache = LLMCache(tmp_path / "llm")  # where a run keeps it under --memeval-cache-dir
     cache.put("a" * 64, Completion(text="x", input_tokens=1, output_tokens=1, model="m"))
     cache.close()
-    script = [sys.executable, "-m", "pytest_memeval.llm._transfer"]
-    from pytest_memeval.llm import main
+    # the function the installed `memeval-cache` command runs, found as pip's script finds it
+    (script,) = entry_points(group="console_scripts", name="memeval-cache")
+    main = script.load()
 
     assert main(["export", str(tmp_path / "e.jsonl"), "--cache-dir", str(tmp_path)]) == 0
     assert main(["import", str(tmp_path / "e.jsonl"), "--cache-dir", str(tmp_path / "d")]) == 0
     assert len(LLMCache(tmp_path / "d" / "llm")) == 1
-    assert script  # the console script `memeval-cache` is this main()
 
 
 def test_shards_share_judge_calls(pytester: pytest.Pytester) -> None:

@@ -48,14 +48,14 @@ __all__ = [
 _WHERE: dict[str, str] = {
     "ABILITIES": "._loader",
     "BENCHMARK": "._loader",
-    "Beam": "._loader",
     "DEVIATIONS": "._loader",
     "GOLD_FIELDS": "._loader",
     "MAX_LITERAL_CHARS": "._loader",
     "SIZES": "._loader",
+    "Beam": "._loader",
+    "OfficialComposite": "._figures",
     "parse_python_literal": "._loader",
     "parse_time_anchor": "._loader",
-    "OfficialComposite": "._figures",
 }
 
 

@@ -56,17 +56,17 @@ _WHERE: dict[str, str] = {
     "CATEGORIES": "._loader",
     "DEVIATIONS": "._loader",
     "FILES": "._pins",
-    "HaluMem": "._loader",
     "MEMORY_TYPES": "._scorer",
     "PINS": "._pins",
     "QUESTION_TYPES": "._loader",
     "UPSTREAM": "._pins",
+    "HaluMem": "._loader",
+    "HaluMemOfficial": "._figures",
     "aggregate": "._scorer",
     "build": "._loader",
     "compute_f1": "._scorer",
     "memory_type_accuracy": "._scorer",
     "parse_users": "._loader",
-    "HaluMemOfficial": "._figures",
 }
 
 

@@ -75,6 +75,8 @@ __all__ = [
 #: public name -> the module of the home that defines it, imported on first use: reading the
 #: pins record (``.pins``, as protocols/_profiles.py does) does not load the loader
 _WHERE: dict[str, str] = {
+    "AUDIT_COMMIT": "._audit",
+    "AUDIT_SETS": "._audit",
     "BENCHMARK": "._loader",
     "CATEGORIES": "._loader",
     "DATE_FORMAT": "._loader",
@@ -83,23 +85,21 @@ _WHERE: dict[str, str] = {
     "LOCOMO_PINS": "._pins",
     "LOCOMO_SHA256": "._pins",
     "LOCOMO_URL": "._pins",
-    "LocomoBenchmark": "._loader",
     "METRICS": "._loader",
-    "ParsedLocomo": "._loader",
     "UPSTREAM": "._pins",
+    "LocomoBenchmark": "._loader",
+    "ParsedLocomo": "._loader",
+    "WrongAnswerSet": "._audit",
     "build_dataset": "._loader",
     "evidence_text": "._loader",
-    "load_locomo_file": "._loader",
-    "parse_locomo": "._loader",
-    "score_locomo": "._loader",
-    "AUDIT_COMMIT": "._audit",
-    "AUDIT_SETS": "._audit",
-    "WrongAnswerSet": "._audit",
     "load_audit_set": "._audit",
     "load_demo": "._demo",
+    "load_locomo_file": "._loader",
     "load_wrong_file": "._audit",
     "match_answers": "._audit",
     "parse_audit": "._audit",
+    "parse_locomo": "._loader",
+    "score_locomo": "._loader",
 }
 
 

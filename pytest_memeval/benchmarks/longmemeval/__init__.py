@@ -47,11 +47,11 @@ _WHERE: dict[str, str] = {
     "BENCHMARK": "._loader",
     "DEVIATIONS": "._loader",
     "HF_URL": "._pins",
-    "LongMemEval": "._loader",
     "PINS": "._pins",
     "QUESTION_TYPES": "._loader",
     "UPSTREAM": "._pins",
     "VARIANT_FILES": "._loader",
+    "LongMemEval": "._loader",
     "iter_json_array": "._loader",
     "parse_longmemeval_date": "._loader",
 }

@@ -46,15 +46,15 @@ _WHERE: dict[str, str] = {
     "CATEGORIES": "._loader",
     "DEVIATIONS": "._loader",
     "DOMAINS": "._loader",
-    "EvalSpec": "._scorer",
-    "LongMemEvalV2": "._loader",
+    "LLM_FUNCTIONS": "._scorer",
     "PINS": "._pins",
     "TIERS": "._pins",
     "UPSTREAM": "._pins",
+    "EvalSpec": "._scorer",
+    "LongMemEvalV2": "._loader",
     "extract_boxed": "._scorer",
     "parse_spec": "._scorer",
     "score_reply": "._scorer",
-    "LLM_FUNCTIONS": "._scorer",
 }
 
 
