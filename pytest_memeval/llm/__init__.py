@@ -55,6 +55,7 @@ if TYPE_CHECKING:
     from ._ratelimit import (
         REDIS_SCHEMES,
         Limiter,
+        LimiterUnavailable,
         RateLimiter,
         RedisRateLimiter,
         connect_redis,
@@ -95,6 +96,7 @@ __all__ = [
     "LLMClient",
     "LazySDK",
     "Limiter",
+    "LimiterUnavailable",
     "OpenAIProvider",
     "PollPolicy",
     "PriceTable",
@@ -157,6 +159,7 @@ _WHERE: dict[str, str] = {
     "EstimatingProvider": "._estimate",
     "LazySDK": "._providers",
     "Limiter": "._ratelimit",
+    "LimiterUnavailable": "._ratelimit",
     "OpenAIProvider": "._providers",
     "PollPolicy": "._batch",
     "QueuedRequest": "._batch",

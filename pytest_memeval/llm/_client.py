@@ -17,7 +17,7 @@ from ._base import Completion, LLMClient, Request
 from ._batch import BATCH_ROLES, BatchDeferred, BatchQueue, QueuedRequest
 from ._cache import LLMCache, cache_key
 from ._providers import Provider, ProviderConfig, build_provider, resolve_config
-from ._ratelimit import Limiter, estimate_tokens
+from ._ratelimit import Limiter, LimiterUnavailable, estimate_tokens
 from ._redact import redact
 from ._retry import (
     CircuitBreaker,
@@ -225,6 +225,9 @@ class ProviderClient(LLMClient):
                 self.retry,
                 on_retry=on_retry,
             )
+        except LimiterUnavailable:
+            self.accounting.record(role, self.label, failures=1)  # nothing was sent
+            raise
         except PermanentError as exc:
             self.accounting.record(role, self.label, failures=1)
             if self.breaker is not None:

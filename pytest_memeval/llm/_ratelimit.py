@@ -37,12 +37,14 @@ from pathlib import Path
 from typing import Any, Protocol
 from urllib.parse import urlsplit, urlunsplit
 
+from ..errors import JudgeError
 from ._base import Request
 
 __all__ = [
     "FIELDS",
     "REDIS_SCHEMES",
     "Limiter",
+    "LimiterUnavailable",
     "RateLimiter",
     "RedisRateLimiter",
     "connect_redis",
@@ -334,6 +336,11 @@ def connect_redis(url: str, timeout: float = 5.0) -> Any:
     return _redis().Redis.from_url(url, socket_timeout=timeout, socket_connect_timeout=timeout)
 
 
+class LimiterUnavailable(JudgeError):
+    """No request sent: the shared rate limiter (Redis) has not answered for longer than the
+    limiter's ``max_outage`` (``--memeval-llm-limiter-wait``)."""
+
+
 @dataclass
 class RedisRateLimiter:
     """The limiter shared by every process that uses the same Redis database: ``client`` is a
@@ -350,6 +357,10 @@ class RedisRateLimiter:
     #: was rebuilt after a Redis restart
     say: Say | None = None
     retry_delay: float = 0.5
+    #: seconds a call waits for an unreachable Redis before it fails with
+    #: :class:`LimiterUnavailable` (None: it waits until Redis answers); once an outage has lasted
+    #: that long, later calls fail after one try, until Redis answers again
+    max_outage: float | None = None
     _seen: dict[str, float] = field(default_factory=dict, init=False, repr=False)
     _down_since: float | None = field(default=None, init=False, repr=False)
     _said_lost: bool = field(default=False, init=False, repr=False)
@@ -375,16 +386,31 @@ class RedisRateLimiter:
                 reply = script(keys=[self.key], args=[*args, *(f"{v:.6f}" for v in seen)])
             except errors as exc:
                 with self._guard:
-                    first, self._down_since = (
-                        self._down_since is None,
-                        self._down_since if self._down_since is not None else self.clock(),
-                    )
+                    first = self._down_since is None
+                    if first:
+                        self._down_since = self.clock()
+                    since = self._down_since
+                    assert since is not None
                 if first:
+                    waits = (
+                        "until it answers"
+                        if self.max_outage is None
+                        else f"up to {self.max_outage:g} s (--memeval-llm-limiter-wait)"
+                    )
                     self._tell(
                         f"the LLM rate limiter {self.label} cannot be reached "
                         f"({type(exc).__name__}: {str(exc)[:160]}); LLM requests wait and retry "
-                        "until it answers (none is sent without a slot)"
+                        f"{waits} (none is sent without a slot)"
                     )
+                down = self.clock() - since
+                if self.max_outage is not None and down >= self.max_outage:
+                    raise LimiterUnavailable(
+                        f"no LLM request sent: the LLM rate limiter {self.label} has not answered "
+                        f"for {down:.0f} s (--memeval-llm-limiter-wait={self.max_outage:g}; "
+                        f"{type(exc).__name__}: {str(exc)[:160]}); start Redis, then "
+                        "--memeval-rejudge asks an unscored verdict again, --memeval-resume a "
+                        "question that errored"
+                    ) from None
                 self.sleep(delay)
                 delay = min(delay * 2, _MAX_RETRY_DELAY)
                 continue

@@ -256,6 +256,15 @@ _LLM: tuple[_Opt, ...] = (
         metavar="URL",
     ),
     _Opt(
+        "memeval-llm-limiter-wait",
+        "seconds an LLM call waits for the --memeval-llm-limiter Redis when it cannot be reached, "
+        "sending nothing; then the call fails and the run goes on (a verdict is UNSCORED: "
+        "--memeval-rejudge asks it again; an answer is an ERROR: --memeval-resume), and later "
+        "calls fail at once until Redis is back (default 600)",
+        default="600",
+        metavar="S",
+    ),
+    _Opt(
         "memeval-llm-backoff",
         "first retry delay in seconds, doubled per retry with jitter (default 0.5)",
         default="0.5",

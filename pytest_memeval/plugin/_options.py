@@ -351,6 +351,9 @@ def read_settings(config: pytest.Config) -> Settings:
             if val("memeval_llm_tpm") not in (None, "")
             else None,
             limiter=_limiter(val("memeval_llm_limiter"), src("memeval_llm_limiter")),
+            limiter_wait=_seconds(
+                val("memeval_llm_limiter_wait"), src("memeval_llm_limiter_wait"), example="600"
+            ),
         ),
         reports=ReportSettings(
             json_path=report_path("memeval_json"),

@@ -29,6 +29,7 @@ from ..llm import (
     CircuitOpenError,
     LazySDK,
     Limiter,
+    LimiterUnavailable,
     LLMCache,
     OpenAIProvider,
     ProviderClient,
@@ -220,6 +221,7 @@ class LLMRuntime:
             self.settings.rpm,
             self.settings.tpm,
             say=self.limiter_note,
+            max_outage=self.settings.limiter_wait,
         )
         self._redis_limiters.append(limiter)
         return limiter
@@ -359,7 +361,9 @@ class LLMRuntime:
                 scores[key] = None
                 details[key] = Pending(PENDING_VERDICT, spec.label, tuple(exc.keys), key)
                 continue
-            except CircuitOpenError as exc:  # the endpoint is down: UNSCORED, not an error
+            except (CircuitOpenError, LimiterUnavailable) as exc:
+                # the endpoint is down, or the shared rate limiter has been for longer than
+                # --memeval-llm-limiter-wait (nothing sent): UNSCORED, not an error
                 with self._lock:  # judged on the pipeline's threads
                     self.unscored += 1
                 scores[key] = None

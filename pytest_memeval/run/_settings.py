@@ -119,6 +119,9 @@ class LLMSettings:
     #: --memeval-llm-limiter: None for the machine-local state file, or the redis:// URL whose
     #: database every process of every host draws the rpm / tpm budget from
     limiter: str | None = None
+    #: --memeval-llm-limiter-wait: seconds an LLM call waits for an unreachable Redis limiter
+    #: before it fails (no request is ever sent without a slot)
+    limiter_wait: float = 600.0
     #: --memeval-estimate: count the run's LLM calls and tokens, send none
     estimate: bool = False
     #: --memeval-llm-batch: judge calls queued and sent through the batch APIs at the run's end

@@ -5,6 +5,7 @@ arrives: the machine-local limiter keeps its pace while its state file is damage
 
 from __future__ import annotations
 
+import json
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -200,3 +201,61 @@ def test_redis_limiter_without_the_redis_package_says_what_to_install(
         "pip install 'pytest-memeval[redis]'"
     ) in result.stderr.lines
     assert "Traceback" not in result.stderr.str() and server.requests == []
+
+
+@needs_redis
+def test_redis_gone_mid_run_fails_the_waiting_calls_and_rejudge_asks_them_again(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, run_mode: list[str]
+) -> None:
+    """Redis stops while the third verdict is being answered: the calls still waiting wait
+    --memeval-llm-limiter-wait (1 s), send nothing and fail, so their verdicts are UNSCORED with
+    the reason and the run ends instead of hanging. With Redis back, --memeval-rejudge asks only
+    those verdicts again (the others are cached)."""
+    out = pytester.path / "r.json"
+    with RedisServer(pytester.path) as redis:
+
+        def reply(messages: list[dict[str, str]], model: str, params: dict[str, object]) -> str:
+            if len(server.requests) == 3:
+                redis.stop()
+            return judge_reply(messages, model, params)
+
+        with LLMServer(reply=reply) as server:
+            for key, value in server.env(KEY).items():
+                monkeypatch.setenv(key, value)
+            args = [
+                "--memeval=demo",
+                "--memsys=bm25",
+                "--memeval-judge=openai:gpt-4o-mini",
+                "--memeval-llm-rpm=600",
+                # one call at a time: a slot is taken only when the call before it is answered
+                "--memeval-llm-concurrency=1",
+                f"--memeval-llm-limiter={redis.url}",
+                "--memeval-llm-limiter-wait=1",
+                f"--memeval-json={out}",
+            ]
+            result = pytester.runpytest_subprocess(*args, *run_mode, timeout=300)
+            assert result.ret == 0, result.stdout.str()
+            [run] = json.loads(out.read_text(encoding="utf-8"))["runs"]
+            statuses = [q["status"] for q in run["questions"]]
+            unscored = [q for q in run["questions"] if q["status"] == "UNSCORED"]
+            sent = len(server.requests)
+            # every request sent had a slot; every verdict not sent is UNSCORED with the reason
+            assert sent in (3, 4) and len(unscored) >= 8, (
+                statuses
+            )  # one call per worker may be sent
+
+            reason = f"the LLM rate limiter {redis.url} has not answered for"
+            assert all(reason in json.dumps(q) for q in unscored), unscored[0]
+            assert "--memeval-llm-limiter-wait=1" in json.dumps(unscored[0])
+            result.stdout.fnmatch_lines([f"*{redis.url} cannot be reached*up to 1 s*"])
+
+            redis.start()  # the same port, empty
+            again = pytester.runpytest_subprocess(
+                *args, "--memeval-rejudge", *run_mode, timeout=300
+            )
+            assert again.ret == 0, again.stdout.str()
+            [run] = json.loads(out.read_text(encoding="utf-8"))["runs"]
+            assert all(q["status"] in ("CORRECT", "WRONG") for q in run["questions"])
+            judged = [q for q in run["questions"] if q["scores"].get("judge_mem0") is not None]
+            assert sent + len(unscored) == len(judged)  # nothing sent without a slot
+            assert len(server.requests) - sent == len(unscored)  # the cached verdicts stand

@@ -11,8 +11,10 @@ from pathlib import Path
 import pytest
 from redis_server import RedisServer, needs_redis
 
+from pytest_memeval.errors import JudgeError
 from pytest_memeval.llm._base import ChatMessage, Request
 from pytest_memeval.llm._ratelimit import (
+    LimiterUnavailable,
     RateLimiter,
     RedisRateLimiter,
     connect_redis,
@@ -202,6 +204,35 @@ def test_redis_unreachable_requests_wait_and_retry_saying_so(tmp_path: Path) -> 
         assert any("answers again" in line for line in said)
         assert any("was gone during the run" in line for line in said)
         assert len(said) == 3
+
+
+@needs_redis
+def test_redis_unreachable_for_longer_than_the_wait_fails_the_call(tmp_path: Path) -> None:
+    """--memeval-llm-limiter-wait: a call waits that long for Redis, sending nothing, then fails
+    with an error naming the limiter, the wait and the fix; while Redis stays down the next call
+    fails after one try; once it is back, calls get slots again."""
+    said: list[str] = []
+    with RedisServer(tmp_path) as server:
+        lim = _redis_limiter(server, rpm=600, say=said.append, sleep=time.sleep, retry_delay=0.05)
+        lim.max_outage = 0.5
+        assert lim.acquire() == 0.0
+        server.stop()
+        started = time.monotonic()
+        with pytest.raises(LimiterUnavailable) as first:
+            lim.acquire()
+        assert 0.5 <= time.monotonic() - started < 5.0
+        message = str(first.value)
+        assert message.startswith(f"no LLM request sent: the LLM rate limiter {server.url} ")
+        assert "--memeval-llm-limiter-wait=0.5" in message and "--memeval-rejudge" in message
+        assert isinstance(first.value, JudgeError)  # a judge's verdict is UNSCORED, not a crash
+        assert len(said) == 1 and "up to 0.5 s (--memeval-llm-limiter-wait)" in said[0]
+        started = time.monotonic()
+        with pytest.raises(LimiterUnavailable):
+            lim.acquire()  # the outage has lasted long enough: one try, no second wait
+        assert time.monotonic() - started < 0.5
+        server.start()
+        assert lim.acquire() >= 0.0
+        assert any("answers again" in line for line in said)
 
 
 @needs_redis
