@@ -123,7 +123,7 @@ def test_light_classes_equal_nltk_over_the_benchmarks(data_dir: Path) -> None:
     payload = json.dumps({"words": words, "texts": sample_texts})
     script = (
         "import json, sys\n"
-        "from pytest_memeval.metrics import _nltk, text\n"
+        "from pytest_memeval.metrics import _nltk, _text as text\n"
         "assert _nltk.loaded_lightly()\n"
         "data = json.loads(sys.stdin.read())\n"
         "print(json.dumps({'stems': [text._STEMMER.stem(w) for w in data['words']],\n"
