@@ -1,15 +1,12 @@
-"""Command-line options, declared once (``OPTIONS``) and registered with pytest (``addoptions``);
-``options.py`` reads them into ``run.settings.Settings`` (pytest glue)."""
+"""Command-line options, declared once (``OPTIONS``, in their ``--help`` groups): data only.
+``_option_register.py`` registers them with pytest; ``_options.py`` reads them into
+``run.Settings``."""
 
 from __future__ import annotations
 
-import argparse
 from dataclasses import dataclass
-from typing import Any
 
-import pytest
-
-__all__ = ["GROUPS", "OPTIONS", "addoptions", "alias_dest"]
+__all__ = ["GROUPS", "OPTIONS"]
 
 
 @dataclass(frozen=True)
@@ -456,51 +453,3 @@ GROUPS: tuple[tuple[str, str, tuple[_Opt, ...]], ...] = (
     ("memeval-protocol", "pytest-memeval protocol: official upstream protocols", _PROTOCOL),
 )
 OPTIONS: tuple[_Opt, ...] = tuple(opt for _, _, opts in GROUPS for opt in opts)
-
-
-def addoptions(parser: pytest.Parser) -> None:
-    """Each option in its ``--help`` group, with its ini twin; an ``alias`` too, hidden."""
-    for name, heading, opts in GROUPS:
-        group = parser.getgroup(name, heading)
-        for opt in opts:
-            _add(parser, group, opt, opt.name, opt.dest, opt.help)
-            if opt.alias is not None:
-                ini_help = f"deprecated spelling of {_ini_name(opt)}"
-                _add(parser, group, opt, opt.alias, alias_dest(opt), ini_help, hidden=True)
-
-
-def _add(
-    parser: pytest.Parser,
-    group: pytest.OptionGroup,
-    opt: _Opt,
-    name: str,
-    dest: str,
-    help: str,
-    *,
-    hidden: bool = False,
-) -> None:
-    kwargs: dict[str, Any] = {"action": "store", "metavar": opt.metavar}
-    ini: dict[str, Any] = {"default": None}
-    if opt.flag:
-        kwargs, ini = {"action": "store_true"}, {"type": "bool", "default": False}
-    elif opt.multiple:
-        kwargs["action"], ini = "append", {"type": "linelist", "default": []}
-    elif opt.const is not None:
-        kwargs.update(nargs="?", const=opt.const)
-    cli_help = argparse.SUPPRESS if hidden else help
-    group.addoption(f"--{name}", default=None, dest=dest, help=cli_help, **kwargs)
-    parser.addini(_ini_name(name), help, **ini)
-
-
-def alias_dest(opt: _Opt) -> str:
-    """Where the deprecated spelling's command-line value lands (``deprecated_memeval_...``)."""
-    return f"deprecated_{str(opt.alias).replace('-', '_')}"
-
-
-def _ini_name(opt: _Opt | str) -> str:
-    """``memeval`` for --memeval, ``memeval_memsys`` for --memsys, ``memeval_limit`` for
-    --memeval-limit (an option, or an option's name)."""
-    dest = (opt if isinstance(opt, str) else opt.name).replace("-", "_")
-    if dest == "memeval" or dest.startswith("memeval_"):
-        return dest
-    return f"memeval_{dest}"

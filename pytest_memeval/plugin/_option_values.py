@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from ._option_table import _ini_name, alias_dest
+from ._option_register import alias_dest, ini_name
 
 if TYPE_CHECKING:
     from ._option_table import _Opt
@@ -46,12 +46,12 @@ def _raw_value(config: pytest.Config, opt: _Opt) -> tuple[Any, str]:
     if old_value is not None:
         _deprecated(config, f"--{opt.alias}", f"--{opt.name}")
         return old_value, f"--{opt.alias}"
-    for ini_name in (_ini_name(opt), _ini_name(opt.alias) if opt.alias is not None else None):
-        ini = config.getini(ini_name) if ini_name is not None else None
+    for key in (ini_name(opt), ini_name(opt.alias) if opt.alias is not None else None):
+        ini = config.getini(key) if key is not None else None
         if ini not in (None, "", []) and not (opt.flag and ini is False):
-            if ini_name != _ini_name(opt):
-                _deprecated(config, f"ini option {ini_name}", f"ini option {_ini_name(opt)}")
-            return ini, f"ini option {ini_name}"
+            if key != ini_name(opt):
+                _deprecated(config, f"ini option {key}", f"ini option {ini_name(opt)}")
+            return ini, f"ini option {key}"
     return opt.default, "default"
 
 

@@ -23,7 +23,8 @@ if TYPE_CHECKING:
     from ..run import ContractLimits, Shard
 
 from ..run import CheckSettings, LLMSettings, ReportSettings, RunSettings, Selection, Settings
-from ._option_table import OPTIONS, addoptions
+from ._option_register import addoptions
+from ._option_table import OPTIONS
 from ._option_values import (
     _NO_VARIANTS,
     _VARIANTS,

@@ -361,9 +361,7 @@ class LLMRuntime:
                 scores[key] = None
                 details[key] = Pending(PENDING_VERDICT, spec.label, tuple(exc.keys), key)
                 continue
-            except (CircuitOpenError, LimiterUnavailable) as exc:
-                # the endpoint is down, or the shared rate limiter has been for longer than
-                # --memeval-llm-limiter-wait (nothing sent): UNSCORED, not an error
+            except (CircuitOpenError, LimiterUnavailable) as exc:  # nothing sent: UNSCORED
                 with self._lock:  # judged on the pipeline's threads
                     self.unscored += 1
                 scores[key] = None
